@@ -1,0 +1,75 @@
+"""stagegrad, stage 0: the whole framework in pure Python (standard library only).
+
+The reference every later stage must match: ``import stage0_python as sg``.
+"""
+import importlib
+
+from . import tensor as _tensor  # first: autograd, ops and creation build on Tensor
+from . import autograd, dtypes, random
+from .autograd import Function, enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .creation import (arange, as_tensor, cat, concat, empty, empty_like, eye, from_numpy, full,
+                       full_like, linspace, normal, ones, ones_like, rand, rand_like, randint,
+                       randint_like, randn, randn_like, randperm, stack, tensor, zeros, zeros_like)
+from .dtypes import bool_, float32, float64, get_default_dtype, int32, int64, set_default_dtype
+from .random import Generator, initial_seed, manual_seed, seed
+from .tensor import Size, Tensor, ValuesIndices, device, where
+
+bool = bool_  # noqa: A001  (torch.bool)
+float = float32  # noqa: A001
+double = float64
+long = int64
+int = int32  # noqa: A001
+DType = dtypes.DType
+dtype = dtypes.DType
+
+# what this stage cannot do that later ones can (see common_tests/conftest.py)
+LACKS = frozenset({"views"})
+
+_T = Tensor
+exp, log, log1p, sqrt, rsqrt, sin, cos, tanh, sigmoid = (
+    _T.exp, _T.log, _T.log1p, _T.sqrt, _T.rsqrt, _T.sin, _T.cos, _T.tanh, _T.sigmoid)
+relu, abs, sign, reciprocal, erf, floor, ceil, round, square, neg = (  # noqa: A001
+    _T.relu, _T.abs, _T.sign, _T.reciprocal, _T.erf, _T.floor, _T.ceil, _T.round, _T.square, _T.neg)
+maximum, minimum, clamp, clip, pow, add, sub, mul, div = (  # noqa: A001
+    _T.maximum, _T.minimum, _T.clamp, _T.clamp, _T.pow, _T.add, _T.sub, _T.mul, _T.div)
+matmul, mm, bmm, dot = _T.matmul, _T.mm, _T.bmm, _T.dot
+sum, mean, prod, max, min, amax, amin, argmax, argmin = (  # noqa: A001
+    _T.sum, _T.mean, _T.prod, _T.max, _T.min, _T.amax, _T.amin, _T.argmax, _T.argmin)
+var, std, logsumexp, norm, any, all = _T.var, _T.std, _T.logsumexp, _T.norm, _T.any, _T.all  # noqa: A001
+reshape, permute, transpose, squeeze, unsqueeze, flatten = (
+    _T.reshape, _T.permute, _T.transpose, _T.squeeze, _T.unsqueeze, _T.flatten)
+split, chunk, narrow, gather, index_select, masked_fill = (
+    _T.split, _T.chunk, _T.narrow, _T.gather, _T.index_select, _T.masked_fill)
+nonzero, isnan, logical_not, logical_and, logical_or, tril, triu, flip, unbind = (
+    _T.nonzero, _T.isnan, _T.logical_not, _T.logical_and, _T.logical_or, _T.tril, _T.triu,
+    _T.flip, _T.unbind)
+eq, ne, lt, le, gt, ge = _T.eq, _T.ne, _T.lt, _T.le, _T.gt, _T.ge
+del _T
+
+
+def is_tensor(obj):
+    return isinstance(obj, Tensor)
+
+
+def numel(t):
+    return t.numel()
+
+
+def allclose(a, b, rtol=1e-05, atol=1e-08):
+    return isclose(a, b, rtol, atol).all().item()
+
+
+def isclose(a, b, rtol=1e-05, atol=1e-08):
+    return (a - b).abs() <= atol + rtol * b.abs()
+
+
+_SUBMODULES = ("functional", "nn", "optim", "data", "datasets", "serialization", "utils")
+
+
+def __getattr__(name):
+    # subpackages load on first use: ``import stage0_python`` stays quick
+    if name in _SUBMODULES:
+        return importlib.import_module(f".{name}", __name__)
+    if name in ("save", "load"):
+        return getattr(importlib.import_module(".serialization", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

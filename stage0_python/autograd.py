@@ -1,0 +1,431 @@
+"""Reverse-mode automatic differentiation.
+
+``Function.apply`` runs a forward with grad mode off and, when any input needs a
+gradient, records a ``Node``: the function, its context, and one *edge* per input
+(the node that produced the input, or the leaf's ``AccumulateGrad``). Edges are fixed
+when the node is made, so rebinding a tensor later (an in-place op) never rewires an
+old graph. ``backward`` orders the graph by counting dependencies and walks it with
+an explicit queue: depth is bounded by memory, not by Python's recursion limit.
+"""
+import math
+import threading
+from collections import defaultdict
+
+from .tensor import Tensor
+
+_grad_state = threading.local()
+
+
+def is_grad_enabled():
+    return getattr(_grad_state, "enabled", True)
+
+
+class set_grad_enabled:
+    """Context manager (and decorator) that sets grad mode, restoring it on exit."""
+
+    def __init__(self, mode=True):
+        self.prev = is_grad_enabled()
+        self.mode = bool(mode)
+        _grad_state.enabled = self.mode
+
+    def __enter__(self):
+        _grad_state.enabled = self.mode
+        return self
+
+    def __exit__(self, *exc):
+        _grad_state.enabled = self.prev
+
+    def __call__(self, fn):
+        mode = self.mode
+        _grad_state.enabled = self.prev
+
+        def wrapper(*args, **kwargs):
+            with set_grad_enabled(mode):
+                return fn(*args, **kwargs)
+        wrapper.__name__ = getattr(fn, "__name__", "wrapper")
+        wrapper.__doc__ = getattr(fn, "__doc__", None)
+        return wrapper
+
+
+class no_grad(set_grad_enabled):
+    def __init__(self):
+        self.prev = is_grad_enabled()
+        self.mode = False
+
+
+class enable_grad(set_grad_enabled):
+    def __init__(self):
+        self.prev = is_grad_enabled()
+        self.mode = True
+
+
+class Context:
+    """What a forward leaves for its backward."""
+
+    def __init__(self):
+        self._saved = ()
+        self._versions = ()
+        self._freed = False
+        self.needs_input_grad = ()
+        self.non_differentiable = ()
+        self.materialize_grads = True
+
+    def save_for_backward(self, *tensors):
+        self._saved = tensors
+        self._versions = tuple(None if t is None else t._version for t in tensors)
+
+    def mark_non_differentiable(self, *tensors):
+        self.non_differentiable = tensors
+
+    def set_materialize_grads(self, value):
+        self.materialize_grads = bool(value)
+
+    @property
+    def saved_tensors(self):
+        if self._freed:
+            raise RuntimeError(
+                "Trying to backward through the graph a second time (or directly access saved "
+                "tensors after they have already been freed). Saved intermediate values of the "
+                "graph are freed when you call .backward(); specify retain_graph=True to keep them.")
+        for i, (t, v) in enumerate(zip(self._saved, self._versions)):
+            if t is not None and t._version != v:
+                raise RuntimeError(
+                    f"one of the variables needed for gradient computation has been modified by an "
+                    f"inplace operation: saved tensor {i} of shape {list(t.shape)} and dtype "
+                    f"{t.dtype.name} is at version {t._version}; expected version {v} instead.")
+        return self._saved
+
+    def release(self):
+        self._saved = ()
+        self._freed = True
+
+
+class Node:
+    """A recorded op: ``grad_fn`` of the tensors it produced."""
+
+    __slots__ = ("fn", "ctx", "next_edges", "n_outputs", "input_meta", "hooks", "retained",
+                 "__weakref__")
+
+    def __init__(self, fn, ctx, next_edges, n_outputs, input_meta):
+        self.fn = fn
+        self.ctx = ctx
+        self.next_edges = next_edges
+        self.n_outputs = n_outputs
+        self.input_meta = input_meta  # (shape, dtype) per edge, for checking backward
+        self.hooks = None
+        self.retained = None
+
+    def name(self):
+        return self.fn.__name__ + "Backward"
+
+    def __repr__(self):
+        return f"<{self.name()}>"
+
+    @property
+    def next_functions(self):
+        return tuple(e if e is not None else (None, 0) for e in self.next_edges)
+
+    def run(self, grads, retain_graph):
+        if self.ctx._freed:
+            self.ctx.saved_tensors  # raises the clear error
+        if self.ctx.materialize_grads and any(g is None for g in grads):
+            grads = [g if g is not None else _zeros(meta) for g, meta in
+                     zip(grads, self.ctx.output_meta)]
+        out = self.fn.backward(self.ctx, *grads)
+        if not isinstance(out, tuple):
+            out = (out,)
+        n = len(self.next_edges)
+        if len(out) < n or any(g is not None for g in out[n:]):
+            raise RuntimeError(f"function {self.name()} returned {len(out)} gradients; "
+                               f"expected {n} (one per forward input)")
+        out = out[:n]
+        checked = []
+        for i, (g, edge, meta) in enumerate(zip(out, self.next_edges, self.input_meta)):
+            if g is None or edge is None:
+                checked.append(None)
+                continue
+            shape, dtype = meta
+            if tuple(g.shape) != shape:
+                raise RuntimeError(f"function {self.name()} returned an invalid gradient at index "
+                                   f"{i}: got shape {list(g.shape)} but expected {list(shape)}")
+            checked.append(g if g.dtype is dtype else g.to(dtype))
+        if not retain_graph:
+            self.ctx.release()
+        return checked
+
+
+class AccumulateGrad:
+    """The sink of a leaf: adds the incoming gradient to ``tensor.grad``."""
+
+    __slots__ = ("tensor", "next_edges", "hooks", "retained", "__weakref__")
+    n_outputs = 1
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+        self.next_edges = ()
+        self.hooks = None
+        self.retained = None
+
+    def name(self):
+        return "AccumulateGrad"
+
+    def __repr__(self):
+        return "<AccumulateGrad>"
+
+    @property
+    def next_functions(self):
+        return ()
+
+    def run(self, grads, retain_graph):
+        g = grads[0]
+        t = self.tensor
+        if g is None:
+            return []
+        if t.grad is None:
+            # a copy: one upstream gradient may reach several leaves, and .grad is
+            # later updated in place (clip_grad_norm_, user code)
+            t.grad = g.detach().clone()
+        else:
+            t.grad = (t.grad + g).detach()
+        return []
+
+
+def _zeros(meta):
+    from .tensor import zeros
+    shape, dtype = meta
+    return zeros(shape, dtype=dtype)
+
+
+def _edge(t):
+    """Where a gradient for ``t`` must go: (node, output index) or None."""
+    if not t.requires_grad:
+        return None
+    if t.grad_fn is not None:
+        return (t.grad_fn, t._output_nr)
+    acc = t._accumulator
+    if acc is None:
+        acc = t._accumulator = AccumulateGrad(t)
+    return (acc, 0)
+
+
+class Function:
+    """Subclass with static ``forward(ctx, *args)`` and ``backward(ctx, *grads)`` and
+    call ``YourFunction.apply(*args)``. ``backward`` returns one gradient per forward
+    argument (``None`` for non-tensors or inputs that need none)."""
+
+    @staticmethod
+    def forward(ctx, *args, **kwargs):
+        raise NotImplementedError(f"{type(ctx).__name__}.forward is not implemented")
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise NotImplementedError("backward is not implemented for this Function")
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        ctx = Context()
+        needs = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
+        track = any(needs) and is_grad_enabled()
+        ctx.needs_input_grad = needs
+        prev = is_grad_enabled()
+        _grad_state.enabled = False
+        try:
+            out = cls.forward(ctx, *args, **kwargs)
+        finally:
+            _grad_state.enabled = prev
+        if not track:
+            return out
+        outputs = out if isinstance(out, tuple) else (out,)
+        edges = tuple(_edge(a) if n else None for a, n in zip(args, needs))
+        meta = tuple((tuple(a.shape), a.dtype) if n else None for a, n in zip(args, needs))
+        node = Node(cls, ctx, edges, len(outputs), meta)
+        ctx.output_meta = tuple((tuple(o.shape), o.dtype) for o in outputs)
+        non_diff = {id(t) for t in ctx.non_differentiable}
+        for i, o in enumerate(outputs):
+            if id(o) in non_diff or not o.dtype.is_floating_point:
+                continue
+            o.requires_grad = True
+            o.grad_fn = node
+            o._output_nr = i
+        return out
+
+
+def _run(roots, retain_graph, capture=None):
+    """Propagate ``roots`` [(node, output index, grad)] through the graph.
+    With ``capture`` {(node, index): slot}, return those gradients instead of
+    accumulating into leaves."""
+    deps = defaultdict(int)
+    stack = list({id(n): n for n, _, _ in roots}.values())
+    seen = {id(n) for n in stack}
+    while stack:
+        node = stack.pop()
+        for edge in node.next_edges:
+            if edge is None:
+                continue
+            nxt = edge[0]
+            deps[id(nxt)] += 1
+            if id(nxt) not in seen:
+                seen.add(id(nxt))
+                stack.append(nxt)
+    buffers = {}
+    nodes = {}
+
+    def add(node, i, g):
+        buf = buffers.get(id(node))
+        if buf is None:
+            buf = buffers[id(node)] = [None] * node.n_outputs
+            nodes[id(node)] = node
+        buf[i] = g if buf[i] is None else buf[i] + g
+
+    for node, i, g in roots:
+        add(node, i, g)
+    ready = [n for n in {id(n): n for n, _, _ in roots}.values() if deps[id(n)] == 0]
+    captured = {}
+    while ready:
+        node = ready.pop()
+        grads = buffers.pop(id(node), None)
+        if grads is not None:
+            if node.hooks:
+                for i, hooks in node.hooks.items():
+                    for h in hooks:
+                        if grads[i] is not None:
+                            r = h(grads[i])
+                            if r is not None:
+                                grads[i] = r
+            if node.retained:
+                for i, ref in node.retained.items():
+                    t = ref()
+                    if t is not None and grads[i] is not None:
+                        t.grad = grads[i].detach() if t.grad is None else (t.grad + grads[i]).detach()
+        if capture is not None and grads is not None:
+            for i, g in enumerate(grads):
+                slot = capture.get((id(node), i))
+                if slot is not None:
+                    captured[slot] = g
+            if isinstance(node, AccumulateGrad):
+                grads = None
+        outs = node.run(grads, retain_graph) if grads is not None and any(
+            g is not None for g in grads) else [None] * len(node.next_edges)
+        for edge, g in zip(node.next_edges, outs):
+            if edge is None:
+                continue
+            nxt, i = edge
+            if g is not None:
+                add(nxt, i, g)
+            deps[id(nxt)] -= 1
+            if deps[id(nxt)] == 0:
+                ready.append(nxt)
+    return captured
+
+
+def _root_grads(tensors, grad_tensors, caller):
+    roots = []
+    for k, (t, g) in enumerate(zip(tensors, grad_tensors)):
+        if not t.requires_grad:
+            raise RuntimeError(f"{caller}: element {k} of tensors does not require grad and does "
+                               f"not have a grad_fn")
+        if g is None:
+            if t.numel() != 1:
+                raise RuntimeError(f"{caller}: grad can be implicitly created only for scalar "
+                                   f"outputs; got a tensor of shape {list(t.shape)}: pass gradient=")
+            g = Tensor._make_ones_like(t)
+        else:
+            if not isinstance(g, Tensor):
+                g = Tensor(g, dtype=t.dtype)
+            if tuple(g.shape) != tuple(t.shape):
+                raise RuntimeError(f"{caller}: gradient has shape {list(g.shape)} but the tensor has "
+                                   f"shape {list(t.shape)}")
+            g = g.detach()
+        node, i = _edge(t)
+        roots.append((node, i, g))
+    return roots
+
+
+def backward(tensors, grad_tensors=None, retain_graph=False):
+    tensors = list(tensors) if isinstance(tensors, (list, tuple)) else [tensors]
+    if grad_tensors is None:
+        grad_tensors = [None] * len(tensors)
+    elif not isinstance(grad_tensors, (list, tuple)):
+        grad_tensors = [grad_tensors]
+    with no_grad():
+        _run(_root_grads(tensors, grad_tensors, "backward"), retain_graph)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=False, allow_unused=False):
+    """Gradients of ``outputs`` with respect to ``inputs``, returned rather than
+    accumulated into ``.grad``."""
+    outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+    single = not isinstance(inputs, (list, tuple))
+    inputs = [inputs] if single else list(inputs)
+    if grad_outputs is None:
+        grad_outputs = [None] * len(outputs)
+    elif not isinstance(grad_outputs, (list, tuple)):
+        grad_outputs = [grad_outputs]
+    capture = {}
+    for k, t in enumerate(inputs):
+        if not t.requires_grad:
+            raise RuntimeError(f"grad: input {k} does not require grad")
+        node, i = _edge(t)
+        capture[(id(node), i)] = k
+    with no_grad():
+        got = _run(_root_grads(outputs, grad_outputs, "grad"), retain_graph, capture)
+    result = []
+    for k, t in enumerate(inputs):
+        g = got.get(k)
+        if g is None and not allow_unused:
+            raise RuntimeError(f"grad: input {k} was not used in the graph (pass allow_unused=True)")
+        result.append(None if g is None else g.detach())
+    return result[0] if single else tuple(result)
+
+
+def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True):
+    """Compare ``fn``'s analytical Jacobian with central finite differences.
+
+    ``inputs`` are float64 tensors (those with ``requires_grad`` are checked). Every
+    output is probed with each unit vector, so use small shapes."""
+    inputs = inputs if isinstance(inputs, (list, tuple)) else (inputs,)
+    checked = [x for x in inputs if isinstance(x, Tensor) and x.requires_grad]
+    for x in checked:
+        if x.dtype.name != "float64":
+            raise TypeError(f"gradcheck: inputs must be float64 for finite differences, got {x.dtype.name}")
+
+    def outputs():
+        out = fn(*inputs)
+        out = out if isinstance(out, (list, tuple)) else (out,)
+        return [o for o in out if isinstance(o, Tensor) and o.dtype.is_floating_point]
+
+    outs = outputs()
+    for oi, out in enumerate(outs):
+        n_out = out.numel()
+        for xi, x in enumerate(checked):
+            flat = x.detach().reshape(-1).tolist()
+            numeric = [[0.0] * len(flat) for _ in range(n_out)]
+            for j in range(len(flat)):
+                orig = flat[j]
+                with no_grad():
+                    x._set_flat(j, orig + eps)
+                    plus = outputs()[oi].reshape(-1).tolist()
+                    x._set_flat(j, orig - eps)
+                    minus = outputs()[oi].reshape(-1).tolist()
+                    x._set_flat(j, orig)
+                for r in range(n_out):
+                    numeric[r][j] = (plus[r] - minus[r]) / (2 * eps)
+            for r in range(n_out):
+                out = outputs()[oi]
+                seed = [0.0] * n_out
+                seed[r] = 1.0
+                if not out.requires_grad:
+                    analytic = [0.0] * len(flat)
+                else:
+                    g = grad(out, [x], Tensor(seed, dtype=out.dtype).reshape(out.shape),
+                             allow_unused=True)[0]
+                    analytic = [0.0] * len(flat) if g is None else g.reshape(-1).tolist()
+                for j, (a, b) in enumerate(zip(analytic, numeric[r])):
+                    if not (math.isfinite(a) and abs(a - b) <= atol + rtol * abs(b)):
+                        if raise_exception:
+                            raise RuntimeError(
+                                f"gradcheck: Jacobian mismatch for output {oi} element {r} with "
+                                f"respect to input {xi} element {j}: analytical {a}, numerical {b}")
+                        return False
+    return True
+

@@ -1,0 +1,735 @@
+"""Stage 0's backend: the only module that touches memory.
+
+A ``Buffer`` is a contiguous, row-major ``array.array`` with a shape and a dtype.
+Arrays are never mutated after creation; an in-place update swaps ``Buffer.data``,
+so two buffers may share one array (``reshape`` is free) without aliasing writes.
+
+The primitive set, which every stage's backend provides under the same names:
+
+- creation: ``from_list full arange uniform normal randint``
+- ``cast``
+- elementwise: ``unary(op, x)``, ``binary(op, a, b)`` with NumPy broadcasting, ``where``
+- reductions: ``reduce(op, x, axes, keepdim)`` (sum prod max min any all),
+  ``arg_reduce(op, x, axis, keepdim)`` (argmax argmin)
+- movement: ``reshape permute expand slice contiguous alias copy cat``
+- indexing: ``take`` (flat gather), ``gather``/``scatter_add`` along an axis
+- ``matmul`` (batched, batch dims already equal)
+- ``unfold``/``fold`` for convolution (im2col and its adjoint)
+- in-place: ``assign`` (write a region), ``put`` (flat scatter, optionally accumulating),
+  ``set_data`` (replace the contents)
+- fused kernels a stage may offer are listed in ``FUSED`` (stage 0 offers none).
+"""
+import math
+import operator
+from array import array
+from itertools import accumulate, repeat
+
+from . import dtypes
+from .dtypes import bool_, float32, float64, int32, int64
+
+FUSED = frozenset()
+INF = math.inf
+NAN = math.nan
+
+
+def prod(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def contiguous_strides(shape):
+    strides = [1] * len(shape)
+    for i in range(len(shape) - 2, -1, -1):
+        strides[i] = strides[i + 1] * shape[i + 1]
+    return tuple(strides)
+
+
+def strided_indices(shape, strides, offset=0):
+    """Flat positions of every element of a strided view, in row-major order."""
+    idx = [offset]
+    for n, s in zip(shape, strides):
+        if n == 1:
+            continue
+        steps = [j * s for j in range(n)]
+        idx = [b + t for b in idx for t in steps]
+    if prod(shape) == 0:
+        return []
+    return idx
+
+
+def _wrap_int(values, dtype):
+    bits = 32 if dtype is int32 else 64
+    half, full = 1 << (bits - 1), 1 << bits
+    return [((v + half) % full) - half for v in values]
+
+
+def _pack(values, dtype):
+    """Store Python values in a fresh array of ``dtype`` (float32 rounds here)."""
+    if dtype is bool_:
+        return array("B", [1 if v else 0 for v in values])
+    try:
+        return array(dtype.typecode, values)
+    except OverflowError:
+        return array(dtype.typecode, _wrap_int([int(v) for v in values], dtype))
+    except TypeError:
+        if dtype.is_floating_point:
+            return array(dtype.typecode, [float(v) for v in values])
+        return array(dtype.typecode, _wrap_int([_to_int(v) for v in values], dtype))
+
+
+def _to_int(v):
+    if isinstance(v, float):
+        if v != v or v in (INF, -INF):
+            raise ValueError(f"cannot convert {v} to an integer dtype")
+        return int(v)  # truncates toward zero, as a C cast does
+    return int(v)
+
+
+class Buffer:
+    """Contiguous storage. ``version`` counts in-place writes, so autograd can tell
+    whether a tensor it saved has changed since."""
+    __slots__ = ("data", "shape", "dtype", "version")
+
+    def __init__(self, data, shape, dtype):
+        self.data = data
+        self.shape = tuple(shape)
+        self.dtype = dtype
+        self.version = 0
+
+    @property
+    def numel(self):
+        return len(self.data)
+
+    def values(self):
+        """The elements as Python numbers, row-major."""
+        if self.dtype is bool_:
+            return [bool(v) for v in self.data]
+        return self.data.tolist()
+
+    def item(self):
+        v = self.data[0]
+        return bool(v) if self.dtype is bool_ else v
+
+    def tolist(self):
+        vals = self.values()
+        if not self.shape:
+            return vals[0]
+
+        def build(off, dims):
+            if len(dims) == 1:
+                return vals[off:off + dims[0]]
+            step = prod(dims[1:])
+            return [build(off + i * step, dims[1:]) for i in range(dims[0])]
+        return build(0, self.shape)
+
+    def nbytes(self):
+        return self.numel * self.dtype.itemsize
+
+
+# ---------------------------------------------------------------- creation
+
+def from_list(values, shape, dtype):
+    return Buffer(_pack(values, dtype), shape, dtype)
+
+
+def full(shape, value, dtype):
+    n = prod(shape)
+    if dtype is bool_:
+        value = 1 if value else 0
+    elif dtype.is_floating_point:
+        value = float(value)
+    else:
+        value = _to_int(value)
+    try:
+        return Buffer(array(dtype.typecode, [value]) * n, shape, dtype)
+    except OverflowError:
+        return from_list([value] * n, shape, dtype)
+
+
+def arange(start, stop, step, dtype):
+    n = max(0, math.ceil((stop - start) / step))
+    return from_list([start + i * step for i in range(n)], (n,), dtype)
+
+
+def uniform(shape, low, high, dtype, generator):
+    u = generator.uniform(prod(shape), double=dtype is float64)
+    if low != 0.0 or high != 1.0:
+        span = high - low
+        u = [low + span * x for x in u]
+    return from_list(u, shape, dtype)
+
+
+def normal(shape, mean, std, dtype, generator):
+    z = generator.normal(prod(shape))
+    if mean != 0.0 or std != 1.0:
+        z = [mean + std * x for x in z]
+    return from_list(z, shape, dtype)
+
+
+def randint(shape, low, high, dtype, generator):
+    return from_list(generator.randint(low, high, prod(shape)), shape, dtype)
+
+
+def cast(x, dtype):
+    if dtype is x.dtype:
+        return Buffer(x.data, x.shape, dtype)
+    if dtype is bool_:
+        return Buffer(array("B", [1 if v else 0 for v in x.data]), x.shape, dtype)
+    if dtype.is_floating_point:
+        return Buffer(array(dtype.typecode, x.data), x.shape, dtype)
+    if x.dtype.is_floating_point:
+        return from_list([_to_int(v) for v in x.data], x.shape, dtype)
+    return from_list(x.data, x.shape, dtype)
+
+
+# ---------------------------------------------------------------- elementwise
+
+def _exp(x):
+    try:
+        return math.exp(x)
+    except OverflowError:
+        return INF
+
+
+def _log(x):
+    if x > 0:
+        return math.log(x)
+    if x == 0:
+        return -INF
+    return NAN  # negative or NaN
+
+
+def _sqrt(x):
+    return math.sqrt(x) if x >= 0 else NAN
+
+
+def _rsqrt(x):
+    if x > 0:
+        return 1.0 / math.sqrt(x)
+    return INF if x == 0 else NAN
+
+
+def _recip(x):
+    if x:
+        return 1.0 / x
+    return NAN if x != x else math.copysign(INF, x)
+
+
+def _sigmoid(x):
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    z = _exp(x)
+    return z / (1.0 + z)
+
+
+def _silu(x):
+    return x * _sigmoid(x)
+
+
+_SQRT1_2 = 1.0 / math.sqrt(2.0)
+
+
+def _gelu(x):
+    return 0.5 * x * (1.0 + math.erf(x * _SQRT1_2))
+
+
+def _sign(x):
+    return (x > 0) - (x < 0) if x == x else NAN
+
+
+def _trig(f):
+    def safe(x):
+        return f(x) if x - x == 0 else NAN  # inf and nan give nan
+    return safe
+
+
+UNARY = {
+    "neg": operator.neg,
+    "abs": abs,
+    "exp": _exp,
+    "log": _log,
+    "sqrt": _sqrt,
+    "rsqrt": _rsqrt,
+    "sin": _trig(math.sin),
+    "cos": _trig(math.cos),
+    "tanh": math.tanh,
+    "sigmoid": _sigmoid,
+    "relu": lambda x: x if not x <= 0 else 0 * x,
+    "sign": _sign,
+    "reciprocal": _recip,
+    "gelu": _gelu,
+    "silu": _silu,
+    "erf": math.erf,
+    "log1p": lambda x: math.log1p(x) if x > -1 else (-INF if x == -1 else NAN),
+    "floor": lambda x: float(math.floor(x)) if x - x == 0 else x,
+    "ceil": lambda x: float(math.ceil(x)) if x - x == 0 else x,
+    "round": lambda x: float(round(x)) if x - x == 0 else x,
+    "isnan": lambda x: x != x,
+    "logical_not": operator.not_,
+}
+# ops whose result is always bool, whatever the input
+BOOL_RESULT = frozenset({"isnan", "logical_not", "eq", "ne", "lt", "le", "gt", "ge",
+                         "logical_and", "logical_or", "logical_xor"})
+
+
+def unary(op, x, dtype=None):
+    f = UNARY[op]
+    out = dtype or (bool_ if op in BOOL_RESULT else x.dtype)
+    vals = x.values() if x.dtype is bool_ else x.data
+    if op in ("sign", "abs", "neg") and not out.is_floating_point:
+        f = {"sign": lambda v: (v > 0) - (v < 0), "abs": abs, "neg": operator.neg}[op]
+    return from_list(list(map(f, vals)), x.shape, out)
+
+
+def _div(a, b):
+    try:
+        return a / b
+    except ZeroDivisionError:
+        if a != a or a == 0:
+            return NAN
+        return math.copysign(INF, a) * math.copysign(1.0, b)
+
+
+def _pow(a, b):
+    try:
+        return math.pow(a, b)
+    except OverflowError:
+        return INF if a > 0 or float(b).is_integer() and int(b) % 2 == 0 else -INF
+    except ValueError:
+        if a == 0:  # 0 ** negative
+            return INF if not (float(b).is_integer() and int(b) % 2) else math.copysign(INF, a)
+        return NAN
+
+
+def _int_pow(a, b):
+    if b < 0:
+        raise ValueError("pow: integers to negative integer powers are not allowed")
+    return a ** b
+
+
+def _maximum(a, b):
+    return a if a > b or a != a else b
+
+
+def _minimum(a, b):
+    return a if a < b or a != a else b
+
+
+def _floordiv(a, b):
+    try:
+        return a // b
+    except ZeroDivisionError:
+        if isinstance(a, int):
+            raise ZeroDivisionError("floor_divide: integer division by zero") from None
+        return _div(a, b)
+
+
+def _remainder(a, b):
+    try:
+        return a % b
+    except ZeroDivisionError:
+        if isinstance(a, int):
+            raise ZeroDivisionError("remainder: integer division by zero") from None
+        return NAN
+
+
+BINARY = {
+    "add": operator.add,
+    "sub": operator.sub,
+    "mul": operator.mul,
+    "div": _div,
+    "pow": _pow,
+    "maximum": _maximum,
+    "minimum": _minimum,
+    "floordiv": _floordiv,
+    "remainder": _remainder,
+    "eq": operator.eq,
+    "ne": operator.ne,
+    "lt": operator.lt,
+    "le": operator.le,
+    "gt": operator.gt,
+    "ge": operator.ge,
+    "logical_and": lambda a, b: bool(a) and bool(b),
+    "logical_or": lambda a, b: bool(a) or bool(b),
+    "logical_xor": lambda a, b: bool(a) != bool(b),
+}
+# exact operator-module functions: tried as one fast map before the safe per-element form
+_FAST = {"div": operator.truediv, "pow": operator.pow}
+
+
+def broadcast_shapes(*shapes):
+    ndim = max((len(s) for s in shapes), default=0)
+    out = []
+    for i in range(-ndim, 0):
+        size = 1
+        for s in shapes:
+            d = s[i] if -i <= len(s) else 1
+            if d != 1:
+                if size not in (1, d):
+                    return None
+                size = d
+        out.append(size)
+    return tuple(out)
+
+
+def _broadcast_values(x, shape):
+    if x.shape == shape:
+        return x.data
+    return expand(x, shape).data
+
+
+def binary(op, a, b, dtype):
+    """``op`` elementwise over broadcast ``a`` and ``b``; both already hold ``dtype``
+    (comparisons return bool)."""
+    shape = broadcast_shapes(a.shape, b.shape)
+    out = bool_ if op in BOOL_RESULT else dtype
+    if dtype is bool_ and op in ("add", "mul", "maximum", "minimum"):
+        op = {"add": "logical_or", "mul": "logical_and", "maximum": "logical_or",
+              "minimum": "logical_and"}[op]
+    f = BINARY[op]
+    if op == "pow" and not dtype.is_floating_point:
+        f = _int_pow
+    if b.numel == 1 and a.numel != 1 or a.numel == 1 and b.numel != 1:
+        # the scalar case, common enough for its own loop
+        if b.numel == 1:
+            xs, y = _broadcast_values(a, shape), b.data[0]
+            vals = _map_safe(op, f, lambda g: [g(x, y) for x in xs])
+        else:
+            x, ys = a.data[0], _broadcast_values(b, shape)
+            vals = _map_safe(op, f, lambda g: [g(x, y) for y in ys])
+    else:
+        xs, ys = _broadcast_values(a, shape), _broadcast_values(b, shape)
+        vals = _map_safe(op, f, lambda g: list(map(g, xs, ys)))
+    return from_list(vals, shape, out)
+
+
+def _map_safe(op, f, run):
+    fast = _FAST.get(op)
+    if fast is not None and f is not _int_pow:
+        try:
+            vals = run(fast)
+            if op != "pow" or not any(isinstance(v, complex) for v in vals):
+                return vals
+        except (ZeroDivisionError, OverflowError, ValueError):
+            pass
+    return run(f)
+
+
+def where(cond, a, b):
+    shape = broadcast_shapes(cond.shape, a.shape, b.shape)
+    cs = _broadcast_values(cond, shape)
+    xs = _broadcast_values(a, shape)
+    ys = _broadcast_values(b, shape)
+    return from_list([x if c else y for c, x, y in zip(cs, xs, ys)], shape, a.dtype)
+
+
+# ---------------------------------------------------------------- reductions
+
+def _max(vals):
+    m = max(vals)
+    if m == m and any(v != v for v in vals):
+        return NAN
+    return m
+
+
+def _min(vals):
+    m = min(vals)
+    if m == m and any(v != v for v in vals):
+        return NAN
+    return m
+
+
+def _prod(vals):
+    p = 1
+    for v in vals:
+        p *= v
+    return p
+
+
+REDUCE = {"sum": sum, "prod": _prod, "max": _max, "min": _min, "any": any, "all": all}
+
+
+def _group_last(x, axes):
+    """Move ``axes`` to the end; return (values, kept shape, group size)."""
+    keep = [d for d in range(len(x.shape)) if d not in axes]
+    order = keep + sorted(axes)
+    perm = permute(x, order) if order != list(range(len(order))) else x
+    group = prod(x.shape[d] for d in axes)
+    return perm.data, [x.shape[d] for d in keep], group
+
+
+def _reduced_shape(shape, axes, keepdim):
+    if keepdim:
+        return tuple(1 if d in axes else n for d, n in enumerate(shape))
+    return tuple(n for d, n in enumerate(shape) if d not in axes)
+
+
+def reduce(op, x, axes, keepdim, dtype=None):
+    """Reduce over ``axes`` (a tuple of non-negative ints). ``max``/``min`` of an empty
+    group are rejected by the frontend; ``sum``/``prod`` of one give 0/1."""
+    out = dtype or (bool_ if op in ("any", "all") else x.dtype)
+    vals, _, group = _group_last(x, axes)
+    if x.dtype is bool_ and op not in ("any", "all"):
+        vals = list(vals)
+    f = REDUCE[op]
+    n = len(vals)
+    if group == 0:
+        res = [f(())] * prod(_reduced_shape(x.shape, axes, False))
+    elif group == n:
+        res = [f(vals)]
+    else:
+        res = [f(vals[i:i + group]) for i in range(0, n, group)]
+    return from_list(res, _reduced_shape(x.shape, axes, keepdim), out)
+
+
+def _argmax(chunk):
+    m = _max(chunk)
+    if m != m:
+        return next(i for i, v in enumerate(chunk) if v != v)
+    return chunk.index(m)
+
+
+def _argmin(chunk):
+    m = _min(chunk)
+    if m != m:
+        return next(i for i, v in enumerate(chunk) if v != v)
+    return chunk.index(m)
+
+
+def arg_reduce(op, x, axis, keepdim):
+    f = _argmax if op == "argmax" else _argmin
+    vals, _, group = _group_last(x, (axis,))
+    res = [f(vals[i:i + group]) for i in range(0, len(vals), group)]
+    return from_list(res, _reduced_shape(x.shape, (axis,), keepdim), int64)
+
+
+# ---------------------------------------------------------------- movement
+
+def reshape(x, shape):
+    return Buffer(x.data, shape, x.dtype)
+
+
+def permute(x, dims):
+    strides = contiguous_strides(x.shape)
+    shape = tuple(x.shape[d] for d in dims)
+    src = x.data
+    idx = strided_indices(shape, [strides[d] for d in dims])
+    return Buffer(_pack_same(x, [src[i] for i in idx]), shape, x.dtype)
+
+
+def _pack_same(x, vals):
+    return array(x.data.typecode, vals)
+
+
+def expand(x, shape):
+    """Broadcast ``x`` to ``shape`` (materialised: stage 0 has no views)."""
+    pad = len(shape) - len(x.shape)
+    src_strides = contiguous_strides(x.shape)
+    strides = [0] * pad + [0 if n == 1 else s for n, s in zip(x.shape, src_strides)]
+    if x.numel == 1:
+        return Buffer(x.data * prod(shape), shape, x.dtype)
+    src = x.data
+    if prod(shape) == 0:
+        return Buffer(array(x.data.typecode), shape, x.dtype)
+    # the trailing run that is copied as a block
+    idx = strided_indices(shape, strides)
+    return Buffer(_pack_same(x, [src[i] for i in idx]), shape, x.dtype)
+
+
+def slice(x, starts, steps, counts):
+    """Basic slicing: along dim ``d`` take ``counts[d]`` elements from ``starts[d]``
+    every ``steps[d]`` (steps are positive)."""
+    strides = contiguous_strides(x.shape)
+    offset = sum(s * st for s, st in zip(starts, strides))
+    idx = strided_indices(counts, [st * sp for st, sp in zip(strides, steps)], offset)
+    src = x.data
+    return Buffer(_pack_same(x, [src[i] for i in idx]), counts, x.dtype)
+
+
+def contiguous(x):
+    return x
+
+
+def alias(x):
+    """A second handle on the same contents. Stage 0 never writes into an array, so
+    an alias keeps the values it saw (and its own version) whatever happens to ``x``."""
+    return Buffer(x.data, x.shape, x.dtype)
+
+
+def copy(x):
+    return Buffer(array(x.data.typecode, x.data), x.shape, x.dtype)
+
+
+def cat(xs, axis):
+    shape = list(xs[0].shape)
+    shape[axis] = sum(x.shape[axis] for x in xs)
+    outer = prod(shape[:axis])
+    out = array(xs[0].data.typecode)
+    blocks = [(x.data, prod(x.shape[axis:])) for x in xs]
+    for o in range(outer):
+        for data, n in blocks:
+            out.extend(data[o * n:(o + 1) * n])
+    return Buffer(out, shape, xs[0].dtype)
+
+
+# ---------------------------------------------------------------- indexing
+
+def take(x, index):
+    """Flat gather: ``out[i] = x.flat[index[i]]``, shaped like ``index``."""
+    src = x.data
+    return Buffer(_pack_same(x, [src[i] for i in index.data]), index.shape, x.dtype)
+
+
+def _axis_positions(shape, axis, index):
+    """For every element of ``index`` the flat position in a tensor of ``shape`` that
+    it selects along ``axis`` (other coordinates taken from the element's own)."""
+    strides = contiguous_strides(shape)
+    base = strided_indices(index.shape, [s if d != axis else 0 for d, s in enumerate(strides)])
+    st = strides[axis]
+    n = shape[axis]
+    out = []
+    for b, i in zip(base, index.data):
+        if not -n <= i < n:
+            raise IndexError(f"index {i} is out of bounds for dimension {axis} with size {n}")
+        out.append(b + (i % n) * st)
+    return out
+
+
+def gather(x, axis, index):
+    src = x.data
+    pos = _axis_positions(x.shape, axis, index)
+    return Buffer(_pack_same(x, [src[p] for p in pos]), index.shape, x.dtype)
+
+
+def scatter_add(shape, axis, index, src):
+    """A zero tensor of ``shape`` with ``src`` added at ``index`` along ``axis``."""
+    out = [0] * prod(shape)
+    for p, v in zip(_axis_positions(shape, axis, index), src.data):
+        out[p] += v
+    return from_list(out, shape, src.dtype)
+
+
+# ---------------------------------------------------------------- matmul
+
+def matmul(a, b):
+    """``a`` (..., n, k) @ ``b`` (..., k, m); the batch dims of both are equal."""
+    *batch, n, k = a.shape
+    m = b.shape[-1]
+    nb = prod(batch)
+    mul = operator.mul
+    out = []
+    ad = a.data.tolist()
+    bd = b.data.tolist()
+    for t in range(nb):
+        A = ad[t * n * k:(t + 1) * n * k]
+        B = bd[t * k * m:(t + 1) * k * m]
+        cols = [B[j::m] for j in range(m)]
+        for i in range(n):
+            row = A[i * k:(i + 1) * k]
+            out.extend([sum(map(mul, row, col)) for col in cols])
+    return from_list(out, (*batch, n, m), a.dtype)
+
+
+# ---------------------------------------------------------------- convolution
+
+def unfold(x, kernel, dilation, padding, stride):
+    """im2col for NC(spatial...) input with 1 or 2 spatial dims: returns
+    (N, C * prod(kernel), L), L being the number of output positions."""
+    N, C, *sp = x.shape
+    out_sp = [(s + 2 * p - d * (k - 1) - 1) // st + 1
+              for s, k, d, p, st in zip(sp, kernel, dilation, padding, stride)]
+    plan = _unfold_plan(sp, kernel, dilation, padding, stride, out_sp)
+    src = x.data
+    zero = src.typecode in "fd" and 0.0 or 0
+    plane = prod(sp)
+    out = []
+    for nc in range(N * C):
+        base = nc * plane
+        for row in plan:
+            out.extend([src[base + p] if p >= 0 else zero for p in row])
+    # rows come out ordered (n, c, kernel offset): exactly (N, C*K, L)
+    return Buffer(_pack_same(x, out), (N, C * prod(kernel), prod(out_sp)), x.dtype)
+
+
+def _unfold_plan(sp, kernel, dilation, padding, stride, out_sp):
+    """For each kernel offset, the input position read at every output position
+    (-1 where it falls in the padding)."""
+    if len(sp) == 1:
+        sp, kernel, dilation, padding, stride, out_sp = ([1] + list(v) for v in
+                                                         (sp, kernel, dilation, padding, stride, out_sp))
+        padding[0] = 0
+    H, W = sp
+    kh, kw = kernel
+    plan = []
+    for i in range(kh):
+        for j in range(kw):
+            row = []
+            for oh in range(out_sp[0]):
+                h = oh * stride[0] - padding[0] + i * dilation[0]
+                ok_h = 0 <= h < H
+                for ow in range(out_sp[1]):
+                    w = ow * stride[1] - padding[1] + j * dilation[1]
+                    row.append(h * W + w if ok_h and 0 <= w < W else -1)
+            plan.append(row)
+    return plan
+
+
+def fold(cols, output_size, kernel, dilation, padding, stride):
+    """The adjoint of ``unfold``: sums (N, C*K, L) columns back into (N, C, *output_size)."""
+    N, CK, L = cols.shape
+    K = prod(kernel)
+    C = CK // K
+    out_sp = [(s + 2 * p - d * (k - 1) - 1) // st + 1
+              for s, k, d, p, st in zip(output_size, kernel, dilation, padding, stride)]
+    plan = _unfold_plan(list(output_size), kernel, dilation, padding, stride, out_sp)
+    plane = prod(output_size)
+    out = [0.0] * (N * C * plane)
+    src = cols.data
+    pos = 0
+    for nc in range(N * C):
+        base = nc * plane
+        for row in plan:
+            for p in row:
+                if p >= 0:
+                    out[base + p] += src[pos]
+                pos += 1
+    return from_list(out, (N, C, *output_size), cols.dtype)
+
+
+# ---------------------------------------------------------------- in-place
+
+def assign(dst, starts, steps, counts, src):
+    """Write ``src`` (broadcast to ``counts``) into the basic-slice region of ``dst``."""
+    strides = contiguous_strides(dst.shape)
+    offset = sum(s * st for s, st in zip(starts, strides))
+    idx = strided_indices(counts, [st * sp for st, sp in zip(strides, steps)], offset)
+    vals = _broadcast_values(cast(src, dst.dtype), tuple(counts))
+    data = array(dst.data.typecode, dst.data)
+    for i, v in zip(idx, vals):
+        data[i] = v
+    dst.data = data
+    dst.version += 1
+
+
+def put(dst, index, src, accumulate=False):
+    """``dst.flat[index[i]] = src[i]`` (``+=`` when accumulating); ``src`` is broadcast
+    to ``index``'s shape."""
+    vals = _broadcast_values(cast(src, dst.dtype), index.shape)
+    data = dst.data.tolist() if accumulate else array(dst.data.typecode, dst.data)
+    if accumulate:
+        for i, v in zip(index.data, vals):
+            data[i] += v
+        dst.data = _pack(data, dst.dtype)
+    else:
+        for i, v in zip(index.data, vals):
+            data[i] = v
+        dst.data = data
+    dst.version += 1
+
+
+def set_data(dst, src):
+    """Replace the contents of ``dst`` with ``src`` (same shape and dtype)."""
+    dst.data = src.data
+    dst.version += 1

@@ -1,0 +1,195 @@
+"""Tensor creation: constants, ranges and random draws (``random.py`` documents the
+generator every stage reproduces)."""
+from . import backend as B
+from . import dtypes as D
+from . import random as R
+from .dtypes import int64
+from .tensor import Tensor, _shape_arg, _to_dtype
+
+
+def _finish(buf, requires_grad):
+    t = Tensor._make(buf)
+    return t.requires_grad_(True) if requires_grad else t
+
+
+def _float_dtype(dtype, op):
+    dtype = _to_dtype(dtype) or D.get_default_dtype()
+    if not dtype.is_floating_point:
+        raise TypeError(f"{op}: expected a floating-point dtype, got {dtype.name}")
+    return dtype
+
+
+def _sizes(size, op):
+    shape = _shape_arg(size, op)
+    if any(s < 0 for s in shape):
+        raise ValueError(f"{op}: negative dimension in size {list(shape)}")
+    return shape
+
+
+def tensor(data, dtype=None, requires_grad=False, device=None):
+    t = Tensor(data, dtype=dtype)
+    if device is not None:
+        t.to(device)
+    return t.requires_grad_(True) if requires_grad else t
+
+
+def as_tensor(data, dtype=None):
+    if isinstance(data, Tensor):
+        return data.to(dtype) if dtype is not None else data
+    return Tensor(data, dtype=dtype)
+
+
+def from_numpy(array):
+    """A copy of a NumPy array (interop only: stage 0 cannot share NumPy's memory)."""
+    return Tensor(array)
+
+
+def full(size, fill_value, dtype=None, requires_grad=False):
+    if dtype is None:
+        dtype = D.result_type(fill_value)
+    return _finish(B.full(_sizes((size,), "full"), fill_value, _to_dtype(dtype)), requires_grad)
+
+
+def zeros(*size, dtype=None, requires_grad=False):
+    return _finish(B.full(_sizes(size, "zeros"), 0, _to_dtype(dtype) or D.get_default_dtype()),
+                   requires_grad)
+
+
+def ones(*size, dtype=None, requires_grad=False):
+    return _finish(B.full(_sizes(size, "ones"), 1, _to_dtype(dtype) or D.get_default_dtype()),
+                   requires_grad)
+
+
+def empty(*size, dtype=None, requires_grad=False):
+    """Zero-filled: unlike C, Python cannot hand out uninitialised memory."""
+    return zeros(*size, dtype=dtype, requires_grad=requires_grad)
+
+
+def arange(start, end=None, step=1, dtype=None, requires_grad=False):
+    if end is None:
+        start, end = 0, start
+    if step == 0:
+        raise ValueError("arange: step must be nonzero")
+    if (end - start) * step < 0:
+        raise ValueError(f"arange: upper bound and larger bound inconsistent with step sign "
+                         f"(start={start}, end={end}, step={step})")
+    dtype = _to_dtype(dtype) or D.result_type(start, end, step)
+    return _finish(B.arange(start, end, step, dtype), requires_grad)
+
+
+def linspace(start, end, steps, dtype=None, requires_grad=False):
+    if steps < 0:
+        raise ValueError(f"linspace: number of steps must be non-negative, got {steps}")
+    dtype = _to_dtype(dtype) or D.get_default_dtype()
+    if steps == 1:
+        vals = [start]
+    else:
+        step = (end - start) / (steps - 1)
+        # fill from both ends, as PyTorch does, so the last value is exactly ``end``
+        half = steps // 2
+        vals = [start + i * step if i < half else end - (steps - 1 - i) * step for i in range(steps)]
+    return _finish(B.from_list(vals, (steps,), dtype), requires_grad)
+
+
+def eye(n, m=None, dtype=None, requires_grad=False):
+    m = n if m is None else m
+    vals = [1 if i == j else 0 for i in range(n) for j in range(m)]
+    return _finish(B.from_list(vals, (n, m), _to_dtype(dtype) or D.get_default_dtype()), requires_grad)
+
+
+def rand(*size, dtype=None, generator=None, requires_grad=False):
+    dtype = _float_dtype(dtype, "rand")
+    gen = generator or R.default_generator
+    return _finish(B.uniform(_sizes(size, "rand"), 0.0, 1.0, dtype, gen), requires_grad)
+
+
+def randn(*size, dtype=None, generator=None, requires_grad=False):
+    dtype = _float_dtype(dtype, "randn")
+    gen = generator or R.default_generator
+    return _finish(B.normal(_sizes(size, "randn"), 0.0, 1.0, dtype, gen), requires_grad)
+
+
+def normal(mean, std, size, dtype=None, generator=None):
+    dtype = _float_dtype(dtype, "normal")
+    gen = generator or R.default_generator
+    return Tensor._make(B.normal(_sizes((size,), "normal"), mean, std, dtype, gen))
+
+
+def randint(low, high=None, size=None, dtype=None, generator=None):
+    if high is None:
+        low, high = 0, low
+    if size is None:
+        raise TypeError("randint: size is required, e.g. randint(0, 10, (3,))")
+    if low >= high:
+        raise ValueError(f"randint: expected low < high, got low={low}, high={high}")
+    gen = generator or R.default_generator
+    return Tensor._make(B.randint(_sizes((size,), "randint"), low, high, _to_dtype(dtype) or int64, gen))
+
+
+def randperm(n, dtype=None, generator=None):
+    gen = generator or R.default_generator
+    return Tensor._make(B.from_list(gen.randperm(n), (n,), _to_dtype(dtype) or int64))
+
+
+def _like(fn):
+    def like(input, dtype=None, requires_grad=False, **kwargs):
+        return fn(input.shape, dtype=dtype or input.dtype, requires_grad=requires_grad, **kwargs)
+    like.__name__ = fn.__name__ + "_like"
+    like.__doc__ = f"``{fn.__name__}`` with the shape (and by default the dtype) of ``input``."
+    return like
+
+
+zeros_like = _like(zeros)
+ones_like = _like(ones)
+empty_like = _like(empty)
+rand_like = _like(rand)
+randn_like = _like(randn)
+
+
+def full_like(input, fill_value, dtype=None, requires_grad=False):
+    return full(input.shape, fill_value, dtype=dtype or input.dtype, requires_grad=requires_grad)
+
+
+def randint_like(input, low, high=None, dtype=None):
+    return randint(low, high, input.shape, dtype=dtype or input.dtype)
+
+
+def _sequence(tensors, op):
+    tensors = list(tensors)
+    if not tensors:
+        raise ValueError(f"{op}: expected a non-empty sequence of tensors")
+    for t in tensors:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op}: expected Tensors, got {type(t).__name__}")
+    return tensors
+
+
+def cat(tensors, dim=0):
+    from . import ops
+    tensors = [t for t in _sequence(tensors, "cat") if not (t.ndim == 1 and t.numel() == 0)] or list(tensors)[:1]
+    first = tensors[0]
+    d = first._dim(dim, "cat")
+    dtype = D.result_type(*tensors) if len(tensors) > 1 else first.dtype
+    for t in tensors:
+        if t.ndim != first.ndim or any(a != b for i, (a, b) in enumerate(zip(t.shape, first.shape)) if i != d):
+            raise ValueError(f"cat: sizes of tensors must match except in dimension {d}; got shapes "
+                             f"{[list(x.shape) for x in tensors]}")
+    if len(tensors) == 1:
+        return first.clone()
+    return ops.Cat.apply(d, *(t.to(dtype) for t in tensors))
+
+
+concat = cat
+
+
+def stack(tensors, dim=0):
+    tensors = _sequence(tensors, "stack")
+    shape = tensors[0].shape
+    for t in tensors:
+        if t.shape != shape:
+            raise ValueError(f"stack: expects each tensor to be equal size, got shapes "
+                             f"{[list(x.shape) for x in tensors]}")
+    d = tensors[0]._dim(dim, "stack", tensors[0].ndim + 1)
+    return cat([t.unsqueeze(d) for t in tensors], d)
+
+

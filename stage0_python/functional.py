@@ -1,0 +1,243 @@
+"""Activations, softmax and losses, composed from the primitives.
+
+``softmax``/``log_softmax`` are Functions of their own: the composite would keep every
+intermediate alive, and the hand-written backward is one line. A backend that lists
+``log_softmax``/``softmax`` in ``FUSED`` runs its own kernel for the forward.
+"""
+import math
+
+from . import backend as B
+from .autograd import Function
+from .dtypes import int32, int64
+from .tensor import Tensor, where
+
+wrap = Tensor._make
+
+
+def _shift(x, dim):
+    m = x.amax(dim=dim, keepdim=True)
+    return x - where(m.abs() == math.inf, 0.0, m)  # rows of -inf stay -inf, not nan
+
+
+class LogSoftmax(Function):
+    @staticmethod
+    def forward(ctx, x, dim):
+        if "log_softmax" in B.FUSED:
+            y = wrap(B.log_softmax(x._data, dim))
+        else:
+            s = _shift(x, dim)
+            y = s - s.exp().sum(dim=dim, keepdim=True).log()
+        ctx.dim = dim
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return g - y.exp() * g.sum(dim=ctx.dim, keepdim=True), None
+
+
+class Softmax(Function):
+    @staticmethod
+    def forward(ctx, x, dim):
+        if "softmax" in B.FUSED:
+            y = wrap(B.softmax(x._data, dim))
+        else:
+            e = _shift(x, dim).exp()
+            y = e / e.sum(dim=dim, keepdim=True)
+        ctx.dim = dim
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return y * (g - (g * y).sum(dim=ctx.dim, keepdim=True)), None
+
+
+def _float_input(x, op):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
+    if not x.dtype.is_floating_point:
+        raise TypeError(f"{op}: expected a floating-point input, got {x.dtype.name}")
+    return x
+
+
+def softmax(input, dim, dtype=None):
+    x = _float_input(input.to(dtype) if dtype is not None else input, "softmax")
+    return Softmax.apply(x, x._dim(dim, "softmax"))
+
+
+def log_softmax(input, dim, dtype=None):
+    x = _float_input(input.to(dtype) if dtype is not None else input, "log_softmax")
+    return LogSoftmax.apply(x, x._dim(dim, "log_softmax"))
+
+
+def relu(input):
+    return input.relu()
+
+
+def gelu(input, approximate="none"):
+    if approximate == "none":
+        return input.gelu()
+    if approximate == "tanh":
+        return 0.5 * input * (1 + (math.sqrt(2 / math.pi) * (input + 0.044715 * input ** 3)).tanh())
+    raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+
+
+def silu(input):
+    return input.silu()
+
+
+def sigmoid(input):
+    return input.sigmoid()
+
+
+def tanh(input):
+    return input.tanh()
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    z = input * beta
+    soft = (z.abs() * -1).exp().log1p() / beta + input.relu()
+    return where(z > threshold, input, soft)
+
+
+def one_hot(tensor, num_classes=-1):
+    if tensor.dtype not in (int64, int32):
+        raise TypeError(f"one_hot: expected an integer tensor, got {tensor.dtype.name}")
+    if num_classes < 0:
+        num_classes = int(tensor.max().item()) + 1
+    classes = Tensor._make(B.arange(0, num_classes, 1, int64))
+    return (tensor.unsqueeze(-1) == classes).long()
+
+
+def _reduce(loss, reduction, op):
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "none":
+        return loss
+    raise ValueError(f"{op}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+
+
+def _check_class_target(input, target, op):
+    """Input (N, C, d1...) or (C,); target (N, d1...) or () of class indices."""
+    if target.dtype not in (int64, int32):
+        raise TypeError(f"{op}: expected class indices of dtype int64, got {target.dtype.name} "
+                        f"(float targets of the input's shape are class probabilities)")
+    expected = tuple(input.shape[:1]) + tuple(input.shape[2:]) if input.ndim > 1 else ()
+    if tuple(target.shape) != expected:
+        raise ValueError(f"{op}: expected target of shape {list(expected)} for input of shape "
+                         f"{list(input.shape)}, got {list(target.shape)}")
+
+
+def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
+    _float_input(input, "nll_loss")
+    _check_class_target(input, target, "nll_loss")
+    C = input.shape[1] if input.ndim > 1 else input.shape[0]
+    if weight is not None and tuple(weight.shape) != (C,):
+        raise ValueError(f"nll_loss: weight must have shape [{C}], got {list(weight.shape)}")
+    keep = target != ignore_index
+    bad = keep & ((target < 0) | (target >= C))
+    if bad.any():
+        raise IndexError(f"nll_loss: target {target[bad].reshape(-1)[0].item()} is out of bounds "
+                         f"for {C} classes")
+    safe = where(keep, target, 0).long()
+    logp = input if input.ndim > 1 else input.unsqueeze(0)
+    idx = safe if input.ndim > 1 else safe.unsqueeze(0)
+    picked = logp.gather(1, idx.unsqueeze(1)).squeeze(1)
+    w = keep.to(input.dtype) if weight is None else weight.index_select(0, idx.reshape(-1)).reshape(idx.shape) * keep
+    loss = -picked * w
+    if input.ndim == 1:
+        loss, w = loss.squeeze(0), w.squeeze(0)
+    if reduction == "mean":
+        return loss.sum() / w.sum()
+    return _reduce(loss, reduction, "nll_loss")
+
+
+def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean",
+                  label_smoothing=0.0):
+    _float_input(input, "cross_entropy")
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
+    cdim = 1 if input.ndim > 1 else 0
+    C = input.shape[cdim]
+    logp = log_softmax(input, cdim)
+    wshape = [1] * input.ndim
+    wshape[cdim] = C
+    if target.dtype.is_floating_point:  # class probabilities
+        if tuple(target.shape) != tuple(input.shape):
+            raise ValueError(f"cross_entropy: probability targets must match the input shape "
+                             f"{list(input.shape)}, got {list(target.shape)}")
+        if label_smoothing:
+            target = target * (1 - label_smoothing) + label_smoothing / C
+        prod = logp * target if weight is None else logp * target * weight.reshape(wshape)
+        loss = -prod.sum(dim=cdim)
+        if reduction == "mean":
+            return loss.sum() / (input.shape[0] if input.ndim > 1 else 1)
+        return _reduce(loss, reduction, "cross_entropy")
+    nll = nll_loss(logp, target, weight, ignore_index, reduction)
+    if not label_smoothing:
+        return nll
+    keep = target != ignore_index
+    per_class = logp if weight is None else logp * weight.reshape(wshape)
+    smooth = -per_class.sum(dim=cdim) * keep
+    if reduction == "mean":
+        if weight is None:
+            denom = keep.sum()
+        else:
+            safe = where(keep, target, 0).long().reshape(-1)
+            denom = (weight.index_select(0, safe) * keep.reshape(-1)).sum()
+        smooth = smooth.sum() / denom
+    else:
+        smooth = _reduce(smooth, reduction, "cross_entropy")
+    return nll * (1 - label_smoothing) + smooth * (label_smoothing / C)
+
+
+def _check_same_shape(input, target, op):
+    if not isinstance(target, Tensor):
+        raise TypeError(f"{op}: target must be a Tensor, got {type(target).__name__}")
+    if tuple(input.shape) != tuple(target.shape):
+        raise ValueError(f"{op}: target shape {list(target.shape)} must match input shape "
+                         f"{list(input.shape)}")
+
+
+def mse_loss(input, target, reduction="mean"):
+    _float_input(input, "mse_loss")
+    _check_same_shape(input, target, "mse_loss")
+    d = input - target
+    return _reduce(d * d, reduction, "mse_loss")
+
+
+def l1_loss(input, target, reduction="mean"):
+    _check_same_shape(input, target, "l1_loss")
+    return _reduce((input - target).abs(), reduction, "l1_loss")
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean", pos_weight=None):
+    _float_input(input, "binary_cross_entropy_with_logits")
+    _check_same_shape(input, target, "binary_cross_entropy_with_logits")
+    # log(1 + exp(-|x|)) + max(-x, 0) is log(1 + exp(-x)) without overflow
+    log_sig_neg = (input.abs() * -1).exp().log1p() + (-input).relu()
+    if pos_weight is None:
+        loss = (1 - target) * input + log_sig_neg
+    else:
+        loss = (1 - target) * input + (1 + (pos_weight - 1) * target) * log_sig_neg
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction, "binary_cross_entropy_with_logits")
+
+
+def binary_cross_entropy(input, target, weight=None, reduction="mean"):
+    _check_same_shape(input, target, "binary_cross_entropy")
+    loss = -(target * input.log().clamp(min=-100) + (1 - target) * (1 - input).log().clamp(min=-100))
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction, "binary_cross_entropy")
+
+
+__all__ = ["softmax", "log_softmax", "relu", "gelu", "silu", "sigmoid", "tanh", "softplus",
+           "one_hot", "nll_loss", "cross_entropy", "mse_loss", "l1_loss",
+           "binary_cross_entropy_with_logits", "binary_cross_entropy"]

@@ -1,0 +1,431 @@
+"""The differentiable primitives: each a ``Function`` whose forward calls one backend
+kernel and whose backward is written by hand from Tensor operations.
+
+Everything richer (``mean``, ``var``, ``softmax``, losses, layers) is composed from
+these in ``tensor.py``, ``functional.py`` and ``nn/``.
+"""
+import math
+
+from . import backend as B
+from .autograd import Function
+from .tensor import Tensor, where
+
+wrap = Tensor._make
+
+
+def unbroadcast(g, shape):
+    """Sum ``g`` down to ``shape``: the adjoint of broadcasting."""
+    shape = tuple(shape)
+    if tuple(g.shape) == shape:
+        return g
+    lead = g.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        lead + i for i, n in enumerate(shape) if n == 1 and g.shape[lead + i] != 1)
+    return g.sum(dim=axes, keepdim=True).reshape(shape) if axes else g.reshape(shape)
+
+
+# ------------------------------------------------------------------ elementwise
+
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+
+# d(op)/dx times the upstream gradient, from the input x and the output y
+DERIVATIVES = {
+    "neg": lambda x, y, g: -g,
+    "exp": lambda x, y, g: g * y,
+    "log": lambda x, y, g: g / x,
+    "log1p": lambda x, y, g: g / (x + 1),
+    "sqrt": lambda x, y, g: g / (y * 2),
+    "rsqrt": lambda x, y, g: g * y * y * y * -0.5,
+    "sin": lambda x, y, g: g * x.cos(),
+    "cos": lambda x, y, g: -g * x.sin(),
+    "tanh": lambda x, y, g: g * (1 - y * y),
+    "sigmoid": lambda x, y, g: g * y * (1 - y),
+    "relu": lambda x, y, g: g * (x > 0),
+    "abs": lambda x, y, g: g * x.sign(),
+    "reciprocal": lambda x, y, g: -g * y * y,
+    "gelu": lambda x, y, g: g * (0.5 * (1 + (x * (0.5 ** 0.5)).erf()) + x * (x * x * -0.5).exp() * _INV_SQRT_2PI),
+    "silu": lambda x, y, g: g * x.sigmoid() * (1 + x * (1 - x.sigmoid())),
+    "erf": lambda x, y, g: g * (x * x * -1).exp() * (2 / math.sqrt(math.pi)),
+}
+# piecewise-constant ops: zero gradient almost everywhere
+FLAT = frozenset({"sign", "floor", "ceil", "round"})
+
+
+class Unary(Function):
+    @staticmethod
+    def forward(ctx, x, op):
+        y = wrap(B.unary(op, x._data))
+        ctx.op = op
+        ctx.save_for_backward(x, y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        if ctx.op in FLAT:
+            return g * 0, None
+        x, y = ctx.saved_tensors
+        return DERIVATIVES[ctx.op](x, y, g), None
+
+
+class Add(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.shapes = a.shape, b.shape
+        return wrap(B.binary("add", a._data, b._data, a.dtype))
+
+    @staticmethod
+    def backward(ctx, g):
+        sa, sb = ctx.shapes
+        return unbroadcast(g, sa), unbroadcast(g, sb)
+
+
+class Sub(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.shapes = a.shape, b.shape
+        return wrap(B.binary("sub", a._data, b._data, a.dtype))
+
+    @staticmethod
+    def backward(ctx, g):
+        sa, sb = ctx.shapes
+        return unbroadcast(g, sa), unbroadcast(-g, sb)
+
+
+class Mul(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return wrap(B.binary("mul", a._data, b._data, a.dtype))
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        ga = unbroadcast(g * b, a.shape) if ctx.needs_input_grad[0] else None
+        gb = unbroadcast(g * a, b.shape) if ctx.needs_input_grad[1] else None
+        return ga, gb
+
+
+class Div(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return wrap(B.binary("div", a._data, b._data, a.dtype))
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        ga = unbroadcast(g / b, a.shape) if ctx.needs_input_grad[0] else None
+        gb = unbroadcast(-g * a / (b * b), b.shape) if ctx.needs_input_grad[1] else None
+        return ga, gb
+
+
+class Pow(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        y = wrap(B.binary("pow", a._data, b._data, a.dtype))
+        ctx.save_for_backward(a, b, y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b, y = ctx.saved_tensors
+        ga = gb = None
+        if ctx.needs_input_grad[0]:
+            # b * a**(b-1), written so that b == 0 gives 0 even where a == 0
+            ga = unbroadcast(where(b == 0, 0.0, g * b * a ** (b - 1)), a.shape)
+        if ctx.needs_input_grad[1]:
+            gb = unbroadcast(where((a == 0) & (b >= 0), 0.0, g * y * a.log()), b.shape)
+        return ga, gb
+
+
+class Maximum(Function):
+    """Ties split the gradient in half, as PyTorch does."""
+    op = "maximum"
+
+    @classmethod
+    def forward(cls, ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return wrap(B.binary(cls.op, a._data, b._data, a.dtype))
+
+    @classmethod
+    def backward(cls, ctx, g):
+        a, b = ctx.saved_tensors
+        wins = (a > b) if cls.op == "maximum" else (a < b)
+        share = where(a == b, 0.5, wins.to(g.dtype))
+        return unbroadcast(g * share, a.shape), unbroadcast(g * (1 - share), b.shape)
+
+
+class Minimum(Maximum):
+    op = "minimum"
+
+
+class Where(Function):
+    @staticmethod
+    def forward(ctx, cond, a, b):
+        ctx.cond = cond
+        ctx.shapes = a.shape, b.shape
+        return wrap(B.where(cond._data, a._data, b._data))
+
+    @staticmethod
+    def backward(ctx, g):
+        sa, sb = ctx.shapes
+        zero = g.new_zeros(())
+        return (None, unbroadcast(where(ctx.cond, g, zero), sa),
+                unbroadcast(where(ctx.cond, zero, g), sb))
+
+
+class Clamp(Function):
+    @staticmethod
+    def forward(ctx, x, lo, hi):
+        y = x._data
+        if lo is not None:
+            y = B.binary("maximum", y, lo._data, x.dtype)
+        if hi is not None:
+            y = B.binary("minimum", y, hi._data, x.dtype)
+        ctx.save_for_backward(x, lo, hi)
+        return wrap(y)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, lo, hi = ctx.saved_tensors
+        keep = x == x  # NaN inputs pass their gradient through, as in PyTorch
+        if lo is not None:
+            keep = keep & (x >= lo)
+        if hi is not None:
+            keep = keep & (x <= hi)
+        return where(keep, g, 0.0), None, None
+
+
+class Cast(Function):
+    @staticmethod
+    def forward(ctx, x, dtype):
+        ctx.dtype = x.dtype
+        return wrap(B.cast(x._data, dtype))
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.to(ctx.dtype), None
+
+
+class Clone(Function):
+    @staticmethod
+    def forward(ctx, x):
+        return wrap(B.copy(x._data))
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+# ------------------------------------------------------------------ reductions
+
+def _keepdim_shape(shape, axes):
+    return tuple(1 if d in axes else n for d, n in enumerate(shape))
+
+
+class Sum(Function):
+    @staticmethod
+    def forward(ctx, x, axes, keepdim, dtype=None):
+        ctx.shape, ctx.axes = x.shape, axes
+        return wrap(B.reduce("sum", x._data, axes, keepdim, dtype))
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.reshape(_keepdim_shape(ctx.shape, ctx.axes)).expand(ctx.shape), None, None, None
+
+
+class Prod(Function):
+    @staticmethod
+    def forward(ctx, x, axes, keepdim):
+        y = wrap(B.reduce("prod", x._data, axes, keepdim))
+        ctx.axes = axes
+        ctx.save_for_backward(x, y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        kshape = _keepdim_shape(x.shape, ctx.axes)
+        g, y = g.reshape(kshape), y.reshape(kshape)
+        zero = x == 0
+        zeros = zero.sum(dim=ctx.axes, keepdim=True)
+        # the product of the others: y / x without zeros; with one zero, the product of
+        # the non-zero entries at the zero; with two or more, nothing
+        nonzero_prod = where(zero, 1.0, x).prod(dim=ctx.axes, keepdim=True)
+        others = where(zero, where(zeros == 1, nonzero_prod, 0.0),
+                              where(zeros == 0, y / where(zero, 1.0, x), 0.0))
+        return g * others, None, None
+
+
+class Extreme(Function):
+    """Full or multi-axis max/min: ties share the gradient evenly."""
+
+    @staticmethod
+    def forward(ctx, x, op, axes, keepdim):
+        y = wrap(B.reduce(op, x._data, axes, keepdim))
+        ctx.axes = axes
+        ctx.save_for_backward(x, y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        kshape = _keepdim_shape(x.shape, ctx.axes)
+        hit = (x == y.reshape(kshape)).to(g.dtype)
+        return g.reshape(kshape) * hit / hit.sum(dim=ctx.axes, keepdim=True), None, None, None
+
+
+class ExtremeDim(Function):
+    """max/min along one dim: values and the index of the first extreme."""
+
+    @staticmethod
+    def forward(ctx, x, op, dim, keepdim):
+        idx = wrap(B.arg_reduce("arg" + op, x._data, dim, True))
+        vals = wrap(B.gather(x._data, dim, idx._data))
+        ctx.shape, ctx.dim, ctx.keepdim = x.shape, dim, keepdim
+        ctx.idx = idx
+        if not keepdim:
+            vals, idx = vals.squeeze(dim), idx.squeeze(dim)
+        ctx.mark_non_differentiable(idx)
+        return vals, idx
+
+    @staticmethod
+    def backward(ctx, g, _):
+        if not ctx.keepdim:
+            g = g.unsqueeze(ctx.dim)
+        return wrap(B.scatter_add(ctx.shape, ctx.dim, ctx.idx._data, g._data)), None, None, None
+
+
+# ------------------------------------------------------------------ matmul
+
+class MatMul(Function):
+    """(..., n, k) @ (..., k, m) with equal batch dims."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return wrap(B.matmul(a._data, b._data))
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        ga = g.matmul(b.transpose(-1, -2)) if ctx.needs_input_grad[0] else None
+        gb = a.transpose(-1, -2).matmul(g) if ctx.needs_input_grad[1] else None
+        return ga, gb
+
+
+# ------------------------------------------------------------------ movement
+
+class Reshape(Function):
+    @staticmethod
+    def forward(ctx, x, shape):
+        ctx.shape = x.shape
+        return wrap(B.reshape(x._data, shape))
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.reshape(ctx.shape), None
+
+
+class Permute(Function):
+    @staticmethod
+    def forward(ctx, x, dims):
+        ctx.inverse = tuple(sorted(range(len(dims)), key=dims.__getitem__))
+        return wrap(B.permute(x._data, dims))
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.permute(ctx.inverse), None
+
+
+class Expand(Function):
+    @staticmethod
+    def forward(ctx, x, shape):
+        ctx.shape = x.shape
+        return wrap(B.expand(x._data, shape))
+
+    @staticmethod
+    def backward(ctx, g):
+        return unbroadcast(g, ctx.shape), None
+
+
+class Slice(Function):
+    @staticmethod
+    def forward(ctx, x, starts, steps, counts):
+        ctx.shape, ctx.region = x.shape, (starts, steps, counts)
+        return wrap(B.slice(x._data, starts, steps, counts))
+
+    @staticmethod
+    def backward(ctx, g):
+        out = B.full(ctx.shape, 0, g.dtype)
+        B.assign(out, *ctx.region, g._data)
+        return wrap(out), None, None, None
+
+
+class Cat(Function):
+    @staticmethod
+    def forward(ctx, dim, *xs):
+        ctx.dim, ctx.sizes = dim, [x.shape[dim] for x in xs]
+        return wrap(B.cat([x._data for x in xs], dim))
+
+    @staticmethod
+    def backward(ctx, g):
+        return (None, *g.split(ctx.sizes, ctx.dim))
+
+
+class Gather(Function):
+    @staticmethod
+    def forward(ctx, x, dim, index):
+        ctx.shape, ctx.dim, ctx.index = x.shape, dim, index
+        return wrap(B.gather(x._data, dim, index._data))
+
+    @staticmethod
+    def backward(ctx, g):
+        return wrap(B.scatter_add(ctx.shape, ctx.dim, ctx.index._data, g._data)), None, None
+
+
+class ScatterAdd(Function):
+    """``x`` plus ``src`` added at ``index`` along ``dim`` (out of place)."""
+
+    @staticmethod
+    def forward(ctx, x, dim, index, src):
+        ctx.dim, ctx.index = dim, index
+        added = B.scatter_add(x.shape, dim, index._data, src._data)
+        return wrap(B.binary("add", x._data, added, x.dtype))
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, None, None, wrap(B.gather(g._data, ctx.dim, ctx.index._data))
+
+
+class IndexPut(Function):
+    """``x`` with the flat ``positions`` set to ``value`` (out of place)."""
+
+    @staticmethod
+    def forward(ctx, x, positions, value):
+        out = B.copy(x._data)
+        B.put(out, positions._data, value._data)
+        ctx.positions, ctx.vshape = positions, value.shape
+        return wrap(out)
+
+    @staticmethod
+    def backward(ctx, g):
+        gx = B.copy(g._data)
+        B.put(gx, ctx.positions._data, B.full((), 0, g.dtype))
+        gv = wrap(B.take(B.reshape(g._data, (g.numel(),)), ctx.positions._data))
+        return wrap(gx), None, unbroadcast(gv, ctx.vshape)
+
+
+class Overwrite(Function):
+    """``v`` broadcast to ``x``'s shape, replacing ``x`` (copy_ and fill_): the old
+    contents get no gradient."""
+
+    @staticmethod
+    def forward(ctx, x, v):
+        ctx.vshape = v.shape
+        return wrap(B.expand(v._data, tuple(x.shape)) if tuple(v.shape) != tuple(x.shape) else B.copy(v._data))
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.new_zeros(g.shape), unbroadcast(g, ctx.vshape)

@@ -1,0 +1,1369 @@
+"""The Tensor: metadata, dtype promotion, argument checking, and the rich API.
+
+A Tensor holds a backend buffer (``_data``) and its autograd state. Every
+differentiable operation goes through a ``Function`` in ``ops.py``; the methods here
+check arguments (raising errors that name the op, shapes and dtypes before anything
+is touched), promote dtypes and compose primitives.
+"""
+import math
+import operator
+from collections import namedtuple
+
+from . import backend as B
+from . import dtypes as D
+from .dtypes import bool_, float32, float64, int32, int64
+
+ValuesIndices = namedtuple("ValuesIndices", ["values", "indices"])
+_new = object.__new__
+
+
+class Size(tuple):
+    def __repr__(self):
+        return f"stagegrad.Size({list(self)})"
+
+    def numel(self):
+        return B.prod(self)
+
+
+class device:
+    """Where a tensor lives. Stage 0 has only the CPU."""
+
+    def __init__(self, type="cpu"):
+        if isinstance(type, device):
+            type = type.type
+        if type != "cpu":
+            raise ValueError(f"device: this stage has no device {type!r} (only 'cpu')")
+        self.type = type
+
+    def __repr__(self):
+        return f"device(type={self.type!r})"
+
+    def __eq__(self, other):
+        return str(other) == self.type or getattr(other, "type", None) == self.type
+
+    def __hash__(self):
+        return hash(self.type)
+
+    def __str__(self):
+        return self.type
+
+
+_CPU = device("cpu")
+_Device = device
+
+
+def _shape_arg(args, op):
+    """Accept ``f(2, 3)``, ``f((2, 3))`` and ``f([2, 3])``."""
+    if len(args) == 1 and isinstance(args[0], (tuple, list, Size)):
+        args = tuple(args[0])
+    try:
+        shape = tuple(operator.index(s) for s in args)
+    except TypeError:
+        raise TypeError(f"{op}: sizes must be ints, got {args!r}") from None
+    return shape
+
+
+def _nested(data):
+    """(flat values, shape) of a nested sequence; rejects ragged input."""
+    shape = []
+    v = data
+    while isinstance(v, (list, tuple)):
+        shape.append(len(v))
+        if not v:
+            break
+        v = v[0]
+    items = [data]
+    for d, n in enumerate(shape):
+        nxt = []
+        for it in items:
+            if not isinstance(it, (list, tuple)) or len(it) != n:
+                raise ValueError(f"tensor: expected a sequence of length {n} at dim {d}, got "
+                                 f"{type(it).__name__} (ragged nested sequences are not allowed)")
+            nxt.extend(it)
+        items = nxt
+    flat = []
+    for it in items:
+        if isinstance(it, (list, tuple)):
+            raise ValueError("tensor: ragged nested sequence")
+        if isinstance(it, Tensor):
+            if it.numel() != 1:
+                raise ValueError("tensor: only one-element tensors can be nested in a sequence")
+            it = it.item()
+        elif not isinstance(it, (bool, int, float)):
+            if hasattr(it, "item"):  # NumPy scalars
+                it = it.item()
+            else:
+                raise TypeError(f"tensor: cannot make a tensor from {type(it).__name__}")
+        flat.append(it)
+    return flat, tuple(shape)
+
+
+def _to_dtype(dtype):
+    if dtype is None or isinstance(dtype, D.DType):
+        return dtype
+    if isinstance(dtype, str) and dtype in D.BY_NAME:
+        return D.BY_NAME[dtype]
+    if dtype in (float, int, bool):
+        return {float: D.get_default_dtype(), int: int64, bool: bool_}[dtype]
+    name = getattr(dtype, "name", None) or str(dtype)
+    if name in D.BY_NAME:  # e.g. a NumPy dtype
+        return D.BY_NAME[name]
+    raise TypeError(f"unknown dtype {dtype!r}")
+
+
+def _buffer_from(data, dtype):
+    dtype = _to_dtype(dtype)
+    if isinstance(data, Tensor):
+        buf = B.copy(data._data)
+        return B.cast(buf, dtype) if dtype is not None else buf
+    if hasattr(data, "__array_interface__") and hasattr(data, "tolist"):  # a NumPy array
+        np_name = str(data.dtype)
+        src = D.BY_NAME.get(np_name) or (bool_ if np_name == "bool" else None)
+        if src is None:
+            if np_name in ("uint8", "int8", "int16", "uint16"):
+                src = int64
+            elif np_name == "float16":
+                src = float32
+            else:
+                raise TypeError(f"tensor: unsupported NumPy dtype {np_name}")
+        vals = data.reshape(-1).tolist()
+        return B.from_list(vals, tuple(data.shape), dtype or src)
+    flat, shape = _nested(data)
+    return B.from_list(flat, shape, dtype or D.infer(data))
+
+
+class Tensor:
+    """An n-dimensional array with reverse-mode autograd."""
+
+    __slots__ = ("_data", "requires_grad", "grad", "grad_fn", "_output_nr", "_accumulator",
+                 "__weakref__")
+    __array_priority__ = 1000
+    __array_ufunc__ = None  # NumPy operands defer to our reflected operators
+
+    def __init__(self, data, dtype=None, requires_grad=False):
+        self._init(_buffer_from(data, dtype), requires_grad)
+
+    def _init(self, buf, requires_grad=False):
+        self._data = buf
+        self.grad = None
+        self.grad_fn = None
+        self._output_nr = 0
+        self._accumulator = None
+        self.requires_grad = False
+        if requires_grad:
+            self.requires_grad_(True)
+
+    @staticmethod
+    def _make(buf):
+        t = _new(Tensor)
+        t._data = buf
+        t.requires_grad = False
+        t.grad = None
+        t.grad_fn = None
+        t._output_nr = 0
+        t._accumulator = None
+        return t
+
+    @staticmethod
+    def _make_ones_like(t):
+        return Tensor._make(B.full(t.shape, 1, t.dtype))
+
+    # ------------------------------------------------------------ metadata
+
+    @property
+    def shape(self):
+        return Size(self._data.shape)
+
+    @property
+    def dtype(self):
+        return self._data.dtype
+
+    @property
+    def ndim(self):
+        return len(self._data.shape)
+
+    @property
+    def device(self):
+        return _CPU
+
+    @property
+    def is_leaf(self):
+        return self.grad_fn is None
+
+    @property
+    def _version(self):
+        return self._data.version
+
+    @property
+    def data(self):
+        return Tensor._make(self._data)
+
+    @data.setter
+    def data(self, value):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"data: expected a Tensor, got {type(value).__name__}")
+        self._data = value._data
+
+    @property
+    def T(self):
+        return self.permute(tuple(range(self.ndim - 1, -1, -1)))
+
+    @property
+    def mT(self):
+        return self.transpose(-2, -1)
+
+    def is_floating_point(self):
+        return self.dtype.is_floating_point
+
+    def dim(self):
+        return self.ndim
+
+    def size(self, dim=None):
+        if dim is None:
+            return self.shape
+        return self._data.shape[self._dim(dim, "size")]
+
+    def numel(self):
+        return B.prod(self._data.shape)
+
+    def element_size(self):
+        return self.dtype.itemsize
+
+    def is_contiguous(self):
+        return True
+
+    def __len__(self):
+        if not self.ndim:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if not self.ndim:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._data.shape[0]))
+
+    def __hash__(self):
+        return id(self)
+
+    def __repr__(self):
+        body = _format(self.tolist(), self.dtype)
+        extra = ""
+        if self.dtype not in (float32, int64, bool_):
+            extra += f", dtype={self.dtype!r}"
+        if self.grad_fn is not None:
+            extra += f", grad_fn=<{self.grad_fn.name()}>"
+        elif self.requires_grad:
+            extra += ", requires_grad=True"
+        return f"tensor({body}{extra})"
+
+    # ------------------------------------------------------------ conversion
+
+    def item(self):
+        if self.numel() != 1:
+            raise ValueError(f"item: only one-element tensors can be converted to a Python "
+                             f"scalar, got shape {list(self.shape)}")
+        return self._data.item()
+
+    def tolist(self):
+        return self._data.tolist()
+
+    def numpy(self):
+        if self.requires_grad:
+            raise RuntimeError("numpy: can't call numpy() on a tensor that requires grad; "
+                               "use tensor.detach().numpy()")
+        import numpy as np  # interop only
+        name = "bool" if self.dtype is bool_ else self.dtype.name
+        return np.array(self._data.values(), dtype=name).reshape(self.shape)
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if self.dtype.is_floating_point or self.numel() != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __bool__(self):
+        if self.numel() != 1:
+            raise RuntimeError(f"bool: the truth value of a tensor with {self.numel()} elements is "
+                               f"ambiguous")
+        return bool(self.item())
+
+    def to(self, *args, dtype=None, device=None):
+        for a in args:
+            if isinstance(a, (str, _Device)) and str(a) not in D.BY_NAME:
+                device = a
+            else:
+                dtype = a
+        if device is not None:
+            _Device(device)  # this stage knows only the CPU: anything else raises
+        dtype = _to_dtype(dtype)
+        if dtype is None or dtype is self.dtype:
+            return self
+        return ops.Cast.apply(self, dtype)
+
+    def type(self, dtype=None):
+        return self.dtype.name if dtype is None else self.to(dtype)
+
+    def float(self):
+        return self.to(float32)
+
+    def double(self):
+        return self.to(float64)
+
+    def long(self):
+        return self.to(int64)
+
+    def int(self):
+        return self.to(int32)
+
+    def bool(self):
+        return self.to(bool_)
+
+    def cpu(self):
+        return self
+
+    # ------------------------------------------------------------ autograd
+
+    def requires_grad_(self, requires_grad=True):
+        if requires_grad and not self.dtype.is_floating_point:
+            raise TypeError(f"requires_grad: only floating-point tensors can require gradients, "
+                            f"got {self.dtype.name}")
+        if not requires_grad and self.grad_fn is not None:
+            raise RuntimeError("requires_grad_: you can only change requires_grad of leaf tensors")
+        self.requires_grad = bool(requires_grad)
+        return self
+
+    def detach(self):
+        return Tensor._make(self._data)
+
+    def detach_(self):
+        self.grad_fn = None
+        self.requires_grad = False
+        return self
+
+    def clone(self):
+        return ops.Clone.apply(self)
+
+    def backward(self, gradient=None, retain_graph=False):
+        autograd.backward([self], [gradient], retain_graph=retain_graph)
+
+    def retain_grad(self):
+        if self.grad_fn is None:
+            return
+        node = self.grad_fn
+        if node.retained is None:
+            node.retained = {}
+        import weakref
+        node.retained[self._output_nr] = weakref.ref(self)
+
+    @property
+    def retains_grad(self):
+        node = self.grad_fn
+        return bool(node is not None and node.retained and self._output_nr in node.retained)
+
+    def register_hook(self, hook):
+        """``hook(grad)`` runs when this tensor's gradient is computed; it may return a
+        replacement."""
+        if not self.requires_grad:
+            raise RuntimeError("register_hook: cannot register a hook on a tensor that doesn't "
+                               "require gradient")
+        node, i = autograd._edge(self)
+        if node.hooks is None:
+            node.hooks = {}
+        node.hooks.setdefault(i, []).append(hook)
+        return hook
+
+    # ------------------------------------------------------------ helpers
+
+    def _dim(self, dim, op, ndim=None):
+        n = self.ndim if ndim is None else ndim
+        try:
+            d = operator.index(dim)
+        except TypeError:
+            raise TypeError(f"{op}: dim must be an int, got {type(dim).__name__}") from None
+        lo, hi = (-n, n - 1) if n else (-1, 0)
+        if not lo <= d <= hi:
+            raise IndexError(f"{op}: dimension out of range (expected to be in range of "
+                             f"[{lo}, {hi}], but got {d}) for a tensor of shape {list(self.shape)}")
+        return d % n if n else 0
+
+    def _dims(self, dim, op):
+        if dim is None:
+            return tuple(range(self.ndim))
+        dims = dim if isinstance(dim, (tuple, list)) else (dim,)
+        out = tuple(sorted({self._dim(d, op) for d in dims}))
+        if len(out) != len(dims):
+            raise ValueError(f"{op}: dim {list(dims)} appears multiple times in the list of dims")
+        return out
+
+    def _scalar(self, value, dtype):
+        return Tensor._make(B.full((), value, dtype))
+
+    def new_zeros(self, *shape, dtype=None):
+        return Tensor._make(B.full(_shape_arg(shape, "new_zeros"), 0, dtype or self.dtype))
+
+    def new_ones(self, *shape, dtype=None):
+        return Tensor._make(B.full(_shape_arg(shape, "new_ones"), 1, dtype or self.dtype))
+
+    def new_full(self, shape, value, dtype=None):
+        return Tensor._make(B.full(_shape_arg((shape,), "new_full"), value, dtype or self.dtype))
+
+    def new_tensor(self, data, dtype=None):
+        return Tensor(data, dtype=dtype or self.dtype)
+
+    # ------------------------------------------------------------ elementwise
+
+    def _binary(self, other, op, fn, reverse=False):
+        a, b = (other, self) if reverse else (self, other)
+        try:
+            dtype = D.result_type(a, b)
+        except TypeError:
+            return NotImplemented
+        if op == "div" and not dtype.is_floating_point:
+            dtype = D.get_default_dtype()
+        if dtype is bool_ and op in ("sub", "div", "pow", "floordiv", "remainder"):
+            raise TypeError(f"{op}: not supported for two bool tensors (use logical ops)")
+        ta = a.to(dtype) if isinstance(a, Tensor) else self._scalar(a, dtype)
+        tb = b.to(dtype) if isinstance(b, Tensor) else self._scalar(b, dtype)
+        if B.broadcast_shapes(ta.shape, tb.shape) is None:
+            raise ValueError(f"{op}: shapes {list(ta.shape)} and {list(tb.shape)} cannot be "
+                             f"broadcast together (dtypes {ta.dtype.name}, {tb.dtype.name})")
+        if op == "pow" and not dtype.is_floating_point and (tb < 0).any():
+            raise ValueError("pow: integers to negative integer powers are not allowed")
+        if fn is None:  # not differentiable
+            return Tensor._make(B.binary(op, ta._data, tb._data, dtype))
+        return fn.apply(ta, tb)
+
+    def _compare(self, other, op):
+        if not isinstance(other, (Tensor, bool, int, float)):
+            return NotImplemented
+        return self._binary(other, op, None)
+
+    def __add__(self, o):
+        return self._binary(o, "add", ops.Add)
+
+    def __radd__(self, o):
+        return self._binary(o, "add", ops.Add, True)
+
+    def __sub__(self, o):
+        return self._binary(o, "sub", ops.Sub)
+
+    def __rsub__(self, o):
+        return self._binary(o, "sub", ops.Sub, True)
+
+    def __mul__(self, o):
+        return self._binary(o, "mul", ops.Mul)
+
+    def __rmul__(self, o):
+        return self._binary(o, "mul", ops.Mul, True)
+
+    def __truediv__(self, o):
+        return self._binary(o, "div", ops.Div)
+
+    def __rtruediv__(self, o):
+        return self._binary(o, "div", ops.Div, True)
+
+    def __pow__(self, o):
+        return self._binary(o, "pow", ops.Pow)
+
+    def __rpow__(self, o):
+        return self._binary(o, "pow", ops.Pow, True)
+
+    def __floordiv__(self, o):
+        return self._binary(o, "floordiv", None)
+
+    def __rfloordiv__(self, o):
+        return self._binary(o, "floordiv", None, True)
+
+    def __mod__(self, o):
+        return self._binary(o, "remainder", None)
+
+    def __matmul__(self, o):
+        return self.matmul(o)
+
+    def __rmatmul__(self, o):
+        return Tensor(o).matmul(self)
+
+    def __neg__(self):
+        if self.dtype is bool_:
+            raise TypeError("neg: negation, the `-` operator, on a bool tensor is not supported; "
+                            "use logical_not() or ~")
+        return ops.Unary.apply(self, "neg")
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return self.abs()
+
+    def __invert__(self):
+        if self.dtype is not bool_:
+            raise TypeError(f"invert: ~ is only supported on bool tensors here, got {self.dtype.name}")
+        return Tensor._make(B.unary("logical_not", self._data))
+
+    def __and__(self, o):
+        return self._logical(o, "logical_and")
+
+    def __or__(self, o):
+        return self._logical(o, "logical_or")
+
+    def __xor__(self, o):
+        return self._logical(o, "logical_xor")
+
+    __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
+
+    def _logical(self, o, op):
+        if self.dtype is not bool_ or (isinstance(o, Tensor) and o.dtype is not bool_):
+            raise TypeError(f"{op}: &, | and ^ are only supported on bool tensors here")
+        return self._binary(o, op, None)
+
+    def __eq__(self, o):
+        return self._compare(o, "eq")
+
+    def __ne__(self, o):
+        return self._compare(o, "ne")
+
+    def __lt__(self, o):
+        return self._compare(o, "lt")
+
+    def __le__(self, o):
+        return self._compare(o, "le")
+
+    def __gt__(self, o):
+        return self._compare(o, "gt")
+
+    def __ge__(self, o):
+        return self._compare(o, "ge")
+
+    eq, ne, lt, le, gt, ge = __eq__, __ne__, __lt__, __le__, __gt__, __ge__
+
+    def add(self, other, alpha=1):
+        return self + (other * alpha if alpha != 1 else other)
+
+    def sub(self, other, alpha=1):
+        return self - (other * alpha if alpha != 1 else other)
+
+    def mul(self, other):
+        return self * other
+
+    def div(self, other, rounding_mode=None):
+        if rounding_mode is None:
+            return self / other
+        if rounding_mode == "floor":
+            return self // other
+        if rounding_mode == "trunc":
+            q = self / other
+            return q.sign() * q.abs().floor() if q.dtype.is_floating_point else q
+        raise ValueError(f"div: rounding_mode must be None, 'floor' or 'trunc', got {rounding_mode!r}")
+
+    def pow(self, other):
+        return self ** other
+
+    def logical_not(self):
+        return Tensor._make(B.unary("logical_not", self._data))
+
+    def logical_and(self, other):
+        return self.bool()._binary(other.bool() if isinstance(other, Tensor) else other, "logical_and", None)
+
+    def logical_or(self, other):
+        return self.bool()._binary(other.bool() if isinstance(other, Tensor) else other, "logical_or", None)
+
+    def isnan(self):
+        return Tensor._make(B.unary("isnan", self._data))
+
+    def _unary(self, op, float_only=True):
+        x = self
+        if float_only and not x.dtype.is_floating_point:
+            x = x.to(D.get_default_dtype())
+        elif x.dtype is bool_:
+            raise TypeError(f"{op}: not supported on bool tensors")
+        return ops.Unary.apply(x, op)
+
+    def exp(self):
+        return self._unary("exp")
+
+    def log(self):
+        return self._unary("log")
+
+    def log1p(self):
+        return self._unary("log1p")
+
+    def sqrt(self):
+        return self._unary("sqrt")
+
+    def rsqrt(self):
+        return self._unary("rsqrt")
+
+    def sin(self):
+        return self._unary("sin")
+
+    def cos(self):
+        return self._unary("cos")
+
+    def tanh(self):
+        return self._unary("tanh")
+
+    def sigmoid(self):
+        return self._unary("sigmoid")
+
+    def gelu(self):
+        return self._unary("gelu")
+
+    def silu(self):
+        return self._unary("silu")
+
+    def erf(self):
+        return self._unary("erf")
+
+    def reciprocal(self):
+        return self._unary("reciprocal")
+
+    def relu(self):
+        return self._unary("relu", float_only=False)
+
+    def abs(self):
+        return self._unary("abs", float_only=False)
+
+    def sign(self):
+        return self._unary("sign", float_only=False)
+
+    def neg(self):
+        return -self
+
+    def floor(self):
+        return self if not self.dtype.is_floating_point else self._unary("floor")
+
+    def ceil(self):
+        return self if not self.dtype.is_floating_point else self._unary("ceil")
+
+    def round(self):
+        return self if not self.dtype.is_floating_point else self._unary("round")
+
+    def square(self):
+        return self * self
+
+    def maximum(self, other):
+        return self._binary(other, "maximum", ops.Maximum)
+
+    def minimum(self, other):
+        return self._binary(other, "minimum", ops.Minimum)
+
+    def clamp(self, min=None, max=None):
+        if min is None and max is None:
+            raise ValueError("clamp: at least one of min and max must be given")
+        dtype = D.result_type(*(v for v in (self, min, max) if v is not None))
+        x = self.to(dtype)
+        lo = None if min is None else (min.to(dtype) if isinstance(min, Tensor) else self._scalar(min, dtype))
+        hi = None if max is None else (max.to(dtype) if isinstance(max, Tensor) else self._scalar(max, dtype))
+        for bound in (lo, hi):
+            if bound is not None and B.broadcast_shapes(x.shape, bound.shape) != tuple(x.shape):
+                raise ValueError(f"clamp: bound of shape {list(bound.shape)} does not broadcast to "
+                                 f"{list(x.shape)}")
+        return ops.Clamp.apply(x, lo, hi)
+
+    clip = clamp
+
+    def where(self, condition, other):
+        return where(condition, self, other)
+
+    def masked_fill(self, mask, value):
+        return where(mask, value, self)
+
+    def lerp(self, end, weight):
+        return self + (end - self) * weight
+
+    # ------------------------------------------------------------ reductions
+
+    def _reduce_dtype(self):
+        return int64 if not self.dtype.is_floating_point else self.dtype
+
+    def sum(self, dim=None, keepdim=False, dtype=None):
+        axes = self._dims(dim, "sum")
+        out = _to_dtype(dtype) or self._reduce_dtype()
+        x = self if self.dtype is out else self.to(out)
+        return ops.Sum.apply(x, axes, keepdim)
+
+    def mean(self, dim=None, keepdim=False, dtype=None):
+        x = self.to(dtype) if dtype is not None else self
+        if not x.dtype.is_floating_point:
+            raise TypeError(f"mean: input dtype must be floating point, got {x.dtype.name}")
+        axes = x._dims(dim, "mean")
+        n = B.prod(x.shape[d] for d in axes)
+        return x.sum(dim=axes, keepdim=keepdim) / (n if n else math.nan)
+
+    def prod(self, dim=None, keepdim=False):
+        axes = self._dims(dim, "prod")
+        x = self if self.dtype is self._reduce_dtype() else self.to(self._reduce_dtype())
+        return ops.Prod.apply(x, axes, keepdim)
+
+    def _extreme(self, op, dim, keepdim):
+        if dim is None:
+            if self.numel() == 0:
+                raise ValueError(f"{op}: cannot reduce an empty tensor of shape {list(self.shape)}")
+            return ops.Extreme.apply(self, op, tuple(range(self.ndim)), False)
+        d = self._dim(dim, op)
+        if self.ndim and self.shape[d] == 0:
+            raise ValueError(f"{op}: cannot reduce dim {d} of size 0 (shape {list(self.shape)})")
+        if not self.ndim:
+            return ValuesIndices(self, Tensor._make(B.full((), 0, int64)))
+        return ValuesIndices(*ops.ExtremeDim.apply(self, op, d, keepdim))
+
+    def max(self, dim=None, keepdim=False):
+        if isinstance(dim, Tensor):
+            return self.maximum(dim)
+        return self._extreme("max", dim, keepdim)
+
+    def min(self, dim=None, keepdim=False):
+        if isinstance(dim, Tensor):
+            return self.minimum(dim)
+        return self._extreme("min", dim, keepdim)
+
+    def amax(self, dim=None, keepdim=False):
+        axes = self._dims(dim, "amax")
+        if any(self.shape[d] == 0 for d in axes):
+            raise ValueError(f"amax: cannot reduce an empty dim of shape {list(self.shape)}")
+        return ops.Extreme.apply(self, "max", axes, keepdim)
+
+    def amin(self, dim=None, keepdim=False):
+        axes = self._dims(dim, "amin")
+        if any(self.shape[d] == 0 for d in axes):
+            raise ValueError(f"amin: cannot reduce an empty dim of shape {list(self.shape)}")
+        return ops.Extreme.apply(self, "min", axes, keepdim)
+
+    def _arg(self, op, dim, keepdim):
+        if self.numel() == 0:
+            raise ValueError(f"{op}: cannot reduce an empty tensor of shape {list(self.shape)}")
+        if dim is None:
+            out = Tensor._make(B.arg_reduce(op, B.reshape(self._data, (self.numel(),)), 0, False))
+            return out.reshape((1,) * self.ndim) if keepdim else out
+        if not self.ndim:
+            return Tensor._make(B.full((), 0, int64))
+        return Tensor._make(B.arg_reduce(op, self._data, self._dim(dim, op), keepdim))
+
+    def argmax(self, dim=None, keepdim=False):
+        return self._arg("argmax", dim, keepdim)
+
+    def argmin(self, dim=None, keepdim=False):
+        return self._arg("argmin", dim, keepdim)
+
+    def var(self, dim=None, unbiased=None, keepdim=False, correction=None):
+        if not self.dtype.is_floating_point:
+            raise TypeError(f"var: input dtype must be floating point, got {self.dtype.name}")
+        if correction is None:
+            correction = 1 if unbiased is None or unbiased else 0
+        axes = self._dims(dim, "var")
+        n = B.prod(self.shape[d] for d in axes)
+        centered = self - self.mean(dim=axes, keepdim=True)
+        return (centered * centered).sum(dim=axes, keepdim=keepdim) / max(n - correction, 0)
+
+    def std(self, dim=None, unbiased=None, keepdim=False, correction=None):
+        return self.var(dim, unbiased, keepdim, correction).sqrt()
+
+    def logsumexp(self, dim, keepdim=False):
+        x = self if self.dtype.is_floating_point else self.to(D.get_default_dtype())
+        axes = x._dims(dim, "logsumexp")
+        m = x.detach().amax(dim=axes, keepdim=True)
+        m = where(m.abs() == math.inf, 0.0, m)  # all -inf (or inf) rows: no shift
+        out = (x - m).exp().sum(dim=axes, keepdim=True).log() + m
+        return out if keepdim else out.squeeze(axes)
+
+    def norm(self, p=2, dim=None, keepdim=False):
+        if p == 2:
+            return (self * self).sum(dim=dim, keepdim=keepdim).sqrt()
+        if p == 1:
+            return self.abs().sum(dim=dim, keepdim=keepdim)
+        if p in (math.inf, "inf"):
+            return self.abs().amax(dim=dim, keepdim=keepdim)
+        return (self.abs() ** p).sum(dim=dim, keepdim=keepdim) ** (1.0 / p)
+
+    def any(self, dim=None, keepdim=False):
+        return Tensor._make(B.reduce("any", self._data, self._dims(dim, "any"), keepdim))
+
+    def all(self, dim=None, keepdim=False):
+        return Tensor._make(B.reduce("all", self._data, self._dims(dim, "all"), keepdim))
+
+    def count_nonzero(self, dim=None):
+        return (self != 0).sum(dim=dim)
+
+    # ------------------------------------------------------------ matmul
+
+    def matmul(self, other):
+        a, b = self, other
+        if not isinstance(b, Tensor):
+            raise TypeError(f"matmul: expected a Tensor, got {type(b).__name__}")
+        if a.dtype is not b.dtype:
+            raise TypeError(f"matmul: expected both operands to have the same dtype, got "
+                            f"{a.dtype.name} and {b.dtype.name}")
+        if a.dtype is bool_:
+            raise TypeError("matmul: not supported for bool tensors")
+        if not a.ndim or not b.ndim:
+            raise ValueError(f"matmul: both arguments need at least 1 dimension, got shapes "
+                             f"{list(a.shape)} and {list(b.shape)}")
+        if a.shape[-1] != b.shape[-2 if b.ndim > 1 else -1]:
+            raise ValueError(f"matmul: shapes {list(a.shape)} and {list(b.shape)} cannot be "
+                             f"multiplied ({a.shape[-1]} != {b.shape[-2 if b.ndim > 1 else -1]}; "
+                             f"dtype {a.dtype.name})")
+        if a.ndim == 1 and b.ndim == 1:
+            return a.unsqueeze(0).matmul(b.unsqueeze(1)).reshape(())
+        if a.ndim == 1:
+            return a.unsqueeze(0).matmul(b).squeeze(-2)
+        if b.ndim == 1:
+            return a.matmul(b.unsqueeze(1)).squeeze(-1)
+        if b.ndim == 2 and a.ndim > 2:
+            # fold the batch into rows: one large matmul instead of a broadcast weight
+            return a.reshape(-1, a.shape[-1]).matmul(b).reshape(*a.shape[:-1], b.shape[-1])
+        batch = B.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        if batch is None:
+            raise ValueError(f"matmul: batch dims of {list(a.shape)} and {list(b.shape)} cannot "
+                             f"be broadcast")
+        if tuple(a.shape[:-2]) != batch:
+            a = a.expand(*batch, *a.shape[-2:])
+        if tuple(b.shape[:-2]) != batch:
+            b = b.expand(*batch, *b.shape[-2:])
+        return ops.MatMul.apply(a, b)
+
+    def mm(self, other):
+        if self.ndim != 2 or other.ndim != 2:
+            raise ValueError(f"mm: expected 2-D tensors, got {list(self.shape)} and {list(other.shape)}")
+        return self.matmul(other)
+
+    def bmm(self, other):
+        if self.ndim != 3 or other.ndim != 3 or self.shape[0] != other.shape[0]:
+            raise ValueError(f"bmm: expected 3-D tensors with equal batch, got {list(self.shape)} "
+                             f"and {list(other.shape)}")
+        return self.matmul(other)
+
+    def dot(self, other):
+        if self.ndim != 1 or other.ndim != 1:
+            raise ValueError(f"dot: expected 1-D tensors, got {list(self.shape)} and {list(other.shape)}")
+        return self.matmul(other)
+
+    # ------------------------------------------------------------ movement
+
+    def reshape(self, *shape):
+        shape = _shape_arg(shape, "reshape")
+        n = self.numel()
+        if shape.count(-1) > 1:
+            raise ValueError(f"reshape: only one dimension can be inferred, got {list(shape)}")
+        if -1 in shape:
+            known = B.prod(s for s in shape if s != -1)
+            if known == 0 or n % known:
+                raise ValueError(f"reshape: shape {list(shape)} is invalid for input of size {n}")
+            shape = tuple(n // known if s == -1 else s for s in shape)
+        if any(s < 0 for s in shape) or B.prod(shape) != n:
+            raise ValueError(f"reshape: shape {list(shape)} is invalid for input of size {n} "
+                             f"(shape {list(self.shape)})")
+        if shape == tuple(self.shape):
+            return self
+        return ops.Reshape.apply(self, shape)
+
+    view = reshape
+
+    def view_as(self, other):
+        return self.reshape(other.shape)
+
+    reshape_as = view_as
+
+    def flatten(self, start_dim=0, end_dim=-1):
+        if not self.ndim:
+            return self.reshape(1)
+        s, e = self._dim(start_dim, "flatten"), self._dim(end_dim, "flatten")
+        if s > e:
+            raise ValueError(f"flatten: start_dim {start_dim} cannot come after end_dim {end_dim}")
+        shape = self.shape
+        return self.reshape(*shape[:s], B.prod(shape[s:e + 1]), *shape[e + 1:])
+
+    def unflatten(self, dim, sizes):
+        d = self._dim(dim, "unflatten")
+        return self.reshape(*self.shape[:d], *sizes, *self.shape[d + 1:])
+
+    def squeeze(self, dim=None):
+        if dim is None:
+            axes = [d for d, n in enumerate(self.shape) if n == 1]
+        else:
+            axes = [d for d in self._dims(dim, "squeeze") if self.shape[d] == 1]
+        if not axes:
+            return self
+        return self.reshape(*(n for d, n in enumerate(self.shape) if d not in axes))
+
+    def unsqueeze(self, dim):
+        d = self._dim(dim, "unsqueeze", self.ndim + 1)
+        shape = list(self.shape)
+        shape.insert(d, 1)
+        return self.reshape(shape)
+
+    def permute(self, *dims):
+        dims = _shape_arg(dims, "permute")
+        if len(dims) != self.ndim:
+            raise ValueError(f"permute: number of dims {len(dims)} does not match the tensor's "
+                             f"{self.ndim} (shape {list(self.shape)})")
+        dims = tuple(self._dim(d, "permute") for d in dims)
+        if len(set(dims)) != len(dims):
+            raise ValueError(f"permute: repeated dim in {list(dims)}")
+        if dims == tuple(range(self.ndim)):
+            return self
+        return ops.Permute.apply(self, dims)
+
+    def transpose(self, dim0, dim1):
+        d0, d1 = self._dim(dim0, "transpose"), self._dim(dim1, "transpose")
+        dims = list(range(self.ndim))
+        dims[d0], dims[d1] = dims[d1], dims[d0]
+        return self.permute(dims)
+
+    swapaxes = transpose
+
+    def t(self):
+        if self.ndim > 2:
+            raise ValueError(f"t: expects a tensor with <= 2 dimensions, got {self.ndim}")
+        return self.T
+
+    def expand(self, *sizes):
+        sizes = _shape_arg(sizes, "expand")
+        if len(sizes) < self.ndim:
+            raise ValueError(f"expand: the number of sizes ({len(sizes)}) must be at least the "
+                             f"number of dims ({self.ndim}), shape {list(self.shape)}")
+        pad = len(sizes) - self.ndim
+        shape = []
+        for i, s in enumerate(sizes):
+            cur = self.shape[i - pad] if i >= pad else None
+            if s == -1:
+                if cur is None:
+                    raise ValueError("expand: -1 is not allowed for a new leading dimension")
+                s = cur
+            elif cur is not None and cur != 1 and cur != s:
+                raise ValueError(f"expand: the size of dim {i - pad} ({cur}) must match the "
+                                 f"expanded size {s} (shape {list(self.shape)} to {list(sizes)})")
+            shape.append(s)
+        shape = tuple(shape)
+        if shape == tuple(self.shape):
+            return self
+        return ops.Expand.apply(self, shape)
+
+    def expand_as(self, other):
+        return self.expand(other.shape)
+
+    def broadcast_to(self, shape):
+        return self.expand(shape)
+
+    def contiguous(self):
+        return self
+
+    def narrow(self, dim, start, length):
+        d = self._dim(dim, "narrow")
+        n = self.shape[d]
+        if start < 0:
+            start += n
+        if not (0 <= start and length >= 0 and start + length <= n):
+            raise IndexError(f"narrow: start {start} + length {length} exceeds dimension {d} of "
+                             f"size {n}")
+        key = [slice(None)] * self.ndim
+        key[d] = slice(start, start + length)
+        return self[tuple(key)]
+
+    def split(self, split_size_or_sections, dim=0):
+        d = self._dim(dim, "split")
+        n = self.shape[d]
+        if isinstance(split_size_or_sections, int):
+            step = split_size_or_sections
+            if step <= 0:
+                raise ValueError(f"split: split_size must be positive, got {step}")
+            sizes = [min(step, n - i) for i in range(0, n, step)] or [0]
+        else:
+            sizes = list(split_size_or_sections)
+            if sum(sizes) != n:
+                raise ValueError(f"split: sections {sizes} do not sum to dim {d} of size {n}")
+        out, start = [], 0
+        for s in sizes:
+            out.append(self.narrow(d, start, s))
+            start += s
+        return tuple(out)
+
+    def chunk(self, chunks, dim=0):
+        if chunks <= 0:
+            raise ValueError(f"chunk: chunks must be positive, got {chunks}")
+        n = self.shape[self._dim(dim, "chunk")]
+        return self.split(max(1, -(-n // chunks)), dim)
+
+    def unbind(self, dim=0):
+        d = self._dim(dim, "unbind")
+        return tuple(t.squeeze(d) for t in self.split(1, d))
+
+    def repeat(self, *sizes):
+        sizes = _shape_arg(sizes, "repeat")
+        if len(sizes) < self.ndim:
+            raise ValueError(f"repeat: {len(sizes)} repeats for a {self.ndim}-d tensor")
+        shape = (1,) * (len(sizes) - self.ndim) + tuple(self.shape)
+        # interleave a size-1 axis before each dim, broadcast it to the repeat count
+        x = self.reshape([v for n in shape for v in (1, n)])
+        x = x.expand([v for r, n in zip(sizes, shape) for v in (r, n)])
+        return x.reshape([r * n for r, n in zip(sizes, shape)])
+
+    def flip(self, dims):
+        # a reversed index is a gather (positive-step slices only, as in PyTorch)
+        x = self
+        for d in self._dims(dims, "flip"):
+            n = x.shape[d]
+            x = x.index_select(d, Tensor._make(B.arange(n - 1, -1, -1, int64)))
+        return x
+
+    def gather(self, dim, index):
+        d = self._dim(dim, "gather")
+        _check_index_tensor(index, "gather")
+        if index.ndim != self.ndim:
+            raise ValueError(f"gather: index has {index.ndim} dims but input has {self.ndim} "
+                             f"(shapes {list(index.shape)} and {list(self.shape)})")
+        for i, (a, b) in enumerate(zip(index.shape, self.shape)):
+            if i != d and a > b:
+                raise ValueError(f"gather: index shape {list(index.shape)} exceeds input shape "
+                                 f"{list(self.shape)} at dim {i}")
+        return ops.Gather.apply(self, d, index)
+
+    def scatter_add(self, dim, index, src):
+        d = self._dim(dim, "scatter_add")
+        _check_index_tensor(index, "scatter_add")
+        return ops.ScatterAdd.apply(self, d, index, src.to(self.dtype))
+
+    def index_select(self, dim, index):
+        d = self._dim(dim, "index_select")
+        _check_index_tensor(index, "index_select")
+        if index.ndim > 1:
+            raise ValueError(f"index_select: index must be 1-D, got shape {list(index.shape)}")
+        index = index.reshape(-1)
+        shape = [1] * self.ndim
+        shape[d] = index.numel()
+        full = list(self.shape)
+        full[d] = index.numel()
+        return ops.Gather.apply(self, d, index.reshape(shape).expand(full))
+
+    def nonzero(self, as_tuple=False):
+        vals = self._data.values()
+        flat = [i for i, v in enumerate(vals) if v]
+        coords = []
+        strides = B.contiguous_strides(self.shape)
+        for i in flat:
+            c = []
+            for s, n in zip(strides, self.shape):
+                c.append((i // s) % n)
+            coords.append(c)
+        out = Tensor._make(B.from_list([v for c in coords for v in c], (len(flat), self.ndim), int64))
+        if as_tuple:
+            return tuple(out[:, k] for k in range(self.ndim))
+        return out
+
+    def masked_select(self, mask):
+        return self[mask.expand(self.shape) if mask.shape != self.shape else mask]
+
+    def tril(self, diagonal=0):
+        r, c = self.shape[-2:]
+        keep = arange_(r).unsqueeze(1) + diagonal >= arange_(c).unsqueeze(0)
+        return where(keep, self, self.new_zeros(()))
+
+    def triu(self, diagonal=0):
+        r, c = self.shape[-2:]
+        keep = arange_(r).unsqueeze(1) + diagonal <= arange_(c).unsqueeze(0)
+        return where(keep, self, self.new_zeros(()))
+
+    # ------------------------------------------------------------ indexing
+
+    def __getitem__(self, key):
+        starts, steps, counts, view_shape, adv = _parse_index(self.shape, key)
+        x = self
+        if counts != list(self.shape):
+            x = ops.Slice.apply(x, starts, steps, counts)
+        x = x.reshape(view_shape)
+        if adv:
+            x = _advanced(x, adv)
+        return x
+
+    def __setitem__(self, key, value):
+        if not isinstance(value, Tensor):
+            D.scalar_category(value)  # TypeError for non-numbers
+            value = self._scalar(value, self.dtype)
+        elif value.dtype.category > self.dtype.category:
+            raise TypeError(f"setitem: cannot assign {value.dtype.name} values into a "
+                            f"{self.dtype.name} tensor")
+        starts, steps, counts, view_shape, adv = _parse_index(self.shape, key)
+        if not adv:
+            target = tuple(view_shape)
+            if B.broadcast_shapes(target, value.shape) != target:
+                raise ValueError(f"setitem: value of shape {list(value.shape)} cannot be broadcast "
+                                 f"to the indexed shape {list(target)}")
+        tracked = autograd.is_grad_enabled() and (self.requires_grad or value.requires_grad)
+        if not adv and not tracked:
+            v = B.cast(value._data, self.dtype)
+            if value.numel() != 1:
+                v = B.reshape(B.expand(v, tuple(view_shape)), counts)
+            B.assign(self._data, starts, steps, counts, v)
+            return
+        positions = Tensor._make(B.arange(0, self.numel(), 1, int64)).reshape(self.shape)[key]
+        if B.broadcast_shapes(positions.shape, value.shape) != tuple(positions.shape):
+            raise ValueError(f"setitem: value of shape {list(value.shape)} cannot be broadcast to "
+                             f"the indexed shape {list(positions.shape)}")
+        self._inplace(lambda x: ops.IndexPut.apply(x, positions, value.to(self.dtype)), "setitem")
+
+    def _set_flat(self, i, value):
+        B.put(self._data, Tensor._make(B.full((1,), i, int64))._data, B.full((), value, self.dtype))
+
+    # ------------------------------------------------------------ in place
+
+    def _inplace(self, compute, op):
+        """Compute out of place, then write the result into this tensor's buffer and
+        take over its place in the graph."""
+        if self.is_leaf and self.requires_grad and autograd.is_grad_enabled():
+            raise RuntimeError(f"{op}: a leaf tensor that requires grad is being used in an "
+                               f"in-place operation (wrap it in no_grad())")
+        # the graph records an alias of the old contents, not this tensor object, whose
+        # place in the graph is about to change
+        src = Tensor._make(B.alias(self._data))
+        src.requires_grad, src.grad_fn, src._output_nr = self.requires_grad, self.grad_fn, self._output_nr
+        src._accumulator = self._accumulator
+        result = compute(src)
+        if tuple(result.shape) != tuple(self.shape):
+            raise ValueError(f"{op}: output of shape {list(self.shape)} doesn't match the broadcast "
+                             f"shape {list(result.shape)}")
+        if result.dtype is not self.dtype:
+            if result.dtype.category > self.dtype.category:
+                raise TypeError(f"{op}: result type {result.dtype.name} can't be cast to the "
+                                f"in-place output type {self.dtype.name}")
+            result = result.to(self.dtype)
+        B.set_data(self._data, result._data)
+        if result.requires_grad:
+            self.requires_grad, self.grad_fn, self._output_nr = True, result.grad_fn, result._output_nr
+        return self
+
+    def add_(self, other, alpha=1):
+        return self._inplace(lambda x: x.add(other, alpha=alpha), "add_")
+
+    def sub_(self, other, alpha=1):
+        return self._inplace(lambda x: x.sub(other, alpha=alpha), "sub_")
+
+    def mul_(self, other):
+        return self._inplace(lambda x: x * other, "mul_")
+
+    def div_(self, other):
+        return self._inplace(lambda x: x / other, "div_")
+
+    def pow_(self, other):
+        return self._inplace(lambda x: x ** other, "pow_")
+
+    def clamp_(self, min=None, max=None):
+        return self._inplace(lambda x: x.clamp(min, max), "clamp_")
+
+    def addcmul_(self, t1, t2, value=1):
+        return self._inplace(lambda x: x + t1 * t2 * value, "addcmul_")
+
+    def addcdiv_(self, t1, t2, value=1):
+        return self._inplace(lambda x: x + t1 / t2 * value, "addcdiv_")
+
+    def lerp_(self, end, weight):
+        return self._inplace(lambda x: x.lerp(end, weight), "lerp_")
+
+    def masked_fill_(self, mask, value):
+        return self._inplace(lambda x: x.masked_fill(mask, value), "masked_fill_")
+
+    def sqrt_(self):
+        return self._inplace(lambda x: x.sqrt(), "sqrt_")
+
+    def exp_(self):
+        return self._inplace(lambda x: x.exp(), "exp_")
+
+    def relu_(self):
+        return self._inplace(lambda x: x.relu(), "relu_")
+
+    def neg_(self):
+        return self._inplace(lambda x: -x, "neg_")
+
+    def copy_(self, src):
+        if not isinstance(src, Tensor):
+            raise TypeError(f"copy_: expected a Tensor, got {type(src).__name__}")
+        if B.broadcast_shapes(self.shape, src.shape) != tuple(self.shape):
+            raise ValueError(f"copy_: source of shape {list(src.shape)} cannot be broadcast to "
+                             f"{list(self.shape)}")
+        return self._inplace(lambda x: ops.Overwrite.apply(x, src.to(self.dtype)), "copy_")
+
+    def fill_(self, value):
+        value = value.item() if isinstance(value, Tensor) else value
+        return self._inplace(lambda x: ops.Overwrite.apply(x, self._scalar(value, self.dtype)), "fill_")
+
+    def zero_(self):
+        return self.fill_(0)
+
+    def uniform_(self, a=0.0, b=1.0, generator=None):
+        gen = generator or _random.default_generator
+        with autograd.no_grad():
+            return self._inplace(lambda x: Tensor._make(B.uniform(self.shape, a, b, self.dtype, gen)),
+                                 "uniform_")
+
+    def normal_(self, mean=0.0, std=1.0, generator=None):
+        gen = generator or _random.default_generator
+        with autograd.no_grad():
+            return self._inplace(lambda x: Tensor._make(B.normal(self.shape, mean, std, self.dtype, gen)),
+                                 "normal_")
+
+    def __iadd__(self, o):
+        return self.add_(o)
+
+    def __isub__(self, o):
+        return self.sub_(o)
+
+    def __imul__(self, o):
+        return self.mul_(o)
+
+    def __itruediv__(self, o):
+        return self.div_(o)
+
+
+# ---------------------------------------------------------------- indexing helpers
+
+def _check_index_tensor(index, op):
+    if not isinstance(index, Tensor):
+        raise TypeError(f"{op}: index must be a Tensor, got {type(index).__name__}")
+    if index.dtype not in (int64, int32):
+        raise TypeError(f"{op}: index must be an int64 or int32 tensor, got {index.dtype.name}")
+
+
+def _parse_index(shape, key):
+    """Split an index into its basic part (a strided region plus the view shape after
+    dropping int dims and inserting None dims) and its advanced part: a list of
+    (position in the view shape, int64 index tensor)."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    items = []
+    for k in key:
+        if isinstance(k, list):
+            k = Tensor(k)
+            if k.dtype.is_floating_point:
+                raise IndexError("tensors used as indices must be long, int or bool tensors")
+        items.append(k)
+    consumed = sum(0 if (k is None or k is Ellipsis) else (k.ndim if isinstance(k, Tensor) and k.dtype is bool_ else 1)
+                   for k in items)
+    ellipses = [i for i, k in enumerate(items) if k is Ellipsis]
+    if len(ellipses) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    if consumed > len(shape):
+        raise IndexError(f"too many indices for tensor of dimension {len(shape)} (shape {list(shape)})")
+    fill = [slice(None)] * (len(shape) - consumed)
+    if ellipses:
+        items[ellipses[0]:ellipses[0] + 1] = fill
+    else:
+        items += fill
+    starts, steps, counts, view, adv = [], [], [], [], []
+    d = 0
+    for k in items:
+        if d >= len(shape) and k is not None:
+            break
+        if k is None:
+            view.append(1)
+            continue
+        if isinstance(k, Tensor):
+            if k.dtype is bool_:
+                if tuple(k.shape) != tuple(shape[d:d + k.ndim]):
+                    raise IndexError(f"the shape of the mask {list(k.shape)} does not match the shape "
+                                     f"of the indexed tensor {list(shape)} at dim {d}")
+                for j, idx in enumerate(k.nonzero(as_tuple=True) if k.ndim else ()):
+                    starts.append(0), steps.append(1), counts.append(shape[d + j])
+                    view.append(shape[d + j])
+                    adv.append((len(view) - 1, idx))
+                if not k.ndim:  # x[True] / x[False]: a new dim of size 1 or 0
+                    view.append(1)
+                    adv.append((len(view) - 1, Tensor._make(B.full((1 if k.item() else 0,), 0, int64))))
+                d += k.ndim
+                continue
+            if k.dtype.is_floating_point:
+                raise IndexError(f"tensors used as indices must be long, int or bool tensors, got "
+                                 f"{k.dtype.name}")
+            starts.append(0), steps.append(1), counts.append(shape[d])
+            view.append(shape[d])
+            adv.append((len(view) - 1, k.long()))
+            d += 1
+            continue
+        n = shape[d]
+        if isinstance(k, slice):
+            start, stop, step = k.indices(n) if k.step is None or k.step > 0 else (0, 0, 0)
+            if k.step is not None and k.step <= 0:
+                raise ValueError(f"getitem: slice step must be positive, got {k.step}")
+            count = len(range(start, stop, step))
+            starts.append(start if count else 0), steps.append(step), counts.append(count)
+            view.append(count)
+            d += 1
+            continue
+        if isinstance(k, float) or isinstance(k, bool):
+            raise TypeError(f"getitem: invalid index of type {type(k).__name__}")
+        try:
+            i = operator.index(k)
+        except TypeError:
+            raise TypeError(f"getitem: invalid index of type {type(k).__name__}") from None
+        if not -n <= i < n:
+            raise IndexError(f"index {i} is out of bounds for dimension {d} with size {n}")
+        starts.append(i % n), steps.append(1), counts.append(1)
+        d += 1
+    return starts, steps, counts, view, adv
+
+
+def _advanced(x, adv):
+    """NumPy-style advanced indexing of ``x`` by int tensors at view positions."""
+    dims = [p for p, _ in adv]
+    idx = [t for _, t in adv]
+    bshape = B.broadcast_shapes(*(t.shape for t in idx))
+    if bshape is None:
+        raise IndexError(f"shape mismatch: indexing tensors could not be broadcast together with "
+                         f"shapes {[list(t.shape) for t in idx]}")
+    rest = [d for d in range(x.ndim) if d not in dims]
+    sizes = [x.shape[d] for d in dims]
+    lin = None
+    for t, n, stride in zip(idx, sizes, B.contiguous_strides(sizes)):
+        if t.numel() and ((t >= n).any() or (t < -n).any()):
+            bad = [v for v in t.reshape(-1).tolist() if not -n <= v < n][0]
+            raise IndexError(f"index {bad} is out of bounds for dimension with size {n}")
+        t = where(t < 0, t + n, t) * stride
+        lin = t if lin is None else lin + t
+    lin = lin.expand(bshape) if tuple(lin.shape) != bshape else lin
+    y = x.permute(dims + rest) if dims + rest != list(range(x.ndim)) else x
+    rest_shape = [x.shape[d] for d in rest]
+    flat = y.reshape(B.prod(sizes), *rest_shape)
+    out = flat.index_select(0, lin.reshape(-1)).reshape(*bshape, *rest_shape)
+    consecutive = dims == list(range(dims[0], dims[0] + len(dims)))
+    if consecutive and dims[0] > 0:
+        k = len(bshape)
+        order = list(range(k, k + dims[0])) + list(range(k)) + list(range(k + dims[0], out.ndim))
+        out = out.permute(order)
+    return out
+
+
+def where(condition, input, other):
+    if not isinstance(condition, Tensor):
+        raise TypeError(f"where: condition must be a bool Tensor, got {type(condition).__name__}")
+    if condition.dtype is not bool_:
+        condition = condition.bool()
+    dtype = D.result_type(*(v for v in (input, other)))
+    a = input.to(dtype) if isinstance(input, Tensor) else Tensor._make(B.full((), input, dtype))
+    b = other.to(dtype) if isinstance(other, Tensor) else Tensor._make(B.full((), other, dtype))
+    if B.broadcast_shapes(condition.shape, a.shape, b.shape) is None:
+        raise ValueError(f"where: shapes {list(condition.shape)}, {list(a.shape)} and "
+                         f"{list(b.shape)} cannot be broadcast together")
+    return ops.Where.apply(condition, a, b)
+
+
+
+def arange_(n):
+    return Tensor._make(B.arange(0, n, 1, int64))
+
+
+def _format(values, dtype):
+    def fmt(v):
+        if isinstance(v, list):
+            return "[" + ", ".join(fmt(x) for x in v) + "]"
+        if isinstance(v, bool):
+            return str(v)
+        if isinstance(v, float):
+            return f"{v:.4f}" if v == v and abs(v) != math.inf else str(v)
+        return str(v)
+    return fmt(values)
+
+
+from . import autograd, ops  # noqa: E402  (they build on Tensor)
+from . import random as _random  # noqa: E402
