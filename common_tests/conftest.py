@@ -27,9 +27,14 @@ def _selected(config):
     for name in names:
         if name not in _loaded and name not in _missing:
             try:
-                _loaded[name] = importlib.import_module(name)
+                mod = importlib.import_module(name)
             except ImportError as e:
                 _missing[name] = f"{type(e).__name__}: {e}"
+                continue
+            if getattr(mod, "__file__", None) is None:  # a bare folder imports as a namespace
+                _missing[name] = "not a stage package (no __init__.py)"
+            else:
+                _loaded[name] = mod
     return [n for n in names if n in _loaded]
 
 

@@ -11,6 +11,7 @@ import math
 import threading
 from collections import defaultdict
 
+from . import backend as _backend
 from .tensor import Tensor
 
 _grad_state = threading.local()
@@ -191,9 +192,8 @@ class AccumulateGrad:
 
 
 def _zeros(meta):
-    from .tensor import zeros
     shape, dtype = meta
-    return zeros(shape, dtype=dtype)
+    return Tensor._make(_backend.full(shape, 0, dtype))
 
 
 def _edge(t):

@@ -11,7 +11,10 @@ The primitive set, which every stage's backend provides under the same names:
 - elementwise: ``unary(op, x)``, ``binary(op, a, b)`` with NumPy broadcasting, ``where``
 - reductions: ``reduce(op, x, axes, keepdim)`` (sum prod max min any all),
   ``arg_reduce(op, x, axis, keepdim)`` (argmax argmin)
-- movement: ``reshape permute expand slice contiguous alias copy cat``
+- movement: ``reshape permute expand slice diagonal windows contiguous alias copy cat``
+  (stage 0 copies; a stage with strided storage returns views where PyTorch does)
+- layout queries: ``is_contiguous strides storage_offset data_ptr storage_id shares_storage``
+  (stage 0 stores every tensor contiguously, so its answers are trivial)
 - indexing: ``take`` (flat gather), ``gather``/``scatter_add`` along an axis
 - ``matmul`` (batched, batch dims already equal)
 - ``unfold``/``fold`` for convolution (im2col and its adjoint)
@@ -25,6 +28,7 @@ from array import array
 from itertools import accumulate, repeat
 
 from . import dtypes
+from .memory import track as _track
 from .dtypes import bool_, float32, float64, int32, int64
 
 FUSED = frozenset()
@@ -97,6 +101,7 @@ class Buffer:
         self.shape = tuple(shape)
         self.dtype = dtype
         self.version = 0
+        _track(data)  # memory statistics (sg.memory)
 
     @property
     def numel(self):
@@ -148,24 +153,39 @@ def full(shape, value, dtype):
         return from_list([value] * n, shape, dtype)
 
 
-def arange(start, stop, step, dtype):
+# the *_values helpers compute elements as Python lists; later stages store them their way
+
+def arange_values(start, stop, step):
     n = max(0, math.ceil((stop - start) / step))
-    return from_list([start + i * step for i in range(n)], (n,), dtype)
+    return [start + i * step for i in range(n)]
 
 
-def uniform(shape, low, high, dtype, generator):
-    u = generator.uniform(prod(shape), double=dtype is float64)
+def arange(start, stop, step, dtype):
+    vals = arange_values(start, stop, step)
+    return from_list(vals, (len(vals),), dtype)
+
+
+def uniform_values(n, low, high, double, generator):
+    u = generator.uniform(n, double=double)
     if low != 0.0 or high != 1.0:
         span = high - low
         u = [low + span * x for x in u]
-    return from_list(u, shape, dtype)
+    return u
+
+
+def uniform(shape, low, high, dtype, generator):
+    return from_list(uniform_values(prod(shape), low, high, dtype is float64, generator), shape, dtype)
+
+
+def normal_values(n, mean, std, generator):
+    z = generator.normal(n)
+    if mean != 0.0 or std != 1.0:
+        z = [mean + std * x for x in z]
+    return z
 
 
 def normal(shape, mean, std, dtype, generator):
-    z = generator.normal(prod(shape))
-    if mean != 0.0 or std != 1.0:
-        z = [mean + std * x for x in z]
-    return from_list(z, shape, dtype)
+    return from_list(normal_values(prod(shape), mean, std, generator), shape, dtype)
 
 
 def randint(shape, low, high, dtype, generator):
@@ -548,8 +568,73 @@ def slice(x, starts, steps, counts):
     return Buffer(_pack_same(x, [src[i] for i in idx]), counts, x.dtype)
 
 
+def diagonal_layout(shape, strides, start, offset, dim1, dim2):
+    """(shape, strides, start) of the diagonal of dims ``dim1``/``dim2`` (``offset``
+    above it when positive, below when negative), appended as the last dim, as in
+    ``torch.diagonal``."""
+    n1, n2 = shape[dim1], shape[dim2]
+    size = max(0, min(n1, n2 - offset) if offset >= 0 else min(n1 + offset, n2))
+    if size:
+        start += offset * strides[dim2] if offset >= 0 else -offset * strides[dim1]
+    keep = [d for d in range(len(shape)) if d not in (dim1, dim2)]
+    return ((*(shape[d] for d in keep), size), (*(strides[d] for d in keep), strides[dim1] + strides[dim2]),
+            start)
+
+
+def windows_layout(shape, strides, dim, size, step):
+    """(shape, strides) of the windows of ``size`` every ``step`` along ``dim`` (a new
+    last dim indexes within a window), as in ``torch.Tensor.unfold``."""
+    shape, strides = list(shape), list(strides)
+    st = strides[dim] if shape else 1
+    if shape:
+        shape[dim] = (shape[dim] - size) // step + 1
+        strides[dim] = st * step
+    return (*shape, size), (*strides, st)
+
+
+def _strided_copy(x, shape, strides, start):
+    src = x.data
+    return Buffer(_pack_same(x, [src[i] for i in strided_indices(shape, strides, start)]), shape, x.dtype)
+
+
+def diagonal(x, offset, dim1, dim2):
+    return _strided_copy(x, *diagonal_layout(x.shape, contiguous_strides(x.shape), 0, offset, dim1, dim2))
+
+
+def windows(x, dim, size, step):
+    """Sliding windows along ``dim`` (``Tensor.unfold``), copied."""
+    return _strided_copy(x, *windows_layout(x.shape, contiguous_strides(x.shape), dim, size, step), 0)
+
+
 def contiguous(x):
     return x
+
+
+def is_contiguous(x):
+    return True
+
+
+def strides(x):
+    return contiguous_strides(x.shape)
+
+
+def storage_offset(x):
+    return 0
+
+
+def storage_id(x):
+    return id(x.data)
+
+
+def data_ptr(x):
+    return id(x.data)
+
+
+def shares_storage(a, b):
+    """True when writes through one may be seen through the other. Stage 0 never
+    writes into an array (an in-place update swaps ``Buffer.data``), so only two
+    handles on one Buffer object see each other's writes."""
+    return a is b
 
 
 def alias(x):
@@ -637,11 +722,16 @@ def matmul(a, b):
 def unfold(x, kernel, dilation, padding, stride):
     """im2col for NC(spatial...) input with 1 or 2 spatial dims: returns
     (N, C * prod(kernel), L), L being the number of output positions."""
-    N, C, *sp = x.shape
+    vals, shape = unfold_values(x.data, x.shape, kernel, dilation, padding, stride)
+    return Buffer(_pack_same(x, vals), shape, x.dtype)
+
+
+def unfold_values(src, shape, kernel, dilation, padding, stride):
+    """``unfold`` over ``src``, the row-major elements of ``shape``: (values, out shape)."""
+    N, C, *sp = shape
     out_sp = [(s + 2 * p - d * (k - 1) - 1) // st + 1
               for s, k, d, p, st in zip(sp, kernel, dilation, padding, stride)]
     plan = _unfold_plan(sp, kernel, dilation, padding, stride, out_sp)
-    src = x.data
     zero = src.typecode in "fd" and 0.0 or 0
     plane = prod(sp)
     out = []
@@ -650,7 +740,7 @@ def unfold(x, kernel, dilation, padding, stride):
         for row in plan:
             out.extend([src[base + p] if p >= 0 else zero for p in row])
     # rows come out ordered (n, c, kernel offset): exactly (N, C*K, L)
-    return Buffer(_pack_same(x, out), (N, C * prod(kernel), prod(out_sp)), x.dtype)
+    return out, (N, C * prod(kernel), prod(out_sp))
 
 
 def _unfold_plan(sp, kernel, dilation, padding, stride, out_sp):
@@ -678,7 +768,13 @@ def _unfold_plan(sp, kernel, dilation, padding, stride, out_sp):
 
 def fold(cols, output_size, kernel, dilation, padding, stride):
     """The adjoint of ``unfold``: sums (N, C*K, L) columns back into (N, C, *output_size)."""
-    N, CK, L = cols.shape
+    vals, shape = fold_values(cols.data, cols.shape, output_size, kernel, dilation, padding, stride)
+    return from_list(vals, shape, cols.dtype)
+
+
+def fold_values(src, shape, output_size, kernel, dilation, padding, stride):
+    """``fold`` over ``src``, the row-major elements of ``shape``: (values, out shape)."""
+    N, CK, L = shape
     K = prod(kernel)
     C = CK // K
     out_sp = [(s + 2 * p - d * (k - 1) - 1) // st + 1
@@ -686,7 +782,6 @@ def fold(cols, output_size, kernel, dilation, padding, stride):
     plan = _unfold_plan(list(output_size), kernel, dilation, padding, stride, out_sp)
     plane = prod(output_size)
     out = [0.0] * (N * C * plane)
-    src = cols.data
     pos = 0
     for nc in range(N * C):
         base = nc * plane
@@ -695,7 +790,7 @@ def fold(cols, output_size, kernel, dilation, padding, stride):
                 if p >= 0:
                     out[base + p] += src[pos]
                 pos += 1
-    return from_list(out, (N, C, *output_size), cols.dtype)
+    return out, (N, C, *output_size)
 
 
 # ---------------------------------------------------------------- in-place
@@ -710,6 +805,7 @@ def assign(dst, starts, steps, counts, src):
     for i, v in zip(idx, vals):
         data[i] = v
     dst.data = data
+    _track(data)
     dst.version += 1
 
 
@@ -726,6 +822,7 @@ def put(dst, index, src, accumulate=False):
         for i, v in zip(index.data, vals):
             data[i] = v
         dst.data = data
+    _track(dst.data)
     dst.version += 1
 
 

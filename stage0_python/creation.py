@@ -116,8 +116,9 @@ def normal(mean, std, size, dtype=None, generator=None):
 
 
 def randint(low, high=None, size=None, dtype=None, generator=None):
-    if high is None:
-        low, high = 0, low
+    if high is None or size is None and isinstance(high, (tuple, list)):
+        # randint(high, size) as well as randint(low, high, size)
+        low, high, size = 0, low, high if size is None else size
     if size is None:
         raise TypeError("randint: size is required, e.g. randint(0, 10, (3,))")
     if low >= high:
@@ -155,6 +156,8 @@ def randint_like(input, low, high=None, dtype=None):
 
 
 def _sequence(tensors, op):
+    if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"{op}: expected a list or tuple of Tensors, got {type(tensors).__name__}")
     tensors = list(tensors)
     if not tensors:
         raise ValueError(f"{op}: expected a non-empty sequence of tensors")
@@ -168,6 +171,8 @@ def cat(tensors, dim=0):
     from . import ops
     tensors = [t for t in _sequence(tensors, "cat") if not (t.ndim == 1 and t.numel() == 0)] or list(tensors)[:1]
     first = tensors[0]
+    if not first.ndim:
+        raise ValueError("cat: zero-dimensional tensors cannot be concatenated (use stack)")
     d = first._dim(dim, "cat")
     dtype = D.result_type(*tensors) if len(tensors) > 1 else first.dtype
     for t in tensors:

@@ -55,6 +55,26 @@ class Softmax(Function):
         return y * (g - (g * y).sum(dim=ctx.dim, keepdim=True)), None
 
 
+class LogSigmoid(Function):
+    """log(sigmoid(x)) = -(log1p(exp(-|x|)) + relu(-x)): no overflow for any x, and a
+    backward written from the smooth derivative, 1 - sigmoid(x), so x = 0 gets no
+    arbitrary subgradient from |x| or relu."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return -((x.abs() * -1).exp().log1p() + (-x).relu())
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * (-x).sigmoid()
+
+
+def logsigmoid(input):
+    return LogSigmoid.apply(_float_input(input, "logsigmoid"))
+
+
 def _float_input(x, op):
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
@@ -99,8 +119,7 @@ def tanh(input):
 
 def softplus(input, beta=1.0, threshold=20.0):
     z = input * beta
-    soft = (z.abs() * -1).exp().log1p() / beta + input.relu()
-    return where(z > threshold, input, soft)
+    return where(z > threshold, input, -logsigmoid(-z) / beta)
 
 
 def one_hot(tensor, num_classes=-1):
@@ -219,12 +238,11 @@ def l1_loss(input, target, reduction="mean"):
 def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean", pos_weight=None):
     _float_input(input, "binary_cross_entropy_with_logits")
     _check_same_shape(input, target, "binary_cross_entropy_with_logits")
-    # log(1 + exp(-|x|)) + max(-x, 0) is log(1 + exp(-x)) without overflow
-    log_sig_neg = (input.abs() * -1).exp().log1p() + (-input).relu()
+    neg_log_sig = -logsigmoid(input)  # log(1 + exp(-x)), stable for any x
     if pos_weight is None:
-        loss = (1 - target) * input + log_sig_neg
+        loss = (1 - target) * input + neg_log_sig
     else:
-        loss = (1 - target) * input + (1 + (pos_weight - 1) * target) * log_sig_neg
+        loss = (1 - target) * input + (1 + (pos_weight - 1) * target) * neg_log_sig
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction, "binary_cross_entropy_with_logits")
@@ -238,6 +256,6 @@ def binary_cross_entropy(input, target, weight=None, reduction="mean"):
     return _reduce(loss, reduction, "binary_cross_entropy")
 
 
-__all__ = ["softmax", "log_softmax", "relu", "gelu", "silu", "sigmoid", "tanh", "softplus",
+__all__ = ["softmax", "log_softmax", "relu", "gelu", "silu", "sigmoid", "tanh", "softplus", "logsigmoid",
            "one_hot", "nll_loss", "cross_entropy", "mse_loss", "l1_loss",
            "binary_cross_entropy_with_logits", "binary_cross_entropy"]

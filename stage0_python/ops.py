@@ -208,6 +208,16 @@ class Cast(Function):
         return g.to(ctx.dtype), None
 
 
+class Contiguous(Function):
+    @staticmethod
+    def forward(ctx, x):
+        return wrap(B.contiguous(x._data))
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
 class Clone(Function):
     @staticmethod
     def forward(ctx, x):

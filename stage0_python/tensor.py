@@ -128,8 +128,13 @@ def _buffer_from(data, dtype):
                 raise TypeError(f"tensor: unsupported NumPy dtype {np_name}")
         vals = data.reshape(-1).tolist()
         return B.from_list(vals, tuple(data.shape), dtype or src)
+    if dtype is not None and isinstance(data, list) and data and not isinstance(data[0], (list, tuple)):
+        try:  # a flat list of numbers: no per-element checks (datasets build large ones)
+            return B.from_list(data, (len(data),), dtype)
+        except TypeError:
+            pass
     flat, shape = _nested(data)
-    return B.from_list(flat, shape, dtype or D.infer(data))
+    return B.from_list(flat, shape, dtype or D.infer(flat))
 
 
 class Tensor:
@@ -230,7 +235,21 @@ class Tensor:
         return self.dtype.itemsize
 
     def is_contiguous(self):
-        return True
+        return B.is_contiguous(self._data)
+
+    def stride(self, dim=None):
+        strides = B.strides(self._data)
+        return strides if dim is None else strides[self._dim(dim, "stride")]
+
+    def storage_offset(self):
+        return B.storage_offset(self._data)
+
+    def data_ptr(self):
+        """An integer naming where element 0 lives: equal for tensors that alias it."""
+        return B.data_ptr(self._data)
+
+    def untyped_storage_id(self):
+        return B.storage_id(self._data)
 
     def __len__(self):
         if not self.ndim:
@@ -674,7 +693,18 @@ class Tensor:
         return where(mask, value, self)
 
     def lerp(self, end, weight):
-        return self + (end - self) * weight
+        # from the nearer end, as PyTorch does: exact at weight 0 and at weight 1
+        if isinstance(weight, Tensor):
+            return where(weight < 0.5, self + (end - self) * weight, end - (end - self) * (1 - weight))
+        if weight < 0.5:
+            return self + (end - self) * weight
+        return end - (end - self) * (1 - weight)
+
+    def addcmul(self, tensor1, tensor2, value=1):
+        return self + tensor1 * tensor2 * value
+
+    def addcdiv(self, tensor1, tensor2, value=1):
+        return self + tensor1 / tensor2 * value
 
     # ------------------------------------------------------------ reductions
 
@@ -861,7 +891,14 @@ class Tensor:
             return self
         return ops.Reshape.apply(self, shape)
 
-    view = reshape
+    def view(self, *shape):
+        """``reshape`` that must not copy: an error where the strides do not allow it."""
+        out = self.reshape(*shape)
+        if out is not self and not B.shares_storage(out._data, self._data):
+            raise ValueError(f"view: size {list(out.shape)} is not compatible with the input's size "
+                             f"{list(self.shape)} and stride {list(self.stride())} (at least one "
+                             f"dimension spans two contiguous subspaces); use .reshape(...) instead")
+        return out
 
     def view_as(self, other):
         return self.reshape(other.shape)
@@ -950,7 +987,7 @@ class Tensor:
         return self.expand(shape)
 
     def contiguous(self):
-        return self
+        return self if B.is_contiguous(self._data) else ops.Contiguous.apply(self)
 
     def narrow(self, dim, start, length):
         d = self._dim(dim, "narrow")
@@ -1153,11 +1190,14 @@ class Tensor:
     def clamp_(self, min=None, max=None):
         return self._inplace(lambda x: x.clamp(min, max), "clamp_")
 
-    def addcmul_(self, t1, t2, value=1):
-        return self._inplace(lambda x: x + t1 * t2 * value, "addcmul_")
+    def addcmul_(self, tensor1, tensor2, value=1):
+        return self._inplace(lambda x: x.addcmul(tensor1, tensor2, value), "addcmul_")
 
-    def addcdiv_(self, t1, t2, value=1):
-        return self._inplace(lambda x: x + t1 / t2 * value, "addcdiv_")
+    def addcdiv_(self, tensor1, tensor2, value=1):
+        return self._inplace(lambda x: x.addcdiv(tensor1, tensor2, value), "addcdiv_")
+
+    def maximum_(self, other):
+        return self._inplace(lambda x: x.maximum(other), "maximum_")
 
     def lerp_(self, end, weight):
         return self._inplace(lambda x: x.lerp(end, weight), "lerp_")

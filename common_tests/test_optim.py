@@ -1,0 +1,234 @@
+"""Optimizers against PyTorch: the same model from the same start, parameters compared
+after every one of 20 steps; parameter groups; state dicts in PyTorch's layout."""
+import numpy as np
+import pytest
+
+from .helpers_optim import Pair, stage_tensor
+from .oracle import assert_close, need_torch, np_
+
+STEPS = 20
+CONFIGS = [
+    ("SGD", dict(lr=0.1)),
+    ("SGD", dict(lr=0.1, momentum=0.9)),
+    ("SGD", dict(lr=0.05, momentum=0.9, dampening=0.5)),
+    ("SGD", dict(lr=0.05, momentum=0.8, nesterov=True)),
+    ("SGD", dict(lr=0.05, momentum=0.9, weight_decay=0.1)),
+    ("SGD", dict(lr=0.05, maximize=True)),
+    ("Adam", dict(lr=0.01)),
+    ("Adam", dict(lr=0.01, amsgrad=True)),
+    ("Adam", dict(lr=0.02, weight_decay=0.1)),
+    ("Adam", dict(lr=0.01, betas=(0.3, 0.6), eps=1e-6)),  # moment weights >= 0.5: lerp's other form
+    ("Adam", dict(lr=0.01, maximize=True)),
+    ("AdamW", dict(lr=0.01)),
+    ("AdamW", dict(lr=0.02, weight_decay=0.3, amsgrad=True)),
+    ("RMSprop", dict(lr=0.01)),
+    ("RMSprop", dict(lr=0.01, centered=True)),
+    ("RMSprop", dict(lr=0.005, momentum=0.9)),
+    ("RMSprop", dict(lr=0.005, alpha=0.3, centered=True, momentum=0.5, weight_decay=0.1)),
+    ("RMSprop", dict(lr=0.01, maximize=True)),
+]
+# updates divide by running statistics: allow float32 rounding to compound over 20 steps
+TOL = {"float32": dict(rtol=1e-4, atol=1e-5), "float64": dict(rtol=1e-10, atol=1e-12)}
+
+
+def _ids(c):
+    return f"{c[0]}-" + "-".join(f"{k}={v}" for k, v in c[1].items())
+
+
+def run_side_by_side(pair, opt, topt, steps, dtype):
+    for step in range(steps):
+        opt.zero_grad()
+        topt.zero_grad()
+        pair.backward()
+        opt.step()
+        topt.step()
+        for name, p, tp in zip(pair.names, pair.p, pair.tp):
+            try:
+                assert_close(p, tp, **TOL[dtype])
+            except AssertionError as e:
+                raise AssertionError(f"{name} differs from PyTorch after step {step + 1}: {e}") from None
+
+
+@pytest.mark.needs_torch
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("config", CONFIGS, ids=_ids)
+def test_optimizer_matches_torch(sg, config, dtype):
+    torch = need_torch()
+    name, kwargs = config
+    pair = Pair(sg, dtype)
+    opt = getattr(sg.optim, name)(pair.p, **kwargs)
+    topt = getattr(torch.optim, name)(pair.tp, **kwargs, foreach=False)
+    run_side_by_side(pair, opt, topt, STEPS, dtype)
+
+
+@pytest.mark.needs_torch
+def test_param_groups_and_add_param_group(sg):
+    torch = need_torch()
+    pair = Pair(sg)
+    groups = lambda p: [{"params": p[:2]}, {"params": [p[2]], "lr": 0.02, "momentum": 0.5}]  # noqa: E731
+    opt = sg.optim.SGD(groups(pair.p), lr=0.1, momentum=0.9)
+    topt = torch.optim.SGD(groups(pair.tp), lr=0.1, momentum=0.9)
+    assert [g["lr"] for g in opt.param_groups] == [0.1, 0.02]
+    assert [g["momentum"] for g in opt.param_groups] == [0.9, 0.5]
+    run_side_by_side(pair, opt, topt, 5, "float32")
+    # a group added mid-training starts its own state
+    opt.add_param_group({"params": [pair.p[3]], "lr": 0.3})
+    topt.add_param_group({"params": [pair.tp[3]], "lr": 0.3})
+    assert opt.param_groups[2]["momentum"] == 0.9  # defaults fill what the group leaves out
+    run_side_by_side(pair, opt, topt, 10, "float32")
+
+
+def test_params_without_grad_are_left_alone(sg):
+    pair = Pair(sg)
+    frozen = stage_tensor(sg, np.ones((2, 2), np.float32), requires_grad=True)
+    opt = sg.optim.Adam(pair.p + [frozen], lr=0.1)
+    pair.loss().backward()
+    opt.step()
+    assert frozen.grad is None
+    assert_close(frozen, np.ones((2, 2), np.float32))
+    assert set(opt.state_dict()["state"]) == {0, 1, 2, 3}
+
+
+@pytest.mark.needs_torch
+def test_closure_is_evaluated_with_grad(sg):
+    torch = need_torch()
+    pair = Pair(sg)
+    opt = sg.optim.SGD(pair.p, lr=0.1)
+    topt = torch.optim.SGD(pair.tp, lr=0.1)
+
+    def closure():
+        opt.zero_grad()
+        loss = pair.loss()
+        loss.backward()
+        return loss
+
+    def tclosure():
+        topt.zero_grad()
+        loss = pair.tloss()
+        loss.backward()
+        return loss
+
+    with sg.no_grad():
+        loss = opt.step(closure)
+    assert_close(loss, topt.step(tclosure))
+    for p, tp in zip(pair.p, pair.tp):
+        assert_close(p, tp)
+
+
+def test_zero_grad(sg):
+    pair = Pair(sg)
+    opt = sg.optim.SGD(pair.p, lr=0.1)
+    pair.loss().backward()
+    opt.zero_grad(set_to_none=False)
+    for p in pair.p:
+        assert_close(p.grad, np.zeros(p.shape, np.float32))
+    opt.zero_grad()
+    assert all(p.grad is None for p in pair.p)
+
+
+def _to_torch_state(torch, sd):
+    """A stage optimizer state dict with its tensors converted to PyTorch."""
+    state = {i: {k: torch.tensor(np_(v)) if hasattr(v, "grad_fn") else v for k, v in s.items()}
+             for i, s in sd["state"].items()}
+    return {"state": state, "param_groups": [dict(g) for g in sd["param_groups"]]}
+
+
+def _from_torch_state(sg, sd):
+    state = {i: {k: stage_tensor(sg, v.numpy()) if k != "step" else v for k, v in s.items()}
+             for i, s in sd["state"].items()}
+    return {"state": state, "param_groups": [dict(g) for g in sd["param_groups"]]}
+
+
+@pytest.mark.needs_torch
+@pytest.mark.parametrize("config", [CONFIGS[i] for i in (1, 3, 7, 8, 12, 14, 15)], ids=_ids)
+def test_state_dict_layout_and_round_trip(sg, config):
+    torch = need_torch()
+    name, kwargs = config
+    pair = Pair(sg)
+    opt = getattr(sg.optim, name)(pair.p, **kwargs)
+    topt = getattr(torch.optim, name)(pair.tp, **kwargs, foreach=False)
+    run_side_by_side(pair, opt, topt, 8, "float32")
+    sd, tsd = opt.state_dict(), topt.state_dict()
+    # PyTorch's layout: state keyed by parameter index, the same state names per parameter
+    assert set(sd["state"]) == set(tsd["state"])
+    for i in tsd["state"]:
+        assert set(sd["state"][i]) == set(tsd["state"][i])
+        assert int(sd["state"][i]["step"] if "step" in sd["state"][i] else 0) == \
+            int(tsd["state"][i].get("step", 0))
+        for k, v in tsd["state"][i].items():
+            if k != "step":
+                assert_close(sd["state"][i][k], v, rtol=1e-4, atol=1e-5)
+    assert sd["param_groups"][0]["params"] == tsd["param_groups"][0]["params"]
+    for k, v in sd["param_groups"][0].items():
+        assert tsd["param_groups"][0][k] == (list(v) if isinstance(v, tuple) and k != "betas" else v), k
+
+    # a fresh optimizer on copies of the parameters continues exactly where the first one was
+    copies = [stage_tensor(sg, np_(p), requires_grad=True) for p in pair.p]
+    opt2 = getattr(sg.optim, name)(copies, lr=123.0)
+    opt2.load_state_dict(sd)
+    assert opt2.param_groups[0]["lr"] == kwargs["lr"]
+    pair.p = copies
+    run_side_by_side(pair, opt2, topt, 6, "float32")
+    # PyTorch continues from our state, and we continue from PyTorch's
+    theirs = getattr(torch.optim, name)([torch.tensor(np_(p), requires_grad=True) for p in copies],
+                                        **kwargs, foreach=False)
+    theirs.load_state_dict(_to_torch_state(torch, opt2.state_dict()))
+    pair.tp = theirs.param_groups[0]["params"]
+    run_side_by_side(pair, opt2, theirs, 4, "float32")
+    ours = getattr(sg.optim, name)([stage_tensor(sg, tp.detach().numpy(), requires_grad=True)
+                                    for tp in topt.param_groups[0]["params"]], **kwargs)
+    ours.load_state_dict(_from_torch_state(sg, topt.state_dict()))
+    pair.p, pair.tp = ours.param_groups[0]["params"], topt.param_groups[0]["params"]
+    run_side_by_side(pair, ours, topt, 4, "float32")
+
+
+def test_loaded_state_is_a_copy(sg):
+    pair = Pair(sg)
+    opt = sg.optim.SGD(pair.p, lr=0.1, momentum=0.9)
+    pair.loss().backward()
+    opt.step()
+    sd = opt.state_dict()
+    before = np_(sd["state"][0]["momentum_buffer"]).copy()
+    opt2 = sg.optim.SGD([stage_tensor(sg, np_(p), requires_grad=True) for p in pair.p], lr=0.1, momentum=0.9)
+    opt2.load_state_dict(sd)
+    for p in opt2.param_groups[0]["params"]:
+        p.grad = sg.ones(*p.shape)
+    opt2.step()
+    np.testing.assert_array_equal(np_(sd["state"][0]["momentum_buffer"]), before)
+
+
+def test_load_state_dict_mismatch_errors(sg):
+    pair = Pair(sg)
+    opt = sg.optim.Adam(pair.p, lr=0.1)
+    pair.loss().backward()
+    opt.step()
+    sd = opt.state_dict()
+    with pytest.raises(ValueError, match="parameter groups"):
+        sg.optim.Adam([{"params": pair.p[:2]}, {"params": pair.p[2:]}]).load_state_dict(sd)
+    with pytest.raises(ValueError, match="parameter group 0 has 4 parameters.*has 3"):
+        sg.optim.Adam(pair.p[:3]).load_state_dict(sd)
+    swapped = [pair.p[1], pair.p[0], pair.p[2], pair.p[3]]  # W1's state cannot go to b1
+    with pytest.raises(ValueError, match=r"shape \(4, 5\).*shape \(5,\)"):
+        sg.optim.Adam(swapped).load_state_dict(sd)
+    with pytest.raises(ValueError, match="'state' and 'param_groups'"):
+        sg.optim.Adam(pair.p).load_state_dict({"state": {}})
+
+
+def test_constructor_errors(sg):
+    pair = Pair(sg)
+    with pytest.raises(ValueError, match="empty parameter list"):
+        sg.optim.SGD([], lr=0.1)
+    with pytest.raises(TypeError, match="iterable"):
+        sg.optim.SGD(pair.p[0], lr=0.1)
+    with pytest.raises(ValueError, match="non-leaf"):
+        sg.optim.SGD([pair.p[0] * 2], lr=0.1)
+    with pytest.raises(ValueError, match="duplicate"):
+        sg.optim.SGD([pair.p[0], pair.p[0]], lr=0.1)
+    with pytest.raises(ValueError, match="more than one parameter group"):
+        sg.optim.SGD([{"params": [pair.p[0]]}, {"params": [pair.p[0]]}], lr=0.1)
+    with pytest.raises(ValueError, match="Nesterov"):
+        sg.optim.SGD(pair.p, lr=0.1, nesterov=True)
+    with pytest.raises(ValueError, match="learning rate"):
+        sg.optim.Adam(pair.p, lr=-1.0)
+    with pytest.raises(ValueError, match="beta"):
+        sg.optim.Adam(pair.p, betas=(0.9, 1.0))

@@ -1,0 +1,272 @@
+"""MNIST from its original IDX files, with checksums, a search path and a download.
+
+Where the files are looked for, in order (the first directory holding both files of the
+split wins; each file may be gzipped, ``name.gz``, or not):
+
+1. ``root`` when given (the directory itself, then ``root/mnist``);
+2. ``$STAGEGRAD_DATA/mnist``;
+3. ``shared/datasets/mnist`` beside the source checkout, when it exists;
+4. the user cache, ``$XDG_CACHE_HOME/stagegrad/mnist`` (default ``~/.cache/stagegrad/mnist``).
+
+With ``download=True`` and nothing found, the gzipped files are fetched from the mirrors in
+``MIRRORS`` into ``root`` (or the user cache) and checked before they are kept. Every file
+read is checked against the SHA-256 of its *uncompressed* content (``SHA256``) unless
+``verify=False`` is passed, which is meant for reading other IDX files in the same layout.
+
+Images are kept as raw bytes; tensors are made on request, because building one Python
+number per pixel for all 47 million pixels is slow and large in a pure-Python stage.
+"""
+import gzip
+import hashlib
+import operator
+import os
+import struct
+import tempfile
+import urllib.error
+import urllib.request
+import zlib
+from pathlib import Path
+
+from .. import creation
+from ..data.collate import default_collate
+from ..data.dataset import Dataset
+from ..dtypes import float32, int32, int64
+
+MIRRORS = ("https://ossci-datasets.s3.amazonaws.com/mnist/",
+           "https://storage.googleapis.com/cvdf-datasets/mnist/",
+           "http://yann.lecun.com/exdb/mnist/")
+FILES = {True: ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
+         False: ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")}
+SHA256 = {
+    "train-images-idx3-ubyte": "ba891046e6505d7aadcbbe25680a0738ad16aec93bde7f9b65e87a2fc25776db",
+    "train-labels-idx1-ubyte": "65a50cbbf4e906d70832878ad85ccda5333a97f0f4c3dd2ef09a8a9eef7101c5",
+    "t10k-images-idx3-ubyte": "0fa7898d509279e482958e8ce81c8e77db3f2f8254e26661ceb7762c4d494ce7",
+    "t10k-labels-idx1-ubyte": "ff7bcfd416de33731a308c3f266cc351222c34898ecbeaf847f06e48f7ec33f2",
+}
+_SCALE = [b / 255.0 for b in range(256)]  # rounds to float32 exactly as PyTorch's x.float() / 255
+
+
+class DatasetError(ValueError):
+    """A data file is corrupted, truncated, of the wrong kind, or fails its checksum."""
+
+
+# ------------------------------------------------------------------ IDX files
+
+def read_idx(path, sha256=None):
+    """Read an unsigned-byte IDX file (gzipped if its name ends in ``.gz``).
+
+    Returns ``(dims, payload)``: the dimension sizes and the raw data bytes. ``sha256``, when
+    given, is the expected digest of the uncompressed file.
+    """
+    path = Path(path)
+    raw = path.read_bytes()
+    if path.suffix == ".gz":
+        try:
+            raw = gzip.decompress(raw)
+        except (EOFError, OSError, zlib.error) as e:
+            raise DatasetError(f"{path}: not a valid gzip file or truncated ({e})") from None
+    if sha256 is not None:
+        got = hashlib.sha256(raw).hexdigest()
+        if got != sha256:
+            raise DatasetError(f"{path}: SHA-256 of the uncompressed data is {got}, expected {sha256}; "
+                               "the file is corrupted or not the expected one")
+    return parse_idx(raw, str(path))
+
+
+def parse_idx(raw, name="<bytes>"):
+    """``(dims, payload)`` of an IDX file's bytes (big-endian header; unsigned bytes only)."""
+    if len(raw) < 4:
+        raise DatasetError(f"{name}: truncated IDX file ({len(raw)} bytes)")
+    zero, kind, ndim = struct.unpack_from(">HBB", raw)
+    if zero != 0 or kind != 0x08:
+        raise DatasetError(f"{name}: not an unsigned-byte IDX file (magic {raw[:4].hex()})")
+    head = 4 + 4 * ndim
+    if len(raw) < head:
+        raise DatasetError(f"{name}: truncated IDX header")
+    dims = struct.unpack_from(f">{ndim}I", raw, 4)
+    n = 1
+    for d in dims:
+        n *= d
+    if len(raw) - head != n:
+        what = "truncated" if len(raw) - head < n else "corrupted (trailing bytes)"
+        raise DatasetError(f"{name}: {what} IDX file: header {list(dims)} needs {n} data bytes, "
+                           f"found {len(raw) - head}")
+    return dims, raw[head:]
+
+
+# ------------------------------------------------------------------ locating and downloading
+
+def _cache_dir():
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "stagegrad" / "mnist"
+
+
+def search_dirs(root=None):
+    """The directories looked in, in order."""
+    dirs = []
+    if root is not None:
+        dirs += [Path(root), Path(root) / "mnist"]
+    env = os.environ.get("STAGEGRAD_DATA")
+    if env:
+        dirs.append(Path(env) / "mnist")
+    checkout = Path(__file__).resolve().parents[2]
+    dirs.append(checkout.parent / "shared" / "datasets" / "mnist")
+    dirs.append(_cache_dir())
+    return dirs
+
+
+def _locate(names, dirs):
+    for d in dirs:
+        found = []
+        for name in names:
+            for candidate in (d / name, d / (name + ".gz")):
+                if candidate.is_file():
+                    found.append(candidate)
+                    break
+        if len(found) == len(names):
+            return found
+    return None
+
+
+def download_files(names, target):
+    """Fetch ``name.gz`` for each name into ``target``, verified, written atomically."""
+    target = Path(target)
+    target.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        errors = []
+        for mirror in MIRRORS:
+            url = mirror + name + ".gz"
+            try:
+                with urllib.request.urlopen(url, timeout=30) as r:
+                    blob = r.read()
+            except (urllib.error.URLError, OSError) as e:
+                errors.append(f"{url}: {e}")
+                continue
+            try:
+                raw = gzip.decompress(blob)
+            except (EOFError, OSError, zlib.error) as e:
+                errors.append(f"{url}: not a valid gzip file ({e})")
+                continue
+            if hashlib.sha256(raw).hexdigest() != SHA256[name]:
+                errors.append(f"{url}: checksum mismatch")
+                continue
+            _write_atomic(target / (name + ".gz"), blob)
+            break
+        else:
+            raise RuntimeError(f"could not download {name} (offline, or every mirror failed):\n  "
+                               + "\n  ".join(errors))
+
+
+def _write_atomic(path, blob):
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(blob)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+# ------------------------------------------------------------------ the dataset
+
+class MNIST(Dataset):
+    """The MNIST digits: 60,000 training or 10,000 test images of 28x28 pixels.
+
+    - ``ds[i]`` is ``(image, label)``: a float32 tensor of shape (1, 28, 28) scaled to [0, 1]
+      (``transform`` applied if given) and an int (``target_transform`` applied if given).
+    - ``as_tensors(start, stop)`` gives images ``(n, 1, 28, 28)`` float32 in [0, 1] and labels
+      ``(n,)`` int64 in one step: the fast way to get a whole split (transforms not applied).
+    - ``targets`` is an int64 tensor of all labels; ``data`` an int32 tensor ``(N, 28, 28)``
+      of the raw pixel values 0..255 (no uint8 dtype here), built on first access.
+    - ``get_batch(indices)`` lets ``DataLoader`` build a batch without per-sample tensors.
+    - ``root`` is the directory the files were read from; ``verify=False`` skips the checksums.
+    """
+
+    classes = ["0 - zero", "1 - one", "2 - two", "3 - three", "4 - four", "5 - five", "6 - six",
+               "7 - seven", "8 - eight", "9 - nine"]
+
+    def __init__(self, root=None, train=True, download=False, transform=None, target_transform=None,
+                 verify=True):
+        self.train = bool(train)
+        self.transform = transform
+        self.target_transform = target_transform
+        names = FILES[self.train]
+        dirs = search_dirs(root)
+        paths = _locate(names, dirs)
+        if paths is None:
+            if not download:
+                raise FileNotFoundError(
+                    f"MNIST {'training' if self.train else 'test'} files {list(names)} (optionally .gz) "
+                    "were not found in any of: " + ", ".join(str(d) for d in dirs)
+                    + ". Pass download=True to fetch them, or set STAGEGRAD_DATA.")
+            download_files(names, Path(root) if root is not None else _cache_dir())
+            paths = _locate(names, dirs)
+        self.root = paths[0].parent
+        img_dims, self._images = read_idx(paths[0], SHA256[names[0]] if verify else None)
+        lbl_dims, self._labels = read_idx(paths[1], SHA256[names[1]] if verify else None)
+        if len(img_dims) != 3 or len(lbl_dims) != 1 or img_dims[0] != lbl_dims[0]:
+            raise DatasetError(f"{paths[0]} and {paths[1]}: expected images (N, H, W) and labels (N,), "
+                               f"got {list(img_dims)} and {list(lbl_dims)}")
+        self._n, self._h, self._w = img_dims
+        self.targets = creation.tensor(list(self._labels), dtype=int64)
+        self._data = None
+
+    def __len__(self):
+        return self._n
+
+    @property
+    def data(self):
+        if self._data is None:
+            self._data = creation.tensor(list(self._images), dtype=int32).reshape(self._n, self._h, self._w)
+        return self._data
+
+    def _pixels(self, i):
+        size = self._h * self._w
+        return self._images[i * size:(i + 1) * size]
+
+    def __getitem__(self, index):
+        index = operator.index(index)
+        if not -self._n <= index < self._n:
+            raise IndexError(f"MNIST index {index} is out of range for {self._n} images")
+        index %= self._n
+        image = creation.tensor([_SCALE[b] for b in self._pixels(index)], dtype=float32)
+        image = image.reshape(1, self._h, self._w)
+        label = self._labels[index]
+        if self.transform is not None:
+            image = self.transform(image)
+        if self.target_transform is not None:
+            label = self.target_transform(label)
+        return image, label
+
+    def get_batch(self, indices):
+        """What ``default_collate`` makes of ``[self[i] for i in indices]``, built in one go."""
+        if self.transform is not None or self.target_transform is not None:
+            return default_collate([self[i] for i in indices])
+        size = self._h * self._w
+        imgs, data, scale = [], self._images, _SCALE
+        for i in indices:
+            if not -self._n <= i < self._n:
+                raise IndexError(f"MNIST index {i} is out of range for {self._n} images")
+            i %= self._n
+            imgs.extend([scale[b] for b in data[i * size:(i + 1) * size]])
+        images = creation.tensor(imgs, dtype=float32).reshape(len(indices), 1, self._h, self._w)
+        labels = creation.tensor([self._labels[i] for i in indices], dtype=int64)
+        return images, labels
+
+    def as_tensors(self, start=0, stop=None):
+        """Images ``[start, stop)`` as float32 (n, 1, 28, 28) in [0, 1] and their int64 labels."""
+        start, stop, _ = slice(start, stop).indices(self._n)
+        stop = max(start, stop)
+        size = self._h * self._w
+        pixels = self._images[start * size:stop * size]
+        images = creation.tensor(list(map(_SCALE.__getitem__, pixels)), dtype=float32)
+        labels = creation.tensor(list(self._labels[start:stop]), dtype=int64)
+        return images.reshape(stop - start, 1, self._h, self._w), labels
+
+    def __repr__(self):
+        split = "train" if self.train else "test"
+        return f"MNIST(split={split}, n={self._n}, root={str(self.root)!r})"
+

@@ -1,0 +1,75 @@
+"""Adam and AdamW, following the order of operations of PyTorch's single-tensor path,
+so float32 results agree to rounding."""
+from .. import creation
+from ..autograd import no_grad
+from .optimizer import Optimizer, lerp_
+
+
+class Adam(Optimizer):
+    """Adam (Kingma & Ba). ``weight_decay`` adds ``wd * p`` to the gradient (L2), unless
+    ``decoupled_weight_decay`` shrinks the parameter directly (AdamW). ``amsgrad`` keeps the
+    running maximum of the second moment."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False,
+                 *, maximize=False, decoupled_weight_decay=False):
+        if lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if eps < 0.0:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        for i, beta in enumerate(betas):
+            if not 0.0 <= beta < 1.0:
+                raise ValueError(f"Invalid beta parameter at index {i}: {beta}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+                        maximize=maximize, decoupled_weight_decay=decoupled_weight_decay)
+        super().__init__(params, defaults)
+
+    def step(self, closure=None):
+        loss = self._closure_loss(closure)
+        with no_grad():
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p.grad is not None:
+                        self._update(p, group)
+        return loss
+
+    def _update(self, p, group):
+        grad = -p.grad if group["maximize"] else p.grad
+        state = self._state_for(p)
+        if not state:
+            state["step"] = 0
+            state["exp_avg"] = creation.zeros_like(p)
+            state["exp_avg_sq"] = creation.zeros_like(p)
+            if group["amsgrad"]:
+                state["max_exp_avg_sq"] = creation.zeros_like(p)
+        beta1, beta2 = group["betas"]
+        lr, wd = group["lr"], group["weight_decay"]
+        state["step"] += 1
+        step = state["step"]
+        if wd != 0:
+            if group["decoupled_weight_decay"]:
+                p.mul_(1 - lr * wd)
+            else:
+                grad = grad.add(p, alpha=wd)
+        exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+        lerp_(exp_avg, grad, 1 - beta1)
+        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        bias_correction1 = 1 - beta1 ** step
+        bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
+        step_size = lr / bias_correction1
+        second = exp_avg_sq
+        if group["amsgrad"]:
+            state["max_exp_avg_sq"].copy_(state["max_exp_avg_sq"].maximum(exp_avg_sq))
+            second = state["max_exp_avg_sq"]
+        denom = (second.sqrt() / bias_correction2_sqrt).add_(group["eps"])
+        p.addcdiv_(exp_avg, denom, value=-step_size)
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (Loshchilov & Hutter): ``p *= 1 - lr * wd`` each step."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False,
+                 *, maximize=False):
+        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+                         maximize=maximize, decoupled_weight_decay=True)

@@ -1,0 +1,46 @@
+"""Stochastic gradient descent with momentum, as ``torch.optim.SGD`` computes it."""
+from ..autograd import no_grad
+from .optimizer import Optimizer
+
+
+class SGD(Optimizer):
+    """``buf = momentum * buf + (1 - dampening) * g`` (``buf = g`` on the first step);
+    Nesterov uses ``g + momentum * buf``; then ``p -= lr * update``."""
+
+    def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False,
+                 *, maximize=False):
+        if lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if momentum < 0.0:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
+                        nesterov=nesterov, maximize=maximize)
+        super().__init__(params, defaults)
+
+    def step(self, closure=None):
+        loss = self._closure_loss(closure)
+        with no_grad():
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p.grad is not None:
+                        self._update(p, group)
+        return loss
+
+    def _update(self, p, group):
+        grad = -p.grad if group["maximize"] else p.grad
+        wd, momentum = group["weight_decay"], group["momentum"]
+        if wd != 0:
+            grad = grad.add(p, alpha=wd)
+        if momentum != 0:
+            state = self._state_for(p)
+            buf = state.get("momentum_buffer")
+            if buf is None:
+                buf = state["momentum_buffer"] = grad.detach().clone()
+            else:
+                buf.mul_(momentum).add_(grad, alpha=1 - group["dampening"])
+            grad = grad.add(buf, alpha=momentum) if group["nesterov"] else buf
+        p.add_(grad, alpha=-group["lr"])

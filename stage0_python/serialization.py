@@ -1,0 +1,332 @@
+"""``save(obj, path)`` and ``load(path)``: checkpoints that never unpickle anything.
+
+What can be saved: tensors, ``None``, bools, ints, floats (including inf and nan),
+strings, dtypes, and lists, tuples and dicts of these (dict keys: str, int, float, bool
+or None), nested to any depth. That covers module and optimizer state dicts. A tensor
+is saved as its values, dtype, shape and ``requires_grad``; it loads as a fresh,
+contiguous tensor of the loading stage, so a checkpoint written by one stage loads in
+any other.
+
+File layout (version 1; all integers little-endian)::
+
+    offset  size  field
+    0       8     magic  b"\\x89SGRAD\\r\\n"  (the high byte and CR LF expose text-mode mangling)
+    8       4     format version, uint32 (= 1)
+    12      8     header length H, uint64
+    20      8     data length D, uint64
+    28      H     header: UTF-8 JSON, see below
+    28+H    P     zero padding so the data starts at a multiple of 64
+    28+H+P  D     tensor data: each tensor's elements, row-major, little-endian
+                  (bool: one byte 0/1; int32, int64, float32, float64: native widths),
+                  each tensor starting at a multiple of 64 within the data
+    end-32  32    SHA-256 of every byte before it
+
+The header is ``{"format": "stagegrad", "root": NODE}``. A NODE is a JSON null, boolean,
+number (finite floats are written with ``repr``, so they read back exactly) or string
+standing for itself, or an object with exactly one key saying what it is:
+``{"list": [NODE...]}``, ``{"tuple": [NODE...]}``, ``{"dict": [[KEY NODE, NODE]...]}``
+(order kept), ``{"float": "inf" | "-inf" | "nan"}``, ``{"dtype": "float32"}`` and
+``{"tensor": {"dtype": "float32", "shape": [2, 3], "offset": 0, "nbytes": 24,
+"requires_grad": false}}`` (``offset`` counts from the start of the data section).
+
+``save`` writes to a temporary file in the target's directory, fsyncs it and renames it
+over the target (``os.replace``), so a crash leaves either the old file or the new one,
+never a mix. ``load`` checks the magic, version, lengths and checksum before it decodes
+anything, and raises ``CheckpointError`` (a ``ValueError``) for a foreign, truncated or
+corrupted file.
+"""
+import hashlib
+import json
+import math
+import os
+import struct
+import sys
+import tempfile
+from array import array
+
+from . import creation
+from .dtypes import BY_NAME, DType
+from .tensor import Tensor
+
+MAGIC = b"\x89SGRAD\r\n"
+VERSION = 1
+_PREAMBLE = struct.Struct("<8sIQQ")
+_DIGEST = 32
+_ALIGN = 64
+_TYPECODES = {"bool": "B", "int32": "i", "int64": "q", "float32": "f", "float64": "d"}
+_ITEMSIZE = {name: array(code).itemsize for name, code in _TYPECODES.items()}
+# file signatures worth naming when a foreign file is passed to load()
+_KNOWN = ((b"PK\x03\x04", "a zip archive (a PyTorch .pt file?)"), (b"\x80", "a Python pickle"),
+          (b"\x93NUMPY", "a NumPy .npy file"), (b"\x1f\x8b", "a gzip file"), (b"\x89HDF", "an HDF5 file"))
+
+
+class CheckpointError(ValueError):
+    """The file is not a readable stagegrad checkpoint: foreign, truncated or corrupted."""
+
+
+# ------------------------------------------------------------------ save
+
+def save(obj, f):
+    """Write ``obj`` to ``f`` (a path, written atomically, or a binary file object)."""
+    plan = _Plan()
+    root = _encode(obj, plan, "obj", set())
+    header = json.dumps({"format": "stagegrad", "root": root}, allow_nan=False,
+                        separators=(",", ":")).encode("utf-8")
+    chunks = _chunks(header, plan)
+    if hasattr(f, "write"):
+        for c in chunks:
+            f.write(c)
+        return
+    _atomic_write(os.fspath(f), chunks)
+
+
+class _Plan:
+    """The tensors to write, in order, and where the next one starts in the data section."""
+
+    def __init__(self):
+        self.tensors = []
+        self.end = 0
+
+    def add(self, t):
+        offset = _aligned(self.end)
+        nbytes = _numel(t.shape) * _ITEMSIZE[t.dtype.name]
+        self.tensors.append((t, nbytes))
+        self.end = offset + nbytes
+        return offset, nbytes
+
+
+def _numel(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _aligned(n):
+    return -(-n // _ALIGN) * _ALIGN
+
+
+def _encode(obj, plan, where, active):
+    """The JSON node for ``obj``; tensors are added to ``plan`` in data order."""
+    if obj is None or isinstance(obj, (bool, str)):
+        return obj
+    if isinstance(obj, int):
+        return int(obj)
+    if isinstance(obj, float):
+        if math.isfinite(obj):
+            return float(obj)
+        return {"float": "nan" if obj != obj else ("inf" if obj > 0 else "-inf")}
+    if isinstance(obj, Tensor):
+        if obj.dtype.name not in _TYPECODES:
+            raise TypeError(f"save: {where} has dtype {obj.dtype}, which checkpoints cannot hold")
+        offset, nbytes = plan.add(obj)
+        return {"tensor": {"dtype": obj.dtype.name, "shape": list(obj.shape), "offset": offset,
+                           "nbytes": nbytes, "requires_grad": bool(obj.requires_grad)}}
+    if isinstance(obj, DType) and obj.name in _TYPECODES:
+        return {"dtype": obj.name}
+    if isinstance(obj, (list, tuple, dict)):
+        if id(obj) in active:
+            raise ValueError(f"save: {where} contains itself; cyclic structures cannot be saved")
+        active.add(id(obj))
+        try:
+            if isinstance(obj, dict):
+                items = []
+                for k, v in obj.items():
+                    if not (k is None or isinstance(k, (str, int, float))):
+                        raise TypeError(f"save: {where} has a key of type {type(k).__name__}; "
+                                        "keys must be str, int, float, bool or None")
+                    items.append([_encode(k, plan, where, active),
+                                  _encode(v, plan, f"{where}[{k!r}]", active)])
+                return {"dict": items}
+            kind = "tuple" if isinstance(obj, tuple) else "list"
+            return {kind: [_encode(v, plan, f"{where}[{i}]", active) for i, v in enumerate(obj)]}
+        finally:
+            active.discard(id(obj))
+    raise TypeError(f"save: {where} is a {type(obj).__name__}; a checkpoint holds tensors, numbers, "
+                    "strings, None, bools, dtypes and lists/tuples/dicts of them")
+
+
+def _chunks(header, plan):
+    """The file's bytes, piece by piece, with the trailing digest last."""
+    digest = hashlib.sha256()
+
+    def emit(b):
+        digest.update(b)
+        return b
+
+    yield emit(_PREAMBLE.pack(MAGIC, VERSION, len(header), plan.end))
+    yield emit(header)
+    start = _PREAMBLE.size + len(header)
+    yield emit(bytes(_aligned(start) - start))
+    pos = 0
+    for t, nbytes in plan.tensors:
+        yield emit(bytes(_aligned(pos) - pos))
+        raw = _tensor_bytes(t)
+        if len(raw) != nbytes:  # the tensor was resized while being saved
+            raise RuntimeError(f"save: a tensor changed size during the save ({len(raw)} != {nbytes} bytes)")
+        pos = _aligned(pos) + len(raw)
+        yield emit(raw)
+    yield digest.digest()
+
+
+def _tensor_bytes(t):
+    name = t.dtype.name
+    values = t.detach().reshape(-1).tolist()
+    if name == "bool":
+        values = [1 if v else 0 for v in values]
+    arr = array(_TYPECODES[name], values)
+    if sys.byteorder == "big":
+        arr.byteswap()
+    return arr.tobytes()
+
+
+def _atomic_write(path, chunks):
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            for c in chunks:
+                out.write(c)
+            out.flush()
+            os.fsync(out.fileno())
+        _default_permissions(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    _fsync_dir(directory)
+
+
+def _default_permissions(path):
+    # mkstemp makes the file private (0600); give it the mode a plain open() would
+    if os.name == "posix":
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(path, 0o666 & ~mask)
+
+
+def _fsync_dir(directory):
+    # make the rename itself durable; not possible (nor needed) on every platform
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+# ------------------------------------------------------------------ load
+
+def load(f):
+    """Read a checkpoint written by ``save`` from a path or a binary file object."""
+    if hasattr(f, "read"):
+        blob, name = f.read(), getattr(f, "name", "<file object>")
+    else:
+        name = os.fspath(f)
+        with open(name, "rb") as fh:
+            blob = fh.read()
+    header, data = _verified_sections(blob, name)
+    try:
+        doc = json.loads(header.decode("utf-8"))
+        if not isinstance(doc, dict) or doc.get("format") != "stagegrad":
+            raise ValueError("the header does not name the stagegrad format")
+        return _decode(doc["root"], data)
+    except CheckpointError:
+        raise
+    except (ValueError, KeyError, TypeError, IndexError) as e:
+        raise CheckpointError(f"{name}: malformed checkpoint header ({e})") from None
+
+
+def _verified_sections(blob, name):
+    n = len(blob)
+    if not blob.startswith(MAGIC):
+        if 0 < n < len(MAGIC) and MAGIC.startswith(blob):
+            raise CheckpointError(f"{name}: truncated checkpoint ({n} bytes)")
+        raise CheckpointError(f"{name} is not a stagegrad checkpoint: {_describe(blob)}")
+    if n < _PREAMBLE.size:
+        raise CheckpointError(f"{name}: truncated checkpoint ({n} bytes, shorter than the "
+                              f"{_PREAMBLE.size}-byte preamble)")
+    _, version, hlen, dlen = _PREAMBLE.unpack_from(blob)
+    if version != VERSION:
+        raise CheckpointError(f"{name}: checkpoint format version {version} is not supported "
+                              f"(this stagegrad reads version {VERSION})")
+    data_start = _aligned(_PREAMBLE.size + hlen)
+    expected = data_start + dlen + _DIGEST
+    if n < expected:
+        raise CheckpointError(f"{name}: truncated checkpoint ({n} bytes, expected {expected})")
+    if n > expected:
+        raise CheckpointError(f"{name}: corrupted checkpoint ({n - expected} unexpected trailing bytes)")
+    if hashlib.sha256(blob[:-_DIGEST]).digest() != blob[-_DIGEST:]:
+        raise CheckpointError(f"{name}: corrupted checkpoint (SHA-256 checksum mismatch)")
+    return blob[_PREAMBLE.size:_PREAMBLE.size + hlen], memoryview(blob)[data_start:data_start + dlen]
+
+
+def _describe(blob):
+    if not blob:
+        return "the file is empty"
+    for sig, what in _KNOWN:
+        if blob.startswith(sig):
+            return f"it looks like {what}"
+    return f"it starts with {bytes(blob[:8])!r}, not {MAGIC!r}"
+
+
+_SPECIAL_FLOATS = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
+
+
+def _decode(node, data):
+    if node is None or isinstance(node, (bool, int, float, str)):
+        return node
+    if not isinstance(node, dict) or len(node) != 1:
+        raise ValueError(f"unknown node {node!r:.80}")
+    (kind, body), = node.items()
+    if kind == "list":
+        return [_decode(v, data) for v in body]
+    if kind == "tuple":
+        return tuple(_decode(v, data) for v in body)
+    if kind == "dict":
+        return {_decode(k, data): _decode(v, data) for k, v in body}
+    if kind == "float":
+        return _SPECIAL_FLOATS[body]
+    if kind == "dtype":
+        return _dtype(body)
+    if kind == "tensor":
+        return _decode_tensor(body, data)
+    raise ValueError(f"unknown node kind {kind!r}")
+
+
+def _dtype(name):
+    if name not in _TYPECODES:
+        raise ValueError(f"unknown dtype {name!r}")
+    return BY_NAME[name]
+
+
+def _decode_tensor(spec, data):
+    name, shape = spec["dtype"], tuple(spec["shape"])
+    offset, nbytes = spec["offset"], spec["nbytes"]
+    dtype = _dtype(name)
+    if not all(isinstance(s, int) and s >= 0 for s in shape):
+        raise ValueError(f"bad tensor shape {list(shape)}")
+    if nbytes != _numel(shape) * _ITEMSIZE[name] or not 0 <= offset <= len(data) - nbytes:
+        raise ValueError(f"tensor of shape {list(shape)} and dtype {name} does not fit the data section "
+                         f"(offset {offset}, {nbytes} bytes, section of {len(data)} bytes)")
+    arr = array(_TYPECODES[name])
+    arr.frombytes(data[offset:offset + nbytes])
+    if sys.byteorder == "big":
+        arr.byteswap()
+    values = arr.tolist()
+    if name == "bool":
+        values = [bool(v) for v in values]
+    if not values:
+        t = creation.zeros(shape, dtype=dtype)
+    else:
+        t = creation.tensor(values, dtype=dtype).reshape(shape)
+    if spec.get("requires_grad"):
+        t.requires_grad_(True)
+    return t

@@ -1,0 +1,34 @@
+"""Command-line tools shared by every stage: ``stagegrad train`` and friends."""
+import importlib
+
+STAGES = {
+    "0": "stage0_python",
+    "1": "stage1_strides",
+    "2": "stage2_cython",
+    "3": "stage3_simd",
+    "4": "stage4_gpu",
+}
+
+
+def load_stage(name):
+    """Import a stage by number (``"2"``) or package name; a clear error if absent."""
+    pkg = STAGES.get(str(name), str(name))
+    if pkg not in STAGES.values():
+        raise ValueError(f"unknown stage {name!r}: expected one of {', '.join(STAGES)} "
+                         f"or {', '.join(STAGES.values())}")
+    try:
+        return importlib.import_module(pkg)
+    except ImportError as e:
+        raise RuntimeError(f"stage {name} ({pkg}) is not installed or not built: {e}") from e
+
+
+def installed_stages():
+    """The stage packages that import on this machine, in order."""
+    out = []
+    for pkg in STAGES.values():
+        try:
+            importlib.import_module(pkg)
+        except ImportError:
+            continue
+        out.append(pkg)
+    return out

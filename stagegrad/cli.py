@@ -1,0 +1,34 @@
+"""``stagegrad``: the project's command line."""
+import argparse
+import sys
+
+from . import docs, journey, train
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="stagegrad", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("train", help="train an MLP or CNN on MNIST with any installed stage")
+    train.add_arguments(p)
+    p.set_defaults(run=train.run)
+    p = sub.add_parser("journey", help="measure every installed stage against NumPy and PyTorch: "
+                                       "table, JSON and plots")
+    journey.add_arguments(p)
+    p.set_defaults(run=journey.run)
+    p = sub.add_parser("docs", help="build the documentation site (Sphinx, warnings as errors)")
+    docs.add_arguments(p)
+    p.set_defaults(run=docs.run)
+    args = parser.parse_args(argv)
+    try:
+        args.run(args)
+    except (ValueError, RuntimeError, FileNotFoundError) as e:
+        print(f"stagegrad {args.command}: error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
