@@ -36,8 +36,9 @@ matmul, mm, bmm, dot = _T.matmul, _T.mm, _T.bmm, _T.dot
 sum, mean, prod, max, min, amax, amin, argmax, argmin = (  # noqa: A001
     _T.sum, _T.mean, _T.prod, _T.max, _T.min, _T.amax, _T.amin, _T.argmax, _T.argmin)
 var, std, logsumexp, norm, any, all = _T.var, _T.std, _T.logsumexp, _T.norm, _T.any, _T.all  # noqa: A001
-reshape, permute, transpose, squeeze, unsqueeze, flatten = (
-    _T.reshape, _T.permute, _T.transpose, _T.squeeze, _T.unsqueeze, _T.flatten)
+reshape, permute, transpose, squeeze, unsqueeze, flatten, broadcast_to = (
+    _T.reshape, _T.permute, _T.transpose, _T.squeeze, _T.unsqueeze, _T.flatten, _T.broadcast_to)
+softmax, log_softmax, remainder = _T.softmax, _T.log_softmax, _T.remainder
 split, chunk, narrow, gather, index_select, masked_fill = (
     _T.split, _T.chunk, _T.narrow, _T.gather, _T.index_select, _T.masked_fill)
 nonzero, isnan, logical_not, logical_and, logical_or, tril, triu, flip, unbind = (
@@ -63,7 +64,7 @@ def isclose(a, b, rtol=1e-05, atol=1e-08):
     return (a - b).abs() <= atol + rtol * b.abs()
 
 
-_SUBMODULES = ("functional", "nn", "optim", "data", "datasets", "serialization", "utils")
+_SUBMODULES = ("functional", "nn", "optim", "data", "datasets", "serialization", "utils", "memory")
 
 
 def __getattr__(name):

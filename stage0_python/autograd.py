@@ -224,6 +224,8 @@ class Function:
     @classmethod
     def apply(cls, *args, **kwargs):
         ctx = Context()
+        if is_grad_enabled():
+            _sync_views(args)
         needs = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
         track = any(needs) and is_grad_enabled()
         ctx.needs_input_grad = needs
@@ -236,6 +238,12 @@ class Function:
         if not track:
             return out
         outputs = out if isinstance(out, tuple) else (out,)
+        if any(o is a for o in outputs for a in args):
+            # an input handed back unchanged gets a new Tensor: the input keeps its own
+            # place in the graph (a leaf stays a leaf)
+            outputs = tuple(Tensor._make(o._data) if any(o is a for a in args) else o
+                            for o in outputs)
+            out = outputs if isinstance(out, tuple) else outputs[0]
         edges = tuple(_edge(a) if n else None for a, n in zip(args, needs))
         meta = tuple((tuple(a.shape), a.dtype) if n else None for a, n in zip(args, needs))
         node = Node(cls, ctx, edges, len(outputs), meta)
@@ -318,8 +326,17 @@ def _run(roots, retain_graph, capture=None):
     return captured
 
 
+def _sync_views(tensors):
+    """A view whose storage or base changed in place since it was made gets its place in
+    the graph re-derived from its base (Tensor._sync_view)."""
+    for t in tensors:
+        if isinstance(t, Tensor) and t._view is not None:
+            t._sync_view()
+
+
 def _root_grads(tensors, grad_tensors, caller):
     roots = []
+    _sync_views(tensors)
     for k, (t, g) in enumerate(zip(tensors, grad_tensors)):
         if not t.requires_grad:
             raise RuntimeError(f"{caller}: element {k} of tensors does not require grad and does "
@@ -362,6 +379,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=False, allow_unused=Fa
     elif not isinstance(grad_outputs, (list, tuple)):
         grad_outputs = [grad_outputs]
     capture = {}
+    _sync_views(inputs)
     for k, t in enumerate(inputs):
         if not t.requires_grad:
             raise RuntimeError(f"grad: input {k} does not require grad")

@@ -8,6 +8,7 @@ import math
 
 from . import backend as B
 from .autograd import Function
+from .dtypes import int64
 from .tensor import Tensor, where
 
 wrap = Tensor._make
@@ -66,6 +67,22 @@ class Unary(Function):
             return g * 0, None
         x, y = ctx.saved_tensors
         return DERIVATIVES[ctx.op](x, y, g), None
+
+
+class SafeSqrt(Function):
+    """sqrt whose gradient is 0 where the result is 0 (std and norm of constant or
+    zero input), as PyTorch defines it, instead of 0 * inf = nan."""
+
+    @staticmethod
+    def forward(ctx, x):
+        y = wrap(B.unary("sqrt", x._data))
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return where(y == 0, 0.0, g / (y * 2))
 
 
 class Add(Function):
@@ -327,11 +344,31 @@ class MatMul(Function):
 
 # ------------------------------------------------------------------ movement
 
+def view_of(x, buf, fn, args):
+    """Wrap a movement result. When it aliases ``x``'s storage (a stage with views),
+    remember its root base and the ops that made it, so that an in-place change through
+    the view or the base can update the other's place in the graph (Tensor._sync_view)."""
+    out = wrap(buf)
+    if B.shares_storage(buf, x._data):
+        base, steps = (x, ()) if x._view is None else x._view[:2]
+        out._view = (base, steps + ((fn, args),), (buf.version, base.grad_fn, base.requires_grad))
+    return out
+
+
+def _scatter_back(g, shape, fn, args):
+    """The adjoint of a view op: ``g`` added into a zero tensor of ``shape`` at the
+    positions the view reads (found by applying the op to the positions themselves)."""
+    n = B.prod(shape)
+    pos = fn.apply(wrap(B.arange(0, n, 1, int64)).reshape(shape), *args)
+    flat = (g.numel(),)
+    return wrap(B.scatter_add((n,), 0, B.reshape(pos._data, flat), B.reshape(g._data, flat))).reshape(shape)
+
+
 class Reshape(Function):
     @staticmethod
     def forward(ctx, x, shape):
         ctx.shape = x.shape
-        return wrap(B.reshape(x._data, shape))
+        return view_of(x, B.reshape(x._data, shape), Reshape, (shape,))
 
     @staticmethod
     def backward(ctx, g):
@@ -342,7 +379,7 @@ class Permute(Function):
     @staticmethod
     def forward(ctx, x, dims):
         ctx.inverse = tuple(sorted(range(len(dims)), key=dims.__getitem__))
-        return wrap(B.permute(x._data, dims))
+        return view_of(x, B.permute(x._data, dims), Permute, (dims,))
 
     @staticmethod
     def backward(ctx, g):
@@ -353,7 +390,7 @@ class Expand(Function):
     @staticmethod
     def forward(ctx, x, shape):
         ctx.shape = x.shape
-        return wrap(B.expand(x._data, shape))
+        return view_of(x, B.expand(x._data, shape), Expand, (shape,))
 
     @staticmethod
     def backward(ctx, g):
@@ -364,13 +401,37 @@ class Slice(Function):
     @staticmethod
     def forward(ctx, x, starts, steps, counts):
         ctx.shape, ctx.region = x.shape, (starts, steps, counts)
-        return wrap(B.slice(x._data, starts, steps, counts))
+        return view_of(x, B.slice(x._data, starts, steps, counts), Slice, (starts, steps, counts))
 
     @staticmethod
     def backward(ctx, g):
         out = B.full(ctx.shape, 0, g.dtype)
         B.assign(out, *ctx.region, g._data)
         return wrap(out), None, None, None
+
+
+class Diagonal(Function):
+    @staticmethod
+    def forward(ctx, x, offset, dim1, dim2):
+        ctx.shape, ctx.args = x.shape, (offset, dim1, dim2)
+        return view_of(x, B.diagonal(x._data, offset, dim1, dim2), Diagonal, ctx.args)
+
+    @staticmethod
+    def backward(ctx, g):
+        return _scatter_back(g, ctx.shape, Diagonal, ctx.args), None, None, None
+
+
+class Windows(Function):
+    """``Tensor.unfold``: overlapping windows, whose gradients add up."""
+
+    @staticmethod
+    def forward(ctx, x, dim, size, step):
+        ctx.shape, ctx.args = x.shape, (dim, size, step)
+        return view_of(x, B.windows(x._data, dim, size, step), Windows, ctx.args)
+
+    @staticmethod
+    def backward(ctx, g):
+        return _scatter_back(g, ctx.shape, Windows, ctx.args), None, None, None
 
 
 class Cat(Function):

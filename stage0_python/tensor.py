@@ -140,8 +140,10 @@ def _buffer_from(data, dtype):
 class Tensor:
     """An n-dimensional array with reverse-mode autograd."""
 
+    # _view: None, or (root base, the view ops that made this from it, stamp) when this
+    # tensor aliases another's storage (see _sync_view)
     __slots__ = ("_data", "requires_grad", "grad", "grad_fn", "_output_nr", "_accumulator",
-                 "__weakref__")
+                 "_view", "__weakref__")
     __array_priority__ = 1000
     __array_ufunc__ = None  # NumPy operands defer to our reflected operators
 
@@ -154,6 +156,7 @@ class Tensor:
         self.grad_fn = None
         self._output_nr = 0
         self._accumulator = None
+        self._view = None
         self.requires_grad = False
         if requires_grad:
             self.requires_grad_(True)
@@ -167,6 +170,7 @@ class Tensor:
         t.grad_fn = None
         t._output_nr = 0
         t._accumulator = None
+        t._view = None
         return t
 
     @staticmethod
@@ -208,6 +212,7 @@ class Tensor:
         if not isinstance(value, Tensor):
             raise TypeError(f"data: expected a Tensor, got {type(value).__name__}")
         self._data = value._data
+        self._view = None
 
     @property
     def T(self):
@@ -411,7 +416,10 @@ class Tensor:
         return d % n if n else 0
 
     def _dims(self, dim, op):
-        if dim is None:
+        if dim is None or not self.ndim:
+            if dim is not None:
+                for d in (dim if isinstance(dim, (tuple, list)) else (dim,)):
+                    self._dim(d, op)  # a 0-d tensor accepts dim 0 and -1, as in PyTorch
             return tuple(range(self.ndim))
         dims = dim if isinstance(dim, (tuple, list)) else (dim,)
         out = tuple(sorted({self._dim(d, op) for d in dims}))
@@ -500,6 +508,11 @@ class Tensor:
 
     def __mod__(self, o):
         return self._binary(o, "remainder", None)
+
+    def __rmod__(self, o):
+        return self._binary(o, "remainder", None, True)
+
+    remainder = __mod__
 
     def __matmul__(self, o):
         return self.matmul(o)
@@ -689,6 +702,12 @@ class Tensor:
     def where(self, condition, other):
         return where(condition, self, other)
 
+    def softmax(self, dim):
+        return functional.softmax(self, dim)
+
+    def log_softmax(self, dim):
+        return functional.log_softmax(self, dim)
+
     def masked_fill(self, mask, value):
         return where(mask, value, self)
 
@@ -791,7 +810,7 @@ class Tensor:
         return (centered * centered).sum(dim=axes, keepdim=keepdim) / max(n - correction, 0)
 
     def std(self, dim=None, unbiased=None, keepdim=False, correction=None):
-        return self.var(dim, unbiased, keepdim, correction).sqrt()
+        return ops.SafeSqrt.apply(self.var(dim, unbiased, keepdim, correction))
 
     def logsumexp(self, dim, keepdim=False):
         x = self if self.dtype.is_floating_point else self.to(D.get_default_dtype())
@@ -803,7 +822,7 @@ class Tensor:
 
     def norm(self, p=2, dim=None, keepdim=False):
         if p == 2:
-            return (self * self).sum(dim=dim, keepdim=keepdim).sqrt()
+            return ops.SafeSqrt.apply((self * self).sum(dim=dim, keepdim=keepdim))
         if p == 1:
             return self.abs().sum(dim=dim, keepdim=keepdim)
         if p in (math.inf, "inf"):
@@ -894,7 +913,7 @@ class Tensor:
     def view(self, *shape):
         """``reshape`` that must not copy: an error where the strides do not allow it."""
         out = self.reshape(*shape)
-        if out is not self and not B.shares_storage(out._data, self._data):
+        if out is not self and B.storage_id(out._data) != B.storage_id(self._data):
             raise ValueError(f"view: size {list(out.shape)} is not compatible with the input's size "
                              f"{list(self.shape)} and stride {list(self.stride())} (at least one "
                              f"dimension spans two contiguous subspaces); use .reshape(...) instead")
@@ -988,6 +1007,25 @@ class Tensor:
 
     def contiguous(self):
         return self if B.is_contiguous(self._data) else ops.Contiguous.apply(self)
+
+    def diagonal(self, offset=0, dim1=0, dim2=1):
+        d1, d2 = self._dim(dim1, "diagonal"), self._dim(dim2, "diagonal")
+        if d1 == d2:
+            raise ValueError(f"diagonal: dim1 and dim2 cannot be the same dimension, got {dim1} and "
+                             f"{dim2} (shape {list(self.shape)})")
+        return ops.Diagonal.apply(self, operator.index(offset), d1, d2)
+
+    def unfold(self, dimension, size, step):
+        """Every window of ``size`` elements, ``step`` apart, along ``dimension``, as a new
+        last dim (convolution and pooling as a view)."""
+        d = self._dim(dimension, "unfold")
+        n = self.shape[d] if self.ndim else 1
+        if not 0 <= size <= n:
+            raise ValueError(f"unfold: size {size} exceeds dimension {d} of size {n} "
+                             f"(shape {list(self.shape)})")
+        if step <= 0:
+            raise ValueError(f"unfold: step must be positive, got {step}")
+        return ops.Windows.apply(self, d, size, step)
 
     def narrow(self, dim, start, length):
         d = self._dim(dim, "narrow")
@@ -1129,6 +1167,8 @@ class Tensor:
             if B.broadcast_shapes(target, value.shape) != target:
                 raise ValueError(f"setitem: value of shape {list(value.shape)} cannot be broadcast "
                                  f"to the indexed shape {list(target)}")
+        if self._view is not None and autograd.is_grad_enabled():
+            self._sync_view()
         tracked = autograd.is_grad_enabled() and (self.requires_grad or value.requires_grad)
         if not adv and not tracked:
             v = B.cast(value._data, self.dtype)
@@ -1148,14 +1188,29 @@ class Tensor:
     # ------------------------------------------------------------ in place
 
     def _inplace(self, compute, op):
-        """Compute out of place, then write the result into this tensor's buffer and
-        take over its place in the graph."""
-        if self.is_leaf and self.requires_grad and autograd.is_grad_enabled():
+        """Compute out of place, then write the result into this tensor's elements and
+        take over its place in the graph. Where storage is shared the write is seen through
+        every view of it, so writing through a view also rewrites its base's history."""
+        grad_mode = autograd.is_grad_enabled()
+        base = None
+        if self._view is not None:
+            base = self._view[0]
+            if grad_mode:
+                self._sync_view()
+        if grad_mode and self.requires_grad and self.is_leaf:
             raise RuntimeError(f"{op}: a leaf tensor that requires grad is being used in an "
                                f"in-place operation (wrap it in no_grad())")
-        # the graph records an alias of the old contents, not this tensor object, whose
-        # place in the graph is about to change
-        src = Tensor._make(B.alias(self._data))
+        if grad_mode and base is not None and base.requires_grad and base.is_leaf:
+            raise RuntimeError(f"{op}: a view of a leaf tensor that requires grad is being used in "
+                               f"an in-place operation (wrap it in no_grad())")
+        if any(s == 0 and n > 1 for s, n in zip(self.stride(), self.shape)):
+            raise RuntimeError(f"{op}: more than one element of the written-to tensor (shape "
+                               f"{list(self.shape)}, stride {list(self.stride())}) refers to a single "
+                               f"memory location; clone() it first")
+        # the graph records the old contents, not this tensor object, whose place in the
+        # graph is about to change; under grad mode they are copied, since a saved alias
+        # would see the write below (stage 0's alias keeps its values, a view's does not)
+        src = Tensor._make(B.copy(self._data) if grad_mode else B.alias(self._data))
         src.requires_grad, src.grad_fn, src._output_nr = self.requires_grad, self.grad_fn, self._output_nr
         src._accumulator = self._accumulator
         result = compute(src)
@@ -1167,10 +1222,36 @@ class Tensor:
                 raise TypeError(f"{op}: result type {result.dtype.name} can't be cast to the "
                                 f"in-place output type {self.dtype.name}")
             result = result.to(self.dtype)
+        if base is not None and grad_mode and (base.requires_grad or result.requires_grad):
+            self._write_through_view(base, result, op)
+            return self
         B.set_data(self._data, result._data)
         if result.requires_grad:
             self.requires_grad, self.grad_fn, self._output_nr = True, result.grad_fn, result._output_nr
         return self
+
+    def _write_through_view(self, base, result, op):
+        """An in-place change of a view whose base is in the graph (PyTorch's CopySlices):
+        the base becomes "old base with the view's elements replaced by ``result``", a
+        differentiable IndexPut, and the view is re-derived from the new base."""
+        _, steps, _ = self._view
+        positions = _replay(Tensor._make(B.arange(0, base.numel(), 1, int64)).reshape(base.shape), steps)
+        base._inplace(lambda b: ops.IndexPut.apply(b, positions, result), op)
+        self._view = (base, steps, None)
+        self._sync_view()
+
+    def _sync_view(self):
+        """Re-derive this view's place in the graph from its base when their storage was
+        written in place, or the base's history changed, since it was made: the old
+        place would give wrong gradients."""
+        base, steps, stamp = self._view
+        now = (self._data.version, base.grad_fn, base.requires_grad)
+        if stamp == now:
+            return
+        if base.requires_grad and autograd.is_grad_enabled():
+            fresh = _replay(base, steps)
+            self.requires_grad, self.grad_fn, self._output_nr = True, fresh.grad_fn, fresh._output_nr
+        self._view = (base, steps, now)
 
     def add_(self, other, alpha=1):
         return self._inplace(lambda x: x.add(other, alpha=alpha), "add_")
@@ -1258,6 +1339,13 @@ class Tensor:
 
 
 # ---------------------------------------------------------------- indexing helpers
+
+def _replay(t, steps):
+    """Apply a view's recorded movement ops to ``t``."""
+    for fn, args in steps:
+        t = fn.apply(t, *args)
+    return t
+
 
 def _check_index_tensor(index, op):
     if not isinstance(index, Tensor):
@@ -1405,5 +1493,5 @@ def _format(values, dtype):
     return fmt(values)
 
 
-from . import autograd, ops  # noqa: E402  (they build on Tensor)
+from . import autograd, functional, ops  # noqa: E402  (they build on Tensor)
 from . import random as _random  # noqa: E402

@@ -1,0 +1,609 @@
+"""Functional forms of the ``nn`` layers, as in ``torch.nn.functional``.
+
+The losses and softmax live in the stage's core ``functional`` and are re-exported here.
+Everything is built from differentiable Tensor operations, except the im2col step of
+convolution and pooling: ``unfold``/``fold`` are backend kernels, wrapped in a
+``Function`` pair whose backwards are each other.
+"""
+import inspect
+import math
+import numbers
+
+from .. import backend as B
+from .. import functional as _core
+from .. import random as _random
+from ..autograd import Function, no_grad
+from ..creation import cat
+from ..dtypes import int64
+from ..tensor import Tensor, where
+
+# every public function of the core (softmax, losses, activations, ...), including any
+# added there later; the definitions below add the layers' forms and ``inplace=`` variants
+_CORE = {k: v for k, v in vars(_core).items()
+         if not k.startswith("_") and inspect.isfunction(v) and v.__module__ == _core.__name__}
+globals().update(_CORE)
+
+__all__ = sorted(set(_CORE) | {
+    "relu", "silu", "leaky_relu", "linear", "unfold", "fold", "pad", "conv1d", "conv2d",
+    "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool2d", "batch_norm",
+    "layer_norm", "group_norm", "rms_norm", "dropout", "embedding"})
+
+
+def _ntuple(value, n, name, what):
+    if isinstance(value, numbers.Integral):
+        return (int(value),) * n
+    value = tuple(value)
+    if len(value) == 1:
+        return value * n
+    if len(value) != n or not all(isinstance(v, numbers.Integral) for v in value):
+        raise ValueError(f"{name}: {what} must be an int or a tuple of {n} ints, got {value}")
+    return tuple(int(v) for v in value)
+
+
+def _const(values, shape, like, dtype=None):
+    """A constant tensor (no grad) with ``like``'s dtype unless ``dtype`` is given."""
+    return like.new_tensor(values, dtype=dtype or like.dtype).reshape(shape)
+
+
+def _inplace(fn, input):
+    """The ``inplace=True`` form: write ``fn(input)`` into ``input`` and return it. ``fn``
+    reads a copy, so what its backward saved is not the tensor being overwritten."""
+    return input.copy_(fn(input.clone()))
+
+
+# ------------------------------------------------------------------ activations
+
+def relu(input, inplace=False):
+    return input.relu_() if inplace else input.relu()
+
+
+def silu(input, inplace=False):
+    return _inplace(silu, input) if inplace else input.silu()
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    if inplace:
+        return _inplace(lambda x: leaky_relu(x, negative_slope), input)
+    return where(input > 0, input, input * negative_slope)
+
+
+# ------------------------------------------------------------------ linear
+
+def linear(input, weight, bias=None):
+    """``input @ weight.T + bias`` over the last dimension of ``input``."""
+    if weight.ndim != 2:
+        raise ValueError(f"linear: weight must be 2-D (out_features, in_features), got shape "
+                         f"{tuple(weight.shape)}")
+    if input.ndim == 0 or input.shape[-1] != weight.shape[1]:
+        raise ValueError(f"linear: input of shape {tuple(input.shape)} does not fit weight of shape "
+                         f"{tuple(weight.shape)}: the last input dimension must be {weight.shape[1]}")
+    if bias is not None and tuple(bias.shape) != (weight.shape[0],):
+        raise ValueError(f"linear: bias of shape {tuple(bias.shape)} does not fit weight of shape "
+                         f"{tuple(weight.shape)}")
+    out = input.matmul(weight.transpose(0, 1))
+    return out if bias is None else out + bias
+
+
+# ------------------------------------------------------------------ im2col
+
+class _Unfold(Function):
+    """(N, C, *spatial) -> (N, C * prod(kernel), L): every receptive field as a column."""
+
+    @staticmethod
+    def forward(ctx, x, kernel, dilation, padding, stride):
+        ctx.geometry = (tuple(x.shape[2:]), kernel, dilation, padding, stride)
+        return Tensor._make(B.unfold(x._data, kernel, dilation, padding, stride))
+
+    @staticmethod
+    def backward(ctx, g):
+        # unfold is linear; its adjoint sums each column back where it was read: fold
+        return _Fold.apply(g, *ctx.geometry), None, None, None, None
+
+
+class _Fold(Function):
+    """The adjoint of ``_Unfold``: sums columns back into (N, C, *output_size)."""
+
+    @staticmethod
+    def forward(ctx, cols, output_size, kernel, dilation, padding, stride):
+        ctx.geometry = (kernel, dilation, padding, stride)
+        return Tensor._make(B.fold(cols._data, output_size, kernel, dilation, padding, stride))
+
+    @staticmethod
+    def backward(ctx, g):
+        return _Unfold.apply(g, *ctx.geometry), None, None, None, None, None
+
+
+def _out_size(size, k, d, p, s):
+    return (size + 2 * p - d * (k - 1) - 1) // s + 1
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """im2col of a (N, C, H, W) or (C, H, W) input: (N, C * kh * kw, L)."""
+    if input.ndim not in (3, 4):
+        raise ValueError(f"unfold: expected a 3-D or 4-D input, got shape {tuple(input.shape)}")
+    x = input if input.ndim == 4 else input.unsqueeze(0)
+    geom = [_ntuple(v, 2, "unfold", w) for v, w in
+            ((kernel_size, "kernel_size"), (dilation, "dilation"), (padding, "padding"), (stride, "stride"))]
+    if any(_out_size(n, *g) < 1 for n, g in zip(x.shape[2:], zip(*geom))):
+        raise ValueError(f"unfold: kernel {geom[0]} with dilation {geom[1]} does not fit input of "
+                         f"shape {tuple(input.shape)} padded by {geom[2]}")
+    out = _Unfold.apply(x, *geom)
+    return out if input.ndim == 4 else out.squeeze(0)
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """col2im, the adjoint of ``unfold``: (N, C * kh * kw, L) -> (N, C, *output_size)."""
+    if input.ndim not in (2, 3):
+        raise ValueError(f"fold: expected a 2-D or 3-D input, got shape {tuple(input.shape)}")
+    x = input if input.ndim == 3 else input.unsqueeze(0)
+    size = _ntuple(output_size, 2, "fold", "output_size")
+    k, d, p, s = (_ntuple(v, 2, "fold", w) for v, w in ((kernel_size, "kernel_size"), (dilation, "dilation"),
+                                                         (padding, "padding"), (stride, "stride")))
+    blocks = _out_size(size[0], k[0], d[0], p[0], s[0]) * _out_size(size[1], k[1], d[1], p[1], s[1])
+    if x.shape[1] % (k[0] * k[1]) or x.shape[2] != blocks:
+        raise ValueError(f"fold: input of shape {tuple(input.shape)} does not fit output_size {size} "
+                         f"with kernel {k}: expected dim 1 divisible by {k[0] * k[1]} and {blocks} blocks")
+    out = _Fold.apply(x, size, k, d, p, s)
+    return out if input.ndim == 3 else out.squeeze(0)
+
+
+# ------------------------------------------------------------------ padding
+
+def _narrow(x, dim, start, length):
+    return x[(slice(None),) * dim + (slice(start, start + length),)]
+
+
+def _pad_constant(x, dim, lo, hi, value):
+    if lo < 0:
+        x, lo = _narrow(x, dim, -lo, x.shape[dim] + lo), 0
+    if hi < 0:
+        x, hi = _narrow(x, dim, 0, x.shape[dim] + hi), 0
+    parts = []
+    for n in (lo, None, hi):
+        if n is None:
+            parts.append(x)
+        elif n:
+            shape = list(x.shape)
+            shape[dim] = n
+            parts.append(x.new_full(tuple(shape), value))
+    return x if len(parts) == 1 else cat(parts, dim)
+
+
+def _pad_index(x, dim, lo, hi, mode):
+    n = x.shape[dim]
+    if mode == "reflect" and (lo >= n or hi >= n):
+        raise ValueError(f"pad: reflect padding ({lo}, {hi}) must be smaller than the dimension "
+                         f"size {n}")
+    if mode == "circular" and (lo > n or hi > n):
+        raise ValueError(f"pad: circular padding ({lo}, {hi}) must be at most the dimension size {n}")
+    positions = []
+    for i in range(-lo, n + hi):
+        if mode == "replicate":
+            positions.append(min(max(i, 0), n - 1))
+        elif mode == "reflect":
+            positions.append(-i if i < 0 else (2 * (n - 1) - i if i >= n else i))
+        else:
+            positions.append(i % n)
+    index = _const(positions, (len(positions),), x, int64)
+    return x[(slice(None),) * dim + (index,)]
+
+
+def pad(input, pad, mode="constant", value=None):
+    """Pad the last ``len(pad) // 2`` dimensions: ``pad`` is (last_left, last_right,
+    second_last_left, ...). Modes: constant, reflect, replicate, circular."""
+    pad = tuple(pad)
+    if len(pad) % 2 or len(pad) // 2 > input.ndim:
+        raise ValueError(f"pad: padding length must be even and at most twice the number of "
+                         f"dimensions ({input.ndim}), got {pad}")
+    if mode not in ("constant", "reflect", "replicate", "circular"):
+        raise ValueError(f"pad: unknown mode {mode!r}")
+    if mode != "constant" and value not in (None, 0):
+        raise ValueError(f"pad: a padding value is only valid with mode 'constant', got mode {mode!r}")
+    x = input
+    for i in range(len(pad) // 2):
+        lo, hi = pad[2 * i], pad[2 * i + 1]
+        if lo == hi == 0:
+            continue
+        dim = x.ndim - 1 - i
+        if mode == "constant":
+            x = _pad_constant(x, dim, lo, hi, 0.0 if value is None else value)
+        else:
+            if lo < 0 or hi < 0:
+                raise ValueError(f"pad: negative padding is only valid with mode 'constant', got {pad}")
+            x = _pad_index(x, dim, lo, hi, mode)
+    return x
+
+
+# ------------------------------------------------------------------ convolution
+
+def _batched(input, nd, name):
+    """Accept (N, C, *spatial) or unbatched (C, *spatial); return a batched view and whether
+    the input was batched."""
+    if input.ndim == nd + 2:
+        return input, True
+    if input.ndim == nd + 1:
+        return input.unsqueeze(0), False
+    raise ValueError(f"{name}: expected a {nd + 1}-D (unbatched) or {nd + 2}-D (batched) input, "
+                     f"got shape {tuple(input.shape)}")
+
+
+def _conv(input, weight, bias, stride, padding, dilation, groups, nd, name):
+    x, batched = _batched(input, nd, name)
+    if weight.ndim != nd + 2:
+        raise ValueError(f"{name}: weight must be {nd + 2}-D, got shape {tuple(weight.shape)}")
+    stride = _ntuple(stride, nd, name, "stride")
+    dilation = _ntuple(dilation, nd, name, "dilation")
+    N, C, *size = x.shape
+    O, Cg, *kernel = weight.shape
+    if groups < 1 or O % groups:
+        raise ValueError(f"{name}: groups={groups} must be positive and divide the "
+                         f"{O} output channels of weight {tuple(weight.shape)}")
+    if C != Cg * groups:
+        raise ValueError(f"{name}: input of shape {tuple(input.shape)} has {C} channels, but weight of "
+                         f"shape {tuple(weight.shape)} with groups={groups} expects {Cg * groups}")
+    if bias is not None and tuple(bias.shape) != (O,):
+        raise ValueError(f"{name}: bias must have shape ({O},), got {tuple(bias.shape)}")
+    if isinstance(padding, str):
+        if padding == "valid":
+            padding = (0,) * nd
+        elif padding == "same":
+            if any(s != 1 for s in stride):
+                raise ValueError(f"{name}: padding='same' is not supported for strided convolutions")
+            total = [d * (k - 1) for d, k in zip(dilation, kernel)]
+            padding = tuple(t // 2 for t in total)
+            extra = [t - 2 * (t // 2) for t in total]  # odd totals pad one more on the right
+            if any(extra):
+                x = pad(x, [v for e in reversed(extra) for v in (0, e)])
+                size = list(x.shape[2:])
+        else:
+            raise ValueError(f"{name}: padding must be 'valid', 'same', an int or a tuple, got {padding!r}")
+    else:
+        padding = _ntuple(padding, nd, name, "padding")
+    out_size = [_out_size(n, k, d, p, s) for n, k, d, p, s in zip(size, kernel, dilation, padding, stride)]
+    if any(o < 1 for o in out_size):
+        raise ValueError(f"{name}: kernel {tuple(kernel)} with dilation {dilation} is larger than the "
+                         f"input {tuple(input.shape)} padded by {padding}")
+    cols = _Unfold.apply(x, tuple(kernel), dilation, padding, stride)  # (N, C*K, L)
+    K, L = Cg * math.prod(kernel), cols.shape[2]
+    if groups == 1:
+        out = weight.reshape(O, K).matmul(cols)  # (N, O, L)
+    else:
+        # each group's filters see only that group's channels: a batch of g matmuls
+        w = weight.reshape(groups, O // groups, K)
+        out = w.matmul(cols.reshape(N, groups, K, L))
+    out = out.reshape(N, O, *out_size)
+    if bias is not None:
+        out = out + bias.reshape(O, *([1] * nd))
+    return out if batched else out.squeeze(0)
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """1-D convolution (cross-correlation) of (N, C, L) by (O, C/groups, k)."""
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 1, "conv1d")
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """2-D convolution (cross-correlation) of (N, C, H, W) by (O, C/groups, kh, kw)."""
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
+
+
+# ------------------------------------------------------------------ pooling
+
+def _pool_args(name, kernel_size, stride, padding, dilation=1):
+    k = _ntuple(kernel_size, 2, name, "kernel_size")
+    s = k if stride is None or (not isinstance(stride, int) and len(stride) == 0) \
+        else _ntuple(stride, 2, name, "stride")
+    p = _ntuple(padding, 2, name, "padding")
+    d = _ntuple(dilation, 2, name, "dilation")
+    if min(k) < 1 or min(s) < 1 or min(d) < 1 or min(p) < 0:
+        raise ValueError(f"{name}: kernel_size {k}, stride {s} and dilation {d} must be positive "
+                         f"and padding {p} non-negative")
+    if any(pi > ki // 2 for pi, ki in zip(p, k)):
+        raise ValueError(f"{name}: padding {p} should be at most half of the kernel size {k}")
+    return k, s, p, d
+
+
+def _pool_out(size, k, s, p, d, ceil_mode):
+    span = size + 2 * p - d * (k - 1) - 1
+    if span < 0:
+        return 0
+    if not ceil_mode:
+        return span // s + 1
+    out = -(-span // s) + 1
+    if (out - 1) * s >= size + p:  # the last window must start inside the input or left padding
+        out -= 1
+    return out
+
+
+def _pool_setup(input, name, k, s, p, d, ceil_mode):
+    """The input as (N*C, 1, H, W), the output size, and the extra right padding that
+    ceil_mode's partial windows need."""
+    x, batched = _batched(input, 2, name)
+    N, C, H, W = x.shape
+    out = [_pool_out(n, *g, ceil_mode) for n, g in zip((H, W), zip(k, s, p, d))]
+    if min(out) < 1:
+        raise ValueError(f"{name}: kernel {k} with dilation {d} and padding {p} does not fit input "
+                         f"of shape {tuple(input.shape)}")
+    extra = [max(0, (o - 1) * si + di * (ki - 1) + 1 - (n + 2 * pi))
+             for o, n, ki, si, pi, di in zip(out, (H, W), k, s, p, d)]
+    return x.reshape(N * C, 1, H, W), (N, C, H, W), out, extra, batched
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """Max over each window; padding never wins (it is -inf). With ``return_indices``,
+    also the flat position (h * W + w) of each maximum in its input plane."""
+    k, s, p, d = _pool_args("max_pool2d", kernel_size, stride, padding, dilation)
+    x, (N, C, H, W), (oh, ow), (eh, ew), batched = _pool_setup(input, "max_pool2d", k, s, p, d, ceil_mode)
+    if any(p) or eh or ew:
+        x = pad(x, (p[1], p[1] + ew, p[0], p[0] + eh), value=-math.inf)
+    cols = _Unfold.apply(x, k, d, (0, 0), s)  # (N*C, kh*kw, oh*ow)
+    vals, arg = cols.max(dim=1)
+    out = vals.reshape(N, C, oh, ow)
+    if not batched:
+        out = out.squeeze(0)
+    if not return_indices:
+        return out
+    # window offset (arg) + window origin -> position in the unpadded input plane
+    L = oh * ow
+    rows = _const([(l // ow) * s[0] - p[0] for l in range(L)], (L,), arg, int64)
+    cols_ = _const([(l % ow) * s[1] - p[1] for l in range(L)], (L,), arg, int64)
+    h = rows + (arg // k[1]) * d[0]
+    w = cols_ + (arg % k[1]) * d[1]
+    idx = (h * W + w).reshape(N, C, oh, ow)
+    return out, idx if batched else idx.squeeze(0)
+
+
+def _avg_counts(size, k, s, p, out, include_pad):
+    """How many elements each window averages along one axis (PyTorch's rule: padding
+    counts when ``include_pad``, the ceil-mode overhang never does)."""
+    counts = []
+    for o in range(out):
+        start = o * s - p
+        end = min(start + k, size + p)
+        full = end - start
+        start, end = max(start, 0), min(end, size)
+        counts.append(full if include_pad else max(end - start, 1))
+    return counts
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    k, s, p, d = _pool_args("avg_pool2d", kernel_size, stride, padding)
+    x, (N, C, H, W), (oh, ow), (eh, ew), batched = _pool_setup(input, "avg_pool2d", k, s, p, d, ceil_mode)
+    if eh or ew:
+        x = pad(x, (0, ew, 0, eh))
+    sums = _Unfold.apply(x, k, d, p, s).sum(dim=1)  # (N*C, oh*ow)
+    if divisor_override is not None:
+        if not divisor_override:
+            raise ValueError("avg_pool2d: divisor_override must be non-zero")
+        out = sums / divisor_override
+    else:
+        ch = _avg_counts(H, k[0], s[0], p[0], oh, count_include_pad)
+        cw = _avg_counts(W, k[1], s[1], p[1], ow, count_include_pad)
+        out = sums / _const([a * b for a in ch for b in cw], (oh * ow,), sums)
+    out = out.reshape(N, C, oh, ow)
+    return out if batched else out.squeeze(0)
+
+
+def _as_2d_pool(fn, input, name, kernel_size, stride, padding, **kw):
+    """A 1-D pool as a 2-D pool over a height-1 plane."""
+    if input.ndim not in (2, 3):
+        raise ValueError(f"{name}: expected a 2-D (unbatched) or 3-D (batched) input, got shape "
+                         f"{tuple(input.shape)}")
+    one = lambda v: (1, _ntuple(v, 1, name, "size")[0])  # noqa: E731
+    stride = None if stride is None or (not isinstance(stride, int) and len(stride) == 0) else one(stride)
+    padding = (0, _ntuple(padding, 1, name, "padding")[0])
+    out = fn(input.unsqueeze(-2), one(kernel_size), stride, padding, **kw)
+    if isinstance(out, tuple):
+        return out[0].squeeze(-2), out[1].squeeze(-2)
+    return out.squeeze(-2)
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    return _as_2d_pool(max_pool2d, input, "max_pool1d", kernel_size, stride, padding,
+                       dilation=(1, _ntuple(dilation, 1, "max_pool1d", "dilation")[0]),
+                       ceil_mode=ceil_mode, return_indices=return_indices)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    return _as_2d_pool(avg_pool2d, input, "avg_pool1d", kernel_size, stride, padding,
+                       ceil_mode=ceil_mode, count_include_pad=count_include_pad)
+
+
+def _adaptive_weights(n_in, n_out, like):
+    """(n_out, n_in) averaging matrix: row i averages input[floor(i*n/m) : ceil((i+1)*n/m)]."""
+    vals = []
+    for i in range(n_out):
+        a, b = (i * n_in) // n_out, -(-((i + 1) * n_in) // n_out)
+        vals.extend(1.0 / (b - a) if a <= j < b else 0.0 for j in range(n_in))
+    return _const(vals, (n_out, n_in), like)
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """Average pooling to a fixed output size: separable, so A_h @ x @ A_w^T."""
+    x, batched = _batched(input, 2, "adaptive_avg_pool2d")
+    H, W = x.shape[2:]
+    if isinstance(output_size, numbers.Integral):
+        output_size = (output_size, output_size)
+    oh, ow = (n if o is None else int(o) for o, n in zip(tuple(output_size), (H, W)))
+    if oh < 1 or ow < 1 or H < 1 or W < 1:
+        raise ValueError(f"adaptive_avg_pool2d: output size {(oh, ow)} and input of shape "
+                         f"{tuple(input.shape)} must be non-empty")
+    if oh != H:
+        x = _adaptive_weights(H, oh, x).matmul(x)
+    if ow != W:
+        x = x.matmul(_adaptive_weights(W, ow, x).transpose(0, 1))
+    return x if batched else x.squeeze(0)
+
+
+# ------------------------------------------------------------------ normalization
+
+def _normalize(x, dims, eps):
+    mean = x.mean(dim=dims, keepdim=True)
+    centered = x - mean
+    var = (centered * centered).mean(dim=dims, keepdim=True)  # biased, as the layers use
+    return centered * (var + eps).rsqrt(), mean, var
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
+               momentum=0.1, eps=1e-5):
+    """Normalise each channel (dim 1) over the batch and spatial dims. In training, batch
+    statistics are used and the running ones updated in place (variance unbiased)."""
+    if input.ndim < 2:
+        raise ValueError(f"batch_norm: expected an input with a channel dim, got shape {tuple(input.shape)}")
+    C = input.shape[1]
+    for t, what in ((running_mean, "running_mean"), (running_var, "running_var"),
+                    (weight, "weight"), (bias, "bias")):
+        if t is not None and tuple(t.shape) != (C,):
+            raise ValueError(f"batch_norm: {what} must have shape ({C},) for input of shape "
+                             f"{tuple(input.shape)}, got {tuple(t.shape)}")
+    shape = (C,) + (1,) * (input.ndim - 2)
+    dims = (0,) + tuple(range(2, input.ndim))
+    if training:
+        n = input.numel() // C
+        if n <= 1:
+            raise ValueError(f"batch_norm: expected more than 1 value per channel when training, "
+                             f"got input of shape {tuple(input.shape)}")
+        y, mean, var = _normalize(input, dims, eps)
+        with no_grad():
+            if running_mean is not None:
+                running_mean.mul_(1 - momentum).add_(mean.reshape(C) * momentum)
+            if running_var is not None:
+                running_var.mul_(1 - momentum).add_(var.reshape(C) * (momentum * n / (n - 1)))
+    else:
+        if running_mean is None or running_var is None:
+            raise ValueError("batch_norm: running_mean and running_var are required when training=False")
+        y = (input - running_mean.reshape(shape)) * (running_var.reshape(shape) + eps).rsqrt()
+    if weight is not None:
+        y = y * weight.reshape(shape)
+    if bias is not None:
+        y = y + bias.reshape(shape)
+    return y
+
+
+def _trailing(input, normalized_shape, name):
+    ns = (normalized_shape,) if isinstance(normalized_shape, numbers.Integral) else tuple(normalized_shape)
+    if not ns or tuple(input.shape[input.ndim - len(ns):]) != ns or input.ndim < len(ns):
+        raise ValueError(f"{name}: expected an input whose trailing dimensions are {ns}, got shape "
+                         f"{tuple(input.shape)}")
+    return ns, tuple(range(input.ndim - len(ns), input.ndim))
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Normalise over the trailing ``normalized_shape`` dims, then scale and shift."""
+    ns, dims = _trailing(input, normalized_shape, "layer_norm")
+    y = _normalize(input, dims, eps)[0]
+    if weight is not None:
+        y = y * weight
+    if bias is not None:
+        y = y + bias
+    return y
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Normalise each of ``num_groups`` channel groups over its channels and spatial dims."""
+    if input.ndim < 2:
+        raise ValueError(f"group_norm: expected an input with a channel dim, got shape {tuple(input.shape)}")
+    N, C = input.shape[:2]
+    if num_groups < 1 or C % num_groups:
+        raise ValueError(f"group_norm: {C} channels of input {tuple(input.shape)} cannot be split "
+                         f"into {num_groups} groups")
+    y = _normalize(input.reshape(N, num_groups, -1), (2,), eps)[0].reshape(input.shape)
+    shape = (C,) + (1,) * (input.ndim - 2)
+    if weight is not None:
+        y = y * weight.reshape(shape)
+    if bias is not None:
+        y = y + bias.reshape(shape)
+    return y
+
+
+# the machine epsilon of each float dtype: RMSNorm's default eps, as in PyTorch
+_EPS = {"float32": 2.0 ** -23, "float64": 2.0 ** -52}
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """Divide by the root mean square over the trailing dims (no centering), then scale."""
+    ns, dims = _trailing(input, normalized_shape, "rms_norm")
+    if eps is None:
+        eps = _EPS.get(input.dtype.name, 2.0 ** -23)
+    y = input * ((input * input).mean(dim=dims, keepdim=True) + eps).rsqrt()
+    return y if weight is None else y * weight
+
+
+# ------------------------------------------------------------------ dropout and embedding
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    """Zero each element with probability ``p`` and scale the rest by 1/(1-p) (training
+    only); the mask comes from the project's generator."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        mask = 0.0
+    else:
+        u = Tensor._make(B.uniform(tuple(input.shape), 0.0, 1.0, input.dtype, _random.default_generator))
+        mask = (u < 1.0 - p).to(input.dtype) * (1.0 / (1.0 - p))
+    return input.mul_(mask) if inplace else input * mask
+
+
+class _Embedding(Function):
+    """Rows of ``weight`` picked by ``indices``; the backward adds each output row's
+    gradient into the row it came from (skipping ``padding_idx``)."""
+
+    @staticmethod
+    def forward(ctx, weight, indices, padding_idx, scale_grad_by_freq):
+        flat = indices.reshape(-1)
+        ctx.save_for_backward(flat)
+        ctx.num, ctx.padding_idx, ctx.scale = weight.shape[0], padding_idx, scale_grad_by_freq
+        return weight[flat].reshape(*indices.shape, weight.shape[1])
+
+    @staticmethod
+    def backward(ctx, g):
+        (flat,) = ctx.saved_tensors
+        D = g.shape[-1]
+        g = g.reshape(-1, D)
+        if ctx.padding_idx is not None:
+            g = g * (flat != ctx.padding_idx).to(g.dtype).unsqueeze(1)
+        if ctx.scale:
+            counts = g.new_zeros((ctx.num,)).scatter_add(0, flat, g.new_ones((flat.shape[0],)))
+            g = g / counts[flat].unsqueeze(1)
+        index = flat.unsqueeze(1).expand(flat.shape[0], D)
+        return g.new_zeros((ctx.num, D)).scatter_add(0, index, g), None, None, None
+
+
+def _embedding_renorm_(weight, indices, max_norm, norm_type):
+    """Rescale, in place, the referenced rows whose norm exceeds ``max_norm``."""
+    with no_grad():
+        rows = _const(sorted(set(indices.reshape(-1).tolist())), (-1,), indices, int64)
+        sub = weight[rows]
+        norms = (sub.abs() ** norm_type).sum(dim=1) ** (1.0 / norm_type)
+        scale = where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
+        weight[rows] = sub * scale.unsqueeze(1)
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
+              sparse=False):
+    """Look up rows of ``weight`` (num_embeddings, dim) by the integer tensor ``input``."""
+    if input.dtype.is_floating_point or input.dtype.name == "bool":
+        raise TypeError(f"embedding: indices must be an integer tensor, got {input.dtype.name}")
+    if weight.ndim != 2:
+        raise ValueError(f"embedding: weight must be 2-D (num_embeddings, dim), got shape "
+                         f"{tuple(weight.shape)}")
+    if sparse:
+        raise ValueError("embedding: sparse gradients are not supported; use sparse=False")
+    V = weight.shape[0]
+    if padding_idx is not None:
+        if not -V <= padding_idx < V:
+            raise ValueError(f"embedding: padding_idx {padding_idx} must be within num_embeddings {V}")
+        padding_idx %= V
+    if input.numel():
+        lo, hi = input.min().item(), input.max().item()
+        if lo < 0 or hi >= V:
+            raise IndexError(f"embedding: index {lo if lo < 0 else hi} is out of range for "
+                             f"{V} embeddings")
+    if max_norm is not None:
+        _embedding_renorm_(weight, input, max_norm, norm_type)
+    return _Embedding.apply(weight, input, padding_idx, scale_grad_by_freq)

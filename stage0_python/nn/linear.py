@@ -1,0 +1,51 @@
+"""``Identity`` and ``Linear``."""
+import math
+
+from . import functional as F
+from . import init
+from .module import Module, Parameter, _empty
+
+
+class Identity(Module):
+    """Returns its input; accepts and ignores any constructor arguments."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+
+    def forward(self, input):
+        return input
+
+
+class Linear(Module):
+    """``y = x @ weight.T + bias`` over the last dimension.
+
+    Weight and bias start as U(-1/sqrt(in_features), 1/sqrt(in_features)), PyTorch's
+    default (``kaiming_uniform_`` with ``a=sqrt(5)`` for the weight)."""
+
+    def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
+        super().__init__()
+        self.in_features = in_features
+        self.out_features = out_features
+        self.weight = Parameter(_empty((out_features, in_features), dtype, device))
+        if bias:
+            self.bias = Parameter(_empty((out_features,), dtype, device))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
+            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input):
+        if input.ndim == 0 or input.shape[-1] != self.in_features:
+            raise ValueError(f"{self!r}: expected an input whose last dimension is {self.in_features}, "
+                             f"got shape {tuple(input.shape)}")
+        return F.linear(input, self.weight, self.bias)
+
+    def extra_repr(self):
+        return (f"in_features={self.in_features}, out_features={self.out_features}, "
+                f"bias={self.bias is not None}")
