@@ -42,6 +42,7 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "capability(name): needs a capability a stage may lack")
     config.addinivalue_line("markers", "slow: long-running (deselect with -m 'not slow')")
     config.addinivalue_line("markers", "needs_torch: compares against PyTorch")
+    _selected(config)  # in every process, so the summary can name the stages left out
 
 
 def pytest_report_header(config):
@@ -53,10 +54,11 @@ def pytest_report_header(config):
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    if _missing:
-        terminalreporter.section("stages not tested")
-        for name, why in _missing.items():
-            terminalreporter.write_line(f"{name}: {why}")
+    terminalreporter.section("stages")
+    for name in _selected(config):
+        terminalreporter.write_line(f"tested:     {name}")
+    for name, why in _missing.items():
+        terminalreporter.write_line(f"not tested: {name} ({why})")
 
 
 def pytest_generate_tests(metafunc):

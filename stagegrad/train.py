@@ -30,14 +30,24 @@ def add_arguments(p):
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--lr", type=float, default=1e-3, help="AdamW learning rate")
     p.add_argument("--weight-decay", type=float, default=0.0)
-    p.add_argument("--subset", type=int, default=None,
-                   help="train on the first N training images (default: all 60,000)")
+    p.add_argument("--subset", type=_count, default=6000,
+                   help="train on the first N training images, or 'all' (default: 6000, which "
+                        "keeps the pure-Python stages to about a minute per epoch)")
     p.add_argument("--test-subset", type=int, default=None,
                    help="evaluate on the first N test images (default: all 10,000)")
     p.add_argument("--data", default=None, help="directory holding the MNIST IDX files")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--save", default=None, help="write a checkpoint here after every epoch")
     p.add_argument("--resume", default=None, help="continue from this checkpoint")
+
+
+def _count(text):
+    if text == "all":
+        return None
+    n = int(text)
+    if n < 1:
+        raise ValueError(f"expected a positive count or 'all', got {text}")
+    return n
 
 
 def evaluate(sg, model, dataset, batch_size=500):
