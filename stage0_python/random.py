@@ -5,6 +5,7 @@ fixed stream increment ``INC``. ``manual_seed(s)`` sets ``state = 0``, steps onc
 adds ``s mod 2**64``, steps again (the reference seeding procedure).
 
 Derived draws, in the order elements are laid out (row-major):
+
 - ``uniform`` float32: ``(u32 >> 8) * 2**-24``; float64: ``((a >> 5) * 2**26 + (b >> 6)) * 2**-53``
   from two consecutive words ``a, b``; both lie in [0, 1).
 - ``normal``: Box-Muller on pairs of float64 uniforms ``u1, u2`` (each from two words):

@@ -132,7 +132,7 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
 
 
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
-    """col2im, the adjoint of ``unfold``: (N, C * kh * kw, L) -> (N, C, *output_size)."""
+    """col2im, the adjoint of ``unfold``: ``(N, C * kh * kw, L) -> (N, C, *output_size)``."""
     if input.ndim not in (2, 3):
         raise ValueError(f"fold: expected a 2-D or 3-D input, got shape {tuple(input.shape)}")
     x = input if input.ndim == 3 else input.unsqueeze(0)

@@ -1,0 +1,147 @@
+"""The journey report and the documentation site, from one quick run.
+
+``stagegrad docs`` measures a quick journey into ``docs/_generated`` and builds the site
+with warnings as errors. The report is then checked against reality: the stages it
+lists are the installed ones, every number is positive, the ratios are the ratios of the
+times, the MNIST runs of all implementations reach the same loss (same data, same
+initial weights), and the site contains the generated tables and figures. Timings
+themselves are never asserted.
+"""
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from stagegrad.workloads import PEERS, WORKLOADS, implementations, stage_packages
+
+ROOT = Path(__file__).resolve().parents[1]
+GENERATED = ROOT / "docs" / "_generated"
+
+pytest.importorskip("sphinx")
+pytest.importorskip("matplotlib")
+
+
+def _selected_stages(config):
+    """The stages this test session covers (``--stages`` / ``STAGEGRAD_STAGES``), if chosen."""
+    raw = config.getoption("--stages") or os.environ.get("STAGEGRAD_STAGES") or ""
+    chosen = [s.strip() for s in raw.split(",") if s.strip()]
+    return [s for s in stage_packages() if s in chosen] if chosen else stage_packages()
+
+
+@pytest.fixture(scope="module")
+def stages(request):
+    return _selected_stages(request.config)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory, stages):
+    html = tmp_path_factory.mktemp("site") / "html"
+    cmd = [sys.executable, "-m", "stagegrad", "docs", "--out", str(html), "--stages", ",".join(stages)]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900, check=False)
+    assert proc.returncode == 0, f"stagegrad docs failed:\n{proc.stdout}\n{proc.stderr[-6000:]}"
+    return html
+
+
+@pytest.fixture(scope="module")
+def report(site):
+    return json.loads((GENERATED / "journey.json").read_text())
+
+
+def _cells(report):
+    return {(r["workload"], str(r["size"]), r["impl"]): r for r in report["results"]}
+
+
+def test_lists_exactly_the_installed_implementations(report, stages):
+    assert report["stages"] == stages
+    names = [i["name"] for i in report["implementations"]]
+    assert names == implementations(stages)
+    assert [n for n in names if n in PEERS] == [p for p in PEERS if p in names]
+
+
+def test_every_cell_is_reported_once_and_none_failed(report):
+    expected = {(w.key, str(s), i["name"]) for w in WORKLOADS for s in w.quick_sizes
+                for i in report["implementations"]}
+    assert set(_cells(report)) == expected
+    assert len(report["results"]) == len(expected)
+    errors = [(r["workload"], r["impl"], r["reason"]) for r in report["results"] if r["status"] == "error"]
+    assert not errors
+    for r in report["results"]:
+        if r["status"] == "skipped":
+            assert "budget" in r["reason"] and r["estimate_s"] > report["budget_s"]
+        if r["status"] == "unsupported":  # only for want of autograd or of the data files
+            assert (r["impl"], r["workload"]) == ("numpy", "overhead") or (
+                r["workload"] == "mnist" and "MNIST files not found" in r["reason"]), r
+
+
+def test_numbers_are_positive_and_consistent(report):
+    ok = [r for r in report["results"] if r["status"] == "ok"]
+    assert any(r["impl"] == report["stages"][0] for r in ok)
+    for r in ok:
+        assert r["time_s"] > 0 and all(s > 0 for s in r["samples"])
+        assert r["min_s"] <= r["time_s"] <= max(r["samples"])
+        if r["metric"] == "GFLOP/s":
+            assert r["rate"] == pytest.approx(r["flops"] / r["time_s"] / 1e9)
+        elif r["metric"] == "GB/s":
+            assert r["rate"] == pytest.approx(r["bytes"] / r["time_s"] / 1e9)
+        elif r["metric"] == "samples/s":
+            assert r["rate"] == pytest.approx(r["size"] * 64 / r["time_s"])
+
+
+def test_ratios_are_ratios_of_the_times(report):
+    cells, stages = _cells(report), report["stages"]
+    for (w, s, name), r in cells.items():
+        torch = cells.get((w, s, "torch"))
+        if r["status"] == "ok" and torch and torch["status"] == "ok":
+            assert r["vs_torch"] == pytest.approx(torch["time_s"] / r["time_s"])
+        else:
+            assert r["vs_torch"] is None
+        prev = cells.get((w, s, stages[stages.index(name) - 1])) if name in stages[1:] else None
+        if r["status"] == "ok" and prev and prev["status"] == "ok":
+            assert r["speedup_prev"] == pytest.approx(prev["time_s"] / r["time_s"])
+        else:
+            assert r["speedup_prev"] is None
+
+
+def test_mnist_runs_agree_on_the_loss(report):
+    losses = {r["impl"]: r["extra"]["loss"] for r in report["results"]
+              if r["workload"] == "mnist" and r["status"] == "ok"}
+    if not losses:
+        pytest.skip("no MNIST run fitted the budget, or the MNIST files are absent")
+    for name, loss in losses.items():
+        assert math.isfinite(loss) and 0 < loss < math.log(10) + 0.1, (name, loss)
+    ref = next(iter(losses.values()))
+    assert all(loss == pytest.approx(ref, abs=2e-3) for loss in losses.values()), losses
+
+
+def test_machine_and_roofline_recorded(report):
+    m = report["machine"]
+    assert m["cpu_model"] and m["cores"]["usable"] >= 1
+    assert m["peak"]["gflops"] > 0 and m["bandwidth"]["gbs"] > 0
+    assert "matmul" in m["peak"]["method"] and "copies" in m["bandwidth"]["method"]
+
+
+def test_markdown_and_plots_written(report):
+    md = (GENERATED / "journey.md").read_text()
+    for impl in report["implementations"]:
+        assert f"| {impl['label']} " in md
+    table_rows = [line for line in md.splitlines() if line.startswith("| ") and "implementation" not in line]
+    assert len(table_rows) == len(report["results"])
+    for name in ("ladder.png", "roofline.png"):
+        data = (GENERATED / name).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+
+
+def test_site_shows_the_generated_material(site, report):
+    journey = (site / "journey.html").read_text()
+    assert "ladder.png" in journey and "roofline.png" in journey
+    assert (site / "_images" / "ladder.png").exists()
+    first = report["stages"][0]
+    chapter = (site / f"stage{first[5]}.html").read_text()
+    assert "Measured by the journey report" in chapter and "<table" in chapter
+    primitives = (site / "api" / "primitives.html").read_text()
+    assert "<code" in primitives and "native" in primitives
+    assert "class=\"sig" in (site / "api" / "tensor.html").read_text()  # autodoc ran

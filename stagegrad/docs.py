@@ -1,0 +1,54 @@
+"""``stagegrad docs``: build the documentation site with warnings as errors.
+
+The stage chapters show the journey report's table and figures, which the build reads
+from ``docs/_generated/``. By default this command first measures a quick journey into
+it, so the site shows numbers from the machine that built it and the build stays fast;
+``--from DIR`` takes a report already written by ``stagegrad journey --out DIR`` (a full
+run) instead.
+"""
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+REPORT_FILES = ("journey.json", "journey.md", "ladder.png", "roofline.png")
+
+
+def add_arguments(p):
+    p.add_argument("--out", default=str(DOCS / "_build" / "html"),
+                   help="where the HTML goes (default docs/_build/html)")
+    p.add_argument("--from", dest="source", default=None, metavar="DIR",
+                   help="use the journey report in DIR (from `stagegrad journey --out DIR`) "
+                        "instead of measuring a quick one")
+    p.add_argument("--stages", default=None,
+                   help="comma-separated stages for the quick journey (default: every installed stage)")
+
+
+def run(args):
+    if not (DOCS / "conf.py").exists():
+        raise FileNotFoundError(f"{DOCS / 'conf.py'} not found: build the docs from a source checkout")
+    gen = DOCS / "_generated"
+    gen.mkdir(exist_ok=True)
+    if args.source:
+        src = Path(args.source)
+        missing = [f for f in REPORT_FILES if not (src / f).exists()]
+        if missing:
+            raise FileNotFoundError(f"{src}: no {', '.join(missing)}; "
+                                    f"run `stagegrad journey --out {src}` first")
+        for f in REPORT_FILES:
+            shutil.copy2(src / f, gen / f)
+    else:
+        from . import load_stage
+        from .journey import QUICK_BUDGET, measure_all, write
+        stages = [load_stage(s.strip()).__name__ for s in args.stages.split(",") if s.strip()] \
+            if args.stages else None
+        write(measure_all(stages=stages, quick=True, budget=QUICK_BUDGET), gen)
+    out = Path(args.out)
+    cmd = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-E", "-q", "-b", "html",
+           str(DOCS), str(out), "-d", str(out.parent / ".doctrees")]
+    print("building the site: " + " ".join(cmd), file=sys.stderr)
+    if subprocess.run(cmd, cwd=ROOT, check=False).returncode != 0:
+        raise RuntimeError("the documentation build failed (warnings are errors; see above)")
+    print(f"site written to {out / 'index.html'}")

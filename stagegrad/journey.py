@@ -1,0 +1,230 @@
+"""``stagegrad journey``: one fixed set of workloads on every installed stage, and on
+NumPy and PyTorch as peers, in one run.
+
+Each cell (a workload at a size, on an implementation) is first estimated; a cell whose
+single call would exceed the per-cell budget is skipped and the table says so. Otherwise
+one untimed warm-up call is followed by timed samples (each sample a loop long enough to
+read a clock reliably) until about ``target`` seconds have been timed or five samples
+taken, without exceeding the budget; the reported time is the median sample per call.
+A whole run (the MNIST training run) starts from a fresh model each time and is timed
+whole, up to three times within the same limits; the median run is reported.
+
+Writes ``journey.json`` (everything, raw), ``journey.md`` (the table) and the plots
+``ladder.png`` and ``roofline.png`` to the output folder.
+"""
+import json
+import math
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from . import machine
+from .progress import Progress
+
+DEFAULT_BUDGET = 10.0   # seconds per cell: the full report takes a few minutes on 2 cores
+QUICK_BUDGET = 2.0
+THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def add_arguments(p):
+    p.add_argument("--out", default="out/journey", help="output folder (default out/journey)")
+    p.add_argument("--budget", type=float, default=None,
+                   help=f"seconds per cell; a cell estimated to need longer for one call is skipped "
+                        f"(default {DEFAULT_BUDGET:g}, or {QUICK_BUDGET:g} with --quick)")
+    p.add_argument("--quick", action="store_true", help="a tiny run: the smallest sizes, short timing")
+    p.add_argument("--stages", default=None,
+                   help="comma-separated stage numbers or packages (default: every installed stage)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="thread count for every library (sets OMP/OpenBLAS/MKL variables and "
+                        "PyTorch's; default: leave each library's own default)")
+    p.add_argument("--no-plots", action="store_true", help="skip the matplotlib figures")
+
+
+def run(args):
+    from . import load_stage
+    if args.threads is not None:  # before any library starts its thread pool
+        for name in THREAD_ENV:
+            os.environ[name] = str(args.threads)
+    stages = None
+    if args.stages:
+        stages = [load_stage(s.strip()).__name__ for s in args.stages.split(",") if s.strip()]
+    budget = args.budget if args.budget is not None else (QUICK_BUDGET if args.quick else DEFAULT_BUDGET)
+    if budget <= 0:
+        raise ValueError("--budget must be positive")
+    report = measure_all(stages=stages, budget=budget, quick=args.quick, threads=args.threads)
+    paths = write(report, Path(args.out), plots=not args.no_plots)
+    from .report import markdown
+    print()
+    print(markdown(report))
+    print("wrote " + ", ".join(str(p) for p in paths))
+    errors = [r for r in report["results"] if r["status"] == "error"]
+    if errors:
+        raise RuntimeError(f"{len(errors)} cell(s) failed: " +
+                           "; ".join(f"{r['label']} {r['workload']}: {r['reason']}" for r in errors))
+    return report
+
+
+def measure_all(stages=None, budget=DEFAULT_BUDGET, quick=False, threads=None, stream=None):
+    """Run every cell; return the report (a JSON-ready dict)."""
+    from .workloads import WORKLOADS, Impl, implementations
+    stream = stream or sys.stderr
+    started = time.time()
+    if threads is not None:
+        try:
+            import torch
+            torch.set_num_threads(threads)
+        except ImportError:
+            pass
+    print(f"journey: {machine.banner()}", file=stream)
+    print("journey: measuring the machine's roofline (sgemm peak, copy bandwidth)", file=stream)
+    facts = machine.describe()
+    facts["peak"] = machine.measure_peak_gflops()
+    facts["bandwidth"] = machine.measure_bandwidth_gbs()
+    impls = [Impl(name) for name in implementations(stages)]
+    target = 0.05 if quick else 0.5
+    cells = [(w, s, impl) for w in WORKLOADS for s in (w.quick_sizes if quick else w.sizes) for impl in impls]
+    bar = Progress(len(cells), "journey", stream=stream)
+    measured = {impl.name: {} for impl in impls}
+    results = []
+    for i, (w, size, impl) in enumerate(cells, 1):
+        bar.update(i - 1, now=f"{impl.label}: {w.key} {w.size_label(size)}")
+        row = measure_cell(w, size, impl, budget, target, measured[impl.name])
+        if row["status"] == "ok":
+            measured[impl.name][(w.key, size)] = row["time_s"]
+        results.append(row)
+    bar.update(len(cells), now="done")
+    report = {
+        "format": 1,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
+        "wall_s": time.time() - started,
+        "quick": quick,
+        "budget_s": budget,
+        "target_s": target,
+        "machine": facts,
+        "implementations": [{"name": m.name, "label": m.label, "kind": m.kind} for m in impls],
+        "stages": [m.name for m in impls if m.kind == "stage"],
+        "workloads": [{"key": w.key, "title": w.title, "metric": w.metric} for w in WORKLOADS],
+        "results": results,
+    }
+    add_ratios(report)
+    return report
+
+
+def measure_cell(w, size, impl, budget, target, measured):
+    from .workloads import Unsupported, estimate_seconds
+    row = {"workload": w.key, "size": size, "size_label": w.size_label(size), "impl": impl.name,
+           "label": impl.label, "kind": impl.kind, "metric": w.metric,
+           "flops": w.flops(size) if w.flops else None, "bytes": w.nbytes(size) if w.nbytes else None,
+           "status": "ok", "reason": None, "time_s": None, "rate": None, "extra": {}}
+    try:
+        est = estimate_seconds(w, size, impl, measured)
+        row["estimate_s"] = est
+        if est > budget:
+            return dict(row, status="skipped", reason=f"est. {fmt_seconds(est)} > budget {budget:g} s")
+        fn = w.build(impl, size)
+        timing = time_runs(fn, budget, target) if w.once else time_calls(fn, budget, target)
+    except Unsupported as e:
+        return dict(row, status="unsupported", reason=str(e))
+    except Exception as e:  # a failing cell is reported, and the run goes on
+        return dict(row, status="error", reason=f"{type(e).__name__}: {e}")
+    row.update(timing)
+    row["rate"] = w.rate(size, row["time_s"]) if w.metric else None
+    return row
+
+
+def _timed(fn, number):
+    t0 = time.perf_counter()
+    for _ in range(number):
+        fn()
+    return time.perf_counter() - t0
+
+
+def time_calls(fn, budget, target):
+    """Median seconds per call, after one warm-up; see the module docstring."""
+    first = _timed(fn, 1)
+    spent, per_call, number = first, first, 1
+    while True:  # calls per sample: enough for a sample to last about target / 5
+        want = max(1, min(10 ** 6, int(target / 5 / max(per_call, 1e-9))))
+        if want <= number:
+            break
+        number = want
+        t = _timed(fn, number)
+        spent += t
+        per_call = min(per_call, t / number)
+    samples = []
+    while len(samples) < 5 and sum(s * number for s in samples) < target:
+        if spent + number * per_call > budget and samples:
+            break
+        if spent + number * per_call > budget:  # not even one timed sample fits: keep the warm-up
+            return {"time_s": first, "min_s": first, "samples": [first], "calls_per_sample": 1,
+                    "note": "single call, warm-up included"}
+        t = _timed(fn, number)
+        spent += t
+        samples.append(t / number)
+    return {"time_s": statistics.median(samples), "min_s": min(samples), "samples": samples,
+            "calls_per_sample": number, "note": None}
+
+
+def time_runs(fn, budget, target, runs=3):
+    """Median seconds of up to ``runs`` whole runs, each from a fresh start
+    (``fn.prepare()``, untimed), while the timed total stays under ``target`` and the cell
+    under ``budget``. Runs from the same start must reach the same loss (to rounding: a
+    threaded reduction may add in a different order)."""
+    samples, extra, spent = [], None, 0.0
+    while len(samples) < runs and (not samples or sum(samples) < target and spent + samples[0] <= budget):
+        t0 = time.perf_counter()
+        fn.prepare()
+        t1 = time.perf_counter()
+        result = fn() or {}
+        t2 = time.perf_counter()
+        spent += t2 - t0
+        samples.append(t2 - t1)
+        if extra is not None and not math.isclose(result["loss"], extra["loss"], rel_tol=1e-4):
+            raise RuntimeError(f"two runs from the same start differ: {extra} then {result}")
+        extra = extra or result
+    return {"time_s": statistics.median(samples), "min_s": min(samples), "samples": samples,
+            "calls_per_sample": 1, "note": None, "extra": extra}
+
+
+def add_ratios(report):
+    """Speed-up over the previous stage and speed relative to PyTorch, for every cell
+    (both as ratios of times measured in this run; >1 means faster)."""
+    stages = report["stages"]
+    cells = {(r["workload"], str(r["size"]), r["impl"]): r for r in report["results"]}
+    for r in report["results"]:
+        r["speedup_prev"] = r["vs_torch"] = None
+        if r["status"] != "ok":
+            continue
+        key = (r["workload"], str(r["size"]))
+        if r["impl"] in stages and stages.index(r["impl"]) > 0:
+            prev = cells.get(key + (stages[stages.index(r["impl"]) - 1],))
+            if prev and prev["status"] == "ok":
+                r["speedup_prev"] = prev["time_s"] / r["time_s"]
+        torch = cells.get(key + ("torch",))
+        if torch and torch["status"] == "ok":
+            r["vs_torch"] = torch["time_s"] / r["time_s"]
+
+
+def fmt_seconds(t):
+    if t is None:
+        return "—"
+    if t < 1e-3:
+        return f"{t * 1e6:.3g} µs"
+    if t < 1:
+        return f"{t * 1e3:.3g} ms"
+    return f"{t:.3g} s"
+
+
+def write(report, out, plots=True):
+    """Write journey.json, journey.md and (unless ``plots`` is false) the figures."""
+    from .report import markdown, plot_ladder, plot_roofline
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / "journey.json", out / "journey.md"]
+    paths[0].write_text(json.dumps(report, indent=1, default=str) + "\n")
+    paths[1].write_text(markdown(report) + "\n")
+    if plots:
+        paths.append(plot_ladder(report, out / "ladder.png"))
+        paths.append(plot_roofline(report, out / "roofline.png"))
+    return paths

@@ -1,0 +1,167 @@
+"""Facts about the machine the numbers were measured on, and its measured roofline.
+
+The roofline has two measured roofs: the practical FMA peak (the best float32 GEMM
+that NumPy's or PyTorch's BLAS reaches here) and the memory bandwidth (a copy far
+larger than the last-level cache). Both are measured, not taken from a datasheet,
+so the ceiling is one this machine actually reaches.
+"""
+import os
+import platform
+import time
+
+# the ISA extensions that matter to SIMD kernels, in the order a reader expects them
+ISA_OF_INTEREST = ("sse2", "sse4_1", "sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512dq",
+                   "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16", "amx_tile",
+                   "neon", "asimd", "sve")
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def _cpuinfo():
+    try:
+        with open("/proc/cpuinfo") as f:
+            text = f.read()
+    except OSError:
+        return {}
+    info = {}
+    for line in text.splitlines():
+        if not line.strip():
+            break  # the first processor's block is enough
+        key, _, value = line.partition(":")
+        info[key.strip()] = value.strip()
+    return info
+
+
+def cpu_model():
+    info = _cpuinfo()
+    name = info.get("model name") or info.get("Model") or platform.processor() or platform.machine()
+    return name or "unknown"
+
+
+def isa_flags():
+    """All CPU feature flags the OS reports (Linux: /proc/cpuinfo; empty elsewhere)."""
+    info = _cpuinfo()
+    return sorted((info.get("flags") or info.get("Features") or "").split())
+
+
+def isa_summary(flags=None):
+    """The SIMD-relevant subset of ``isa_flags``, in a readable order."""
+    flags = set(isa_flags() if flags is None else flags)
+    return [f for f in ISA_OF_INTEREST if f in flags]
+
+
+def cores():
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {"logical": os.cpu_count(), "usable": usable}
+
+
+def thread_settings():
+    out = {name: os.environ.get(name) for name in THREAD_VARIABLES}
+    try:
+        import torch
+        out["torch.get_num_threads"] = torch.get_num_threads()
+    except ImportError:
+        pass
+    return out
+
+
+def describe():
+    """Everything about the machine that needs no measurement."""
+    info = _cpuinfo()
+    flags = isa_flags()
+    return {
+        "cpu_model": cpu_model(),
+        "cpu_mhz": float(info["cpu MHz"]) if "cpu MHz" in info else None,
+        "isa": isa_summary(flags),
+        "isa_flags": flags,
+        "cores": cores(),
+        "threads": thread_settings(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "numpy": _version("numpy"),
+        "torch": _version("torch"),
+    }
+
+
+def _version(module):
+    try:
+        return __import__(module).__version__
+    except ImportError:
+        return None
+
+
+def _best_time(fn, repeats):
+    fn()  # warm-up: page faults, thread-pool start
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def measure_peak_gflops(n=1024, repeats=10):
+    """The practical FMA peak: the best float32 ``n x n`` GEMM of NumPy's and PyTorch's BLAS.
+
+    Returns ``{"gflops", "by", "method"}``; ``gflops`` is None when neither library is
+    installed.
+    """
+    flops = 2.0 * n ** 3
+    found = {}
+    try:
+        import numpy as np
+        a = np.random.default_rng(0).standard_normal((n, n), dtype=np.float32)
+        b = a.T.copy()
+        found["numpy"] = flops / _best_time(lambda: a @ b, repeats) / 1e9
+    except ImportError:
+        pass
+    try:
+        import torch
+        g = torch.Generator().manual_seed(0)
+        a = torch.randn(n, n, generator=g)
+        b = torch.randn(n, n, generator=g)
+        found["torch"] = flops / _best_time(lambda: torch.mm(a, b), repeats) / 1e9
+    except ImportError:
+        pass
+    by = max(found, key=found.get) if found else None
+    return {"gflops": found.get(by), "by": by, "each": found,
+            "method": f"best of {repeats} float32 {n}x{n} matmuls (2n^3 FLOPs) after a warm-up, "
+                      "with each library's default thread count"}
+
+
+def measure_bandwidth_gbs(mib=64, repeats=10):
+    """Memory bandwidth: the best copy of a ``mib``-MiB float32 array (bytes read + written).
+
+    64 MiB is twice the largest last-level cache we expect, so the copy streams from DRAM.
+    Write-allocate traffic is not counted, so this is a slight underestimate.
+    """
+    found = {}
+    nbytes = mib * 2 ** 20
+    try:
+        import numpy as np
+        src = np.ones(nbytes // 4, dtype=np.float32)
+        dst = np.empty_like(src)
+        found["numpy"] = 2 * nbytes / _best_time(lambda: np.copyto(dst, src), repeats) / 1e9
+    except ImportError:
+        pass
+    try:
+        import torch
+        src = torch.ones(nbytes // 4)
+        dst = torch.empty_like(src)
+        found["torch"] = 2 * nbytes / _best_time(lambda: dst.copy_(src), repeats) / 1e9
+    except ImportError:
+        pass
+    by = max(found, key=found.get) if found else None
+    return {"gbs": found.get(by), "by": by, "each": found,
+            "method": f"best of {repeats} copies of a {mib} MiB float32 array after a warm-up; "
+                      "GB/s counts the bytes read plus the bytes written"}
+
+
+def roofline(peak_gflops, bandwidth_gbs, intensity):
+    """Attainable GFLOP/s at ``intensity`` FLOP/byte: min(peak, bandwidth x intensity)."""
+    return min(peak_gflops, bandwidth_gbs * intensity)
+
+
+def banner():
+    """One line naming the CPU and its SIMD extensions."""
+    c = cores()
+    return (f"{cpu_model()}, {c['usable']} usable core(s); SIMD: {' '.join(isa_summary()) or 'unknown'}")
