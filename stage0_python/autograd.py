@@ -241,7 +241,7 @@ class Function:
         if any(o is a for o in outputs for a in args):
             # an input handed back unchanged gets a new Tensor: the input keeps its own
             # place in the graph (a leaf stays a leaf)
-            outputs = tuple(Tensor._make(o._data) if any(o is a for a in args) else o
+            outputs = tuple(_returned_input(o) if any(o is a for a in args) else o
                             for o in outputs)
             out = outputs if isinstance(out, tuple) else outputs[0]
         edges = tuple(_edge(a) if n else None for a, n in zip(args, needs))
@@ -324,6 +324,15 @@ def _run(roots, retain_graph, capture=None):
             if deps[id(nxt)] == 0:
                 ready.append(nxt)
     return captured
+
+
+def _returned_input(x):
+    """A new Tensor on the storage of an input that a Function handed back. It aliases the
+    input, and an in-place change of it would bypass the Function's backward: it is
+    marked as a view that cannot be replayed, which Tensor._inplace refuses to modify."""
+    t = Tensor._make(x._data)
+    t._view = (x, None, None)
+    return t
 
 
 def _sync_views(tensors):

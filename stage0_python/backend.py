@@ -44,9 +44,10 @@ def prod(shape):
 
 
 def contiguous_strides(shape):
+    # a size-0 dim counts as 1, as in PyTorch (no element is addressed either way)
     strides = [1] * len(shape)
     for i in range(len(shape) - 2, -1, -1):
-        strides[i] = strides[i + 1] * shape[i + 1]
+        strides[i] = strides[i + 1] * max(shape[i + 1], 1)
     return tuple(strides)
 
 
@@ -276,7 +277,7 @@ UNARY = {
     "cos": _trig(math.cos),
     "tanh": math.tanh,
     "sigmoid": _sigmoid,
-    "relu": lambda x: x if not x <= 0 else 0 * x,
+    "relu": lambda x: x if not x <= 0 else 0 * x if x > -INF else 0.0,  # 0 * -inf would be nan
     "sign": _sign,
     "reciprocal": _recip,
     "gelu": _gelu,

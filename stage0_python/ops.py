@@ -109,30 +109,39 @@ class Sub(Function):
         return unbroadcast(g, sa), unbroadcast(-g, sb)
 
 
+def _needed(ctx, a, b):
+    """Save only the operand the other's gradient needs, as PyTorch does: a tensor saved
+    needlessly makes a later in-place change of it an error at backward."""
+    return a if ctx.needs_input_grad[1] else None, b if ctx.needs_input_grad[0] else None
+
+
 class Mul(Function):
     @staticmethod
     def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
+        ctx.save_for_backward(*_needed(ctx, a, b))
+        ctx.shapes = a.shape, b.shape
         return wrap(B.binary("mul", a._data, b._data, a.dtype))
 
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved_tensors
-        ga = unbroadcast(g * b, a.shape) if ctx.needs_input_grad[0] else None
-        gb = unbroadcast(g * a, b.shape) if ctx.needs_input_grad[1] else None
+        sa, sb = ctx.shapes
+        ga = unbroadcast(g * b, sa) if ctx.needs_input_grad[0] else None
+        gb = unbroadcast(g * a, sb) if ctx.needs_input_grad[1] else None
         return ga, gb
 
 
 class Div(Function):
     @staticmethod
     def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
+        ctx.save_for_backward(_needed(ctx, a, b)[0], b)
+        ctx.shape = a.shape
         return wrap(B.binary("div", a._data, b._data, a.dtype))
 
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved_tensors
-        ga = unbroadcast(g / b, a.shape) if ctx.needs_input_grad[0] else None
+        ga = unbroadcast(g / b, ctx.shape) if ctx.needs_input_grad[0] else None
         gb = unbroadcast(-g * a / (b * b), b.shape) if ctx.needs_input_grad[1] else None
         return ga, gb
 
@@ -350,7 +359,7 @@ def view_of(x, buf, fn, args):
     the view or the base can update the other's place in the graph (Tensor._sync_view)."""
     out = wrap(buf)
     if B.shares_storage(buf, x._data):
-        base, steps = (x, ()) if x._view is None else x._view[:2]
+        base, steps = (x, ()) if x._view is None or x._view[1] is None else x._view[:2]
         out._view = (base, steps + ((fn, args),), (buf.version, base.grad_fn, base.requires_grad))
     return out
 

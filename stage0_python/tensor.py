@@ -1176,6 +1176,12 @@ class Tensor:
                 v = B.reshape(B.expand(v, tuple(view_shape)), counts)
             B.assign(self._data, starts, steps, counts, v)
             return
+        if not adv:
+            region = self[key]
+            if region is self or B.shares_storage(region._data, self._data):
+                # a view (stages with views): write through it, as PyTorch does
+                region._inplace(lambda x: ops.Overwrite.apply(x, value.to(self.dtype)), "setitem")
+                return
         positions = Tensor._make(B.arange(0, self.numel(), 1, int64)).reshape(self.shape)[key]
         if B.broadcast_shapes(positions.shape, value.shape) != tuple(positions.shape):
             raise ValueError(f"setitem: value of shape {list(value.shape)} cannot be broadcast to "
@@ -1187,10 +1193,11 @@ class Tensor:
 
     # ------------------------------------------------------------ in place
 
-    def _inplace(self, compute, op):
+    def _inplace(self, compute, op, fill=False):
         """Compute out of place, then write the result into this tensor's elements and
         take over its place in the graph. Where storage is shared the write is seen through
-        every view of it, so writing through a view also rewrites its base's history."""
+        every view of it, so writing through a view also rewrites its base's history.
+        ``fill``: every element gets the same value, so elements sharing memory are fine."""
         grad_mode = autograd.is_grad_enabled()
         base = None
         if self._view is not None:
@@ -1203,7 +1210,11 @@ class Tensor:
         if grad_mode and base is not None and base.requires_grad and base.is_leaf:
             raise RuntimeError(f"{op}: a view of a leaf tensor that requires grad is being used in "
                                f"an in-place operation (wrap it in no_grad())")
-        if any(s == 0 and n > 1 for s, n in zip(self.stride(), self.shape)):
+        if grad_mode and base is not None and self._view[1] is None:
+            raise RuntimeError(f"{op}: this tensor is an input that a custom Function returned "
+                               f"as-is; changing it in place would bypass that Function's backward "
+                               f"and give wrong gradients: clone() it first")
+        if not fill and any(s == 0 and n > 1 for s, n in zip(self.stride(), self.shape)):
             raise RuntimeError(f"{op}: more than one element of the written-to tensor (shape "
                                f"{list(self.shape)}, stride {list(self.stride())}) refers to a single "
                                f"memory location; clone() it first")
@@ -1246,7 +1257,7 @@ class Tensor:
         place would give wrong gradients."""
         base, steps, stamp = self._view
         now = (self._data.version, base.grad_fn, base.requires_grad)
-        if stamp == now:
+        if stamp == now or steps is None:  # no steps: an input handed back, see autograd
             return
         if base.requires_grad and autograd.is_grad_enabled():
             fresh = _replay(base, steps)
@@ -1308,7 +1319,8 @@ class Tensor:
 
     def fill_(self, value):
         value = value.item() if isinstance(value, Tensor) else value
-        return self._inplace(lambda x: ops.Overwrite.apply(x, self._scalar(value, self.dtype)), "fill_")
+        return self._inplace(lambda x: ops.Overwrite.apply(x, self._scalar(value, self.dtype)), "fill_",
+                             fill=True)
 
     def zero_(self):
         return self.fill_(0)
