@@ -36,14 +36,17 @@ def add_arguments(p):
     p.add_argument("--quick", action="store_true", help="a tiny run: the smallest sizes, short timing")
     p.add_argument("--stages", default=None,
                    help="comma-separated stage numbers or packages (default: every installed stage)")
-    p.add_argument("--threads", type=int, default=None,
+    p.add_argument("--threads", type=int, default=1,
                    help="thread count for every library (sets OMP/OpenBLAS/MKL variables and "
-                        "PyTorch's; default: leave each library's own default)")
+                        "PyTorch's). Default 1: the stages run on one core, so the peers do "
+                        "too; 0 leaves each library its own default")
     p.add_argument("--no-plots", action="store_true", help="skip the matplotlib figures")
 
 
 def run(args):
     from . import load_stage
+    if args.threads == 0:
+        args.threads = None
     if args.threads is not None:  # before any library starts its thread pool
         for name in THREAD_ENV:
             os.environ[name] = str(args.threads)
