@@ -25,11 +25,9 @@ The primitive set, which every stage's backend provides under the same names:
 import math
 import operator
 from array import array
-from itertools import accumulate, repeat
 
-from . import dtypes
+from .dtypes import bool_, float64, int32, int64
 from .memory import track as _track
-from .dtypes import bool_, float32, float64, int32, int64
 
 FUSED = frozenset()
 INF = math.inf

@@ -1,7 +1,6 @@
 """Adam and AdamW, following the order of operations of PyTorch's single-tensor path,
 so float32 results agree to rounding."""
 from .. import creation
-from ..autograd import no_grad
 from .optimizer import Optimizer, lerp_
 
 
@@ -24,15 +23,6 @@ class Adam(Optimizer):
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
                         maximize=maximize, decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, defaults)
-
-    def step(self, closure=None):
-        loss = self._closure_loss(closure)
-        with no_grad():
-            for group in self.param_groups:
-                for p in group["params"]:
-                    if p.grad is not None:
-                        self._update(p, group)
-        return loss
 
     def _update(self, p, group):
         grad = -p.grad if group["maximize"] else p.grad

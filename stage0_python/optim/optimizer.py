@@ -10,7 +10,7 @@ that number. A step count is a Python int (PyTorch keeps a 0-dim float tensor; a
 tensor step is converted). Updates run under ``no_grad`` and only use in-place tensor
 methods, so a parameter that is a view into shared storage is updated in place.
 """
-from ..autograd import enable_grad
+from ..autograd import enable_grad, no_grad
 from ..tensor import Tensor
 
 
@@ -92,13 +92,22 @@ class Optimizer:
                     p.grad.zero_()
 
     def step(self, closure=None):
-        raise NotImplementedError
+        """One update of every parameter that has a gradient (``closure`` re-evaluates the
+        loss first, with grad mode on, and its value is returned)."""
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        with no_grad():
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p.grad is not None:
+                        self._update(p, group)
+        return loss
 
-    def _closure_loss(self, closure):
-        if closure is None:
-            return None
-        with enable_grad():
-            return closure()
+    def _update(self, p, group):
+        """The rule: update ``p`` in place from ``p.grad`` and its state."""
+        raise NotImplementedError(f"{type(self).__name__} does not define its update rule")
 
     def _state_for(self, p):
         st = self.state.get(p)

@@ -1,6 +1,5 @@
 """RMSprop, as ``torch.optim.RMSprop`` computes it (Hinton's lecture 6e; centered per Graves)."""
 from .. import creation
-from ..autograd import no_grad
 from .optimizer import Optimizer, lerp_
 
 
@@ -23,15 +22,6 @@ class RMSprop(Optimizer):
         defaults = dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum,
                         centered=centered, maximize=maximize)
         super().__init__(params, defaults)
-
-    def step(self, closure=None):
-        loss = self._closure_loss(closure)
-        with no_grad():
-            for group in self.param_groups:
-                for p in group["params"]:
-                    if p.grad is not None:
-                        self._update(p, group)
-        return loss
 
     def _update(self, p, group):
         grad = -p.grad if group["maximize"] else p.grad

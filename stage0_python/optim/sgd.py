@@ -1,5 +1,4 @@
 """Stochastic gradient descent with momentum, as ``torch.optim.SGD`` computes it."""
-from ..autograd import no_grad
 from .optimizer import Optimizer
 
 
@@ -20,15 +19,6 @@ class SGD(Optimizer):
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
                         nesterov=nesterov, maximize=maximize)
         super().__init__(params, defaults)
-
-    def step(self, closure=None):
-        loss = self._closure_loss(closure)
-        with no_grad():
-            for group in self.param_groups:
-                for p in group["params"]:
-                    if p.grad is not None:
-                        self._update(p, group)
-        return loss
 
     def _update(self, p, group):
         grad = -p.grad if group["maximize"] else p.grad
