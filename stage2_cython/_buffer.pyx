@@ -1,0 +1,406 @@
+"""Buffer: a strided view over a Storage, and what only needs its layout.
+
+Views (``reshape`` where the strides allow, ``permute expand slice diagonal windows
+alias``) share the storage and touch no element, as in stage 1. A Buffer exports the
+buffer protocol with its own shape and byte strides, so ``np.asarray(buf)`` and
+``memoryview(buf)`` see the tensor's elements in place, transposed and broadcast views
+included. ``copy_into`` is the strided copy every kernel module uses to materialise.
+"""
+cimport cython
+from cpython.buffer cimport PyBUF_FORMAT, PyBUF_STRIDES
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t, uintptr_t
+from libc.string cimport memcpy
+
+from stage2_cython._iter cimport NdIter, iter_next, iter_prepare
+from stage2_cython._storage cimport Storage, new_storage
+from stage2_cython._types cimport (BOOL, FLOAT32, FLOAT64, INT32, INT64, MAXDIM, float32_t,
+                                   float64_t, itemsize_of, word_t)
+
+cdef dict _CODES = {"B": BOOL, "i": INT32, "q": INT64, "f": FLOAT32, "d": FLOAT64}
+cdef dict _BY_DTYPE = {}  # DType object -> code, filled on first sight
+
+
+cdef int code_of(object dtype) except -1:
+    code = _BY_DTYPE.get(dtype)
+    if code is None:
+        code = _BY_DTYPE[dtype] = _CODES[dtype.typecode]
+    return code
+
+
+cdef tuple c_strides(tuple shape):
+    # a size-0 dim counts as 1, as in PyTorch (no element is addressed either way)
+    cdef Py_ssize_t n = len(shape), s = 1, i, d
+    cdef list out = [1] * n
+    for i in range(n - 1, -1, -1):
+        out[i] = s
+        d = <Py_ssize_t>shape[i]
+        s *= d if d > 1 else 1
+    return tuple(out)
+
+
+cdef void read_ints(tuple t, Py_ssize_t* out) noexcept:
+    cdef Py_ssize_t i
+    for i in range(len(t)):
+        out[i] = <Py_ssize_t>t[i]
+
+
+cdef Buffer make_view(Storage storage, tuple shape, tuple strides, Py_ssize_t offset, object dtype,
+                      int code):
+    cdef Buffer b = Buffer.__new__(Buffer)
+    cdef Py_ssize_t n = 1, i
+    if len(shape) > MAXDIM:
+        raise ValueError(f"tensors have at most {MAXDIM} dims, got shape {list(shape)}")
+    for i in range(len(shape)):
+        n *= <Py_ssize_t>shape[i]
+    b.storage = storage
+    b.shape = shape
+    b.strides = strides
+    b.offset = offset
+    b.dtype = dtype
+    b.code = code
+    b.ndim = len(shape)
+    b.numel = n
+    return b
+
+
+cdef Buffer new_buffer(tuple shape, object dtype, int code):
+    """A contiguous buffer whose contents are undefined (every kernel overwrites them)."""
+    cdef Py_ssize_t n = 1, i
+    for i in range(len(shape)):
+        n *= <Py_ssize_t>shape[i]
+    return make_view(new_storage(n, code), shape, c_strides(shape), 0, dtype, code)
+
+
+cdef int load_operand(Buffer b, int ndim, Py_ssize_t* shape, Py_ssize_t* st) except -1:
+    """``b``'s strides broadcast to ``shape`` (``ndim`` dims): 0 where it repeats."""
+    cdef int pad = ndim - b.ndim, i
+    cdef Py_ssize_t n
+    for i in range(ndim):
+        if i < pad:
+            st[i] = 0
+            continue
+        n = <Py_ssize_t>b.shape[i - pad]
+        st[i] = 0 if n == 1 and shape[i] != 1 else <Py_ssize_t>b.strides[i - pad]
+    return 0
+
+
+cdef char* data_of(Buffer b) noexcept nogil:
+    return b.storage.ptr + b.offset * itemsize_of(b.code)
+
+
+cdef bint contiguous_layout(Buffer b) noexcept:
+    cdef Py_ssize_t expected = 1, n, i
+    if b.numel == 0:
+        return True
+    for i in range(b.ndim - 1, -1, -1):
+        n = <Py_ssize_t>b.shape[i]
+        if n != 1 and <Py_ssize_t>b.strides[i] != expected:
+            return False
+        expected *= n
+    return True
+
+
+cdef object _element(char* p, int code):
+    if code == BOOL:
+        return (<uint8_t*>p)[0] != 0
+    if code == INT32:
+        return (<int32_t*>p)[0]
+    if code == INT64:
+        return (<int64_t*>p)[0]
+    if code == FLOAT32:
+        return (<float32_t*>p)[0]
+    return (<float64_t*>p)[0]
+
+
+cdef char* _FORMATS[5]
+_FORMATS[<int>BOOL] = b"?"
+_FORMATS[<int>INT32] = b"i"
+_FORMATS[<int>INT64] = b"q"
+_FORMATS[<int>FLOAT32] = b"f"
+_FORMATS[<int>FLOAT64] = b"d"
+
+
+@cython.auto_pickle(False)
+cdef class Buffer:
+    """Made by the backend's functions (``new_buffer``, ``make_view``), never directly."""
+
+    def __reduce__(self):
+        # views pickled together keep sharing one storage (pickle's and deepcopy's memo)
+        return _rebuild, (self.storage, self.shape, self.strides, self.offset, self.dtype)
+
+    @property
+    def version(self):
+        return self.storage.version
+
+    @version.setter
+    def version(self, value):
+        self.storage.version = value
+
+    def values(self):
+        """The elements as Python numbers, row-major."""
+        cdef Buffer c = self if contiguous_layout(self) else copy(self)
+        return memoryview(c.storage)[c.offset:c.offset + c.numel].tolist()
+
+    def item(self):
+        return _element(data_of(self), self.code)
+
+    def tolist(self):
+        if self.ndim == 0:
+            return self.item()
+        cdef Buffer c = self if contiguous_layout(self) else copy(self)
+        return memoryview(c).tolist()
+
+    def nbytes(self):
+        return self.numel * itemsize_of(self.code)
+
+    def __repr__(self):
+        return f"Buffer(shape={self.shape}, strides={self.strides}, offset={self.offset}, {self.dtype!r})"
+
+    def __getbuffer__(self, Py_buffer* view, int flags):
+        cdef Py_ssize_t item = itemsize_of(self.code), i
+        cdef Py_ssize_t* dims
+        if (flags & PyBUF_STRIDES) != PyBUF_STRIDES and not contiguous_layout(self):
+            raise BufferError("this view is not contiguous: request strides (NumPy and memoryview do)")
+        dims = <Py_ssize_t*>PyMem_Malloc((2 * self.ndim + 1) * sizeof(Py_ssize_t))
+        if dims == NULL:
+            raise MemoryError()
+        for i in range(self.ndim):
+            dims[i] = <Py_ssize_t>self.shape[i]
+            dims[self.ndim + i] = <Py_ssize_t>self.strides[i] * item
+        view.buf = data_of(self)
+        view.obj = self
+        view.len = self.numel * item
+        view.readonly = 0
+        view.itemsize = item
+        view.format = _FORMATS[self.code] if flags & PyBUF_FORMAT else NULL
+        view.ndim = self.ndim
+        view.shape = dims
+        view.strides = dims + self.ndim
+        view.suboffsets = NULL
+        view.internal = dims
+
+    def __releasebuffer__(self, Py_buffer* view):
+        PyMem_Free(view.internal)
+
+
+# ---------------------------------------------------------------- strided copy
+
+cdef void _copy_rows(word_t* dst, word_t* src, NdIter* it) noexcept nogil:
+    cdef Py_ssize_t r, i, n = it.inner, sd = it.ist[0], ss = it.ist[1]
+    cdef word_t* d
+    cdef word_t* s
+    for r in range(it.rows):
+        d = dst + it.off[0]
+        s = src + it.off[1]
+        if sd == 1 and ss == 1:
+            memcpy(d, s, n * sizeof(word_t))
+        elif ss == 0:
+            for i in range(n):
+                d[i * sd] = s[0]
+        else:
+            for i in range(n):
+                d[i * sd] = s[i * ss]
+        iter_next(it)
+
+
+cdef int copy_into(Buffer dst, Buffer src) except -1:
+    """Write ``src`` (same dtype, broadcast to ``dst``'s shape) into ``dst``'s elements."""
+    cdef NdIter it
+    cdef Py_ssize_t shape[MAXDIM]
+    cdef char* d = data_of(dst)
+    cdef char* s = data_of(src)
+    read_ints(dst.shape, it.size)
+    read_ints(dst.shape, shape)
+    read_ints(dst.strides, it.st[0])
+    load_operand(src, dst.ndim, shape, it.st[1])
+    it.nops = 2
+    it.off[0] = it.off[1] = 0
+    iter_prepare(&it, dst.ndim)
+    cdef Py_ssize_t size = itemsize_of(dst.code)
+    with nogil:
+        if size == 1:
+            _copy_rows(<uint8_t*>d, <uint8_t*>s, &it)
+        elif size == 4:
+            _copy_rows(<uint32_t*>d, <uint32_t*>s, &it)
+        else:
+            _copy_rows(<uint64_t*>d, <uint64_t*>s, &it)
+    return 0
+
+
+cpdef Buffer copy(Buffer x):
+    cdef Buffer out = new_buffer(x.shape, x.dtype, x.code)
+    if x.numel:
+        copy_into(out, x)
+    return out
+
+
+# ---------------------------------------------------------------- shapes
+
+def prod(shape):
+    cdef Py_ssize_t n = 1
+    for s in shape:
+        n *= <Py_ssize_t>s
+    return n
+
+
+def contiguous_strides(shape):
+    return c_strides(tuple(shape))
+
+
+def broadcast_shapes(*shapes):
+    """NumPy's rule: dims align from the right; each is 1 or the common size. None when
+    the shapes do not broadcast."""
+    cdef Py_ssize_t ndim = 0, i, size, d, k
+    for s in shapes:
+        if len(s) > ndim:
+            ndim = len(s)
+    if len(shapes) == 2 and shapes[0] == shapes[1]:  # the common case: nothing to do
+        return tuple(shapes[0])
+    out = [1] * ndim
+    for i in range(ndim):
+        size = 1
+        for s in shapes:
+            k = i - ndim + len(s)
+            if k < 0:
+                continue
+            d = <Py_ssize_t>s[k]
+            if d != 1:
+                if size != 1 and size != d:
+                    return None
+                size = d
+        out[i] = size
+    return tuple(out)
+
+
+# ---------------------------------------------------------------- views
+
+def _view_strides(tuple shape, tuple strides, tuple new_shape):
+    """Strides that lay ``new_shape`` over the same elements, or None when the layout does
+    not allow a view (PyTorch's rule, so views get PyTorch's strides)."""
+    cdef Py_ssize_t n_old = len(shape), n_new = len(new_shape), d, view_d, base
+    cdef Py_ssize_t tensor_numel, view_numel, total = 1
+    for d in range(n_old):
+        total *= <Py_ssize_t>shape[d]
+    if total == 0:
+        return c_strides(new_shape)
+    if n_old == 0:
+        return (1,) * n_new
+    new = [0] * n_new
+    view_d = n_new - 1
+    base = <Py_ssize_t>strides[n_old - 1]
+    tensor_numel = view_numel = 1
+    for d in range(n_old - 1, -1, -1):
+        tensor_numel *= <Py_ssize_t>shape[d]
+        # a chunk ends where the next dim out does not continue it in memory
+        if d == 0 or (shape[d - 1] != 1 and <Py_ssize_t>strides[d - 1] != tensor_numel * base):
+            while view_d >= 0 and (view_numel < tensor_numel or new_shape[view_d] == 1):
+                new[view_d] = view_numel * base
+                view_numel *= <Py_ssize_t>new_shape[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return None
+            if d > 0:
+                base = <Py_ssize_t>strides[d - 1]
+                tensor_numel = view_numel = 1
+    if view_d != -1:
+        return None
+    return tuple(new)
+
+
+def reshape(Buffer x, shape):
+    """A view when the strides allow one, else a contiguous copy."""
+    shape = tuple(shape)
+    if contiguous_layout(x):
+        return make_view(x.storage, shape, c_strides(shape), x.offset, x.dtype, x.code)
+    st = _view_strides(x.shape, x.strides, shape)
+    if st is None:
+        x = copy(x)
+        st = c_strides(shape)
+    return make_view(x.storage, shape, st, x.offset, x.dtype, x.code)
+
+
+def permute(Buffer x, dims):
+    shape = tuple([x.shape[d] for d in dims])
+    strides = tuple([x.strides[d] for d in dims])
+    return make_view(x.storage, shape, strides, x.offset, x.dtype, x.code)
+
+
+cpdef Buffer expand(Buffer x, tuple shape):
+    """Broadcast to ``shape``: expanded dims get stride 0 (PyTorch's strides)."""
+    cdef Py_ssize_t n = len(shape), pad = n - x.ndim, i, d, size, stride
+    out = [0] * n
+    for i in range(n - 1, -1, -1):
+        d = i - pad
+        size = <Py_ssize_t>x.shape[d] if d >= 0 else 1
+        if d >= 0:
+            stride = <Py_ssize_t>x.strides[d]
+        else:
+            stride = <Py_ssize_t>shape[i + 1] * <Py_ssize_t>out[i + 1] if i + 1 < n else 1
+        out[i] = 0 if size != <Py_ssize_t>shape[i] else stride
+    return make_view(x.storage, shape, tuple(out), x.offset, x.dtype, x.code)
+
+
+def slice(Buffer x, starts, steps, counts):  # noqa: A001  (the primitive's name at every stage)
+    cdef Py_ssize_t offset = x.offset, d
+    strides = []
+    for d in range(x.ndim):
+        offset += <Py_ssize_t>starts[d] * <Py_ssize_t>x.strides[d]
+        strides.append(<Py_ssize_t>x.strides[d] * <Py_ssize_t>steps[d])
+    return make_view(x.storage, tuple(counts), tuple(strides), offset, x.dtype, x.code)
+
+
+def alias(Buffer x):
+    return make_view(x.storage, x.shape, x.strides, x.offset, x.dtype, x.code)
+
+
+def is_contiguous(Buffer x):
+    return contiguous_layout(x)
+
+
+def contiguous(Buffer x):
+    return x if contiguous_layout(x) else copy(x)
+
+
+def strides(Buffer x):
+    return x.strides
+
+
+def storage_offset(Buffer x):
+    return x.offset
+
+
+def storage_id(Buffer x):
+    return id(x.storage)
+
+
+def data_ptr(Buffer x):
+    """The address of element 0, as PyTorch reports it."""
+    return <uintptr_t>data_of(x)
+
+
+def shares_storage(Buffer a, Buffer b):
+    return a.storage is b.storage
+
+
+def view(Buffer x, shape, strides, Py_ssize_t offset):
+    """A view of ``x``'s storage with the given layout (``diagonal``, ``windows``)."""
+    return make_view(x.storage, tuple(shape), tuple(strides), offset, x.dtype, x.code)
+
+
+def empty(shape, dtype):
+    """A contiguous buffer of ``shape`` whose contents are undefined."""
+    return new_buffer(tuple(shape), dtype, code_of(dtype))
+
+
+def write(Buffer dst, Buffer src):
+    """Copy ``src`` (dst's dtype, broadcastable to dst's shape) into ``dst``'s elements."""
+    if src.code != dst.code:
+        raise TypeError(f"write: {src.dtype} values into a {dst.dtype} buffer")
+    if broadcast_shapes(dst.shape, src.shape) != dst.shape:
+        raise ValueError(f"write: shape {list(src.shape)} does not broadcast to {list(dst.shape)}")
+    copy_into(dst, src)
+
+
+def _rebuild(Storage storage, tuple shape, tuple strides, Py_ssize_t offset, dtype):
+    return make_view(storage, shape, strides, offset, dtype, code_of(dtype))

@@ -1,0 +1,205 @@
+"""Storage: 64-byte-aligned memory with a version counter, and the pool behind it.
+
+A block is allocated with ``posix_memalign`` (64 bytes: a cache line, and the widest
+vector register a later stage will load) and rounded up to a *size class*: multiples of
+64 bytes up to 1 KiB, then eight classes per power of two (at most 12.5% slack). When a
+Storage dies its block goes on the free list of its class instead of back to ``free``,
+and the next storage of that class reuses it.
+
+The free lists are intrusive (a free block's first word points to the next one) and
+every pool function runs with the GIL held and calls no Python code, so each one is
+atomic with respect to other threads: a Storage dying in another thread, or inside a
+garbage collection, cannot interleave with an allocation. A block goes back to the pool
+only from ``__dealloc__``, when no Buffer and no exported buffer (NumPy array,
+memoryview) can reach it any more.
+"""
+cimport cython
+from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.buffer cimport PyBUF_FORMAT, PyBUF_ND, PyBUF_STRIDES
+from libc.stdint cimport uintptr_t
+from libc.stdlib cimport free
+from libc.string cimport memcpy
+
+cdef extern from "stdlib.h" nogil:
+    int posix_memalign(void** memptr, size_t alignment, size_t size)
+
+from stage2_cython._types cimport BOOL, FLOAT32, FLOAT64, INT32, INT64, itemsize_of
+
+cdef enum:
+    ALIGN = 64
+    NCLASSES = 16 + 38 * 8  # blocks up to 2**48 bytes
+
+# ---------------------------------------------------------------- size classes
+
+
+cdef inline int class_of(Py_ssize_t nbytes) noexcept nogil:
+    cdef Py_ssize_t c = nbytes if nbytes > ALIGN else ALIGN
+    cdef int e
+    cdef Py_ssize_t step
+    if c <= 1024:
+        return <int>((c + ALIGN - 1) // ALIGN - 1)
+    e = 0
+    while (<Py_ssize_t>1 << (e + 1)) < c:  # 2**e < c <= 2**(e+1)
+        e += 1
+    step = <Py_ssize_t>1 << (e - 3)
+    return 16 + (e - 10) * 8 + <int>((c + step - 1) // step - 9)
+
+
+cdef inline Py_ssize_t class_size(int k) noexcept nogil:
+    if k < 16:
+        return (k + 1) * ALIGN
+    k -= 16
+    cdef int e = 10 + k // 8
+    return (<Py_ssize_t>(k % 8 + 9)) << (e - 3)
+
+
+# ---------------------------------------------------------------- the pool
+
+cdef void* _heads[NCLASSES]  # free list per class (zero-initialised: empty)
+cdef bint _enabled = True
+cdef Py_ssize_t _limit = 256 * 2**20  # bytes the pool may hold
+cdef Py_ssize_t _held = 0
+cdef Py_ssize_t _hits = 0, _misses = 0, _in_use = 0, _peak = 0
+DEFAULT_LIMIT = 256 * 2**20
+
+
+cdef char* _take(Py_ssize_t nbytes, int* klass) except NULL:
+    global _held, _hits, _misses, _in_use, _peak
+    cdef int k = class_of(nbytes)
+    cdef void* p = _heads[k]
+    if p != NULL:
+        _heads[k] = (<void**>p)[0]
+        _held -= class_size(k)
+        _hits += 1
+    else:
+        if posix_memalign(&p, ALIGN, class_size(k)) != 0:
+            raise MemoryError(f"cannot allocate {nbytes} bytes for a tensor")
+        _misses += 1
+    _in_use += nbytes
+    if _in_use > _peak:
+        _peak = _in_use
+    klass[0] = k
+    return <char*>p
+
+
+cdef void _give(char* p, int k, Py_ssize_t nbytes) noexcept:
+    global _held, _in_use
+    cdef Py_ssize_t size = class_size(k)
+    _in_use -= nbytes
+    if _enabled and _held + size <= _limit:
+        (<void**>p)[0] = _heads[k]
+        _heads[k] = p
+        _held += size
+    else:
+        free(p)
+
+
+cdef void _evict_to(Py_ssize_t limit) noexcept:
+    """Free pooled blocks, the largest classes first, until at most ``limit`` bytes are held."""
+    global _held
+    cdef int k
+    cdef void* p
+    for k in range(NCLASSES - 1, -1, -1):
+        while _held > limit and _heads[k] != NULL:
+            p = _heads[k]
+            _heads[k] = (<void**>p)[0]
+            _held -= class_size(k)
+            free(p)
+
+
+def stats():
+    return {"hits": _hits, "misses": _misses, "allocations": _hits + _misses,
+            "bytes_in_use": _in_use, "peak_bytes_in_use": _peak, "bytes_held_by_pool": _held}
+
+
+def reset_stats():
+    global _hits, _misses, _peak
+    _hits = _misses = 0
+    _peak = _in_use
+
+
+def empty_cache():
+    _evict_to(0)
+
+
+def set_enabled(enabled):
+    global _enabled
+    _enabled = bool(enabled)
+    if not _enabled:
+        _evict_to(0)
+
+
+def set_limit(nbytes):
+    global _limit
+    if nbytes < 0:
+        raise ValueError(f"set_pool_limit: the limit must be >= 0 bytes, got {nbytes}")
+    _limit = nbytes
+    _evict_to(_limit)
+
+
+# ---------------------------------------------------------------- Storage
+
+cdef char* _FORMATS[5]
+_FORMATS[<int>BOOL] = b"?"
+_FORMATS[<int>INT32] = b"i"
+_FORMATS[<int>INT64] = b"q"
+_FORMATS[<int>FLOAT32] = b"f"
+_FORMATS[<int>FLOAT64] = b"d"
+
+
+@cython.auto_pickle(False)  # a pointer must never be pickled: __reduce__ copies the bytes
+cdef class Storage:
+    """Made only by the backend (``new_storage``); its contents start undefined."""
+
+    def __reduce__(self):
+        return _rebuild, (PyBytes_FromStringAndSize(self.ptr, self.nbytes), self.code, self.version)
+
+    def __dealloc__(self):
+        if self.ptr != NULL:
+            _give(self.ptr, self.klass, self.nbytes)
+
+    @property
+    def address(self):
+        return <uintptr_t>self.ptr
+
+    @property
+    def itemsize(self):
+        return itemsize_of(self.code)
+
+    def __len__(self):
+        return self.length
+
+    def __getbuffer__(self, Py_buffer* view, int flags):
+        # one flat, C-contiguous, writable run of elements: no copy is made
+        view.buf = self.ptr
+        view.obj = self
+        view.len = self.nbytes
+        view.readonly = 0
+        view.itemsize = itemsize_of(self.code)
+        view.format = _FORMATS[self.code] if flags & PyBUF_FORMAT else NULL
+        view.ndim = 1
+        view.shape = &self.length if flags & PyBUF_ND else NULL
+        view.strides = &self.stride if (flags & PyBUF_STRIDES) == PyBUF_STRIDES else NULL
+        view.suboffsets = NULL
+        view.internal = NULL
+
+    def __releasebuffer__(self, Py_buffer* view):
+        pass
+
+
+cdef Storage new_storage(Py_ssize_t n, int code):
+    cdef Storage s = Storage.__new__(Storage)
+    s.nbytes = n * itemsize_of(code)
+    s.ptr = _take(s.nbytes, &s.klass)
+    s.length = n
+    s.code = code
+    s.stride = itemsize_of(code)
+    return s
+
+
+def _rebuild(bytes data, int code, Py_ssize_t version):
+    """Unpickle (and deepcopy) a Storage: fresh memory holding a copy of ``data``."""
+    cdef Storage s = new_storage(len(data) // itemsize_of(code), code)
+    memcpy(s.ptr, <char*>data, s.nbytes)
+    s.version = version
+    return s

@@ -1,0 +1,71 @@
+# The one typedef file: element types, dtype codes and the fused types that kernels
+# are written over. Every compiled module of stage 2 cimports its types from here.
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+
+ctypedef float float32_t
+ctypedef double float64_t
+ctypedef uint8_t bool_t  # one byte, 0 or 1, as NumPy and PyTorch store bool
+
+# A Buffer carries its dtype as a small integer code (the frontend's DType object rides
+# along untouched, so compiled code never imports the frontend).
+cdef enum DTypeCode:
+    BOOL = 0
+    INT32 = 1
+    INT64 = 2
+    FLOAT32 = 3
+    FLOAT64 = 4
+
+cdef enum:
+    MAXDIM = 64  # the most dims a tensor may have (NumPy's limit too)
+
+ctypedef fused any_t:
+    bool_t
+    int32_t
+    int64_t
+    float32_t
+    float64_t
+
+# a second, independent fused type: casts specialise over every (source, target) pair
+ctypedef fused any2_t:
+    bool_t
+    int32_t
+    int64_t
+    float32_t
+    float64_t
+
+ctypedef fused num_t:
+    int32_t
+    int64_t
+    float32_t
+    float64_t
+
+ctypedef fused intlike_t:  # what integer sums and products accumulate from
+    bool_t
+    int32_t
+    int64_t
+
+ctypedef fused float_t:
+    float32_t
+    float64_t
+
+# element types by size, for copies that move bytes without looking at them
+ctypedef fused word_t:
+    uint8_t
+    uint32_t
+    uint64_t
+
+
+cdef inline Py_ssize_t itemsize_of(int code) noexcept nogil:
+    if code == BOOL:
+        return 1
+    if code == INT32 or code == FLOAT32:
+        return 4
+    return 8
+
+
+cdef inline bint is_nan(any_t x) noexcept nogil:
+    """x != x, spelled so that integer types (never NaN) compile to a constant."""
+    if any_t is float32_t or any_t is float64_t:
+        return x != x
+    else:
+        return False
