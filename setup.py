@@ -5,9 +5,10 @@ Compiler directives are set once, below: bounds and wraparound checks off, C div
 (the kernels are written for it: integer divisors are checked before a loop runs).
 ``STAGEGRAD_CYTHON_DEBUG=1`` at build time turns the checks back on and compiles without
 optimisation. C flags: -O3 (the compiler's own vectorisation, for the baseline ISA only:
-never -march=native), -fwrapv (signed integer overflow wraps, as documented for integer
-tensors), -ffp-contract=off (a * b + c is rounded twice on every platform, never fused):
-never -ffast-math, which would break NaN and inf semantics.
+no host-specific -march, so the build runs on any x86-64), -fwrapv (signed integer
+overflow wraps, as documented for integer tensors), -ffp-contract=off (a * b + c is
+rounded twice on every platform, never fused). No fast-math: it would break the NaN and
+inf semantics the tests check.
 """
 import os
 from pathlib import Path

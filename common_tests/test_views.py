@@ -14,7 +14,7 @@ views = pytest.mark.capability("views")
 # (name, shape, the view chain as a function of the tensor library's tensor)
 CHAINS = [
     ("transpose", (3, 4), lambda x: x.transpose(0, 1)),
-    ("T", (2, 3, 4), lambda x: x.T),
+    ("T", (3, 4), lambda x: x.T),
     ("permute", (2, 3, 4), lambda x: x.permute(2, 0, 1)),
     ("slice_steps", (5, 6), lambda x: x[1::2, ::3]),
     ("slice_then_transpose", (5, 6), lambda x: x[1:4, 2:].t()),

@@ -1087,7 +1087,7 @@ class Tensor:
 
     def gather(self, dim, index):
         d = self._dim(dim, "gather")
-        _check_index_tensor(index, "gather")
+        indexing.check_index_tensor(index, "gather")
         if index.ndim != self.ndim:
             raise ValueError(f"gather: index has {index.ndim} dims but input has {self.ndim} "
                              f"(shapes {list(index.shape)} and {list(self.shape)})")
@@ -1099,12 +1099,12 @@ class Tensor:
 
     def scatter_add(self, dim, index, src):
         d = self._dim(dim, "scatter_add")
-        _check_index_tensor(index, "scatter_add")
+        indexing.check_index_tensor(index, "scatter_add")
         return ops.ScatterAdd.apply(self, d, index, src.to(self.dtype))
 
     def index_select(self, dim, index):
         d = self._dim(dim, "index_select")
-        _check_index_tensor(index, "index_select")
+        indexing.check_index_tensor(index, "index_select")
         if index.ndim > 1:
             raise ValueError(f"index_select: index must be 1-D, got shape {list(index.shape)}")
         index = index.reshape(-1)
@@ -1145,48 +1145,10 @@ class Tensor:
     # ------------------------------------------------------------ indexing
 
     def __getitem__(self, key):
-        starts, steps, counts, view_shape, adv = _parse_index(self.shape, key)
-        x = self
-        if counts != list(self.shape):
-            x = ops.Slice.apply(x, starts, steps, counts)
-        x = x.reshape(view_shape)
-        if adv:
-            x = _advanced(x, adv)
-        return x
+        return indexing.getitem(self, key)
 
     def __setitem__(self, key, value):
-        if not isinstance(value, Tensor):
-            D.scalar_category(value)  # TypeError for non-numbers
-            value = self._scalar(value, self.dtype)
-        elif value.dtype.category > self.dtype.category:
-            raise TypeError(f"setitem: cannot assign {value.dtype.name} values into a "
-                            f"{self.dtype.name} tensor")
-        starts, steps, counts, view_shape, adv = _parse_index(self.shape, key)
-        if not adv:
-            target = tuple(view_shape)
-            if B.broadcast_shapes(target, value.shape) != target:
-                raise ValueError(f"setitem: value of shape {list(value.shape)} cannot be broadcast "
-                                 f"to the indexed shape {list(target)}")
-        if self._view is not None and autograd.is_grad_enabled():
-            self._sync_view()
-        tracked = autograd.is_grad_enabled() and (self.requires_grad or value.requires_grad)
-        if not adv and not tracked:
-            v = B.cast(value._data, self.dtype)
-            if value.numel() != 1:
-                v = B.reshape(B.expand(v, tuple(view_shape)), counts)
-            B.assign(self._data, starts, steps, counts, v)
-            return
-        if not adv:
-            region = self[key]
-            if region is self or B.shares_storage(region._data, self._data):
-                # a view (stages with views): write through it, as PyTorch does
-                region._inplace(lambda x: ops.Overwrite.apply(x, value.to(self.dtype)), "setitem")
-                return
-        positions = Tensor._make(B.arange(0, self.numel(), 1, int64)).reshape(self.shape)[key]
-        if B.broadcast_shapes(positions.shape, value.shape) != tuple(positions.shape):
-            raise ValueError(f"setitem: value of shape {list(value.shape)} cannot be broadcast to "
-                             f"the indexed shape {list(positions.shape)}")
-        self._inplace(lambda x: ops.IndexPut.apply(x, positions, value.to(self.dtype)), "setitem")
+        indexing.setitem(self, key, value)
 
     def _set_flat(self, i, value):
         B.put(self._data, Tensor._make(B.full((1,), i, int64))._data, B.full((), value, self.dtype))
@@ -1359,121 +1321,6 @@ def _replay(t, steps):
     return t
 
 
-def _check_index_tensor(index, op):
-    if not isinstance(index, Tensor):
-        raise TypeError(f"{op}: index must be a Tensor, got {type(index).__name__}")
-    if index.dtype not in (int64, int32):
-        raise TypeError(f"{op}: index must be an int64 or int32 tensor, got {index.dtype.name}")
-
-
-def _parse_index(shape, key):
-    """Split an index into its basic part (a strided region plus the view shape after
-    dropping int dims and inserting None dims) and its advanced part: a list of
-    (position in the view shape, int64 index tensor)."""
-    if not isinstance(key, tuple):
-        key = (key,)
-    items = []
-    for k in key:
-        if isinstance(k, list):
-            k = Tensor(k)
-            if k.dtype.is_floating_point:
-                raise IndexError("tensors used as indices must be long, int or bool tensors")
-        items.append(k)
-    consumed = sum(0 if (k is None or k is Ellipsis) else (k.ndim if isinstance(k, Tensor) and k.dtype is bool_ else 1)
-                   for k in items)
-    ellipses = [i for i, k in enumerate(items) if k is Ellipsis]
-    if len(ellipses) > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
-    if consumed > len(shape):
-        raise IndexError(f"too many indices for tensor of dimension {len(shape)} (shape {list(shape)})")
-    fill = [slice(None)] * (len(shape) - consumed)
-    if ellipses:
-        items[ellipses[0]:ellipses[0] + 1] = fill
-    else:
-        items += fill
-    starts, steps, counts, view, adv = [], [], [], [], []
-    d = 0
-    for k in items:
-        if d >= len(shape) and k is not None:
-            break
-        if k is None:
-            view.append(1)
-            continue
-        if isinstance(k, Tensor):
-            if k.dtype is bool_:
-                if tuple(k.shape) != tuple(shape[d:d + k.ndim]):
-                    raise IndexError(f"the shape of the mask {list(k.shape)} does not match the shape "
-                                     f"of the indexed tensor {list(shape)} at dim {d}")
-                for j, idx in enumerate(k.nonzero(as_tuple=True) if k.ndim else ()):
-                    starts.append(0), steps.append(1), counts.append(shape[d + j])
-                    view.append(shape[d + j])
-                    adv.append((len(view) - 1, idx))
-                if not k.ndim:  # x[True] / x[False]: a new dim of size 1 or 0
-                    view.append(1)
-                    adv.append((len(view) - 1, Tensor._make(B.full((1 if k.item() else 0,), 0, int64))))
-                d += k.ndim
-                continue
-            if k.dtype.is_floating_point:
-                raise IndexError(f"tensors used as indices must be long, int or bool tensors, got "
-                                 f"{k.dtype.name}")
-            starts.append(0), steps.append(1), counts.append(shape[d])
-            view.append(shape[d])
-            adv.append((len(view) - 1, k.long()))
-            d += 1
-            continue
-        n = shape[d]
-        if isinstance(k, slice):
-            start, stop, step = k.indices(n) if k.step is None or k.step > 0 else (0, 0, 0)
-            if k.step is not None and k.step <= 0:
-                raise ValueError(f"getitem: slice step must be positive, got {k.step}")
-            count = len(range(start, stop, step))
-            starts.append(start if count else 0), steps.append(step), counts.append(count)
-            view.append(count)
-            d += 1
-            continue
-        if isinstance(k, float) or isinstance(k, bool):
-            raise TypeError(f"getitem: invalid index of type {type(k).__name__}")
-        try:
-            i = operator.index(k)
-        except TypeError:
-            raise TypeError(f"getitem: invalid index of type {type(k).__name__}") from None
-        if not -n <= i < n:
-            raise IndexError(f"index {i} is out of bounds for dimension {d} with size {n}")
-        starts.append(i % n), steps.append(1), counts.append(1)
-        d += 1
-    return starts, steps, counts, view, adv
-
-
-def _advanced(x, adv):
-    """NumPy-style advanced indexing of ``x`` by int tensors at view positions."""
-    dims = [p for p, _ in adv]
-    idx = [t for _, t in adv]
-    bshape = B.broadcast_shapes(*(t.shape for t in idx))
-    if bshape is None:
-        raise IndexError(f"shape mismatch: indexing tensors could not be broadcast together with "
-                         f"shapes {[list(t.shape) for t in idx]}")
-    rest = [d for d in range(x.ndim) if d not in dims]
-    sizes = [x.shape[d] for d in dims]
-    lin = None
-    for t, n, stride in zip(idx, sizes, B.contiguous_strides(sizes)):
-        if t.numel() and ((t >= n).any() or (t < -n).any()):
-            bad = [v for v in t.reshape(-1).tolist() if not -n <= v < n][0]
-            raise IndexError(f"index {bad} is out of bounds for dimension with size {n}")
-        t = where(t < 0, t + n, t) * stride
-        lin = t if lin is None else lin + t
-    lin = lin.expand(bshape) if tuple(lin.shape) != bshape else lin
-    y = x.permute(dims + rest) if dims + rest != list(range(x.ndim)) else x
-    rest_shape = [x.shape[d] for d in rest]
-    flat = y.reshape(B.prod(sizes), *rest_shape)
-    out = flat.index_select(0, lin.reshape(-1)).reshape(*bshape, *rest_shape)
-    consecutive = dims == list(range(dims[0], dims[0] + len(dims)))
-    if consecutive and dims[0] > 0:
-        k = len(bshape)
-        order = list(range(k, k + dims[0])) + list(range(k)) + list(range(k + dims[0], out.ndim))
-        out = out.permute(order)
-    return out
-
-
 def where(condition, input, other):
     if not isinstance(condition, Tensor):
         raise TypeError(f"where: condition must be a bool Tensor, got {type(condition).__name__}")
@@ -1505,5 +1352,5 @@ def _format(values, dtype):
     return fmt(values)
 
 
-from . import autograd, functional, ops  # noqa: E402  (they build on Tensor)
+from . import autograd, functional, indexing, ops  # noqa: E402  (they build on Tensor)
 from . import random as _random  # noqa: E402
