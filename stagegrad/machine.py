@@ -125,7 +125,7 @@ def measure_peak_gflops(n=1024, repeats=10):
     by = max(found, key=found.get) if found else None
     return {"gflops": found.get(by), "by": by, "each": found,
             "method": f"best of {repeats} float32 {n}x{n} matmuls (2n^3 FLOPs) after a warm-up, "
-                      "with each library's default thread count"}
+                      "under the run's thread settings"}
 
 
 def measure_bandwidth_gbs(mib=64, repeats=10):

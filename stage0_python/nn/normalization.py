@@ -8,7 +8,22 @@ from ..dtypes import int64
 from .module import Module, Parameter, _empty
 
 
-class _BatchNorm(Module):
+class _Affine(Module):
+    """A norm layer's optional elementwise scale (initialised to ones) and shift (zeros)."""
+
+    def _affine(self, shape, affine, bias, dtype, device):
+        self.register_parameter("weight", Parameter(_empty(shape, dtype, device)) if affine else None)
+        self.register_parameter("bias", Parameter(_empty(shape, dtype, device))
+                                if affine and bias else None)
+
+    def reset_parameters(self):
+        if self.weight is not None:
+            init.ones_(self.weight)
+        if getattr(self, "bias", None) is not None:
+            init.zeros_(self.bias)
+
+
+class _BatchNorm(_Affine):
     """Per-channel normalisation over the batch. In training the batch statistics are
     used and the running ones updated (``momentum=None``: a cumulative average); in eval
     mode the running statistics are used."""
@@ -22,15 +37,7 @@ class _BatchNorm(Module):
         self.momentum = momentum
         self.affine = affine
         self.track_running_stats = track_running_stats
-        if affine:
-            self.weight = Parameter(_empty((num_features,), dtype, device))
-            if bias:
-                self.bias = Parameter(_empty((num_features,), dtype, device))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        self._affine((num_features,), affine, bias, dtype, device)
         if track_running_stats:
             self.register_buffer("running_mean", _empty((num_features,), dtype, device))
             self.register_buffer("running_var", _empty((num_features,), dtype, device))
@@ -49,10 +56,7 @@ class _BatchNorm(Module):
 
     def reset_parameters(self):
         self.reset_running_stats()
-        if self.weight is not None:
-            init.ones_(self.weight)
-        if self.bias is not None:
-            init.zeros_(self.bias)
+        super().reset_parameters()
 
     def forward(self, input):
         if input.ndim not in self._dims or input.shape[1] != self.num_features:
@@ -99,7 +103,7 @@ def _check_trailing(layer, input):
                          f"dimensions are {ns}, got shape {tuple(input.shape)}")
 
 
-class LayerNorm(Module):
+class LayerNorm(_Affine):
     """Normalise over the trailing ``normalized_shape`` dims; elementwise scale and shift."""
 
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None,
@@ -108,22 +112,8 @@ class LayerNorm(Module):
         self.normalized_shape = _shape_tuple(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(_empty(self.normalized_shape, dtype, device))
-            if bias:
-                self.bias = Parameter(_empty(self.normalized_shape, dtype, device))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        self._affine(self.normalized_shape, elementwise_affine, bias, dtype, device)
         self.reset_parameters()
-
-    def reset_parameters(self):
-        if self.weight is not None:
-            init.ones_(self.weight)
-        if self.bias is not None:
-            init.zeros_(self.bias)
 
     def forward(self, input):
         _check_trailing(self, input)
@@ -134,7 +124,7 @@ class LayerNorm(Module):
                 f"bias={self.bias is not None}")
 
 
-class GroupNorm(Module):
+class GroupNorm(_Affine):
     """Split the channels into ``num_groups`` groups and normalise each over its channels
     and spatial dims; per-channel scale and shift."""
 
@@ -148,22 +138,8 @@ class GroupNorm(Module):
         self.num_channels = num_channels
         self.eps = eps
         self.affine = affine
-        if affine:
-            self.weight = Parameter(_empty((num_channels,), dtype, device))
-            if bias:
-                self.bias = Parameter(_empty((num_channels,), dtype, device))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        self._affine((num_channels,), affine, bias, dtype, device)
         self.reset_parameters()
-
-    def reset_parameters(self):
-        if self.weight is not None:
-            init.ones_(self.weight)
-        if self.bias is not None:
-            init.zeros_(self.bias)
 
     def forward(self, input):
         if input.ndim < 2 or input.shape[1] != self.num_channels:
@@ -176,7 +152,7 @@ class GroupNorm(Module):
                 f"bias={self.bias is not None}")
 
 
-class RMSNorm(Module):
+class RMSNorm(_Affine):
     """Divide by the root mean square over the trailing dims; elementwise scale. ``eps``
     defaults to the machine epsilon of the input's dtype."""
 
@@ -190,10 +166,6 @@ class RMSNorm(Module):
         else:
             self.register_parameter("weight", None)
         self.reset_parameters()
-
-    def reset_parameters(self):
-        if self.weight is not None:
-            init.ones_(self.weight)
 
     def forward(self, input):
         _check_trailing(self, input)
