@@ -9,7 +9,7 @@ package: ``__path__`` lists stage 0's folder after this one, so ``stage1_strides
 import importlib.util
 import os as _os
 
-_DOC = __doc__
+_STAGE1_DOC = __doc__
 _PREVIOUS = importlib.util.find_spec("stage0_python").submodule_search_locations[0]
 __path__.append(_PREVIOUS)
 
@@ -19,6 +19,6 @@ __path__.append(_PREVIOUS)
 with open(_os.path.join(_PREVIOUS, "__init__.py"), encoding="utf-8") as _f:
     exec(compile(_f.read(), _f.name, "exec"))  # noqa: S102
 del _f
-__doc__ = _DOC  # the source run above set stage 0's
+__doc__ = _STAGE1_DOC  # the source run above set stage 0's
 
 LACKS = frozenset({"buffer_protocol"})  # views alias their base here; arrays are not exported

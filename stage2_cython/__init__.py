@@ -10,7 +10,7 @@ reach this stage's backend.
 import importlib.util
 import os
 
-_DOC = __doc__
+_STAGE2_DOC = __doc__
 _PREVIOUS = importlib.util.find_spec("stage1_strides").submodule_search_locations[0]
 __path__.append(_PREVIOUS)
 
@@ -20,6 +20,6 @@ __path__.append(_PREVIOUS)
 with open(os.path.join(_PREVIOUS, "__init__.py"), encoding="utf-8") as _init:
     exec(compile(_init.read(), _init.name, "exec"))  # noqa: S102
 del _init
-__doc__ = _DOC
+__doc__ = _STAGE2_DOC  # the sources run above set their own
 
 LACKS = frozenset()  # views alias their base; storages export the buffer protocol
