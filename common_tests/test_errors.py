@@ -220,3 +220,21 @@ def test_failed_op_leaves_graph_usable(sg):
         y + T(sg, data((4,), seed=13))
     y.sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), np.full((2, 3), 3.0, np.float32))
+
+
+@pytest.mark.parametrize("value,dtype", [(2**63, None), (-2**63 - 1, "int64"), (2**31, "int32"),
+                                         (-2**31 - 1, "int32")])
+def test_integer_input_that_does_not_fit_is_refused(sg, value, dtype):
+    """PyTorch refuses these too; a value the user wrote must never wrap silently."""
+    torch = need_torch()
+    with pytest.raises((ValueError, RuntimeError)):
+        torch.tensor([value], dtype=getattr(torch, dtype) if dtype else None)
+    with pytest.raises(ValueError, match="overflow"):
+        sg.tensor([value], dtype=getattr(sg, dtype) if dtype else None)
+    with pytest.raises(ValueError, match="overflow"):
+        sg.tensor([[1, value]], dtype=getattr(sg, dtype) if dtype else None)
+
+
+def test_integer_input_at_the_limits_is_kept(sg):
+    for dtype, lo, hi in ((sg.int32, -2**31, 2**31 - 1), (sg.int64, -2**63, 2**63 - 1)):
+        assert sg.tensor([lo, hi], dtype=dtype).tolist() == [lo, hi]

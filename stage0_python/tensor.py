@@ -111,6 +111,21 @@ def _to_dtype(dtype):
     raise TypeError(f"unknown dtype {dtype!r}")
 
 
+_INT_RANGE = {int32: (-2**31, 2**31 - 1), int64: (-2**63, 2**63 - 1)}
+
+
+def _check_fits(values, dtype):
+    """Input must fit the integer dtype it becomes: results of arithmetic wrap around (as
+    in C and PyTorch), but a value the user wrote never silently changes."""
+    bounds = _INT_RANGE.get(dtype)
+    if bounds is None or not values:
+        return
+    lo, hi = min(values), max(values)
+    if lo < bounds[0] or hi > bounds[1]:
+        bad = hi if hi > bounds[1] else lo
+        raise ValueError(f"tensor: value {bad} cannot be converted to {dtype.name} without overflow")
+
+
 def _buffer_from(data, dtype):
     dtype = _to_dtype(dtype)
     if isinstance(data, Tensor):
@@ -127,14 +142,18 @@ def _buffer_from(data, dtype):
             else:
                 raise TypeError(f"tensor: unsupported NumPy dtype {np_name}")
         vals = data.reshape(-1).tolist()
+        _check_fits(vals, dtype or src)
         return B.from_list(vals, tuple(data.shape), dtype or src)
     if dtype is not None and isinstance(data, list) and data and not isinstance(data[0], (list, tuple)):
         try:  # a flat list of numbers: no per-element checks (datasets build large ones)
+            _check_fits(data, dtype)
             return B.from_list(data, (len(data),), dtype)
         except TypeError:
             pass
     flat, shape = _nested(data)
-    return B.from_list(flat, shape, dtype or D.infer(flat))
+    dtype = dtype or D.infer(flat)
+    _check_fits(flat, dtype)
+    return B.from_list(flat, shape, dtype)
 
 
 class Tensor:
