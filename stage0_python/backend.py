@@ -490,17 +490,22 @@ def reduce(op, x, axes, keepdim, dtype=None):
     group are rejected by the frontend; ``sum``/``prod`` of one give 0/1."""
     out = dtype or (bool_ if op in ("any", "all") else x.dtype)
     vals, _, group = _group_last(x, axes)
-    if x.dtype is bool_ and op not in ("any", "all"):
+    res = reduce_groups(op, vals, group, x, axes)
+    return from_list(res, _reduced_shape(x.shape, axes, keepdim), out)
+
+
+def reduce_groups(op, vals, group, x, axes):
+    """``op`` over each run of ``group`` consecutive values (the reduced axes laid last).
+    Shared with later pure-Python stages, whose dtype objects are their own: by name."""
+    if x.dtype.name == "bool" and op not in ("any", "all"):
         vals = list(vals)
     f = REDUCE[op]
     n = len(vals)
     if group == 0:
-        res = [f(())] * prod(_reduced_shape(x.shape, axes, False))
-    elif group == n:
-        res = [f(vals)]
-    else:
-        res = [f(vals[i:i + group]) for i in range(0, n, group)]
-    return from_list(res, _reduced_shape(x.shape, axes, keepdim), out)
+        return [f(())] * prod(_reduced_shape(x.shape, axes, False))
+    if group == n:
+        return [f(vals)]
+    return [f(vals[i:i + group]) for i in range(0, n, group)]
 
 
 def _argmax(chunk):

@@ -384,16 +384,7 @@ def _group_last(x, axes):
 def reduce(op, x, axes, keepdim, dtype=None):
     out = dtype or (bool_ if op in ("any", "all") else x.dtype)
     vals, group = _group_last(x, axes)
-    if x.dtype is bool_ and op not in ("any", "all"):
-        vals = list(vals)
-    f = REDUCE[op]
-    n = len(vals)
-    if group == 0:
-        res = [f(())] * prod(_reduced_shape(x.shape, axes, False))
-    elif group == n:
-        res = [f(vals)]
-    else:
-        res = [f(vals[i:i + group]) for i in range(0, n, group)]
+    res = _s0.reduce_groups(op, vals, group, x, axes)
     return _new(out, _reduced_shape(x.shape, axes, keepdim), res)
 
 
