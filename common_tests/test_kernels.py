@@ -344,14 +344,23 @@ def test_unfold_and_fold_are_im2col_and_its_adjoint(sg, k, d, p, s):
 
 # ---------------------------------------------------------------- indexing
 
-def test_gather_and_scatter_add_take_negative_indices(sg):
+def test_gather_and_scatter_add_refuse_negative_indices_as_pytorch(sg):
+    """Advanced indexing counts negative indices from the end; gather and scatter_add,
+    like PyTorch's, take indices in [0, size) only and leave every tensor as it was."""
     a = data((3, 4), seed=15)
-    idx = np.array([[-1, 0], [3, -4], [2, 2]])
-    same(T(sg, a).gather(1, T(sg, idx)), np.take_along_axis(a, idx % 4, axis=1))
+    x = T(sg, a)
+    idx = np.array([[-1, 0], [3, 0], [2, 2]])
+    with pytest.raises(IndexError, match="-1"):
+        x.gather(1, T(sg, idx))
+    with pytest.raises(IndexError, match="-1"):
+        x.scatter_add(1, T(sg, idx), T(sg, data((3, 2), seed=16)))
+    same(x, a)
+    good = idx % 4
+    same(x.gather(1, T(sg, good)), np.take_along_axis(a, good, axis=1))
     src = data((3, 2), seed=16)
-    out = T(sg, np.zeros((3, 4), np.float32)).scatter_add(1, T(sg, idx), T(sg, src))
+    out = T(sg, np.zeros((3, 4), np.float32)).scatter_add(1, T(sg, good), T(sg, src))
     ref = np.zeros((3, 4), np.float32)
-    np.add.at(ref, (np.arange(3)[:, None], idx % 4), src)
+    np.add.at(ref, (np.arange(3)[:, None], good), src)
     close(out, ref)
 
 

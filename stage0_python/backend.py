@@ -28,6 +28,7 @@ from array import array
 
 from .dtypes import bool_, float64, int32, int64
 from .memory import track as _track
+from .shapes import check as _check_shape
 
 FUSED = frozenset()
 INF = math.inf
@@ -549,6 +550,7 @@ def _pack_same(x, vals):
 
 def expand(x, shape):
     """Broadcast ``x`` to ``shape`` (materialised: stage 0 has no views)."""
+    _check_shape(shape, "expand", x.dtype)
     pad = len(shape) - len(x.shape)
     src_strides = contiguous_strides(x.shape)
     strides = [0] * pad + [0 if n == 1 else s for n, s in zip(x.shape, src_strides)]
@@ -597,6 +599,7 @@ def windows_layout(shape, strides, dim, size, step):
 
 
 def _strided_copy(x, shape, strides, start):
+    _check_shape(shape, "view copy", x.dtype)
     src = x.data
     return Buffer(_pack_same(x, [src[i] for i in strided_indices(shape, strides, start)]), shape, x.dtype)
 
@@ -680,9 +683,9 @@ def _axis_positions(shape, axis, index):
     n = shape[axis]
     out = []
     for b, i in zip(base, index.data):
-        if not -n <= i < n:
+        if not 0 <= i < n:  # negative indices are refused, as PyTorch refuses them here
             raise IndexError(f"index {i} is out of bounds for dimension {axis} with size {n}")
-        out.append(b + (i % n) * st)
+        out.append(b + i * st)
     return out
 
 

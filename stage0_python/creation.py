@@ -1,8 +1,11 @@
 """Tensor creation: constants, ranges and random draws (``random.py`` documents the
 generator every stage reproduces)."""
+import math
+
 from . import backend as B
 from . import dtypes as D
 from . import random as R
+from . import shapes
 from .dtypes import int64
 from .tensor import Tensor, _shape_arg, _to_dtype
 
@@ -19,11 +22,9 @@ def _float_dtype(dtype, op):
     return dtype
 
 
-def _sizes(size, op):
-    shape = _shape_arg(size, op)
-    if any(s < 0 for s in shape):
-        raise ValueError(f"{op}: negative dimension in size {list(shape)}")
-    return shape
+def _sizes(size, op, dtype):
+    """The shape ``size`` names, checked for a tensor of ``dtype`` (shapes.check)."""
+    return shapes.check(_shape_arg(size, op), op, dtype)
 
 
 def tensor(data, dtype=None, requires_grad=False, device=None):
@@ -45,35 +46,39 @@ def from_numpy(array):
 
 
 def full(size, fill_value, dtype=None, requires_grad=False):
-    if dtype is None:
-        dtype = D.result_type(fill_value)
-    return _finish(B.full(_sizes((size,), "full"), fill_value, _to_dtype(dtype)), requires_grad)
+    dtype = _to_dtype(dtype) or D.result_type(fill_value)
+    return _finish(B.full(_sizes((size,), "full", dtype), fill_value, dtype), requires_grad)
 
 
 def zeros(*size, dtype=None, requires_grad=False):
-    return _finish(B.full(_sizes(size, "zeros"), 0, _to_dtype(dtype) or D.get_default_dtype()),
-                   requires_grad)
+    dtype = _to_dtype(dtype) or D.get_default_dtype()
+    return _finish(B.full(_sizes(size, "zeros", dtype), 0, dtype), requires_grad)
 
 
 def ones(*size, dtype=None, requires_grad=False):
-    return _finish(B.full(_sizes(size, "ones"), 1, _to_dtype(dtype) or D.get_default_dtype()),
-                   requires_grad)
+    dtype = _to_dtype(dtype) or D.get_default_dtype()
+    return _finish(B.full(_sizes(size, "ones", dtype), 1, dtype), requires_grad)
 
 
 def empty(*size, dtype=None, requires_grad=False):
     """Zero-filled: unlike C, Python cannot hand out uninitialised memory."""
-    return zeros(*size, dtype=dtype, requires_grad=requires_grad)
+    dtype = _to_dtype(dtype) or D.get_default_dtype()
+    return _finish(B.full(_sizes(size, "empty", dtype), 0, dtype), requires_grad)
 
 
 def arange(start, end=None, step=1, dtype=None, requires_grad=False):
     if end is None:
         start, end = 0, start
+    if not all(math.isfinite(v) for v in (start, end, step)):
+        raise ValueError(f"arange: unsupported range {start} -> {end} by {step}: bounds and step "
+                         f"must be finite")
     if step == 0:
         raise ValueError("arange: step must be nonzero")
     if (end - start) * step < 0:
         raise ValueError(f"arange: upper bound and larger bound inconsistent with step sign "
                          f"(start={start}, end={end}, step={step})")
     dtype = _to_dtype(dtype) or D.result_type(start, end, step)
+    shapes.check((max(0, math.ceil((end - start) / step)),), "arange", dtype)
     return _finish(B.arange(start, end, step, dtype), requires_grad)
 
 
@@ -81,6 +86,7 @@ def linspace(start, end, steps, dtype=None, requires_grad=False):
     if steps < 0:
         raise ValueError(f"linspace: number of steps must be non-negative, got {steps}")
     dtype = _to_dtype(dtype) or D.get_default_dtype()
+    shapes.check((steps,), "linspace", dtype)
     if steps == 1:
         vals = [start]
     else:
@@ -93,26 +99,28 @@ def linspace(start, end, steps, dtype=None, requires_grad=False):
 
 def eye(n, m=None, dtype=None, requires_grad=False):
     m = n if m is None else m
+    dtype = _to_dtype(dtype) or D.get_default_dtype()
+    shapes.check((n, m), "eye", dtype)
     vals = [1 if i == j else 0 for i in range(n) for j in range(m)]
-    return _finish(B.from_list(vals, (n, m), _to_dtype(dtype) or D.get_default_dtype()), requires_grad)
+    return _finish(B.from_list(vals, (n, m), dtype), requires_grad)
 
 
 def rand(*size, dtype=None, generator=None, requires_grad=False):
     dtype = _float_dtype(dtype, "rand")
     gen = generator or R.default_generator
-    return _finish(B.uniform(_sizes(size, "rand"), 0.0, 1.0, dtype, gen), requires_grad)
+    return _finish(B.uniform(_sizes(size, "rand", dtype), 0.0, 1.0, dtype, gen), requires_grad)
 
 
 def randn(*size, dtype=None, generator=None, requires_grad=False):
     dtype = _float_dtype(dtype, "randn")
     gen = generator or R.default_generator
-    return _finish(B.normal(_sizes(size, "randn"), 0.0, 1.0, dtype, gen), requires_grad)
+    return _finish(B.normal(_sizes(size, "randn", dtype), 0.0, 1.0, dtype, gen), requires_grad)
 
 
 def normal(mean, std, size, dtype=None, generator=None):
     dtype = _float_dtype(dtype, "normal")
     gen = generator or R.default_generator
-    return Tensor._make(B.normal(_sizes((size,), "normal"), mean, std, dtype, gen))
+    return Tensor._make(B.normal(_sizes((size,), "normal", dtype), mean, std, dtype, gen))
 
 
 def randint(low, high=None, size=None, dtype=None, generator=None):
@@ -124,12 +132,15 @@ def randint(low, high=None, size=None, dtype=None, generator=None):
     if low >= high:
         raise ValueError(f"randint: expected low < high, got low={low}, high={high}")
     gen = generator or R.default_generator
-    return Tensor._make(B.randint(_sizes((size,), "randint"), low, high, _to_dtype(dtype) or int64, gen))
+    dtype = _to_dtype(dtype) or int64
+    return Tensor._make(B.randint(_sizes((size,), "randint", dtype), low, high, dtype, gen))
 
 
 def randperm(n, dtype=None, generator=None):
     gen = generator or R.default_generator
-    return Tensor._make(B.from_list(gen.randperm(n), (n,), _to_dtype(dtype) or int64))
+    dtype = _to_dtype(dtype) or int64
+    (n,) = shapes.check((n,), "randperm", dtype)
+    return Tensor._make(B.from_list(gen.randperm(n), (n,), dtype))
 
 
 def _like(fn):
@@ -181,6 +192,9 @@ def cat(tensors, dim=0):
                              f"{[list(x.shape) for x in tensors]}")
     if len(tensors) == 1:
         return first.clone()
+    shape = list(first.shape)
+    shape[d] = sum(t.shape[d] for t in tensors)
+    shapes.check(shape, "cat", dtype)
     return ops.Cat.apply(d, *(t.to(dtype) for t in tensors))
 
 

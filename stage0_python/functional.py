@@ -7,6 +7,7 @@ intermediate alive, and the hand-written backward is one line. A backend that li
 import math
 
 from . import backend as B
+from . import shapes
 from .autograd import Function
 from .dtypes import int32, int64
 from .tensor import Tensor, where
@@ -125,8 +126,19 @@ def softplus(input, beta=1.0, threshold=20.0):
 def one_hot(tensor, num_classes=-1):
     if tensor.dtype not in (int64, int32):
         raise TypeError(f"one_hot: expected an integer tensor, got {tensor.dtype.name}")
-    if num_classes < 0:
-        num_classes = int(tensor.max().item()) + 1
+    if num_classes < -1:
+        raise ValueError(f"one_hot: num_classes must be -1 (inferred) or non-negative, got {num_classes}")
+    if tensor.numel():
+        lo, hi = tensor.min().item(), tensor.max().item()
+        if lo < 0:
+            raise ValueError(f"one_hot: class values must be non-negative, got {lo}")
+        if num_classes == -1:
+            num_classes = hi + 1
+        elif hi >= num_classes:
+            raise ValueError(f"one_hot: class value {hi} is out of range for num_classes={num_classes}")
+    elif num_classes == -1:
+        raise ValueError("one_hot: cannot infer the number of classes from an empty tensor")
+    shapes.check((*tensor.shape, num_classes), "one_hot", int64)
     classes = Tensor._make(B.arange(0, num_classes, 1, int64))
     return (tensor.unsqueeze(-1) == classes).long()
 
@@ -153,15 +165,19 @@ def _check_class_target(input, target, op):
 
 
 def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
-    _float_input(input, "nll_loss")
-    _check_class_target(input, target, "nll_loss")
+    return _nll_loss(input, target, weight, ignore_index, reduction, "nll_loss")
+
+
+def _nll_loss(input, target, weight, ignore_index, reduction, op):
+    _float_input(input, op)
+    _check_class_target(input, target, op)
     C = input.shape[1] if input.ndim > 1 else input.shape[0]
     if weight is not None and tuple(weight.shape) != (C,):
-        raise ValueError(f"nll_loss: weight must have shape [{C}], got {list(weight.shape)}")
+        raise ValueError(f"{op}: weight must have shape [{C}], got {list(weight.shape)}")
     keep = target != ignore_index
     bad = keep & ((target < 0) | (target >= C))
     if bad.any():
-        raise IndexError(f"nll_loss: target {target[bad].reshape(-1)[0].item()} is out of bounds "
+        raise IndexError(f"{op}: target {target[bad].reshape(-1)[0].item()} is out of bounds "
                          f"for {C} classes")
     safe = where(keep, target, 0).long()
     logp = input if input.ndim > 1 else input.unsqueeze(0)
@@ -173,7 +189,7 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
         loss, w = loss.squeeze(0), w.squeeze(0)
     if reduction == "mean":
         return loss.sum() / w.sum()
-    return _reduce(loss, reduction, "nll_loss")
+    return _reduce(loss, reduction, op)
 
 
 def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean",
@@ -197,7 +213,7 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
         if reduction == "mean":
             return loss.sum() / (input.shape[0] if input.ndim > 1 else 1)
         return _reduce(loss, reduction, "cross_entropy")
-    nll = nll_loss(logp, target, weight, ignore_index, reduction)
+    nll = _nll_loss(logp, target, weight, ignore_index, reduction, "cross_entropy")
     if not label_smoothing:
         return nll
     keep = target != ignore_index

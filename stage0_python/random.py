@@ -16,6 +16,7 @@ Derived draws, in the order elements are laid out (row-major):
 - ``randperm(n)``: Fisher-Yates from the last position down, ``j = randint(0, i + 1)``.
 """
 import math
+import threading
 
 MULT = 6364136223846793005
 INC = 1442695040888963407  # odd: the stream selector
@@ -23,19 +24,33 @@ MASK64 = (1 << 64) - 1
 
 
 class Generator:
-    """A PCG32 stream. ``manual_seed`` makes every later draw reproducible."""
+    """A PCG32 stream. ``manual_seed`` makes every later draw reproducible.
+
+    Safe to share between threads, as PyTorch's default generator is: every draw holds
+    ``_lock`` (reentrant) from reading the state to writing it back, so two threads never
+    draw the same numbers. Compiled stages draw under the same lock. A generator per
+    thread avoids the contention."""
 
     def __init__(self, seed=0x853C49E6748FEA9B):
+        self._lock = threading.RLock()
         self.manual_seed(seed)
 
+    def __getstate__(self):  # a lock cannot be pickled or copied: a copy gets its own
+        return {k: v for k, v in self.__dict__.items() if k != "_lock"}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._lock = threading.RLock()
+
     def manual_seed(self, seed):
-        if not isinstance(seed, int):
+        if not isinstance(seed, int) or isinstance(seed, bool):
             raise TypeError(f"manual_seed expects an int, got {type(seed).__name__}")
-        self._state = 0
-        self._next()
-        self._state = (self._state + seed) & MASK64
-        self._next()
-        self._seed = seed
+        with self._lock:
+            self._state = 0
+            self._next()
+            self._state = (self._state + seed) & MASK64
+            self._next()
+            self._seed = seed
         return self
 
     def initial_seed(self):
@@ -45,7 +60,8 @@ class Generator:
         return self._state
 
     def set_state(self, state):
-        self._state = int(state) & MASK64
+        with self._lock:
+            self._state = int(state) & MASK64
 
     def _next(self):
         old = self._state
@@ -56,15 +72,16 @@ class Generator:
 
     def words(self, n):
         """``n`` raw 32-bit outputs (the inner loop is inlined: it dominates init time)."""
-        state = self._state
-        out = [0] * n
-        for i in range(n):
-            old = state
-            state = (old * MULT + INC) & MASK64
-            x = (((old >> 18) ^ old) >> 27) & 0xFFFFFFFF
-            rot = old >> 59
-            out[i] = ((x >> rot) | (x << ((-rot) & 31))) & 0xFFFFFFFF
-        self._state = state
+        with self._lock:
+            state = self._state
+            out = [0] * n
+            for i in range(n):
+                old = state
+                state = (old * MULT + INC) & MASK64
+                x = (((old >> 18) ^ old) >> 27) & 0xFFFFFFFF
+                rot = old >> 59
+                out[i] = ((x >> rot) | (x << ((-rot) & 31))) & 0xFFFFFFFF
+            self._state = state
         return out
 
     def uniform(self, n, double=False):
@@ -93,20 +110,22 @@ class Generator:
         limit = 1 << (64 if wide else 32)
         threshold = (limit - span) % span
         out = []
-        while len(out) < n:
-            if wide:
-                r = (self._next() << 32) | self._next()
-            else:
-                r = self._next()
-            if r >= threshold:
-                out.append(low + r % span)
+        with self._lock:
+            while len(out) < n:
+                if wide:
+                    r = (self._next() << 32) | self._next()
+                else:
+                    r = self._next()
+                if r >= threshold:
+                    out.append(low + r % span)
         return out
 
     def randperm(self, n):
         perm = list(range(n))
-        for i in range(n - 1, 0, -1):
-            j = self.randint(0, i + 1, 1)[0]
-            perm[i], perm[j] = perm[j], perm[i]
+        with self._lock:
+            for i in range(n - 1, 0, -1):
+                j = self.randint(0, i + 1, 1)[0]
+                perm[i], perm[j] = perm[j], perm[i]
         return perm
 
 

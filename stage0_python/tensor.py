@@ -11,6 +11,7 @@ from collections import namedtuple
 
 from . import backend as B
 from . import dtypes as D
+from . import shapes
 from .dtypes import bool_, float32, float64, int32, int64
 
 ValuesIndices = namedtuple("ValuesIndices", ["values", "indices"])
@@ -311,12 +312,24 @@ class Tensor:
         return self._data.tolist()
 
     def numpy(self):
+        """The tensor as a NumPy array: sharing its memory where the stage exports it (the
+        buffer protocol), as PyTorch's does, and a copy on the stages that cannot."""
         if self.requires_grad:
             raise RuntimeError("numpy: can't call numpy() on a tensor that requires grad; "
                                "use tensor.detach().numpy()")
         import numpy as np  # interop only
-        name = "bool" if self.dtype is bool_ else self.dtype.name
-        return np.array(self._data.values(), dtype=name).reshape(self.shape)
+        try:
+            return np.asarray(memoryview(self._data))
+        except TypeError:  # no buffer protocol on this stage
+            name = "bool" if self.dtype is bool_ else self.dtype.name
+            return np.array(self._data.values(), dtype=name).reshape(self.shape)
+
+    def __array__(self, dtype=None, copy=None):
+        """``np.asarray(t)``: a numeric array (``numpy()``), converted to ``dtype`` if asked."""
+        a = self.numpy()
+        if dtype is not None:
+            a = a.astype(dtype, copy=False)
+        return a.copy() if copy else a
 
     def __float__(self):
         return float(self.item())
@@ -449,14 +462,18 @@ class Tensor:
     def _scalar(self, value, dtype):
         return Tensor._make(B.full((), value, dtype))
 
+    def _new(self, shape, value, dtype, op):
+        dtype = _to_dtype(dtype) or self.dtype
+        return Tensor._make(B.full(shapes.check(_shape_arg(shape, op), op, dtype), value, dtype))
+
     def new_zeros(self, *shape, dtype=None):
-        return Tensor._make(B.full(_shape_arg(shape, "new_zeros"), 0, dtype or self.dtype))
+        return self._new(shape, 0, dtype, "new_zeros")
 
     def new_ones(self, *shape, dtype=None):
-        return Tensor._make(B.full(_shape_arg(shape, "new_ones"), 1, dtype or self.dtype))
+        return self._new(shape, 1, dtype, "new_ones")
 
     def new_full(self, shape, value, dtype=None):
-        return Tensor._make(B.full(_shape_arg((shape,), "new_full"), value, dtype or self.dtype))
+        return self._new((shape,), value, dtype, "new_full")
 
     def new_tensor(self, data, dtype=None):
         return Tensor(data, dtype=dtype or self.dtype)
@@ -473,11 +490,12 @@ class Tensor:
             dtype = D.get_default_dtype()
         if dtype is bool_ and op in ("sub", "div", "pow", "floordiv", "remainder"):
             raise TypeError(f"{op}: not supported for two bool tensors (use logical ops)")
+        sa = a._data.shape if isinstance(a, Tensor) else ()
+        sb = b._data.shape if isinstance(b, Tensor) else ()
+        if sa != sb and sa and sb:  # otherwise the result has the shape of an operand
+            shapes.broadcast(op, sa, sb, dtype=dtype)
         ta = a.to(dtype) if isinstance(a, Tensor) else self._scalar(a, dtype)
         tb = b.to(dtype) if isinstance(b, Tensor) else self._scalar(b, dtype)
-        if B.broadcast_shapes(ta.shape, tb.shape) is None:
-            raise ValueError(f"{op}: shapes {list(ta.shape)} and {list(tb.shape)} cannot be "
-                             f"broadcast together (dtypes {ta.dtype.name}, {tb.dtype.name})")
         if op == "pow" and not dtype.is_floating_point and (tb < 0).any():
             raise ValueError("pow: integers to negative integer powers are not allowed")
         if fn is None:  # not differentiable
@@ -728,7 +746,17 @@ class Tensor:
         return functional.log_softmax(self, dim)
 
     def masked_fill(self, mask, value):
-        return where(mask, value, self)
+        if not isinstance(mask, Tensor) or mask.dtype is not bool_:
+            raise TypeError(f"masked_fill: mask must be a bool tensor, got "
+                            f"{getattr(mask, 'dtype', type(mask).__name__)}")
+        if isinstance(value, Tensor) and value.ndim:
+            raise ValueError(f"masked_fill: value must be a number or a 0-dim tensor, got shape "
+                             f"{list(value.shape)}")
+        if shapes.broadcast("masked_fill", self.shape, mask.shape) != tuple(self.shape):
+            raise ValueError(f"masked_fill: mask of shape {list(mask.shape)} cannot be broadcast to "
+                             f"the input's shape {list(self.shape)}")
+        value = value.to(self.dtype) if isinstance(value, Tensor) else self._scalar(value, self.dtype)
+        return _where(mask, value, self, "masked_fill")
 
     def lerp(self, end, weight):
         # from the nearer end, as PyTorch does: exact at weight 0 and at weight 1
@@ -884,10 +912,12 @@ class Tensor:
         if b.ndim == 2 and a.ndim > 2:
             # fold the batch into rows: one large matmul instead of a broadcast weight
             return a.reshape(-1, a.shape[-1]).matmul(b).reshape(*a.shape[:-1], b.shape[-1])
-        batch = B.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-        if batch is None:
-            raise ValueError(f"matmul: batch dims of {list(a.shape)} and {list(b.shape)} cannot "
-                             f"be broadcast")
+        try:
+            batch = shapes.broadcast("matmul", a.shape[:-2], b.shape[:-2])
+        except ValueError:
+            raise ValueError(f"matmul: batch dims of {list(a.shape)} and {list(b.shape)} cannot be "
+                             f"broadcast (dtype {a.dtype.name})") from None
+        shapes.check((*batch, a.shape[-2], b.shape[-1]), "matmul", a.dtype)
         if tuple(a.shape[:-2]) != batch:
             a = a.expand(*batch, *a.shape[-2:])
         if tuple(b.shape[:-2]) != batch:
@@ -918,13 +948,15 @@ class Tensor:
         if shape.count(-1) > 1:
             raise ValueError(f"reshape: only one dimension can be inferred, got {list(shape)}")
         if -1 in shape:
-            known = B.prod(s for s in shape if s != -1)
+            known = shapes.numel(s for s in shape if s != -1)
             if known == 0 or n % known:
                 raise ValueError(f"reshape: shape {list(shape)} is invalid for input of size {n}")
             shape = tuple(n // known if s == -1 else s for s in shape)
-        if any(s < 0 for s in shape) or B.prod(shape) != n:
+        if any(s < 0 for s in shape) or shapes.numel(shape) != n:
             raise ValueError(f"reshape: shape {list(shape)} is invalid for input of size {n} "
                              f"(shape {list(self.shape)})")
+        if not n:  # the count matches trivially; the strides must still fit
+            shapes.check(shape, "reshape")
         if shape == tuple(self.shape):
             return self
         return ops.Reshape.apply(self, shape)
@@ -1009,11 +1041,13 @@ class Tensor:
                 if cur is None:
                     raise ValueError("expand: -1 is not allowed for a new leading dimension")
                 s = cur
+            elif s < 0:
+                raise ValueError(f"expand: negative size {s} in {list(sizes)} (shape {list(self.shape)})")
             elif cur is not None and cur != 1 and cur != s:
                 raise ValueError(f"expand: the size of dim {i - pad} ({cur}) must match the "
                                  f"expanded size {s} (shape {list(self.shape)} to {list(sizes)})")
             shape.append(s)
-        shape = tuple(shape)
+        shape = shapes.check(shape, "expand")
         if shape == tuple(self.shape):
             return self
         return ops.Expand.apply(self, shape)
@@ -1090,7 +1124,10 @@ class Tensor:
         sizes = _shape_arg(sizes, "repeat")
         if len(sizes) < self.ndim:
             raise ValueError(f"repeat: {len(sizes)} repeats for a {self.ndim}-d tensor")
+        if any(r < 0 for r in sizes):
+            raise ValueError(f"repeat: negative repeat count in {list(sizes)}")
         shape = (1,) * (len(sizes) - self.ndim) + tuple(self.shape)
+        shapes.check([r * n for r, n in zip(sizes, shape)], "repeat", self.dtype)
         # interleave a size-1 axis before each dim, broadcast it to the repeat count
         x = self.reshape([v for n in shape for v in (1, n)])
         x = x.expand([v for r, n in zip(sizes, shape) for v in (r, n)])
@@ -1104,21 +1141,41 @@ class Tensor:
             x = x.index_select(d, Tensor._make(B.arange(n - 1, -1, -1, int64)))
         return x
 
+    def _axis_index(self, op, dim, index, src=None):
+        """PyTorch's rules for gather and scatter: ``index`` has the input's number of dims
+        (a 0-d tensor counts as 1-d) and ``src``'s, is no larger than ``src`` anywhere and
+        no larger than the input apart from ``dim``; an empty index is never checked.
+        Returns the dim, normalised."""
+        d = self._dim(dim, op)
+        indexing.check_index_tensor(index, op)
+        operands = (("input", self), ("src", src)) if src is not None else (("input", self),)
+        ishape = tuple(index.shape) or (1,)
+        for name, t in operands:
+            if not isinstance(t, Tensor):
+                raise TypeError(f"{op}: {name} must be a Tensor, got {type(t).__name__}")
+            if not index.numel():
+                continue
+            tshape = tuple(t.shape) or (1,)
+            if len(tshape) != len(ishape):
+                raise ValueError(f"{op}: index of shape {list(index.shape)} must have as many dims as "
+                                 f"{name} of shape {list(t.shape)}")
+            for i, (a, b) in enumerate(zip(ishape, tshape)):
+                if a > b and (i != d or name == "src"):
+                    raise ValueError(f"{op}: index of shape {list(index.shape)} is larger than {name} "
+                                     f"of shape {list(t.shape)} at dim {i}")
+        return d
+
     def gather(self, dim, index):
-        d = self._dim(dim, "gather")
-        indexing.check_index_tensor(index, "gather")
-        if index.ndim != self.ndim:
-            raise ValueError(f"gather: index has {index.ndim} dims but input has {self.ndim} "
-                             f"(shapes {list(index.shape)} and {list(self.shape)})")
-        for i, (a, b) in enumerate(zip(index.shape, self.shape)):
-            if i != d and a > b:
-                raise ValueError(f"gather: index shape {list(index.shape)} exceeds input shape "
-                                 f"{list(self.shape)} at dim {i}")
+        d = self._axis_index("gather", dim, index)
+        if not index.ndim or not self.ndim or not index.numel():  # as a 1-d gather
+            return ops.Gather.apply(self.reshape(-1), 0, index.reshape(-1)).reshape(index.shape)
         return ops.Gather.apply(self, d, index)
 
     def scatter_add(self, dim, index, src):
-        d = self._dim(dim, "scatter_add")
-        indexing.check_index_tensor(index, "scatter_add")
+        d = self._axis_index("scatter_add", dim, index, src)
+        if not index.ndim or not self.ndim or not index.numel():  # as a 1-d scatter
+            x, index, src, d = self.reshape(-1), index.reshape(-1), src.reshape(-1), 0
+            return ops.ScatterAdd.apply(x, d, index, src.to(self.dtype)).reshape(self.shape)
         return ops.ScatterAdd.apply(self, d, index, src.to(self.dtype))
 
     def index_select(self, dim, index):
@@ -1341,16 +1398,18 @@ def _replay(t, steps):
 
 
 def where(condition, input, other):
+    return _where(condition, input, other, "where")
+
+
+def _where(condition, input, other, op):
     if not isinstance(condition, Tensor):
-        raise TypeError(f"where: condition must be a bool Tensor, got {type(condition).__name__}")
+        raise TypeError(f"{op}: condition must be a bool Tensor, got {type(condition).__name__}")
     if condition.dtype is not bool_:
         condition = condition.bool()
     dtype = D.result_type(*(v for v in (input, other)))
     a = input.to(dtype) if isinstance(input, Tensor) else Tensor._make(B.full((), input, dtype))
     b = other.to(dtype) if isinstance(other, Tensor) else Tensor._make(B.full((), other, dtype))
-    if B.broadcast_shapes(condition.shape, a.shape, b.shape) is None:
-        raise ValueError(f"where: shapes {list(condition.shape)}, {list(a.shape)} and "
-                         f"{list(b.shape)} cannot be broadcast together")
+    shapes.broadcast(op, condition.shape, a.shape, b.shape, dtype=dtype)
     return ops.Where.apply(condition, a, b)
 
 

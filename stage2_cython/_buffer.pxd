@@ -14,6 +14,7 @@ cdef class Buffer:
 
 
 cdef int code_of(object dtype) except -1
+cdef Py_ssize_t checked_numel(tuple shape) except -1
 cdef Buffer make_view(Storage storage, tuple shape, tuple strides, Py_ssize_t offset, object dtype,
                       int code)
 cdef Buffer new_buffer(tuple shape, object dtype, int code)

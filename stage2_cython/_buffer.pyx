@@ -14,8 +14,8 @@ from libc.string cimport memcpy
 
 from stage2_cython._iter cimport NdIter, iter_next, iter_prepare
 from stage2_cython._storage cimport Storage, new_storage
-from stage2_cython._types cimport (BOOL, FLOAT32, FLOAT64, INT32, INT64, MAXDIM, float32_t,
-                                   float64_t, itemsize_of, word_t)
+from stage2_cython._types cimport (BOOL, FLOAT32, FLOAT64, INT32, INT64, MAXDIM, PY_SSIZE_T_MAX,
+                                   float32_t, float64_t, itemsize_of, word_t)
 
 cdef dict _CODES = {"B": BOOL, "i": INT32, "q": INT64, "f": FLOAT32, "d": FLOAT64}
 cdef dict _BY_DTYPE = {}  # DType object -> code, filled on first sight
@@ -45,14 +45,60 @@ cdef void read_ints(tuple t, Py_ssize_t* out) noexcept:
         out[i] = <Py_ssize_t>t[i]
 
 
+cdef Py_ssize_t checked_numel(tuple shape) except -1:
+    """The element count of ``shape``. A negative size, or sizes other than 0 whose product
+    (and so some stride) does not fit a Py_ssize_t, raise ValueError: the frontend
+    refuses these first (shapes.check), and this keeps a wrapped count from ever
+    describing a tensor."""
+    cdef Py_ssize_t n = 1, span = 1, s
+    if len(shape) > MAXDIM:
+        raise ValueError(f"tensors have at most {MAXDIM} dims, got shape {list(shape)}")
+    for item in shape:
+        s = item
+        if s < 0:
+            raise ValueError(f"negative dimension {s} in shape {list(shape)}")
+        if s > 1:
+            if span > PY_SSIZE_T_MAX // s:
+                raise ValueError(f"shape {list(shape)} has more elements than an int64 can count")
+            span *= s
+        n *= s
+    return n
+
+
+cdef int _check_bounds(Storage storage, tuple shape, tuple strides, Py_ssize_t offset) except -1:
+    """ValueError unless every element of the (non-empty) view lies inside ``storage``."""
+    cdef Py_ssize_t lo = offset, hi = offset, i, n, st, reach
+    cdef bint inside = offset >= 0
+    for i in range(len(shape)):
+        n = <Py_ssize_t>shape[i] - 1
+        st = strides[i]
+        if not inside or n == 0 or st == 0:
+            continue
+        if st < -PY_SSIZE_T_MAX or n > PY_SSIZE_T_MAX // (st if st > 0 else -st):
+            inside = False  # the reach itself overflows
+            continue
+        reach = n * st
+        if reach > 0:
+            inside = hi <= PY_SSIZE_T_MAX - reach
+            hi += reach if inside else 0
+        else:
+            lo += reach  # no overflow: lo >= 0 and reach >= -PY_SSIZE_T_MAX
+            inside = lo >= 0
+    if not inside or hi >= storage.length:
+        raise ValueError(f"a view of shape {list(shape)}, strides {list(strides)} and offset {offset} "
+                         f"would reach outside its storage of {storage.length} elements")
+    return 0
+
+
 cdef Buffer make_view(Storage storage, tuple shape, tuple strides, Py_ssize_t offset, object dtype,
                       int code):
     cdef Buffer b = Buffer.__new__(Buffer)
-    cdef Py_ssize_t n = 1, i
-    if len(shape) > MAXDIM:
-        raise ValueError(f"tensors have at most {MAXDIM} dims, got shape {list(shape)}")
-    for i in range(len(shape)):
-        n *= <Py_ssize_t>shape[i]
+    cdef Py_ssize_t n = checked_numel(shape)
+    if len(strides) != len(shape):
+        raise ValueError(f"a view needs one stride per dim, got shape {list(shape)} and strides "
+                         f"{list(strides)}")
+    if n:
+        _check_bounds(storage, shape, strides, offset)
     b.storage = storage
     b.shape = shape
     b.strides = strides
@@ -66,10 +112,7 @@ cdef Buffer make_view(Storage storage, tuple shape, tuple strides, Py_ssize_t of
 
 cdef Buffer new_buffer(tuple shape, object dtype, int code):
     """A contiguous buffer whose contents are undefined (every kernel overwrites them)."""
-    cdef Py_ssize_t n = 1, i
-    for i in range(len(shape)):
-        n *= <Py_ssize_t>shape[i]
-    return make_view(new_storage(n, code), shape, c_strides(shape), 0, dtype, code)
+    return make_view(new_storage(checked_numel(shape), code), shape, c_strides(shape), 0, dtype, code)
 
 
 cdef int load_operand(Buffer b, int ndim, Py_ssize_t* shape, Py_ssize_t* st) except -1:
@@ -238,10 +281,7 @@ cpdef Buffer copy(Buffer x):
 # ---------------------------------------------------------------- shapes
 
 def prod(shape):
-    cdef Py_ssize_t n = 1
-    for s in shape:
-        n *= <Py_ssize_t>s
-    return n
+    return checked_numel(tuple(shape))
 
 
 def contiguous_strides(shape):

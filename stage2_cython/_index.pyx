@@ -1,9 +1,11 @@
 """Indexing kernels: ``take``/``put`` (flat positions in row-major order) and
 ``gather``/``scatter_add`` along an axis.
 
-Indices may be negative (counted from the end, as in Python); every index is checked
-before anything is written, so a bad one raises IndexError and leaves the destination
-as it was. Index tensors of int32 are widened to int64 first. Moving elements (take,
+Flat positions (``take``/``put``) may be negative (counted from the end, as in Python);
+``gather``/``scatter_add`` take indices in [0, size) only, as PyTorch does. Every index
+is checked before anything is written, so a bad one raises IndexError and leaves the
+destination as it was, and the shapes are checked here too (the frontend checks them
+first, with PyTorch's messages): a kernel never reads or writes outside its operands. Index tensors of int32 are widened to int64 first. Moving elements (take,
 gather, put without accumulation) is specialised by element size; adding (scatter_add,
 put with accumulation) by numeric type, with bool accumulation meaning "or".
 """
@@ -29,21 +31,22 @@ cdef Buffer _as_int64(Buffer index):
     return out
 
 
-cdef bint _check(int64_t* idx, NdIter* it, Py_ssize_t n, int64_t* bad) noexcept nogil:
-    """True when every index lies in [-n, n); else the first bad one goes to ``bad``."""
+cdef bint _check(int64_t* idx, NdIter* it, Py_ssize_t lo, Py_ssize_t n, int64_t* bad) noexcept nogil:
+    """True when every index lies in [lo, n); else the first bad one goes to ``bad``."""
     cdef Py_ssize_t r, i
     cdef int64_t v
     for r in range(it.rows):
         for i in range(it.inner):
             v = idx[it.off[0] + i * it.ist[0]]
-            if v < -n or v >= n:
+            if v < lo or v >= n:
                 bad[0] = v
                 return False
         iter_next(it)
     return True
 
 
-cdef int _validate(Buffer index, Py_ssize_t n, str what) except -1:
+cdef int _validate(Buffer index, Py_ssize_t n, str what, bint negative=True) except -1:
+    """IndexError unless every index lies in [-n, n) (``negative``) or [0, n)."""
     cdef NdIter it
     cdef int64_t bad = 0
     it.nops = 1
@@ -54,7 +57,7 @@ cdef int _validate(Buffer index, Py_ssize_t n, str what) except -1:
     cdef int64_t* p = <int64_t*>data_of(index)
     cdef bint ok
     with nogil:
-        ok = _check(p, &it, n, &bad)
+        ok = _check(p, &it, -n if negative else 0, n, &bad)
     if not ok:
         raise IndexError(f"index {bad} is out of bounds for {what} with size {n}")
     return 0
@@ -170,15 +173,12 @@ def put(Buffer dst, Buffer index, Buffer src, bint accumulate):
 
 # ---------------------------------------------------------------- gather, scatter_add
 
-cdef void _gather(word_t* out, word_t* x, int64_t* idx, NdIter* it, Py_ssize_t n,
-                  Py_ssize_t step) noexcept nogil:
+cdef void _gather(word_t* out, word_t* x, int64_t* idx, NdIter* it, Py_ssize_t step) noexcept nogil:
     cdef Py_ssize_t r, i
     cdef int64_t v
     for r in range(it.rows):
         for i in range(it.inner):
-            v = idx[it.off[1] + i * it.ist[1]]
-            if v < 0:
-                v += n
+            v = idx[it.off[1] + i * it.ist[1]]  # validated: 0 <= v < n
             out[it.off[0] + i * it.ist[0]] = x[it.off[2] + i * it.ist[2] + v * step]
         iter_next(it)
 
@@ -196,11 +196,26 @@ cdef void _axis_iter(NdIter* it, Buffer out, Buffer index, tuple other_strides, 
     iter_prepare(it, index.ndim)
 
 
+cdef int _check_along(str op, tuple shape, int axis, Buffer index, Buffer other) except -1:
+    """``index`` has the dims of a tensor of ``shape`` and fits it apart from ``axis``, and
+    fits ``other`` (the tensor read or written at the same coordinates) everywhere."""
+    cdef int d
+    if index.ndim != len(shape) or index.ndim != other.ndim or not 0 <= axis < index.ndim:
+        raise ValueError(f"{op}: index of shape {list(index.shape)} does not match shapes "
+                         f"{list(shape)} and {list(other.shape)} along dim {axis}")
+    for d in range(index.ndim):
+        if index.shape[d] > other.shape[d] or (d != axis and index.shape[d] > shape[d]):
+            raise ValueError(f"{op}: index of shape {list(index.shape)} is larger than shapes "
+                             f"{list(shape)} and {list(other.shape)} allow (dim {d}, axis {axis})")
+    return 0
+
+
 def gather(Buffer x, int axis, Buffer index):
     """``out[..., i, ...] = x[..., index[..., i, ...], ...]`` along ``axis``."""
     index = _as_int64(index)
+    _check_along("gather", x.shape, axis, index, index)
     cdef Py_ssize_t n = x.shape[axis]
-    _validate(index, n, f"dimension {axis}")
+    _validate(index, n, f"dimension {axis}", False)
     cdef Buffer out = new_buffer(index.shape, x.dtype, x.code)
     if out.numel == 0:
         return out
@@ -212,24 +227,21 @@ def gather(Buffer x, int axis, Buffer index):
     cdef Py_ssize_t size = itemsize_of(x.code), step = x.strides[axis]
     with nogil:
         if size == 1:
-            _gather(<uint8_t*>po, <uint8_t*>px, pi, &it, n, step)
+            _gather(<uint8_t*>po, <uint8_t*>px, pi, &it, step)
         elif size == 4:
-            _gather(<uint32_t*>po, <uint32_t*>px, pi, &it, n, step)
+            _gather(<uint32_t*>po, <uint32_t*>px, pi, &it, step)
         else:
-            _gather(<uint64_t*>po, <uint64_t*>px, pi, &it, n, step)
+            _gather(<uint64_t*>po, <uint64_t*>px, pi, &it, step)
     return out
 
 
-cdef void _scatter_add(any_t* out, any_t* src, int64_t* idx, NdIter* it, Py_ssize_t n,
-                       Py_ssize_t step) noexcept nogil:
+cdef void _scatter_add(any_t* out, any_t* src, int64_t* idx, NdIter* it, Py_ssize_t step) noexcept nogil:
     # operand 0 walks the source, 2 the output base: see scatter_add
     cdef Py_ssize_t r, i, p
     cdef int64_t v
     for r in range(it.rows):
         for i in range(it.inner):
-            v = idx[it.off[1] + i * it.ist[1]]
-            if v < 0:
-                v += n
+            v = idx[it.off[1] + i * it.ist[1]]  # validated: 0 <= v < n
             p = it.off[2] + i * it.ist[2] + v * step
             if any_t is bool_t:
                 out[p] = out[p] | src[it.off[0] + i * it.ist[0]]
@@ -242,8 +254,9 @@ def scatter_add(tuple shape, int axis, Buffer index, Buffer src):
     """A zero tensor of ``shape`` with ``src[..., i, ...]`` added at
     ``[..., index[..., i, ...], ...]`` along ``axis``; repeated indices add up."""
     index = _as_int64(index)
+    _check_along("scatter_add", shape, axis, index, src)
     cdef Py_ssize_t n = shape[axis]
-    _validate(index, n, f"dimension {axis}")
+    _validate(index, n, f"dimension {axis}", False)
     cdef Buffer out = new_buffer(shape, src.dtype, src.code)
     memset(data_of(out), 0, out.nbytes())
     if index.numel == 0:
@@ -257,13 +270,13 @@ def scatter_add(tuple shape, int axis, Buffer index, Buffer src):
     cdef int code = src.code
     with nogil:
         if code == BOOL:
-            _scatter_add(<bool_t*>po, <bool_t*>ps, pi, &it, n, step)
+            _scatter_add(<bool_t*>po, <bool_t*>ps, pi, &it, step)
         elif code == INT32:
-            _scatter_add(<int32_t*>po, <int32_t*>ps, pi, &it, n, step)
+            _scatter_add(<int32_t*>po, <int32_t*>ps, pi, &it, step)
         elif code == INT64:
-            _scatter_add(<int64_t*>po, <int64_t*>ps, pi, &it, n, step)
+            _scatter_add(<int64_t*>po, <int64_t*>ps, pi, &it, step)
         elif code == FLOAT32:
-            _scatter_add(<float32_t*>po, <float32_t*>ps, pi, &it, n, step)
+            _scatter_add(<float32_t*>po, <float32_t*>ps, pi, &it, step)
         else:
-            _scatter_add(<float64_t*>po, <float64_t*>ps, pi, &it, n, step)
+            _scatter_add(<float64_t*>po, <float64_t*>ps, pi, &it, step)
     return out

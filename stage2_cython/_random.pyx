@@ -1,8 +1,9 @@
 """Random fills: stage 0's PCG32 stream and its derived draws, reproduced bit for bit.
 
 The kernels read the generator's 64-bit state from the Python ``Generator`` object, draw
-words in C, and store the advanced state back, so a Generator used by any stage stays in
-one sequence: ``manual_seed(s)`` then the same calls give the same tensors on stage 0 and
+words in C, and store the advanced state back, all under the generator's lock (so two
+threads never draw the same numbers), so a Generator used by any stage stays in one
+sequence: ``manual_seed(s)`` then the same calls give the same tensors on stage 0 and
 here. The formulas are stage 0's (``stage0_python/random.py``), in the same float64
 operations, so the results round identically.
 """
@@ -95,14 +96,16 @@ def uniform(tuple shape, double low, double high, dtype, gen):
     cdef int code = code_of(dtype)
     cdef Buffer out = new_buffer(shape, dtype if code in (FLOAT32, FLOAT64) else None,
                                  code if code in (FLOAT32, FLOAT64) else FLOAT64)
-    cdef uint64_t state = gen._state
+    cdef uint64_t state
     cdef bint wide = code == FLOAT64
-    with nogil:
-        if out.code == FLOAT32:
-            _uniform(<float32_t*>data_of(out), out.numel, low, high, wide, &state)
-        else:
-            _uniform(<float64_t*>data_of(out), out.numel, low, high, wide, &state)
-    gen._state = state
+    with gen._lock:
+        state = gen._state
+        with nogil:
+            if out.code == FLOAT32:
+                _uniform(<float32_t*>data_of(out), out.numel, low, high, wide, &state)
+            else:
+                _uniform(<float64_t*>data_of(out), out.numel, low, high, wide, &state)
+        gen._state = state
     return _finish(out, dtype)
 
 
@@ -110,13 +113,15 @@ def normal(tuple shape, double mean, double std, dtype, gen):
     cdef int code = code_of(dtype)
     cdef Buffer out = new_buffer(shape, dtype if code in (FLOAT32, FLOAT64) else None,
                                  code if code in (FLOAT32, FLOAT64) else FLOAT64)
-    cdef uint64_t state = gen._state
-    with nogil:
-        if out.code == FLOAT32:
-            _normal(<float32_t*>data_of(out), out.numel, mean, std, &state)
-        else:
-            _normal(<float64_t*>data_of(out), out.numel, mean, std, &state)
-    gen._state = state
+    cdef uint64_t state
+    with gen._lock:
+        state = gen._state
+        with nogil:
+            if out.code == FLOAT32:
+                _normal(<float32_t*>data_of(out), out.numel, mean, std, &state)
+            else:
+                _normal(<float64_t*>data_of(out), out.numel, mean, std, &state)
+        gen._state = state
     return _finish(out, dtype)
 
 
@@ -125,10 +130,12 @@ def randint(tuple shape, low, high, dtype, gen):
     if low >= high:
         raise ValueError(f"randint: expected low < high, got low={low}, high={high}")
     cdef Buffer out = new_buffer(shape, dtype if code_of(dtype) == INT64 else None, INT64)
-    cdef uint64_t state = gen._state
+    cdef uint64_t state
     cdef uint64_t span = high - low
     cdef int64_t lo = low
-    with nogil:
-        _randint(<int64_t*>data_of(out), out.numel, lo, span, &state)
-    gen._state = state
+    with gen._lock:
+        state = gen._state
+        with nogil:
+            _randint(<int64_t*>data_of(out), out.numel, lo, span, &state)
+        gen._state = state
     return _finish(out, dtype)

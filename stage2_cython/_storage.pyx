@@ -23,7 +23,8 @@ from libc.string cimport memcpy
 cdef extern from "stdlib.h" nogil:
     int posix_memalign(void** memptr, size_t alignment, size_t size)
 
-from stage2_cython._types cimport BOOL, FLOAT32, FLOAT64, INT32, INT64, itemsize_of
+from stage2_cython._types cimport (BOOL, FLOAT32, FLOAT64, INT32, INT64, PY_SSIZE_T_MAX,
+                                   itemsize_of)
 
 cdef enum:
     ALIGN = 64
@@ -65,6 +66,9 @@ DEFAULT_LIMIT = 256 * 2**20
 
 cdef char* _take(Py_ssize_t nbytes, int* klass) except NULL:
     global _held, _hits, _misses, _in_use, _peak
+    if nbytes > class_size(NCLASSES - 1):  # past the largest class: no slot in the table
+        raise MemoryError(f"cannot allocate {nbytes} bytes for a tensor (at most "
+                          f"{class_size(NCLASSES - 1)} bytes can be asked for)")
     cdef int k = class_of(nbytes)
     cdef void* p = _heads[k]
     if p != NULL:
@@ -188,6 +192,8 @@ cdef class Storage:
 
 
 cdef Storage new_storage(Py_ssize_t n, int code):
+    if n < 0 or n > PY_SSIZE_T_MAX // itemsize_of(code):
+        raise MemoryError(f"cannot allocate a tensor of {n} elements of {itemsize_of(code)} bytes")
     cdef Storage s = Storage.__new__(Storage)
     s.nbytes = n * itemsize_of(code)
     s.ptr = _take(s.nbytes, &s.klass)

@@ -18,6 +18,9 @@ cdef enum DTypeCode:
 cdef enum:
     MAXDIM = 64  # the most dims a tensor may have (NumPy's limit too)
 
+cdef extern from "Python.h":
+    const Py_ssize_t PY_SSIZE_T_MAX  # the largest element count, offset or stride
+
 ctypedef fused any_t:
     bool_t
     int32_t

@@ -11,6 +11,7 @@ import numbers
 
 from .. import backend as B
 from .. import functional as _core
+from .. import shapes
 from .. import random as _random
 from ..autograd import Function, no_grad
 from ..creation import cat
@@ -117,6 +118,28 @@ def _out_size(size, k, d, p, s):
     return (size + 2 * p - d * (k - 1) - 1) // s + 1
 
 
+def _check_geometry(name, kernel, dilation, padding, stride):
+    """PyTorch's rules for a sliding window: kernel, dilation and stride positive, padding
+    non-negative (each a tuple with one entry per spatial dim)."""
+    for what, values, least in (("kernel size", kernel, 1), ("dilation", dilation, 1),
+                                ("stride", stride, 1), ("padding", padding, 0)):
+        if min(values) < least:
+            rule = "positive" if least else "non-negative"
+            raise ValueError(f"{name}: {what} must be {rule}, got {tuple(values)}")
+
+
+def _im2col_shape(name, x, kernel, dilation, padding, stride):
+    """The (N, C * K, L) shape ``_Unfold`` produces from ``x``, checked before anything is
+    allocated: a window that does not fit, or columns that cannot exist, raise here."""
+    _check_geometry(name, kernel, dilation, padding, stride)
+    out = [_out_size(n, *g) for n, g in zip(x.shape[2:], zip(kernel, dilation, padding, stride))]
+    if min(out) < 1:
+        raise ValueError(f"{name}: kernel {tuple(kernel)} with dilation {tuple(dilation)} does not fit "
+                         f"input of shape {tuple(x.shape)} padded by {tuple(padding)}")
+    cols = (x.shape[0], x.shape[1] * math.prod(kernel), math.prod(out))
+    return shapes.check(cols, name, x.dtype), out
+
+
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     """im2col of a (N, C, H, W) or (C, H, W) input: (N, C * kh * kw, L)."""
     if input.ndim not in (3, 4):
@@ -124,9 +147,7 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     x = input if input.ndim == 4 else input.unsqueeze(0)
     geom = [_ntuple(v, 2, "unfold", w) for v, w in
             ((kernel_size, "kernel_size"), (dilation, "dilation"), (padding, "padding"), (stride, "stride"))]
-    if any(_out_size(n, *g) < 1 for n, g in zip(x.shape[2:], zip(*geom))):
-        raise ValueError(f"unfold: kernel {geom[0]} with dilation {geom[1]} does not fit input of "
-                         f"shape {tuple(input.shape)} padded by {geom[2]}")
+    _im2col_shape("unfold", x, *geom)
     out = _Unfold.apply(x, *geom)
     return out if input.ndim == 4 else out.squeeze(0)
 
@@ -139,6 +160,8 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     size = _ntuple(output_size, 2, "fold", "output_size")
     k, d, p, s = (_ntuple(v, 2, "fold", w) for v, w in ((kernel_size, "kernel_size"), (dilation, "dilation"),
                                                          (padding, "padding"), (stride, "stride")))
+    _check_geometry("fold", k, d, p, s)
+    shapes.check((x.shape[0], x.shape[1] // (k[0] * k[1]), *size), "fold", x.dtype)
     blocks = _out_size(size[0], k[0], d[0], p[0], s[0]) * _out_size(size[1], k[1], d[1], p[1], s[1])
     if x.shape[1] % (k[0] * k[1]) or x.shape[2] != blocks:
         raise ValueError(f"fold: input of shape {tuple(input.shape)} does not fit output_size {size} "
@@ -199,6 +222,15 @@ def pad(input, pad, mode="constant", value=None):
         raise ValueError(f"pad: unknown mode {mode!r}")
     if mode != "constant" and value not in (None, 0):
         raise ValueError(f"pad: a padding value is only valid with mode 'constant', got mode {mode!r}")
+    out = list(input.shape)
+    for i in range(len(pad) // 2):
+        lo, hi = pad[2 * i], pad[2 * i + 1]
+        n = out[-1 - i]
+        if n + min(lo, 0) + min(hi, 0) < 0:
+            raise ValueError(f"pad: padding ({lo}, {hi}) would cut more than the {n} elements of "
+                             f"dimension {input.ndim - 1 - i} (input shape {list(input.shape)})")
+        out[-1 - i] = n + lo + hi
+    shapes.check(out, "pad", input.dtype)
     x = input
     for i in range(len(pad) // 2):
         lo, hi = pad[2 * i], pad[2 * i + 1]
@@ -235,6 +267,7 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, nd, name):
     dilation = _ntuple(dilation, nd, name, "dilation")
     N, C, *size = x.shape
     O, Cg, *kernel = weight.shape
+    _check_geometry(name, kernel, dilation, (0,) * nd, stride)
     if groups < 1 or O % groups:
         raise ValueError(f"{name}: groups={groups} must be positive and divide the "
                          f"{O} output channels of weight {tuple(weight.shape)}")
@@ -259,10 +292,8 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, nd, name):
             raise ValueError(f"{name}: padding must be 'valid', 'same', an int or a tuple, got {padding!r}")
     else:
         padding = _ntuple(padding, nd, name, "padding")
-    out_size = [_out_size(n, k, d, p, s) for n, k, d, p, s in zip(size, kernel, dilation, padding, stride)]
-    if any(o < 1 for o in out_size):
-        raise ValueError(f"{name}: kernel {tuple(kernel)} with dilation {dilation} is larger than the "
-                         f"input {tuple(input.shape)} padded by {padding}")
+    _, out_size = _im2col_shape(name, x, tuple(kernel), dilation, padding, stride)
+    shapes.check((N, O, *out_size), name, x.dtype)
     cols = _Unfold.apply(x, tuple(kernel), dilation, padding, stride)  # (N, C*K, L)
     K, L = Cg * math.prod(kernel), cols.shape[2]
     if groups == 1:
@@ -295,9 +326,7 @@ def _pool_args(name, kernel_size, stride, padding, dilation=1):
         else _ntuple(stride, 2, name, "stride")
     p = _ntuple(padding, 2, name, "padding")
     d = _ntuple(dilation, 2, name, "dilation")
-    if min(k) < 1 or min(s) < 1 or min(d) < 1 or min(p) < 0:
-        raise ValueError(f"{name}: kernel_size {k}, stride {s} and dilation {d} must be positive "
-                         f"and padding {p} non-negative")
+    _check_geometry(name, k, d, p, s)
     if any(pi > ki // 2 for pi, ki in zip(p, k)):
         raise ValueError(f"{name}: padding {p} should be at most half of the kernel size {k}")
     return k, s, p, d
@@ -324,6 +353,7 @@ def _pool_setup(input, name, k, s, p, d, ceil_mode):
     if min(out) < 1:
         raise ValueError(f"{name}: kernel {k} with dilation {d} and padding {p} does not fit input "
                          f"of shape {tuple(input.shape)}")
+    shapes.check((N * C, k[0] * k[1], out[0] * out[1]), name, x.dtype)
     extra = [max(0, (o - 1) * si + di * (ki - 1) + 1 - (n + 2 * pi))
              for o, n, ki, si, pi, di in zip(out, (H, W), k, s, p, d)]
     return x.reshape(N * C, 1, H, W), (N, C, H, W), out, extra, batched
@@ -431,6 +461,7 @@ def adaptive_avg_pool2d(input, output_size):
     if oh < 1 or ow < 1 or H < 1 or W < 1:
         raise ValueError(f"adaptive_avg_pool2d: output size {(oh, ow)} and input of shape "
                          f"{tuple(input.shape)} must be non-empty")
+    shapes.check((*x.shape[:2], oh, ow), "adaptive_avg_pool2d", x.dtype)
     if oh != H:
         x = _adaptive_weights(H, oh, x).matmul(x)
     if ow != W:

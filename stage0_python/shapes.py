@@ -1,0 +1,95 @@
+"""Shape validation: the one place that decides whether a shape can exist.
+
+Every path that makes a shape (creation, views, broadcasts, matmul, padding,
+convolution and pooling, on every stage) asks ``check`` before any memory is touched:
+
+- every size is an integer and not negative;
+- the element count (and so every stride) fits in int64, PyTorch's limit. Counted in a
+  machine word instead, ``2**32 * 2**32`` wraps to 0 and a tiny block would back an
+  enormous shape;
+- when the caller will allocate (it passes the dtype), the bytes must fit in this
+  machine's memory. Refusing at once, with the operation named, beats a kernel that
+  runs for minutes (or a pure-Python stage that fills memory) before the allocator
+  gives up.
+
+Errors: ``ValueError`` for a shape that cannot exist, ``MemoryError`` for one that could
+exist but not here; both name the operation, the shape and the dtype.
+"""
+import operator
+import os
+
+MAX_NUMEL = 2**63 - 1
+_memory = []
+
+
+def memory_bytes():
+    """Physical memory of this machine in bytes (the address space where unknown)."""
+    if not _memory:
+        try:
+            total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError, AttributeError):
+            total = 0
+        _memory.append(total if total > 0 else 2**48)
+    return _memory[0]
+
+
+def _human(n):
+    if n < 1024:
+        return f"{n} bytes"
+    for unit in ("KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
+        n /= 1024
+        if n < 1024 or unit == "EiB":
+            return f"{n:.1f} {unit}"
+
+
+def numel(shape):
+    """The exact element count of ``shape`` (Python integers never wrap)."""
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def check(shape, op, dtype=None):
+    """``shape`` as a tuple of ints, or a clear error naming ``op``. With ``dtype``, the
+    caller is about to allocate: the bytes must fit in memory as well."""
+    try:
+        shape = tuple(operator.index(s) for s in shape)
+    except TypeError:
+        raise TypeError(f"{op}: sizes must be integers, got {list(shape)}") from None
+    for s in shape:
+        if s < 0:
+            raise ValueError(f"{op}: negative dimension {s} in shape {list(shape)}")
+    n = numel(shape)
+    what = f" of dtype {dtype.name}" if dtype is not None else ""
+    # the sizes other than 0 multiply into the strides, which must fit as well
+    if numel(max(s, 1) for s in shape) > MAX_NUMEL:
+        raise ValueError(f"{op}: shape {list(shape)}{what} has more elements than an int64 can "
+                         f"count (2**63 - 1)")
+    if dtype is not None:
+        nbytes = n * dtype.itemsize
+        if nbytes > memory_bytes():
+            raise MemoryError(f"{op}: a tensor of shape {list(shape)}{what} needs {_human(nbytes)}, "
+                              f"more than this machine's memory ({_human(memory_bytes())})")
+    return shape
+
+
+def broadcast(op, *shapes, dtype=None):
+    """The shape NumPy's rule gives ``shapes`` (dims align from the right; each is 1 or
+    the common size), checked as ``check`` does; a ValueError naming ``op`` when they
+    do not broadcast."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out = []
+    for i in range(-ndim, 0):
+        size = 1
+        for s in shapes:
+            d = s[i] if -i <= len(s) else 1
+            if d != 1:
+                if size not in (1, d):
+                    listed = " and ".join(str(list(s)) for s in shapes)
+                    what = f", dtype {dtype.name}" if dtype is not None else ""
+                    raise ValueError(f"{op}: shapes {listed} cannot be broadcast together (size {d} "
+                                     f"against {size} at dim {ndim + i} of the result{what})")
+                size = d
+        out.append(size)
+    return check(out, op, dtype)
