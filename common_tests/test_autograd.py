@@ -462,6 +462,59 @@ def test_leaf_hook(sg):
     assert_close(x.grad, t.grad)
 
 
+# a hook's replacement must be a tensor of the gradient's dtype and shape (PyTorch's checks)
+BAD_HOOKS = {
+    "other_shape": (lambda lib, g: g.sum(), "hook 'other_shape' has changed the size of value"),
+    "other_dtype": (lambda lib, g: g.double(),
+                    r"hook 'other_dtype' has changed the type of value \(was {float32} got {float64}\)"),
+    "an_int": (lambda lib, g: 3, "expected {Tensor}, but hook returned 'int'"),
+    "a_list": (lambda lib, g: g.tolist(), "expected {Tensor}, but hook returned 'list'"),
+}
+NAMES = {"ours": dict(float32="float32", float64="float64", Tensor="Tensor"),
+         "torch": dict(float32="torch.FloatTensor", float64="torch.DoubleTensor", Tensor="Variable")}
+
+
+def _hook_error(lib, names, kind, on_leaf):
+    """Run backward through a hook that returns the bad value; the exception, and ``x.grad``."""
+    fn, pattern = BAD_HOOKS[kind]
+
+    def hook(g):
+        return fn(lib, g)
+    hook.__name__ = kind
+    x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 2
+    (x if on_leaf else y).register_hook(hook)
+    with pytest.raises(Exception, match=pattern.format(**names)) as info:
+        (y * y).sum().backward()
+    return info.value, x.grad
+
+
+@pytest.mark.parametrize("on_leaf", [True, False], ids=["leaf", "non_leaf"])
+@pytest.mark.parametrize("kind", list(BAD_HOOKS))
+def test_hook_returning_a_bad_value_raises_as_torch_does(sg, kind, on_leaf):
+    torch = need_torch()
+    theirs, _ = _hook_error(torch, NAMES["torch"], kind, on_leaf)
+    ours, grad = _hook_error(sg, NAMES["ours"], kind, on_leaf)
+    assert isinstance(ours, type(theirs)), f"{type(ours).__name__} is not a {type(theirs).__name__}"
+    if kind in ("other_shape", "other_dtype"):  # the project's class for shapes or for dtypes too
+        assert isinstance(ours, ValueError if kind == "other_shape" else TypeError)
+    assert grad is None  # the bad gradient reached no leaf
+
+
+def test_hook_without_a_name_is_named_by_its_repr(sg):
+    class Doubler:
+        def __call__(self, g):
+            return g.sum()
+
+        def __repr__(self):
+            return "<Doubler>"
+
+    x = sg.tensor([1.0, 2.0], requires_grad=True)
+    x.register_hook(Doubler())
+    with pytest.raises(RuntimeError, match="hook '<Doubler>' has changed the size of value"):
+        (x * x).sum().backward()
+
+
 def test_iterating_a_tensor_yields_rows_in_the_graph(sg):
     torch = need_torch()
     a = data((3, 2), seed=47)

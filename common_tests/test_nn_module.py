@@ -219,6 +219,54 @@ def test_load_state_dict_non_strict(sg):
         b.load_state_dict(sd, strict=False)
 
 
+def _bytes(model):
+    return {k: np.asarray(v.tolist(), dtype=v.dtype.name).tobytes() for k, v in model.state_dict().items()}
+
+
+# the last entry of the state dict is bad; every entry before it would load
+LAST_ENTRY_BAD = {
+    "shape": (lambda sg: sg.zeros(2, dtype=sg.int64),
+              r"size mismatch for 1.num_batches_tracked: copying a param with shape \(2,\)"),
+    "string": (lambda sg: "three",
+               r'"1.num_batches_tracked", expected a Tensor from checkpoint but received str'),
+    "unconvertible": (lambda sg: sg.tensor(float("nan")),
+                      r'"1.num_batches_tracked".*an exception occurred.*nan.*float32.*int64'),
+}
+
+
+@pytest.mark.parametrize("bad", list(LAST_ENTRY_BAD))
+def test_failed_load_changes_no_tensor(sg, bad):
+    """Everything is checked before the first copy: a bad last entry leaves the earlier
+    parameters and buffers bit-identical, where a copy-as-you-go load would have changed them."""
+    make = lambda nn: nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))  # noqa: E731
+    sg.manual_seed(1)
+    source = make(sg.nn)
+    source(sg.randn(5, 3))  # running statistics move away from their initial values
+    sg.manual_seed(2)
+    model = make(sg.nn)
+    sd = source.state_dict()
+    assert list(sd)[-1] == "1.num_batches_tracked"
+    value, pattern = LAST_ENTRY_BAD[bad]
+    sd["1.num_batches_tracked"] = value(sg)
+    before = _bytes(model)
+    assert before != _bytes(source)
+    with pytest.raises(RuntimeError, match=pattern) as info:
+        model.load_state_dict(sd)
+    assert isinstance(info.value, ValueError)
+    assert _bytes(model) == before
+    if bad != "unconvertible":  # PyTorch casts nan to an integer silently
+        torch = need_torch()
+        theirs = make(torch.nn)
+        tsd = {k: torch.from_numpy(v.numpy()) for k, v in source.state_dict().items()}
+        tsd["1.num_batches_tracked"] = torch.zeros(2, dtype=torch.long) if bad == "shape" else "three"
+        with pytest.raises(RuntimeError, match="1.num_batches_tracked"):
+            theirs.load_state_dict(tsd)
+    # the same entry, made good, loads
+    sd["1.num_batches_tracked"] = sg.tensor(7)
+    model.load_state_dict(sd)
+    assert _values(model) == {**_values(source), "1.num_batches_tracked": 7}
+
+
 def test_non_persistent_buffer_and_buffer_rules(sg):
     m = sg.nn.Module()
     m.register_buffer("kept", sg.zeros(2))

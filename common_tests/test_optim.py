@@ -232,3 +232,200 @@ def test_constructor_errors(sg):
         sg.optim.Adam(pair.p, lr=-1.0)
     with pytest.raises(ValueError, match="beta"):
         sg.optim.Adam(pair.p, betas=(0.9, 1.0))
+
+
+# ------------------------------------------------------------------ bad input: all or nothing
+
+ALL_OR_NOTHING = [
+    ("SGD", dict(lr=0.1, momentum=0.9)),
+    ("Adam", dict(lr=0.01, amsgrad=True)),
+    ("AdamW", dict(lr=0.01, weight_decay=0.1)),
+    ("RMSprop", dict(lr=0.01, momentum=0.5, centered=True)),
+]
+
+
+def _snapshot(opt):
+    """Every byte an optimizer holds: parameters, state tensors and numbers, hyperparameters."""
+    def raw(v):
+        return np_(v).tobytes() if hasattr(v, "grad_fn") else v
+    params = [raw(p) for g in opt.param_groups for p in g["params"]]
+    state = {i: {k: raw(v) for k, v in s.items()} for i, s in opt.state_dict()["state"].items()}
+    groups = [{k: v for k, v in g.items() if k != "params"} for g in opt.param_groups]
+    return params, state, groups
+
+
+def _trained(sg, name, kwargs, steps=2):
+    """An optimizer over ``Pair``'s parameters in two groups (the last parameter alone in
+    the second), with state from a few steps and fresh gradients for the next one."""
+    pair = Pair(sg)
+    opt = getattr(sg.optim, name)([{"params": pair.p[:3]}, {"params": pair.p[3:]}], **kwargs)
+    for i in range(steps + 1):
+        opt.zero_grad()
+        pair.loss().backward()
+        if i < steps:
+            opt.step()
+    return pair, opt
+
+
+def _refused(opt, exc, match, corrupt):
+    """``corrupt(opt)`` breaks something the next step reads; the step raises ``exc`` and
+    changes nothing, not even the parameters it reaches before the broken one."""
+    corrupt(opt)
+    before = _snapshot(opt)
+    with pytest.raises(exc, match=match):
+        opt.step()
+    assert _snapshot(opt) == before
+
+
+def _set(group_index, key, value):
+    return lambda opt: opt.param_groups[group_index].__setitem__(key, value)
+
+
+BAD_GROUPS = [
+    ("lr_string", _set(1, "lr", "x"), TypeError, "lr='x' in parameter group 1.*real number"),
+    ("lr_nan", _set(1, "lr", float("nan")), ValueError, "Invalid learning rate: nan"),
+    ("lr_negative", _set(1, "lr", -0.1), ValueError, "Invalid learning rate: -0.1"),
+    ("lr_bool", _set(1, "lr", True), TypeError, "lr=True"),
+    ("weight_decay_none", _set(1, "weight_decay", None), TypeError, "weight_decay=None"),
+    ("maximize_int", _set(1, "maximize", 1), TypeError, "maximize=1.*a bool"),
+    ("lr_missing", lambda opt: opt.param_groups[1].pop("lr"), ValueError, "parameter group 1 has no 'lr'"),
+]
+
+
+@pytest.mark.parametrize("config", ALL_OR_NOTHING, ids=_ids)
+@pytest.mark.parametrize("case", BAD_GROUPS, ids=[c[0] for c in BAD_GROUPS])
+def test_step_with_a_bad_hyperparameter_changes_nothing(sg, config, case):
+    _, corrupt, exc, match = case
+    _, opt = _trained(sg, *config)
+    _refused(opt, exc, match, corrupt)
+
+
+def _grad(fn):
+    def corrupt(opt):
+        p = opt.param_groups[1]["params"][0]
+        p.grad = fn(p)
+    return corrupt
+
+
+def _last_state(fn):
+    def corrupt(opt):
+        p = opt.param_groups[1]["params"][0]
+        fn(opt.state[p], p)
+    return corrupt
+
+
+BAD_PARAMS = [
+    ("grad_shape", _grad(lambda p: p.grad[:1]), ValueError,
+     r"parameter 3 has shape \(3,\) but its gradient has shape \(1,\)"),
+    ("grad_dtype", _grad(lambda p: p.grad.double()), TypeError,
+     "parameter 3 has dtype float32 but its gradient has dtype float64"),
+    ("grad_not_a_tensor", _grad(lambda p: p.grad.tolist()), TypeError,
+     "parameter 3 has a .grad of type list"),
+    ("state_shape", _last_state(lambda s, p: s.update({k: v[:1] for k, v in s.items() if k != "step"})),
+     ValueError, r"state of parameter 3 has '\w+' of shape \(1,\)"),
+    ("state_0d", _last_state(lambda s, p: s.update({k: v.sum() for k, v in s.items() if k != "step"})),
+     ValueError, r"state of parameter 3 has '\w+' of shape \(\)"),
+    ("state_missing", _last_state(lambda s, p: s.pop(sorted(k for k in s if k != "step")[0])),
+     ValueError, "state of parameter 3 lacks"),
+    ("state_not_a_tensor", _last_state(lambda s, p: s.update({k: 0.0 for k in s if k != "step"})),
+     TypeError, "state of parameter 3 has '\\w+' of type float"),
+]
+
+
+@pytest.mark.parametrize("config", ALL_OR_NOTHING, ids=_ids)
+@pytest.mark.parametrize("case", BAD_PARAMS, ids=[c[0] for c in BAD_PARAMS])
+def test_step_with_a_bad_gradient_or_state_changes_nothing(sg, config, case):
+    what, corrupt, exc, match = case
+    _, opt = _trained(sg, *config)
+    if what == "state_missing" and config[0] == "SGD":
+        corrupt(opt)  # SGD's only state is optional: without it the momentum starts over
+        opt.step()
+        return
+    _refused(opt, exc, match, corrupt)
+
+
+def test_step_refuses_a_bad_step_count(sg):
+    _, opt = _trained(sg, "Adam", dict(lr=0.01))
+    last = opt.param_groups[1]["params"][0]
+    _refused(opt, TypeError, "step='2'", lambda opt: opt.state[last].__setitem__("step", "2"))
+    _refused(opt, ValueError, "step=-1", lambda opt: opt.state[last].__setitem__("step", -1))
+
+
+@pytest.mark.needs_torch
+def test_torch_refuses_the_same_gradients(sg):
+    """PyTorch refuses a gradient of another shape or dtype (when it is assigned; ours, which
+    lets ``.grad`` be set to anything, refuses it at the step)."""
+    torch = need_torch()
+    p = torch.zeros(3, requires_grad=True)
+    for bad in (torch.zeros(1), torch.zeros(3, dtype=torch.float64)):
+        with pytest.raises(RuntimeError):
+            p.grad = bad
+
+
+def _state_dict_with(opt, edit):
+    sd = opt.state_dict()
+    sd = {"state": {i: dict(s) for i, s in sd["state"].items()},
+          "param_groups": [dict(g) for g in sd["param_groups"]]}
+    edit(sd)
+    return sd
+
+
+BAD_LOADS = [
+    ("state_0d", lambda sd: sd["state"][3].update(exp_avg=sd["state"][3]["exp_avg"].sum()),
+     ValueError, r"'exp_avg' of shape \(\), but the parameter has shape \(3,\)"),
+    ("state_string", lambda sd: sd["state"][3].update(exp_avg="zeros"), TypeError, "'exp_avg' of type str"),
+    ("step_string", lambda sd: sd["state"][3].update(step="two"), TypeError, "step='two'"),
+    ("step_fraction", lambda sd: sd["state"][3].update(step=2.5), TypeError, "step=2.5"),
+    ("lr_string", lambda sd: sd["param_groups"][1].update(lr="0.1"), TypeError, "lr='0.1'"),
+    ("lr_nan", lambda sd: sd["param_groups"][1].update(lr=float("nan")), ValueError, "learning rate: nan"),
+    ("betas_number", lambda sd: sd["param_groups"][1].update(betas=0.9), TypeError, "betas=0.9.*tuple of 2"),
+    ("betas_strings", lambda sd: sd["param_groups"][1].update(betas=("a", "b")), TypeError, "betas"),
+    ("beta_one", lambda sd: sd["param_groups"][1].update(betas=(0.9, 1.0)), ValueError,
+     "beta parameter at index 1: 1.0"),
+    ("amsgrad_string", lambda sd: sd["param_groups"][1].update(amsgrad="no"), TypeError,
+     "amsgrad='no'.*bool"),
+    ("amsgrad_without_its_state", lambda sd: sd["param_groups"][1].update(amsgrad=True), ValueError,
+     "lacks 'max_exp_avg_sq'"),
+    ("groups_not_dicts", lambda sd: sd.update(param_groups=[1, 2]), ValueError, "list of dicts"),
+    ("state_not_a_dict", lambda sd: sd["state"].update({3: [1]}), TypeError,
+     "state for parameter 3 is a list"),
+]
+
+
+@pytest.mark.parametrize("case", BAD_LOADS, ids=[c[0] for c in BAD_LOADS])
+def test_refused_load_state_dict_changes_nothing(sg, case):
+    _, edit, exc, match = case
+    _, source = _trained(sg, "Adam", dict(lr=0.01))
+    sd = _state_dict_with(source, edit)
+    _, opt = _trained(sg, "Adam", dict(lr=0.02), steps=1)
+    before = _snapshot(opt)
+    with pytest.raises(exc, match=match):
+        opt.load_state_dict(sd)
+    assert _snapshot(opt) == before
+    opt.step()  # and it still works
+
+
+@pytest.mark.parametrize("name,kwargs,exc", [
+    ("SGD", dict(momentum="0.9"), TypeError), ("Adam", dict(lr="1e-3"), TypeError),
+    ("Adam", dict(lr=float("nan")), ValueError), ("Adam", dict(eps=-1.0), ValueError),
+    ("RMSprop", dict(alpha=-0.5), ValueError), ("RMSprop", dict(weight_decay=float("nan")), ValueError),
+    ("Adam", dict(betas=(float("nan"), 0.9)), ValueError),
+])
+def test_constructor_refuses_what_torch_refuses(sg, name, kwargs, exc):
+    torch = need_torch()
+    with pytest.raises(exc):
+        getattr(torch.optim, name)([torch.zeros(2, requires_grad=True)], **kwargs)
+    with pytest.raises(exc):
+        getattr(sg.optim, name)([sg.zeros(2, requires_grad=True)], **kwargs)
+
+
+def test_constructor_and_add_param_group_refuse_what_step_would(sg):
+    p, q = sg.zeros(2, requires_grad=True), sg.zeros(2, requires_grad=True)
+    with pytest.raises(ValueError, match="Invalid learning rate: nan"):
+        sg.optim.SGD([p], lr=float("nan"))  # PyTorch's SGD lets this one through
+    with pytest.raises(TypeError, match="nesterov=1.*a bool"):
+        sg.optim.SGD([p], lr=0.1, momentum=0.9, nesterov=1)
+    opt = sg.optim.SGD([p], lr=0.1)
+    with pytest.raises(ValueError, match=r"Invalid learning rate: -1 \(SGD, parameter group 1\)"):
+        opt.add_param_group({"params": [q], "lr": -1})
+    assert len(opt.param_groups) == 1

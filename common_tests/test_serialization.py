@@ -6,6 +6,7 @@ import math
 import os
 import pickle
 import struct
+import traceback
 
 import numpy as np
 import pytest
@@ -240,3 +241,124 @@ def test_optimizer_and_scheduler_checkpoint_resume_bit_identical(sg, tmp_path):
     for p, q in zip(resumed.p, ref.p):
         _bits_equal(p, np_(q))
     assert sched2.get_last_lr() == ref_sched.get_last_lr()
+
+
+# ------------------------------------------------------------------ hostile headers, failed saves
+
+def _file_with_header(header):
+    """A checkpoint file around ``header`` (bytes), laid out as documented, with no data and
+    a valid checksum: it passes every check before the header is decoded."""
+    preamble = struct.pack("<8sIQQ", b"\x89SGRAD\r\n", 1, len(header), 0)
+    body = preamble + header
+    body += bytes(-len(body) % 64)
+    return body + hashlib.sha256(body).digest()
+
+
+def _nested_header(depth):
+    return ('{"format":"stagegrad","root":' + '{"list":[' * depth + "]}" * depth + "}").encode()
+
+
+@pytest.mark.parametrize("depth", [201, 100_000])
+def test_deeply_nested_header_raises_checkpoint_error(sg, tmp_path, depth):
+    """Deeper than Python's recursion limit (json's parser) or than a checkpoint may nest
+    (the decoder): both are malformed files, not a RecursionError."""
+    path = tmp_path / "deep.sgc"
+    path.write_bytes(_file_with_header(_nested_header(depth)))
+    with pytest.raises(sg.serialization.CheckpointError, match="malformed checkpoint header.*nested"):
+        sg.load(path)
+
+
+def test_nesting_limit_is_the_same_for_save_and_load(sg, tmp_path):
+    limit = sg.serialization.MAX_DEPTH
+    path = tmp_path / "deep.sgc"
+    path.write_bytes(_file_with_header(_nested_header(limit)))
+    value = sg.load(path)
+    for _ in range(limit - 1):
+        value = value[0]
+    assert value == []
+    obj = []
+    for _ in range(limit - 1):
+        obj = [obj]
+    sg.save(obj, tmp_path / "ok.sgc")
+    assert sg.load(tmp_path / "ok.sgc") == obj
+    with pytest.raises(ValueError, match=f"more than {limit} deep"):
+        sg.save([obj], tmp_path / "too_deep.sgc")
+    assert not (tmp_path / "too_deep.sgc").exists() and _tmp_leftovers(tmp_path) == []
+
+
+def _save_error(sg, path):
+    with pytest.raises(OSError) as info:
+        sg.save({"w": sg.ones(2)}, path)
+    e = info.value
+    assert e.filename == str(path) and e.filename2 is None, e
+    shown = "".join(traceback.format_exception(e))  # what the user reads, chained errors included
+    assert ".sgsave." not in shown and ".tmp'" not in shown, shown
+    return e
+
+
+def test_save_errors_name_the_given_path(sg, tmp_path):
+    assert isinstance(_save_error(sg, tmp_path / "missing" / "m.sgc"), FileNotFoundError)
+    (tmp_path / "folder").mkdir()
+    assert isinstance(_save_error(sg, tmp_path / "folder"), IsADirectoryError)
+    assert list((tmp_path / "folder").iterdir()) == []
+    (tmp_path / "file").write_bytes(b"x")
+    assert isinstance(_save_error(sg, tmp_path / "file" / "m.sgc"), NotADirectoryError)
+    assert _tmp_leftovers(tmp_path) == []
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="needs POSIX permissions, not root")
+def test_save_into_a_read_only_directory_names_the_path(sg, tmp_path):
+    tmp_path.chmod(0o500)
+    try:
+        assert isinstance(_save_error(sg, tmp_path / "m.sgc"), PermissionError)
+    finally:
+        tmp_path.chmod(0o700)
+
+
+_TEMP = r"\.(?P<target>.*)\.sgsave\.(?P<host>[A-Za-z0-9_-]+)-(?P<pid>\d+)\.[a-z0-9_]+\.tmp"
+
+
+def _killed_save(sg, directory):
+    """Run a save in another process that dies (as if killed) before its rename; the
+    temporary file it leaves behind."""
+    import re
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    code = (f"import os, {sg.__name__} as sg\n"
+            "os.fsync = lambda fd: os._exit(17)\n"
+            f"sg.save({{'w': sg.ones(3)}}, {str(directory / 'model.sgc')!r})\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=root,
+                            env={**os.environ, "PYTHONPATH": root})
+    assert proc.wait(timeout=120) == 17
+    left = _tmp_leftovers(directory)
+    assert len(left) == 1
+    m = re.fullmatch(_TEMP, left[0])
+    assert m and m["target"] == "model.sgc" and int(m["pid"]) == proc.pid, left
+    return m
+
+
+def test_save_removes_what_a_killed_save_left_and_nothing_else(sg, tmp_path):
+    m = _killed_save(sg, tmp_path)
+    stale = m.group(0)
+
+    def variant(host=m["host"], pid=m["pid"]):
+        return stale.replace(f".sgsave.{m['host']}-{m['pid']}.", f".sgsave.{host}-{pid}.")
+    kept = {
+        "live": variant(pid=os.getpid()),  # a save of this very process, under way
+        "elsewhere_recent": variant(host="elsewhere-host"),  # liveness unknown: only age counts
+        "not_ours": "notes.tmp", "near_miss": ".model.sgc.sgsave.tmp", "hidden": ".model.sgc.tmp",
+    }
+    removed = {"dead": stale, "elsewhere_old": variant(host="elsewhere-host2")}
+    for name in list(kept.values()) + [removed["elsewhere_old"]]:
+        (tmp_path / name).write_bytes(b"partial")
+    day_ago = os.stat(tmp_path / stale).st_mtime - 24 * 3600
+    os.utime(tmp_path / removed["elsewhere_old"], (day_ago, day_ago))
+    (tmp_path / variant(pid=1)).mkdir()  # not a regular file: left alone even though it matches
+    kept["directory"] = variant(pid=1)
+
+    sg.save({"w": sg.zeros(2)}, tmp_path / "other.sgc")
+    names = set(os.listdir(tmp_path))
+    assert set(kept.values()) <= names
+    assert not names & set(removed.values())
+    assert sg.load(tmp_path / "other.sgc")["w"].tolist() == [0.0, 0.0]

@@ -1,6 +1,8 @@
 """``stagegrad train`` end to end on real MNIST: it learns, and resuming from a
 checkpoint continues exactly where an uninterrupted run would be."""
 import argparse
+import os
+import re
 from pathlib import Path
 
 import pytest
@@ -57,3 +59,95 @@ def test_resume_refuses_another_model(sg, tmp_path):
 def test_mlp_one_epoch_on_6000_images_reaches_87_percent(sg, tmp_path):
     out = train.run(_args(sg, tmp_path, subset=6000, epochs=1))
     assert out["test_accuracy"] >= 0.87
+
+
+# ------------------------------------------------------------------ bad arguments
+
+def _cli(sg, *argv):
+    from stagegrad.cli import main
+    return main(["train", "--stage", sg.__name__, "--data", str(DATA), *argv])
+
+
+BAD_ARGUMENTS = [
+    (["--test-subset", "0"], "--test-subset: expected a positive count or 'all', got 0"),
+    (["--subset", "0"], "--subset: expected a positive count or 'all', got 0"),
+    (["--subset", "many"], "--subset: expected a positive count or 'all', got 'many'"),
+    (["--lr", "nan"], "--lr: expected a finite positive learning rate, got nan"),
+    (["--lr", "inf"], "--lr: expected a finite positive learning rate, got inf"),
+    (["--lr", "-0.1"], "--lr: expected a finite positive learning rate, got -0.1"),
+    (["--lr", "0"], "--lr: expected a finite positive learning rate, got 0"),
+    (["--weight-decay", "-0.5"], "--weight-decay: expected a finite weight decay >= 0, got -0.5"),
+    (["--weight-decay", "nan"], "--weight-decay: expected a finite weight decay >= 0, got nan"),
+    (["--seed", str(2**64)], r"--seed: expected a seed in \[0, 2\*\*64\), got 18446744073709551616"),
+    (["--seed", "-1"], r"--seed: expected a seed in \[0, 2\*\*64\), got -1"),
+    (["--epochs", "0"], "--epochs: expected a positive integer, got 0"),
+    (["--batch-size", "-8"], "--batch-size: expected a positive integer, got -8"),
+]
+
+
+@pytest.mark.parametrize("argv,message", BAD_ARGUMENTS, ids=[" ".join(a) for a, _ in BAD_ARGUMENTS])
+def test_bad_arguments_are_usage_errors(sg, capsys, argv, message):
+    with pytest.raises(SystemExit) as info:
+        _cli(sg, *argv)
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert re.search(message, err) and "usage:" in err and "Traceback" not in err, err
+
+
+def test_arguments_at_their_limits_are_accepted():
+    p = argparse.ArgumentParser()
+    train.add_arguments(p)
+    args = p.parse_args(["--seed", str(2**64 - 1), "--subset", "all", "--test-subset", "all",
+                         "--lr", "1e-300", "--weight-decay", "0"])
+    assert (args.seed, args.subset, args.test_subset, args.lr, args.weight_decay) == (2**64 - 1, None, None,
+                                                                                    1e-300, 0.0)
+
+
+def test_save_into_a_missing_directory_fails_before_training(sg, tmp_path, capsys):
+    target = tmp_path / "no" / "such" / "dir" / "ckpt.sgt"
+    with pytest.raises(SystemExit) as info:
+        _cli(sg, "--subset", "64", "--test-subset", "10", "--save", str(target))
+    assert info.value.code == 2
+    text = capsys.readouterr()
+    assert f"directory {target.parent} does not exist" in text.err and "epoch 1/" not in text.out + text.err
+    with pytest.raises(SystemExit):
+        _cli(sg, "--save", str(tmp_path))
+    assert "is a directory" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="needs POSIX permissions, not root")
+def test_save_into_a_read_only_directory_fails_before_training(sg, tmp_path, capsys):
+    tmp_path.chmod(0o500)
+    try:
+        with pytest.raises(SystemExit) as info:
+            _cli(sg, "--save", str(tmp_path / "ckpt.sgt"))
+    finally:
+        tmp_path.chmod(0o700)
+    assert info.value.code == 2 and "is not writable" in capsys.readouterr().err
+
+
+RESUMES = {
+    "state_dict": (lambda sg: sg.nn.Linear(2, 2).state_dict(), "a dict with keys 'weight', 'bias'"),
+    "list": (lambda sg: [1, 2], "a list"),
+    "epoch_string": (lambda sg: {"model": {}, "optimizer": {}, "epoch": "1", "model_kind": "mlp",
+                                 "shuffle_state": 0}, r"epoch \('1'\)"),
+}
+
+
+@pytest.mark.parametrize("kind", list(RESUMES))
+def test_resume_from_something_else_is_a_clear_error(sg, tmp_path, capsys, kind):
+    make, message = RESUMES[kind]
+    path = tmp_path / "other.sgc"
+    sg.save(make(sg), path)
+    assert _cli(sg, "--subset", "64", "--test-subset", "10", "--resume", str(path)) == 1
+    text = capsys.readouterr()
+    assert f"stagegrad train: error: cannot resume from {path}" in text.err
+    assert re.search(message, text.err) and "Traceback" not in text.err, text.err
+    assert "epoch 1/" not in text.out + text.err  # refused before training
+
+
+def test_resume_from_a_missing_file_is_a_clear_error(sg, tmp_path, capsys):
+    path = tmp_path / "missing.sgt"
+    assert _cli(sg, "--resume", str(path)) == 1
+    err = capsys.readouterr().err
+    assert f"cannot resume from {path}: No such file or directory" in err and "Traceback" not in err

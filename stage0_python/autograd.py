@@ -60,6 +60,14 @@ class enable_grad(set_grad_enabled):
         self.mode = True
 
 
+class HookTypeError(RuntimeError, TypeError):
+    """A tensor hook returned a gradient of another dtype (PyTorch: ``RuntimeError``)."""
+
+
+class HookSizeError(RuntimeError, ValueError):
+    """A tensor hook returned a gradient of another shape (PyTorch: ``RuntimeError``)."""
+
+
 class Context:
     """What a forward leaves for its backward."""
 
@@ -294,12 +302,7 @@ def _run(roots, retain_graph, capture=None):
         grads = buffers.pop(id(node), None)
         if grads is not None:
             if node.hooks:
-                for i, hooks in node.hooks.items():
-                    for h in hooks:
-                        if grads[i] is not None:
-                            r = h(grads[i])
-                            if r is not None:
-                                grads[i] = r
+                _run_hooks(node.hooks, grads)
             if node.retained:
                 for i, ref in node.retained.items():
                     t = ref()
@@ -324,6 +327,32 @@ def _run(roots, retain_graph, capture=None):
             if deps[id(nxt)] == 0:
                 ready.append(nxt)
     return captured
+
+
+def _run_hooks(hooks, grads):
+    """Apply tensor hooks {output index: [hook]} to ``grads`` in place. A hook may return a
+    replacement, which PyTorch only accepts as a tensor of the same dtype and shape."""
+    for i, registered in hooks.items():
+        for hook in registered:
+            if grads[i] is None:
+                continue
+            result = hook(grads[i])
+            if result is not None:
+                _check_hook_result(hook, grads[i], result)
+                grads[i] = result
+
+
+def _check_hook_result(hook, grad, result):
+    # PyTorch's checks and messages (python_hook.cpp); the type comes before the size
+    name = getattr(hook, "__name__", repr(hook))
+    if not isinstance(result, Tensor):
+        raise TypeError(f"expected Tensor, but hook returned '{type(result).__name__}'")
+    if result.dtype is not grad.dtype:
+        raise HookTypeError(f"hook '{name}' has changed the type of value (was {grad.dtype.name} "
+                            f"got {result.dtype.name})")
+    if tuple(result.shape) != tuple(grad.shape):
+        raise HookSizeError(f"hook '{name}' has changed the size of value (was {list(grad.shape)} "
+                            f"got {list(result.shape)})")
 
 
 def _returned_input(x):

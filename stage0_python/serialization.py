@@ -2,10 +2,11 @@
 
 What can be saved: tensors, ``None``, bools, ints, floats (including inf and nan),
 strings, dtypes, and lists, tuples and dicts of these (dict keys: str, int, float, bool
-or None), nested to any depth. That covers module and optimizer state dicts. A tensor
-is saved as its values, dtype, shape and ``requires_grad``; it loads as a fresh,
-contiguous tensor of the loading stage, so a checkpoint written by one stage loads in
-any other.
+or None), nested up to ``MAX_DEPTH`` (200) containers deep: ``save`` refuses deeper
+objects and ``load`` deeper headers, so that neither runs into Python's recursion limit.
+That covers module and optimizer state dicts. A tensor is saved as its values, dtype,
+shape and ``requires_grad``; it loads as a fresh, contiguous tensor of the loading stage,
+so a checkpoint written by one stage loads in any other.
 
 File layout (version 1; all integers little-endian)::
 
@@ -31,17 +32,34 @@ standing for itself, or an object with exactly one key saying what it is:
 
 ``save`` writes to a temporary file in the target's directory, fsyncs it and renames it
 over the target (``os.replace``), so a crash leaves either the old file or the new one,
-never a mix. ``load`` checks the magic, version, lengths and checksum before it decodes
-anything, and raises ``CheckpointError`` (a ``ValueError``) for a foreign, truncated or
-corrupted file.
+never a mix. An error names the path the caller gave, as ``open`` would, never the
+temporary file. The temporary file is named
+``.<target name>.sgsave.<host>-<pid>.<random>.tmp`` (``<host>``: this machine's name,
+letters, digits, ``-`` and ``_`` only; ``<pid>``: the writer's process id). A process
+killed while saving leaves it behind; every ``save`` to a path first removes the stale
+ones in that directory: files with exactly that naming pattern, that are regular files,
+and either written on this host by a process that is no longer running, or (a writer on
+another host sharing the directory, whose processes cannot be seen from here; or a system
+where liveness cannot be asked safely) last modified more than ``STALE_AFTER_S`` (12
+hours, what git allows a lock taken on another host) ago. A live writer's file is never removed, nor
+anything else in the directory.
+
+``load`` checks the magic, version, lengths and checksum before it decodes anything, and
+raises ``CheckpointError`` (a ``ValueError``) for a foreign, truncated, corrupted or
+malformed file.
 """
+import errno
 import hashlib
 import json
 import math
 import os
+import re
+import socket
+import stat
 import struct
 import sys
 import tempfile
+import time
 from array import array
 
 from . import creation
@@ -53,6 +71,10 @@ VERSION = 1
 _PREAMBLE = struct.Struct("<8sIQQ")
 _DIGEST = 32
 _ALIGN = 64
+MAX_DEPTH = 200  # containers in containers; each costs frames of Python's recursion limit
+STALE_AFTER_S = 12 * 3600
+_TEMP_NAME = re.compile(r"\..*\.sgsave\.(?P<host>[A-Za-z0-9_-]+)-(?P<pid>[0-9]+)\.[a-z0-9_]+\.tmp\Z",
+                        re.DOTALL)
 _TYPECODES = {"bool": "B", "int32": "i", "int64": "q", "float32": "f", "float64": "d"}
 _ITEMSIZE = {name: array(code).itemsize for name, code in _TYPECODES.items()}
 # file signatures worth naming when a foreign file is passed to load()
@@ -127,6 +149,9 @@ def _encode(obj, plan, where, active):
     if isinstance(obj, (list, tuple, dict)):
         if id(obj) in active:
             raise ValueError(f"save: {where} contains itself; cyclic structures cannot be saved")
+        if len(active) >= MAX_DEPTH:  # active: the containers this one is inside
+            raise ValueError(f"save: obj nests lists, tuples and dicts more than {MAX_DEPTH} deep; "
+                             "a checkpoint holds at most that many levels")
         active.add(id(obj))
         try:
             if isinstance(obj, dict):
@@ -182,7 +207,13 @@ def _tensor_bytes(t):
 
 def _atomic_write(path, chunks):
     directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
+    if os.path.isdir(path):  # refused before anything is written
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+    _remove_stale_temporaries(directory)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(path), suffix=".tmp", dir=directory)
+    except OSError as e:
+        raise _naming(e, path) from None
     try:
         with os.fdopen(fd, "wb") as out:
             for c in chunks:
@@ -191,13 +222,68 @@ def _atomic_write(path, chunks):
             os.fsync(out.fileno())
         _default_permissions(tmp)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(e, OSError):
+            raise _naming(e, path) from None
         raise
     _fsync_dir(directory)
+
+
+def _naming(error, path):
+    """``error`` as it reads when it names the caller's ``path`` instead of the temporary
+    file (the temporary name means nothing to the caller)."""
+    if error.filename is None:
+        return error
+    return type(error)(error.errno, error.strerror, path)
+
+
+def _host():
+    return re.sub(r"[^A-Za-z0-9_-]", "_", socket.gethostname())[:64] or "host"
+
+
+def _temp_prefix(path):
+    # the target's name is cut so that the whole name stays within 255 bytes
+    return f".{os.path.basename(path)[:100]}.sgsave.{_host()}-{os.getpid()}."
+
+
+def _remove_stale_temporaries(directory):
+    """Remove what killed saves left in ``directory`` (the rule: module docstring)."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return  # the save itself reports an unusable directory
+    host, now = _host(), time.time()
+    for name in names:
+        m = _TEMP_NAME.match(name)
+        if m is None:
+            continue
+        full = os.path.join(directory, name)
+        try:
+            st = os.lstat(full)
+            if not stat.S_ISREG(st.st_mode):
+                continue
+            dead_here = m["host"] == host and not _pid_alive(int(m["pid"]))
+            if dead_here or now - st.st_mtime > STALE_AFTER_S:
+                os.unlink(full)
+        except OSError:
+            pass  # gone already (another process cleaned it), or not ours to remove
+
+
+def _pid_alive(pid):
+    """Whether process ``pid`` runs on this machine; ``True`` when that cannot be known."""
+    if os.name != "posix" or not 0 < pid < 2**31:
+        return True  # os.kill(pid, 0) would terminate the process on Windows
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # PermissionError: it runs, as another user
+    return True
 
 
 def _default_permissions(path):
@@ -237,9 +323,12 @@ def load(f):
         doc = json.loads(header.decode("utf-8"))
         if not isinstance(doc, dict) or doc.get("format") != "stagegrad":
             raise ValueError("the header does not name the stagegrad format")
-        return _decode(doc["root"], data)
+        return _decode(doc["root"], data, 0)
     except CheckpointError:
         raise
+    except RecursionError:  # json's parser, on a header nested far deeper than MAX_DEPTH
+        raise CheckpointError(f"{name}: malformed checkpoint header (nested too deeply to "
+                              f"decode; a checkpoint nests at most {MAX_DEPTH} containers)") from None
     except (ValueError, KeyError, TypeError, IndexError) as e:
         raise CheckpointError(f"{name}: malformed checkpoint header ({e})") from None
 
@@ -280,18 +369,20 @@ def _describe(blob):
 _SPECIAL_FLOATS = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
 
 
-def _decode(node, data):
+def _decode(node, data, depth):
     if node is None or isinstance(node, (bool, int, float, str)):
         return node
     if not isinstance(node, dict) or len(node) != 1:
         raise ValueError(f"unknown node {node!r:.80}")
     (kind, body), = node.items()
+    if kind in ("list", "tuple", "dict") and depth >= MAX_DEPTH:
+        raise ValueError(f"containers nested more than {MAX_DEPTH} deep")
     if kind == "list":
-        return [_decode(v, data) for v in body]
+        return [_decode(v, data, depth + 1) for v in body]
     if kind == "tuple":
-        return tuple(_decode(v, data) for v in body)
+        return tuple(_decode(v, data, depth + 1) for v in body)
     if kind == "dict":
-        return {_decode(k, data): _decode(v, data) for k, v in body}
+        return {_decode(k, data, depth + 1): _decode(v, data, depth + 1) for k, v in body}
     if kind == "float":
         return _SPECIAL_FLOATS[body]
     if kind == "dtype":

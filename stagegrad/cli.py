@@ -21,7 +21,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         args.run(args)
-    except (ValueError, RuntimeError, FileNotFoundError) as e:
+    except (ValueError, RuntimeError, OSError) as e:  # OSError: a file that cannot be read or written
         print(f"stagegrad {args.command}: error: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

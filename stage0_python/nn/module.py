@@ -68,6 +68,29 @@ def _quoted(keys):
     return ", ".join(f'"{k}"' for k in keys)
 
 
+def _loadable(key, t, value, errors):
+    """``value`` converted to ``t``'s dtype, ready to be copied into ``t``; or ``None``
+    after appending to ``errors`` why it cannot be (PyTorch's wording)."""
+    if not isinstance(value, Tensor):
+        errors.append(f'While copying the parameter named "{key}", expected a Tensor from '
+                      f"checkpoint but received {type(value).__name__}")
+        return None
+    if tuple(value.shape) != tuple(t.shape):
+        errors.append(f"size mismatch for {key}: copying a param with shape {tuple(value.shape)} "
+                      f"from checkpoint, the shape in current model is {tuple(t.shape)}.")
+        return None
+    try:
+        # the cast is where a value can still fail (nan into an integer buffer): do it
+        # now, while nothing has been copied yet
+        return value.detach().to(t.dtype)
+    except (ValueError, TypeError, OverflowError) as e:
+        errors.append(f'While copying the parameter named "{key}", whose dimensions in the model '
+                      f"are {tuple(t.shape)} and whose dimensions in the checkpoint are "
+                      f"{tuple(value.shape)}, an exception occurred : {e} (checkpoint dtype "
+                      f"{value.dtype.name}, model dtype {t.dtype.name}).")
+        return None
+
+
 def _addindent(s, spaces):
     lines = s.split("\n")
     if len(lines) == 1:
@@ -356,7 +379,9 @@ class Module:
 
     def load_state_dict(self, state_dict, strict=True):
         """Copy ``state_dict`` into the module's tensors. Keys must match exactly when
-        ``strict`` and shapes must always match; on any mismatch nothing is copied."""
+        ``strict``, and every value must be a tensor of the right shape that converts to
+        the target's dtype. Everything is checked (and converted) before the first copy,
+        so on any error the module is left exactly as it was."""
         if not hasattr(state_dict, "keys"):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict).__name__}.")
         own = OrderedDict(self._state_items())
@@ -368,23 +393,19 @@ class Module:
                 errors.append(f"Unexpected key(s) in state_dict: {_quoted(unexpected)}. ")
             if missing:
                 errors.append(f"Missing key(s) in state_dict: {_quoted(missing)}. ")
+        sources = {}
         for key, t in own.items():
-            if key not in state_dict:
-                continue
-            v = state_dict[key]
-            if not isinstance(v, Tensor):
-                errors.append(f'While copying the parameter named "{key}", expected a Tensor from '
-                              f"checkpoint but received {type(v).__name__}")
-            elif tuple(v.shape) != tuple(t.shape):
-                errors.append(f"size mismatch for {key}: copying a param with shape {tuple(v.shape)} "
-                              f"from checkpoint, the shape in current model is {tuple(t.shape)}.")
+            if key in state_dict:
+                source = _loadable(key, t, state_dict[key], errors)
+                if source is not None:
+                    sources[key] = source
         if errors:
             raise StateDictError(f"Error(s) in loading state_dict for {type(self).__name__}:\n\t"
                                  + "\n\t".join(errors))
         with no_grad():
             for key, t in own.items():
-                if key in state_dict:
-                    t.copy_(state_dict[key])
+                if key in sources:
+                    t.copy_(sources[key])
         return _IncompatibleKeys(missing, unexpected)
 
     def _apply(self, fn):

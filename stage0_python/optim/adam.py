@@ -1,6 +1,5 @@
 """Adam and AdamW, following the order of operations of PyTorch's single-tensor path,
 so float32 results agree to rounding."""
-from .. import creation
 from .optimizer import Optimizer, lerp_
 
 
@@ -11,28 +10,19 @@ class Adam(Optimizer):
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False,
                  *, maximize=False, decoupled_weight_decay=False):
-        if lr < 0.0:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if eps < 0.0:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        for i, beta in enumerate(betas):
-            if not 0.0 <= beta < 1.0:
-                raise ValueError(f"Invalid beta parameter at index {i}: {beta}")
-        if weight_decay < 0.0:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
                         maximize=maximize, decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, defaults)
+
+    def _state_keys(self, group):
+        keys = ("step", "exp_avg", "exp_avg_sq")
+        return keys + ("max_exp_avg_sq",) if group["amsgrad"] else keys
 
     def _update(self, p, group):
         grad = -p.grad if group["maximize"] else p.grad
         state = self._state_for(p)
         if not state:
-            state["step"] = 0
-            state["exp_avg"] = creation.zeros_like(p)
-            state["exp_avg_sq"] = creation.zeros_like(p)
-            if group["amsgrad"]:
-                state["max_exp_avg_sq"] = creation.zeros_like(p)
+            state.update(self._fresh_state(p, group))
         beta1, beta2 = group["betas"]
         lr, wd = group["lr"], group["weight_decay"]
         state["step"] += 1

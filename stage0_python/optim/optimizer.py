@@ -9,9 +9,26 @@ Parameters are numbered in the order they appear across the groups; state is key
 that number. A step count is a Python int (PyTorch keeps a 0-dim float tensor; a loaded
 tensor step is converted). Updates run under ``no_grad`` and only use in-place tensor
 methods, so a parameter that is a view into shared storage is updated in place.
+
+Updates are all or nothing: ``step()`` first checks every group's hyperparameters and
+every gradient and state tensor it is about to use, and only then updates the first
+parameter; ``load_state_dict`` and ``add_param_group`` check what they are given the
+same way before they change anything. A hyperparameter is checked against the kind of
+its default as the constructor declares it (a bool, a real number, a tuple of real
+numbers) and against PyTorch's constructor checks (``lr >= 0``, ``0 <= beta < 1``, ...);
+NaN is refused everywhere.
 """
+import functools
+import inspect
+
+from .. import creation
 from ..autograd import enable_grad, no_grad
 from ..tensor import Tensor
+
+# PyTorch's constructor checks: these must be >= 0 (the comparison also refuses NaN),
+# and the words its message uses for each
+_NON_NEGATIVE = {"lr": "learning rate", "eps": "epsilon value", "weight_decay": "weight_decay value",
+                 "momentum": "momentum value", "alpha": "alpha value"}
 
 
 def lerp_(start, end, weight):
@@ -24,11 +41,67 @@ def lerp_(start, end, weight):
     return start
 
 
+def _is_real(value):
+    """A number the tensor methods take as a scalar: a Python int or float (bool is a flag)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+@functools.lru_cache(maxsize=None)
+def _declared_defaults(cls):
+    """The defaults the constructors of ``cls`` declare (the most derived one wins): what a
+    hyperparameter's kind is checked against, because ``self.defaults`` holds the caller's
+    values, which may be the wrong ones."""
+    declared = {}
+    for klass in reversed(cls.__mro__):
+        init = klass.__dict__.get("__init__")
+        if init is None:
+            continue
+        try:
+            params = inspect.signature(init).parameters.values()
+        except (TypeError, ValueError):  # a builtin's __init__ (object's) declares nothing
+            continue
+        declared.update((p.name, p.default) for p in params if p.default is not inspect.Parameter.empty)
+    return declared
+
+
+def _check_kind(value, reference):
+    """``None`` if ``value`` is of ``reference``'s kind, else what was expected."""
+    if isinstance(reference, bool):
+        return None if isinstance(value, bool) else "a bool"
+    if _is_real(reference):
+        return None if _is_real(value) else "a real number (int or float)"
+    if isinstance(reference, tuple):
+        ok = isinstance(value, (tuple, list)) and len(value) == len(reference) and all(map(_is_real, value))
+        return None if ok else f"a tuple of {len(reference)} real numbers"
+    return None  # no rule for other kinds (None, strings): a subclass checks its own
+
+
+def _check_range(name, value):
+    """PyTorch's constructor checks; and nowhere a NaN, or an int too large for a float."""
+    values = tuple(value) if isinstance(value, (tuple, list)) else (value,)
+    if name in _NON_NEGATIVE and not 0.0 <= value:
+        raise ValueError(f"Invalid {_NON_NEGATIVE[name]}: {value}")
+    if name == "betas":
+        for i, beta in enumerate(values):
+            if not 0.0 <= beta < 1.0:
+                raise ValueError(f"Invalid beta parameter at index {i}: {beta}")
+    for v in values:
+        if v != v:
+            raise ValueError(f"Invalid {name} value: {value}")
+        try:
+            float(v)
+        except OverflowError:
+            raise ValueError(f"Invalid {name} value: an int of {len(str(v))} digits is too large "
+                             "for a float") from None
+
+
 class Optimizer:
-    """Base class. Subclasses pass their hyperparameter ``defaults`` and implement ``step``."""
+    """Base class. Subclasses pass their hyperparameter ``defaults`` and implement ``_update``
+    (and ``_state_keys`` when they keep per-parameter state)."""
 
     def __init__(self, params, defaults):
         self.defaults = dict(defaults)
+        self._check_group(self.defaults, "the defaults")
         self.state = {}  # parameter -> dict of its state (PyTorch: defaultdict(dict))
         self.param_groups = []
         if isinstance(params, Tensor):
@@ -77,6 +150,7 @@ class Optimizer:
             raise ValueError("optimizer contains a parameter group with duplicate parameters")
         if any(id(p) in seen for p in params):
             raise ValueError("some parameters appear in more than one parameter group")
+        self._check_group(group, f"parameter group {len(self.param_groups)}")
         self.param_groups.append(group)
 
     def zero_grad(self, set_to_none=True):
@@ -98,16 +172,99 @@ class Optimizer:
         if closure is not None:
             with enable_grad():
                 loss = closure()
+        work = self._checked_work()
         with no_grad():
-            for group in self.param_groups:
-                for p in group["params"]:
-                    if p.grad is not None:
-                        self._update(p, group)
+            for p, group in work:
+                self._update(p, group)
         return loss
 
     def _update(self, p, group):
         """The rule: update ``p`` in place from ``p.grad`` and its state."""
         raise NotImplementedError(f"{type(self).__name__} does not define its update rule")
+
+    def _state_keys(self, group):
+        """The state entries ``_update`` reads once a parameter has state, under ``group``'s
+        hyperparameters (so that a missing one is refused before any parameter changes)."""
+        return ()
+
+    def _fresh_state(self, p, group):
+        """A parameter's first state: step 0 and a zero tensor like ``p`` for every other key."""
+        return {k: 0 if k == "step" else creation.zeros_like(p) for k in self._state_keys(group)}
+
+    # ------------------------------------------------------------------ checks
+
+    def _checked_work(self):
+        """The (parameter, group) pairs ``step`` updates, after checking everything those
+        updates read: a step then changes every parameter or, on an error, none."""
+        for i, group in enumerate(self.param_groups):
+            self._check_group(group, f"parameter group {i}")
+        work = []
+        index = 0
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is not None:
+                    self._check_grad(index, p)
+                    self._check_state(index, p, self.state.get(p), group)
+                    work.append((p, group))
+                index += 1
+        return work
+
+    def _check_group(self, group, where):
+        """Every hyperparameter of the optimizer is present in ``group`` and of its
+        default's kind and range (``where`` names the group in the message)."""
+        declared = _declared_defaults(type(self))
+        for name, default in self.defaults.items():
+            if name not in group:
+                raise ValueError(f"{type(self).__name__}: {where} has no {name!r}")
+            value = group[name]
+            expected = _check_kind(value, declared.get(name, default))
+            if expected is not None:
+                raise TypeError(f"{type(self).__name__}: {name}={value!r} in {where} is a "
+                                f"{type(value).__name__}; expected {expected}")
+            try:
+                _check_range(name, value)
+            except ValueError as e:
+                raise ValueError(f"{e} ({type(self).__name__}, {where})") from None
+
+    def _check_grad(self, index, p):
+        g = p.grad
+        where = f"{type(self).__name__}.step: parameter {index}"
+        if not isinstance(g, Tensor):
+            raise TypeError(f"{where} has a .grad of type {type(g).__name__}; expected a Tensor")
+        if not p.dtype.is_floating_point:
+            raise TypeError(f"{where} has dtype {p.dtype.name}; only floating-point parameters "
+                            "can be optimized")
+        if tuple(g.shape) != tuple(p.shape):
+            raise ValueError(f"{where} has shape {tuple(p.shape)} but its gradient has shape "
+                             f"{tuple(g.shape)}")
+        if g.dtype is not p.dtype:
+            raise TypeError(f"{where} has dtype {p.dtype.name} but its gradient has dtype "
+                            f"{g.dtype.name}")
+
+    def _check_state(self, index, p, state, group):
+        """``state`` holds what ``_update`` reads: a non-negative int ``step`` and
+        floating-point tensors of ``p``'s shape."""
+        if not state:
+            return
+        where = f"{type(self).__name__}: the state of parameter {index}"
+        missing = [k for k in self._state_keys(group) if k not in state]
+        if missing:
+            raise ValueError(f"{where} lacks {', '.join(map(repr, missing))}, which its parameter "
+                             "group's settings need")
+        for key, value in state.items():
+            if key == "step":
+                if not isinstance(value, int) or isinstance(value, bool):
+                    raise TypeError(f"{where} has step={value!r}; expected an int")
+                if value < 0:
+                    raise ValueError(f"{where} has step={value}; expected a count >= 0")
+            elif not isinstance(value, Tensor):
+                raise TypeError(f"{where} has {key!r} of type {type(value).__name__}; expected a Tensor")
+            elif tuple(value.shape) != tuple(p.shape):
+                raise ValueError(f"{where} has {key!r} of shape {tuple(value.shape)}, but the "
+                                 f"parameter has shape {tuple(p.shape)}")
+            elif not value.dtype.is_floating_point:
+                raise TypeError(f"{where} has {key!r} of dtype {value.dtype.name}; expected a "
+                                "floating-point tensor")
 
     def _state_for(self, p):
         st = self.state.get(p)
@@ -137,47 +294,73 @@ class Optimizer:
         """Restore hyperparameters and state saved by ``state_dict`` (ours or PyTorch's layout).
 
         Groups are matched by position and parameters by order; state tensors are copied and
-        cast to the parameter's dtype, so the source dict can be reused.
+        cast to the parameter's dtype, so the source dict can be reused. Everything is
+        checked as ``step`` would check it before anything is replaced: a refused dict
+        leaves the optimizer as it was.
         """
-        if not isinstance(state_dict, dict) or "state" not in state_dict or "param_groups" not in state_dict:
-            raise ValueError("optimizer state dict must be a dict with keys 'state' and 'param_groups'")
-        saved_groups = state_dict["param_groups"]
+        saved_groups, saved_state = _saved_sections(state_dict)
         if len(saved_groups) != len(self.param_groups):
             raise ValueError(f"loaded state dict has {len(saved_groups)} parameter groups, "
                              f"the optimizer has {len(self.param_groups)}")
         id_map = {}
+        new_groups = []
         for i, (group, saved) in enumerate(zip(self.param_groups, saved_groups)):
             if len(saved["params"]) != len(group["params"]):
                 raise ValueError(f"loaded state dict's parameter group {i} has {len(saved['params'])} "
                                  f"parameters, the optimizer's has {len(group['params'])}")
-            id_map.update(zip(saved["params"], group["params"]))
-        new_state = {}
-        for key, value in state_dict["state"].items():
-            if key not in id_map:
-                raise ValueError(f"loaded state dict has state for parameter {key!r}, which is in no "
-                                 f"parameter group (known ids: {sorted(id_map)})")
-            p = id_map[key]
-            new_state[p] = {k: self._load_value(p, key, k, v) for k, v in value.items()}
-        self.state = new_state
-        new_groups = []
-        for group, saved in zip(self.param_groups, saved_groups):
             g = {k: v for k, v in saved.items() if k != "params"}
             g["params"] = group["params"]
             for name, default in self.defaults.items():
                 g.setdefault(name, default)  # an older dict may lack a newer option
+            self._check_group(g, f"loaded parameter group {i}")
             new_groups.append(g)
+            id_map.update((pid, (p, g)) for pid, p in zip(saved["params"], group["params"]))
+        if len(id_map) != sum(len(g["params"]) for g in new_groups):
+            raise ValueError("loaded state dict numbers a parameter twice in its parameter groups")
+        new_state = {}
+        for key, value in saved_state.items():
+            if key not in id_map:
+                raise ValueError(f"loaded state dict has state for parameter {key!r}, which is in no "
+                                 f"parameter group (known ids: {sorted(id_map)})")
+            if not isinstance(value, dict):
+                raise TypeError(f"loaded state dict's state for parameter {key!r} is a "
+                                f"{type(value).__name__}; expected a dict")
+            p, group = id_map[key]
+            new_state[p] = {k: _loaded_value(p, k, v) for k, v in value.items()}
+            self._check_state(key, p, new_state[p], group)
+        self.state = new_state
         self.param_groups = new_groups
 
-    @staticmethod
-    def _load_value(p, pid, key, value):
-        if key == "step":
-            return int(value.item()) if isinstance(value, Tensor) else int(value)
-        if not isinstance(value, Tensor):
-            return value
-        if value.ndim and tuple(value.shape) != tuple(p.shape):
-            raise ValueError(f"loaded state {key!r} for parameter {pid} has shape {tuple(value.shape)}, "
-                             f"but the parameter has shape {tuple(p.shape)}")
-        value = value.detach().clone()
-        if value.dtype.is_floating_point and value.dtype is not p.dtype:
-            value = value.to(p.dtype)
+
+def _saved_sections(state_dict):
+    """The ``param_groups`` and ``state`` of a state dict, after checking their layout."""
+    if not isinstance(state_dict, dict) or "state" not in state_dict or "param_groups" not in state_dict:
+        raise ValueError("optimizer state dict must be a dict with keys 'state' and 'param_groups'")
+    groups, state = state_dict["param_groups"], state_dict["state"]
+    if not isinstance(groups, (list, tuple)) or not all(
+            isinstance(g, dict) and isinstance(g.get("params"), (list, tuple)) for g in groups):
+        raise ValueError("optimizer state dict's 'param_groups' must be a list of dicts, each with "
+                         "a 'params' list")
+    if not isinstance(state, dict):
+        raise ValueError(f"optimizer state dict's 'state' must be a dict, got {type(state).__name__}")
+    return groups, state
+
+
+def _loaded_value(p, key, value):
+    """A loaded state entry as ``_update`` keeps it: a step held in a one-element tensor
+    (PyTorch keeps a 0-dim float tensor, of either library) or a whole float becomes an
+    int, a tensor becomes a copy in ``p``'s floating dtype. Anything else is kept as it is,
+    for ``_check_state`` to refuse."""
+    if key == "step":
+        if not isinstance(value, (int, float)) and callable(getattr(value, "item", None)):
+            try:
+                value = value.item()
+            except (ValueError, RuntimeError, TypeError):
+                pass  # several elements: refused by _check_state
+        return int(value) if isinstance(value, float) and value.is_integer() else value
+    if not isinstance(value, Tensor):
         return value
+    value = value.detach().clone()
+    if value.dtype.is_floating_point and value.dtype is not p.dtype:
+        value = value.to(p.dtype)
+    return value

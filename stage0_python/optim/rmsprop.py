@@ -1,5 +1,4 @@
 """RMSprop, as ``torch.optim.RMSprop`` computes it (Hinton's lecture 6e; centered per Graves)."""
-from .. import creation
 from .optimizer import Optimizer, lerp_
 
 
@@ -9,30 +8,19 @@ class RMSprop(Optimizer):
 
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
                  *, maximize=False):
-        if lr < 0.0:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if eps < 0.0:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if momentum < 0.0:
-            raise ValueError(f"Invalid momentum value: {momentum}")
-        if weight_decay < 0.0:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if alpha < 0.0:
-            raise ValueError(f"Invalid alpha value: {alpha}")
         defaults = dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum,
                         centered=centered, maximize=maximize)
         super().__init__(params, defaults)
+
+    def _state_keys(self, group):
+        return (("step", "square_avg") + ("momentum_buffer",) * (group["momentum"] > 0)
+                + ("grad_avg",) * bool(group["centered"]))
 
     def _update(self, p, group):
         grad = -p.grad if group["maximize"] else p.grad
         state = self._state_for(p)
         if not state:
-            state["step"] = 0
-            state["square_avg"] = creation.zeros_like(p)
-            if group["momentum"] > 0:
-                state["momentum_buffer"] = creation.zeros_like(p)
-            if group["centered"]:
-                state["grad_avg"] = creation.zeros_like(p)
+            state.update(self._fresh_state(p, group))
         state["step"] += 1
         alpha, wd = group["alpha"], group["weight_decay"]
         if wd != 0:
