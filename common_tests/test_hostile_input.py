@@ -250,6 +250,11 @@ def test_one_hot_refuses_classes_out_of_range(sg, values, classes, exc):
     raises_naming(exc, "one_hot", lambda: sg.nn.functional.one_hot(t, classes))
 
 
+def test_cross_entropy_names_itself_for_a_bad_target(sg):
+    raises_naming(IndexError, "cross_entropy", lambda: sg.nn.functional.cross_entropy(
+        sg.zeros(2, 3), sg.tensor([0, 5])))
+
+
 def test_one_hot_matches_pytorch(sg):
     t = sg.tensor([[0, 2], [1, 1]])
     assert sg.nn.functional.one_hot(t).tolist() == np.eye(3, dtype=np.int64)[[[0, 2], [1, 1]]].tolist()
@@ -263,7 +268,7 @@ GEOMETRY = st.sampled_from([-2, -1, 0, 1, 2, 3])
 
 @SETTINGS
 @given(k=st.sampled_from([0, 1, 2, 3]), stride=GEOMETRY, padding=GEOMETRY, dilation=GEOMETRY)
-def test_conv_and_unfold_geometry_follows_pytorch(sg, k, stride, padding, dilation):
+def test_window_geometry_follows_pytorch(sg, k, stride, padding, dilation):
     if torch is None:
         pytest.skip("PyTorch is not installed: the PyTorch comparison cannot run")
     x_np, w_np = data((1, 2, 5, 5), seed=4), data((3, 2, k, k), seed=5)
@@ -275,7 +280,11 @@ def test_conv_and_unfold_geometry_follows_pytorch(sg, k, stride, padding, dilati
         ("conv2d", lambda: F.conv2d(x, w, stride=stride, padding=padding, dilation=dilation),
          lambda: tF.conv2d(tx, tw, stride=stride, padding=padding, dilation=dilation)),
         ("unfold", lambda: F.unfold(x, k, dilation=dilation, padding=padding, stride=stride),
-         lambda: tF.unfold(tx, k, dilation=dilation, padding=padding, stride=stride)))
+         lambda: tF.unfold(tx, k, dilation=dilation, padding=padding, stride=stride)),
+        ("max_pool2d", lambda: F.max_pool2d(x, k, stride=stride, padding=padding, dilation=dilation),
+         lambda: tF.max_pool2d(tx, k, stride=stride, padding=padding, dilation=dilation)),
+        ("avg_pool2d", lambda: F.avg_pool2d(x, k, stride=stride, padding=padding),
+         lambda: tF.avg_pool2d(tx, k, stride=stride, padding=padding)))
     for op, ours, theirs in cases:
         want, err = _torch_outcome(theirs)
         if err is None:
@@ -402,6 +411,7 @@ CRASHERS = [
     ("scatter_add index > self", "sg.zeros(2, 1).scatter_add(1, sg.zeros(5, 1, dtype=sg.int64), sg.ones(5, 1))"),
     ("unfold stride 0", "sg.nn.functional.unfold(sg.zeros(1, 1, 4, 4), 2, stride=0)"),
     ("backend full 2**61", "sg.backend.full((2**61,), 0.0, sg.float32)"),
+    ("backend full past the pool's table", "sg.backend.full((2**46 + 1,), 0.0, sg.float32)"),
     ("backend expand 2**64", "sg.backend.expand(sg.zeros(1)._data, (2**32, 2**32))"),
     ("backend gather ndim", "sg.backend.gather(sg.zeros(3)._data, 0, sg.zeros(1, 1, dtype=sg.int64)._data)"),
     ("backend scatter_add src", "sg.backend.scatter_add((3,), 0, sg.zeros(5, dtype=sg.int64)._data, sg.ones(2)._data)"),

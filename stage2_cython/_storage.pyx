@@ -26,6 +26,18 @@ cdef extern from "stdlib.h" nogil:
 from stage2_cython._types cimport (BOOL, FLOAT32, FLOAT64, INT32, INT64, PY_SSIZE_T_MAX,
                                    itemsize_of)
 
+cdef extern from *:
+    """
+    #ifdef __SANITIZE_ADDRESS__
+    #define SG_EXACT_BLOCKS 1
+    #else
+    #define SG_EXACT_BLOCKS 0
+    #endif
+    """
+    # Under AddressSanitizer every block is its exact size and never pooled, so that a
+    # read or write one element past a tensor is reported (a size class would hide it).
+    const bint SG_EXACT_BLOCKS
+
 cdef enum:
     ALIGN = 64
     NCLASSES = 16 + 38 * 8  # blocks up to 2**48 bytes
@@ -70,13 +82,13 @@ cdef char* _take(Py_ssize_t nbytes, int* klass) except NULL:
         raise MemoryError(f"cannot allocate {nbytes} bytes for a tensor (at most "
                           f"{class_size(NCLASSES - 1)} bytes can be asked for)")
     cdef int k = class_of(nbytes)
-    cdef void* p = _heads[k]
+    cdef void* p = NULL if SG_EXACT_BLOCKS else _heads[k]
     if p != NULL:
         _heads[k] = (<void**>p)[0]
         _held -= class_size(k)
         _hits += 1
     else:
-        if posix_memalign(&p, ALIGN, class_size(k)) != 0:
+        if posix_memalign(&p, ALIGN, (nbytes if nbytes else 1) if SG_EXACT_BLOCKS else class_size(k)) != 0:
             raise MemoryError(f"cannot allocate {nbytes} bytes for a tensor")
         _misses += 1
     _in_use += nbytes
@@ -90,7 +102,7 @@ cdef void _give(char* p, int k, Py_ssize_t nbytes) noexcept:
     global _held, _in_use
     cdef Py_ssize_t size = class_size(k)
     _in_use -= nbytes
-    if _enabled and _held + size <= _limit:
+    if _enabled and not SG_EXACT_BLOCKS and _held + size <= _limit:
         (<void**>p)[0] = _heads[k]
         _heads[k] = p
         _held += size
