@@ -1,0 +1,210 @@
+// sg3::gemm: C = A @ B (+ C) for float and double, on any xsimd architecture.
+//
+// Design (BLIS / GotoBLAS):
+//   Five loops around one micro-kernel (gemm_kernel.hpp), each cutting the problem so that the
+//   data it reuses stays in one level of the memory hierarchy (sizes: gemm_blocking.hpp):
+//     5th loop  jc over n  in steps of NC   B block kc x nc, packed once per (jc, pc): L3
+//     4th loop  pc over k  in steps of KC   (packs that B block)
+//     3rd loop  ic over m  in steps of MC   A block mc x kc, packed once per (jc, pc, ic): L2
+//     2nd loop  jr over nc in steps of NR   B micro-panel kc x NR, reused by every ir: L2/L1
+//     1st loop  ir over mc in steps of MR   A micro-panel MR x kc, streamed from L2
+//     micro-kernel: the MR x NR block of C in registers, kc rank-1 updates, C touched once.
+//   Packing (gemm_pack.hpp) reads A and B through arbitrary strides, so transposed or strided
+//   operands need no copy beforehand, and zero-pads so the kernel only ever sees full panels.
+//   Block sizes are balanced (k = 1030 with KC = 256 becomes 5 blocks of 206, not 4 x 256 + 6).
+//
+//   Threads (OpenMP): the team shares one packed B block (each thread packs a slice of its
+//   micro-panels, then a barrier) and splits the rows of C: each thread packs its own A block
+//   into its own buffer and runs the 3rd..1st loops on its rows. Threads are arranged as a
+//   tm x tn grid: tm threads split m, and when m is too short to give every thread rows, tn
+//   threads split the jr loop instead. nthreads == 1, small products and calls from inside a
+//   parallel region run on the calling thread and never open a parallel region.
+//
+//   Buffers are thread_local, grow-only and 64-byte aligned (gemm_arch.hpp): a training loop
+//   that calls gemm repeatedly allocates nothing after the first call, and nothing leaks.
+//   C must not overlap A or B.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "gemm_arch.hpp"
+#include "gemm_blocking.hpp"
+#include "gemm_kernel.hpp"
+#include "gemm_pack.hpp"
+
+namespace sg3 {
+
+namespace detail {
+
+template <class T>
+struct gemm_problem {
+    std::int64_t m, n, k;
+    const T* a;
+    std::int64_t rsa, csa;
+    const T* b;
+    std::int64_t rsb, csb;
+    T* c;
+    std::int64_t ldc;
+    bool accumulate;
+};
+
+inline constexpr std::int64_t ceil_div(std::int64_t x, std::int64_t y) { return (x + y - 1) / y; }
+
+// Split `total` into the fewest blocks of at most `block`, all of about equal size, rounded up
+// to a multiple of `step`: the step to use in a blocked loop over `total`.
+inline constexpr std::int64_t balanced_step(std::int64_t total, std::int64_t block, std::int64_t step) {
+    const std::int64_t pieces = ceil_div(total, block);
+    return std::max<std::int64_t>(step, ceil_div(ceil_div(total, pieces), step) * step);
+}
+
+// 2nd and 1st loops: C[0:mc, panels) (+)= packed A block @ packed B panels [jp0, jp1).
+template <class Arch, class T>
+void macro_kernel(std::int64_t mc, std::int64_t nc, std::int64_t kc, const T* pa, const T* pb, T* c,
+                  std::int64_t ldc, bool beta, std::int64_t jp0, std::int64_t jp1) {
+    constexpr int MR = kernel_shape<Arch, T>::mr;
+    constexpr int NR = kernel_shape<Arch, T>::nv * static_cast<int>(xsimd::batch<T, Arch>::size);
+    for (std::int64_t jr = jp0 * NR; jr < std::min(nc, jp1 * NR); jr += NR)
+        for (std::int64_t ir = 0; ir < mc; ir += MR)
+            micro_kernel<Arch, T>(kc, pa + ir * kc, pb + jr * kc, c + ir * ldc + jr, ldc,
+                                  std::min<std::int64_t>(MR, mc - ir), std::min<std::int64_t>(NR, nc - jr), beta);
+}
+
+// Elements to reserve for an A block (mc x kc) in the workspace: at most MC rows, at most m.
+template <class Arch, class T>
+std::int64_t a_block_size(const gemm_blocking_info& bl, std::int64_t m, std::int64_t kc_step) {
+    constexpr int MR = kernel_shape<Arch, T>::mr;
+    const std::int64_t rows = std::min(ceil_div(bl.mc, MR), ceil_div(m, MR)) * MR;
+    const std::int64_t line = buffer_alignment / sizeof(T);
+    return ceil_div(rows * kc_step, line) * line;
+}
+
+// 5th..3rd loops, run by thread `tid` of a team of `nt`; with nt > 1 every member of the team
+// must call this (it has barriers). `pb` is the team's shared B block, `pa` this thread's
+// A block (both in the caller's workspace).
+template <class Arch, class T>
+void gemm_loops(const gemm_problem<T>& g, const gemm_blocking_info& bl, T* pb, T* pa, int tid, int nt) {
+    constexpr int MR = kernel_shape<Arch, T>::mr;
+    constexpr int NR = kernel_shape<Arch, T>::nv * static_cast<int>(xsimd::batch<T, Arch>::size);
+
+    // Thread grid tm x tn: split the rows of C first; split the jr loop only when there are
+    // fewer MR-row blocks than threads. Threads outside the grid just help pack B.
+    const std::int64_t mblocks = ceil_div(g.m, MR);
+    const int tm = static_cast<int>(std::min<std::int64_t>(nt, mblocks));
+    const int tn = nt / tm;
+    const bool in_grid = tid < tm * tn;
+    const int ti = in_grid ? tid / tn : 0, tj = in_grid ? tid % tn : 0;
+
+    // This thread's rows of C: a contiguous share of the MR-row blocks.
+    const std::int64_t m0 = in_grid ? std::min(g.m, mblocks * ti / tm * MR) : 0;
+    const std::int64_t m1 = in_grid ? std::min(g.m, mblocks * (ti + 1) / tm * MR) : 0;
+
+    const std::int64_t kc_step = balanced_step(g.k, bl.kc, 1);
+    const std::int64_t nc_step = balanced_step(g.n, bl.nc, NR);
+    const std::int64_t mc_step = m1 > m0 ? balanced_step(m1 - m0, bl.mc, MR) : MR;
+
+    for (std::int64_t jc = 0; jc < g.n; jc += nc_step) {  // 5th loop
+        const std::int64_t nc = std::min(nc_step, g.n - jc);
+        const std::int64_t panels = ceil_div(nc, NR);
+        for (std::int64_t pc = 0; pc < g.k; pc += kc_step) {  // 4th loop
+            const std::int64_t kc = std::min(kc_step, g.k - pc);
+            // Pack the B block; each thread packs its slice of the micro-panels.
+            const std::int64_t q0 = panels * tid / nt, q1 = panels * (tid + 1) / nt;
+            if (q1 > q0)
+                pack_b<Arch, T>(kc, std::min(nc, q1 * NR) - q0 * NR, g.b + pc * g.rsb + (jc + q0 * NR) * g.csb,
+                                g.rsb, g.csb, pb + q0 * NR * kc);
+#ifdef _OPENMP
+            if (nt > 1) {
+#pragma omp barrier
+            }
+#endif
+            const bool beta = g.accumulate || pc > 0;
+            for (std::int64_t ic = m0; ic < m1; ic += mc_step) {  // 3rd loop
+                const std::int64_t mc = std::min(mc_step, m1 - ic);
+                pack_a<Arch, T>(mc, kc, g.a + ic * g.rsa + pc * g.csa, g.rsa, g.csa, pa);
+                macro_kernel<Arch, T>(mc, nc, kc, pa, pb, g.c + ic * g.ldc + jc, g.ldc, beta,
+                                      panels * tj / tn, panels * (tj + 1) / tn);
+            }
+#ifdef _OPENMP
+            if (nt > 1) {  // nobody repacks B while another thread still reads it
+#pragma omp barrier
+            }
+#endif
+        }
+    }
+}
+
+}  // namespace detail
+
+// The GEMM with explicit blocking (gemm below uses the machine's; the ladder and tuning runs
+// pass their own). See gemm for the arguments.
+template <class Arch, class T>
+void gemm_with_blocking(const gemm_blocking_info& bl, std::int64_t m, std::int64_t n, std::int64_t k,
+                        const T* a, std::int64_t rsa, std::int64_t csa, const T* b, std::int64_t rsb,
+                        std::int64_t csb, T* c, std::int64_t ldc, bool accumulate, int nthreads) {
+    constexpr int MR = kernel_shape<Arch, T>::mr;
+    constexpr int NR = kernel_shape<Arch, T>::nv * static_cast<int>(xsimd::batch<T, Arch>::size);
+    if (m <= 0 || n <= 0) return;
+    if (k <= 0) {  // empty sum
+        if (!accumulate)
+            for (std::int64_t i = 0; i < m; ++i)
+                for (std::int64_t j = 0; j < n; ++j) c[i * ldc + j] = T(0);
+        return;
+    }
+    const detail::gemm_problem<T> g{m, n, k, a, rsa, csa, b, rsb, csb, c, ldc, accumulate};
+
+    // Threads: never nested, never more than the cores, and not for products too small to
+    // repay waking a team (a few microseconds).
+    int nt = std::max(1, nthreads);
+#ifdef _OPENMP
+    if (omp_in_parallel()) nt = 1;
+    nt = std::min(nt, omp_get_num_procs());
+#else
+    nt = 1;
+#endif
+    if (double(m) * double(n) * double(k) < double(bl.min_parallel_work)) nt = 1;
+    // no more threads than MR x NR blocks of C to share out
+    nt = static_cast<int>(std::min<std::int64_t>(nt, detail::ceil_div(m, MR) * detail::ceil_div(n, NR)));
+
+    // Workspace, from the calling thread's buffer: the team's B block, then one A block per
+    // thread, each 64-byte aligned. Taken here, outside the parallel region, so that a failed
+    // allocation throws to the caller instead of terminating the OpenMP team.
+    const std::int64_t kc_step = detail::balanced_step(k, bl.kc, 1);
+    const std::int64_t nc_step = detail::balanced_step(n, bl.nc, NR);
+    const std::int64_t line = buffer_alignment / sizeof(T);
+    const std::int64_t b_size = detail::ceil_div(kc_step * nc_step, line) * line;
+    const std::int64_t a_size = detail::a_block_size<Arch, T>(bl, m, kc_step);
+    T* work = thread_buffer<Arch, T, 0>().get(static_cast<std::size_t>(b_size + nt * a_size));
+
+    if (nt == 1) {
+        detail::gemm_loops<Arch, T>(g, bl, work, work + b_size, 0, 1);
+        return;
+    }
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nt)
+    {
+        // the runtime may grant fewer threads than asked: use the team's real size
+        const int tid = omp_get_thread_num();
+        detail::gemm_loops<Arch, T>(g, bl, work, work + b_size + tid * a_size, tid, omp_get_num_threads());
+    }
+#endif
+}
+
+// C[m x n] = A[m x k] @ B[k x n]  (+ C when accumulate). A element (i,p) at a[i*rsa + p*csa],
+// B element (p,j) at b[p*rsb + j*csb], C element (i,j) at c[i*ldc + j]. Any strides (including 0
+// or negative for A and B) are allowed. k == 0 gives C = 0 (or C unchanged when accumulate).
+// nthreads: OpenMP threads to use (values below 1 mean 1).
+template <class Arch, class T>
+void gemm(std::int64_t m, std::int64_t n, std::int64_t k,
+          const T* a, std::int64_t rsa, std::int64_t csa,
+          const T* b, std::int64_t rsb, std::int64_t csb,
+          T* c, std::int64_t ldc, bool accumulate, int nthreads) {
+    gemm_with_blocking<Arch, T>(gemm_blocking<Arch, T>(), m, n, k, a, rsa, csa, b, rsb, csb, c, ldc,
+                                accumulate, nthreads);
+}
+
+}  // namespace sg3
