@@ -1,25 +1,46 @@
-"""Builds every stage. Stages 0 and 1 are pure Python; stage 2's Cython extensions are
-compiled here.
+"""Builds every compiled stage. Stages 0 and 1 are pure Python.
 
-Compiler directives are set once, below: bounds and wraparound checks off, C division
-(the kernels are written for it: integer divisors are checked before a loop runs).
-``STAGEGRAD_CYTHON_DEBUG=1`` at build time turns the checks back on and compiles without
-optimisation; ``STAGEGRAD_SANITIZE=address`` adds AddressSanitizer (the suite's sanitized
-run, common_tests/test_sanitized_build.py, builds a copy so). C flags: -O3 (the compiler's own vectorisation, for the baseline ISA only:
-no host-specific -march, so the build runs on any x86-64), -fwrapv (signed integer
-overflow wraps, as documented for integer tensors), -ffp-contract=off (a * b + c is
-rounded twice on every platform, never fused). No fast-math: it would break the NaN and
+Stage 2: Cython extensions. Compiler directives are set once, below: bounds and
+wraparound checks off, C division (the kernels are written for it: integer divisors are
+checked before a loop runs).
+
+Stage 3: C++17 kernels on xsimd, compiled once per ISA, each into its own extension
+module with its own flags (SSE2, the x86-64 baseline; AVX2 + FMA; AVX-512 F/BW/DQ/VL;
+NEON on arm64), and the Cython bindings, linked against OpenBLAS from the
+``scipy-openblas32`` wheel with no rpath (the stage imports the wheel first, which loads
+the library). Stage 3 needs the xsimd headers (Debian/Ubuntu ``libxsimd-dev``, conda
+``xsimd``; ``XSIMD_INCLUDE`` names another folder) and the wheel; without them it is
+skipped, with a warning, and the test suite reports it as not built.
+
+Flags: -O3, the compiler's own vectorisation at each module's ISA only (never a
+host-specific -march: the build runs on any x86-64); -fwrapv (signed integer overflow
+wraps, as documented for integer tensors); -ffp-contract=off (a * b + c is rounded twice
+unless a kernel asks for a fused multiply-add). No fast-math: it would break the NaN and
 inf semantics the tests check.
+
+``STAGEGRAD_CYTHON_DEBUG=1`` turns the checks back on and compiles without optimisation;
+``STAGEGRAD_SANITIZE=address`` adds AddressSanitizer (the suite's sanitized run,
+common_tests/test_sanitized_build.py, builds a copy so).
 """
 import os
+import platform
+import sys
 from pathlib import Path
 
 from setuptools import Extension, setup
 
+DEBUG = os.environ.get("STAGEGRAD_CYTHON_DEBUG") == "1"
 SANITIZE = (["-fsanitize=" + os.environ["STAGEGRAD_SANITIZE"], "-fno-omit-frame-pointer"]
             if os.environ.get("STAGEGRAD_SANITIZE") else [])
 STAGE2 = ("_storage", "_buffer", "_convert", "_elementwise", "_reduce", "_matmul", "_conv", "_index",
           "_random")
+X86_ISAS = {
+    "sse2": [],
+    "avx2": ["-mavx2", "-mfma"],
+    "avx512": ["-mavx512f", "-mavx512bw", "-mavx512dq", "-mavx512vl", "-mavx2", "-mfma"],
+}
+CXX = ["-std=c++17", "-fvisibility=hidden", "-fopenmp", "-ffp-contract=off", "-fwrapv",
+       "-Wno-maybe-uninitialized", "-Wno-uninitialized"]  # xsimd leaves AVX-512 registers undefined on purpose
 
 
 def _render_templates(folder):
@@ -33,17 +54,56 @@ def _render_templates(folder):
 
 
 def stage2_extensions():
-    from Cython.Build import cythonize
-    debug = os.environ.get("STAGEGRAD_CYTHON_DEBUG") == "1"
     _render_templates("stage2_cython")
-    directives = {"language_level": 3, "boundscheck": debug, "wraparound": debug,
-                  "initializedcheck": debug, "cdivision": True}
-    flags = ["-fwrapv", "-ffp-contract=off"] + (["-O0", "-g"] if debug else ["-O3", "-g0"])
-    extensions = [Extension(f"stage2_cython.{name}", [f"stage2_cython/{name}.pyx"],
-                            extra_compile_args=flags + SANITIZE, extra_link_args=SANITIZE)
-                  for name in STAGE2]
-    return cythonize(extensions, compiler_directives=directives, nthreads=os.cpu_count() or 1,
+    flags = ["-fwrapv", "-ffp-contract=off"] + (["-O0", "-g"] if DEBUG else ["-O3", "-g0"])
+    return [Extension(f"stage2_cython.{name}", [f"stage2_cython/{name}.pyx"],
+                      extra_compile_args=flags + SANITIZE, extra_link_args=SANITIZE)
+            for name in STAGE2]
+
+
+def _xsimd_include():
+    """The folder holding ``xsimd/xsimd.hpp``, or None."""
+    candidates = [os.environ.get("XSIMD_INCLUDE"), os.path.join(sys.prefix, "include"),
+                  os.path.join(os.environ.get("CONDA_PREFIX", ""), "include"), "/usr/local/include",
+                  "/usr/include"]
+    return next((c for c in candidates if c and os.path.exists(os.path.join(c, "xsimd", "xsimd.hpp"))), None)
+
+
+def stage3_extensions():
+    xsimd = _xsimd_include()
+    try:
+        import scipy_openblas32
+    except ImportError:
+        scipy_openblas32 = None
+    missing = [what for what, ok in (("the xsimd headers (apt install libxsimd-dev)", xsimd),
+                                     ("the scipy-openblas32 wheel", scipy_openblas32)) if not ok]
+    if missing:
+        print(f"warning: stage3_simd is not built: {' and '.join(missing)} not found", file=sys.stderr)
+        return []
+    opt = ["-O1", "-g"] if DEBUG else ["-O3", "-g0"]
+    isas = X86_ISAS if platform.machine().lower() in ("x86_64", "amd64") else {"neon": []}
+    headers = [str(p) for p in Path("stage3_simd/csrc").glob("*.h*")]  # rebuild when one changes
+    kernels = [Extension(f"stage3_simd._isa_{isa}", [f"stage3_simd/csrc/isa_{isa}.cpp"], language="c++",
+                         include_dirs=["stage3_simd/csrc", xsimd], depends=headers,
+                         extra_compile_args=CXX + opt + flags + SANITIZE,
+                         extra_link_args=["-fopenmp"] + SANITIZE)
+               for isa, flags in isas.items()]
+    bindings = Extension("stage3_simd._kernels", ["stage3_simd/_kernels.pyx"], depends=headers,
+                         include_dirs=["stage3_simd", scipy_openblas32.get_include_dir()],
+                         library_dirs=[scipy_openblas32.get_lib_dir()],
+                         libraries=[scipy_openblas32.get_library()],
+                         extra_compile_args=["-fwrapv", "-ffp-contract=off"] + opt + SANITIZE,
+                         extra_link_args=SANITIZE)
+    return kernels + [bindings]
+
+
+def extensions():
+    from Cython.Build import cythonize
+    directives = {"language_level": 3, "boundscheck": DEBUG, "wraparound": DEBUG,
+                  "initializedcheck": DEBUG, "cdivision": True}
+    return cythonize(stage2_extensions() + stage3_extensions(), compiler_directives=directives,
+                     nthreads=os.cpu_count() or 1, include_path=["."],
                      annotate=os.environ.get("STAGEGRAD_CYTHON_ANNOTATE") == "1")
 
 
-setup(ext_modules=stage2_extensions(), options={"build_ext": {"parallel": os.cpu_count() or 1}})
+setup(ext_modules=extensions(), options={"build_ext": {"parallel": os.cpu_count() or 1}})

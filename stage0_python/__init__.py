@@ -13,6 +13,7 @@ from .creation import (arange, as_tensor, cat, concat, empty, empty_like, eye, f
 from .dtypes import bool_, float32, float64, get_default_dtype, int32, int64, set_default_dtype
 from .random import Generator, initial_seed, manual_seed, seed
 from .tensor import Size, Tensor, ValuesIndices, device, where
+from .threads import get_num_threads, set_num_threads
 
 bool = bool_  # noqa: A001  (torch.bool)
 float = float32  # noqa: A001
@@ -64,7 +65,8 @@ def isclose(a, b, rtol=1e-05, atol=1e-08):
     return (a - b).abs() <= atol + rtol * b.abs()
 
 
-_SUBMODULES = ("functional", "nn", "optim", "data", "datasets", "serialization", "utils", "memory")
+_SUBMODULES = ("functional", "nn", "optim", "data", "datasets", "serialization", "utils", "memory",
+               "backends")
 
 
 def __getattr__(name):

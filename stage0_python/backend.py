@@ -228,7 +228,7 @@ def _sqrt(x):
 def _rsqrt(x):
     if x > 0:
         return 1.0 / math.sqrt(x)
-    return INF if x == 0 else NAN
+    return math.copysign(INF, x) if x == 0 else NAN  # 1 / sqrt(-0.0) is 1 / -0.0
 
 
 def _recip(x):
@@ -248,15 +248,24 @@ def _silu(x):
     return x * _sigmoid(x)
 
 
-_SQRT1_2 = 1.0 / math.sqrt(2.0)
+_SQRT1_2 = 0.7071067811865476  # 1/sqrt(2) correctly rounded (1.0 / math.sqrt(2.0) is one ulp low)
 
 
 def _gelu(x):
-    return 0.5 * x * (1.0 + math.erf(x * _SQRT1_2))
+    # x * Phi(x), Phi from erfc: 1 + erf(x) would cancel to 0 for x well below 0
+    return 0.5 * x * math.erfc(-x * _SQRT1_2) if x == x else x
 
 
 def _sign(x):
     return (x > 0) - (x < 0) if x == x else NAN
+
+
+def _integral(f):
+    """An integer-valued rounding as IEEE defines it: the sign of x survives a zero result
+    (ceil(-0.5) is -0.0), and inf and nan pass through."""
+    def rounded(x):
+        return math.copysign(float(f(x)), x) if x - x == 0 else x
+    return rounded
 
 
 def _trig(f):
@@ -276,16 +285,16 @@ UNARY = {
     "cos": _trig(math.cos),
     "tanh": math.tanh,
     "sigmoid": _sigmoid,
-    "relu": lambda x: x if not x <= 0 else 0 * x if x > -INF else 0.0,  # 0 * -inf would be nan
+    "relu": lambda x: max(x, 0),  # PyTorch's: -0.0 and NaN pass (a tie keeps x), below 0 gives +0
     "sign": _sign,
     "reciprocal": _recip,
     "gelu": _gelu,
     "silu": _silu,
     "erf": math.erf,
     "log1p": lambda x: math.log1p(x) if x > -1 else (-INF if x == -1 else NAN),
-    "floor": lambda x: float(math.floor(x)) if x - x == 0 else x,
-    "ceil": lambda x: float(math.ceil(x)) if x - x == 0 else x,
-    "round": lambda x: float(round(x)) if x - x == 0 else x,
+    "floor": _integral(math.floor),
+    "ceil": _integral(math.ceil),
+    "round": _integral(round),
     "isnan": lambda x: x != x,
     "logical_not": operator.not_,
 }

@@ -6,7 +6,7 @@
 #
 # Integers wrap on overflow (two's complement: the extensions are compiled with
 # -fwrapv), as PyTorch's and NumPy's integer tensors do: int32 2**31 - 1 + 1 is -2**31.
-from libc.math cimport (ceil, copysign, cos, erf, exp, fabs, floor, fmod, log, log1p, pow, rint, sin,
+from libc.math cimport (ceil, copysign, cos, erf, erfc, exp, fabs, floor, fmod, log, log1p, pow, rint, sin,
                         sqrt, tanh)
 
 from stage2_cython._types cimport any_t, bool_t, float32_t, float64_t, float_t, int64_t, is_nan, num_t
@@ -170,7 +170,7 @@ cdef inline num_t u_sign(num_t x) noexcept nogil:
 
 
 cdef inline num_t u_relu(num_t x) noexcept nogil:
-    if x > 0 or is_nan(x):
+    if x >= 0 or is_nan(x):  # -0.0 and NaN pass through, as in PyTorch
         return x
     return 0
 
@@ -248,7 +248,8 @@ cdef inline float_t u_silu(float_t x) noexcept nogil:
 
 
 cdef inline float_t u_gelu(float_t x) noexcept nogil:
-    return <float_t>(0.5 * x * (1.0 + erf(x * 0.7071067811865475)))
+    # x * Phi(x), Phi from erfc: 1 + erf(x) would cancel to 0 for x well below 0
+    return <float_t>(0.5 * x * erfc(-x * 0.7071067811865476))
 
 
 cdef inline float_t u_erf(float_t x) noexcept nogil:

@@ -23,6 +23,20 @@ from libc.string cimport memcpy
 cdef extern from "stdlib.h" nogil:
     int posix_memalign(void** memptr, size_t alignment, size_t size)
 
+cdef extern from *:
+    """
+    #include <sys/mman.h>
+    #ifdef MADV_HUGEPAGE
+    static void sg_advise_huge(void* p, size_t n) { madvise(p, n, MADV_HUGEPAGE); }
+    #else
+    static void sg_advise_huge(void* p, size_t n) { (void)p; (void)n; }
+    #endif
+    """
+    # Blocks of 2 MiB and more are aligned to 2 MiB and offered huge pages (where the OS
+    # has them, on request: Linux's "madvise" mode): a loop streaming megabytes then
+    # misses the TLB once per 2 MiB instead of once per 4 KiB.
+    void sg_advise_huge(void* p, size_t n) nogil
+
 from stage2_cython._types cimport (BOOL, FLOAT32, FLOAT64, INT32, INT64, PY_SSIZE_T_MAX,
                                    itemsize_of)
 
@@ -39,6 +53,7 @@ cdef extern from *:
     const bint SG_EXACT_BLOCKS
 
 cdef enum:
+    HUGE = 2 * 1024 * 1024  # a huge page
     ALIGN = 64
     NCLASSES = 16 + 38 * 8  # blocks up to 2**48 bytes
 
@@ -78,6 +93,7 @@ DEFAULT_LIMIT = 256 * 2**20
 
 cdef char* _take(Py_ssize_t nbytes, int* klass) except NULL:
     global _held, _hits, _misses, _in_use, _peak
+    cdef Py_ssize_t size
     if nbytes > class_size(NCLASSES - 1):  # past the largest class: no slot in the table
         raise MemoryError(f"cannot allocate {nbytes} bytes for a tensor (at most "
                           f"{class_size(NCLASSES - 1)} bytes can be asked for)")
@@ -88,8 +104,11 @@ cdef char* _take(Py_ssize_t nbytes, int* klass) except NULL:
         _held -= class_size(k)
         _hits += 1
     else:
-        if posix_memalign(&p, ALIGN, (nbytes if nbytes else 1) if SG_EXACT_BLOCKS else class_size(k)) != 0:
+        size = (nbytes if nbytes else 1) if SG_EXACT_BLOCKS else class_size(k)
+        if posix_memalign(&p, HUGE if size >= HUGE else ALIGN, size) != 0:
             raise MemoryError(f"cannot allocate {nbytes} bytes for a tensor")
+        if size >= HUGE:
+            sg_advise_huge(p, size)
         _misses += 1
     _in_use += nbytes
     if _in_use > _peak:

@@ -2,7 +2,7 @@
 import argparse
 import sys
 
-from . import docs, journey, train
+from . import docs, gemm_ladder, journey, simd_paths, train
 
 
 def main(argv=None):
@@ -15,6 +15,14 @@ def main(argv=None):
                                        "table, JSON and plots")
     journey.add_arguments(p)
     p.set_defaults(run=journey.run)
+    p = sub.add_parser("gemm-ladder", help="stage 3's GEMM one idea at a time, next to OpenBLAS: "
+                                           "table, JSON and a plot")
+    gemm_ladder.add_arguments(p)
+    p.set_defaults(run=gemm_ladder.run)
+    p = sub.add_parser("simd-paths", help="stage 3's kernels on every SIMD path and thread count, next to "
+                                          "NumPy and PyTorch")
+    simd_paths.add_arguments(p)
+    p.set_defaults(run=simd_paths.run)
     p = sub.add_parser("docs", help="build the documentation site (Sphinx, warnings as errors)")
     docs.add_arguments(p)
     p.set_defaults(run=docs.run)

@@ -14,6 +14,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 REPORT_FILES = ("journey.json", "journey.md", "ladder.png", "roofline.png")
+# stage 3's measurements: copied from --from DIR when there, else the build measures quick ones
+STAGE3_FILES = ("gemm_ladder.json", "gemm_ladder.md", "gemm_ladder.png", "simd.json", "simd.md")
 
 
 def add_arguments(p):
@@ -31,13 +33,15 @@ def run(args):
         raise FileNotFoundError(f"{DOCS / 'conf.py'} not found: build the docs from a source checkout")
     gen = DOCS / "_generated"
     gen.mkdir(exist_ok=True)
+    for f in STAGE3_FILES:  # never a stale measurement beside a fresh journey
+        (gen / f).unlink(missing_ok=True)
     if args.source:
         src = Path(args.source)
         missing = [f for f in REPORT_FILES if not (src / f).exists()]
         if missing:
             raise FileNotFoundError(f"{src}: no {', '.join(missing)}; "
                                     f"run `stagegrad journey --out {src}` first")
-        for f in REPORT_FILES:
+        for f in REPORT_FILES + tuple(f for f in STAGE3_FILES if (src / f).exists()):
             shutil.copy2(src / f, gen / f)
     else:
         from . import load_stage

@@ -87,7 +87,9 @@ def measure_all(stages=None, budget=DEFAULT_BUDGET, quick=False, threads=None, s
     facts["bandwidth"] = machine.measure_bandwidth_gbs()
     impls = [Impl(name) for name in implementations(stages)]
     target = 0.05 if quick else 0.5
-    cells = [(w, s, impl) for w in WORKLOADS for s in (w.quick_sizes if quick else w.sizes) for impl in impls]
+    # a stage's second GEMM is measured only where a workload multiplies matrices
+    cells = [(w, s, impl) for w in WORKLOADS for s in (w.quick_sizes if quick else w.sizes) for impl in impls
+             if w.gemm or impl.first_gemm]
     bar = Progress(len(cells), "journey", stream=stream)
     measured = {impl.name: {} for impl in impls}
     results = []
@@ -106,7 +108,8 @@ def measure_all(stages=None, budget=DEFAULT_BUDGET, quick=False, threads=None, s
         "budget_s": budget,
         "target_s": target,
         "machine": facts,
-        "implementations": [{"name": m.name, "label": m.label, "kind": m.kind} for m in impls],
+        "implementations": [{"name": m.name, "label": m.label, "kind": m.kind, "package": m.package}
+                            for m in impls],
         "stages": [m.name for m in impls if m.kind == "stage"],
         "workloads": [{"key": w.key, "title": w.title, "metric": w.metric} for w in WORKLOADS],
         "results": results,
@@ -118,7 +121,8 @@ def measure_all(stages=None, budget=DEFAULT_BUDGET, quick=False, threads=None, s
 def measure_cell(w, size, impl, budget, target, measured):
     from .workloads import Unsupported, estimate_seconds
     row = {"workload": w.key, "size": size, "size_label": w.size_label(size), "impl": impl.name,
-           "label": impl.label, "kind": impl.kind, "metric": w.metric,
+           "label": impl.label if w.gemm else impl.base_label, "kind": impl.kind, "package": impl.package,
+           "metric": w.metric,
            "flops": w.flops(size) if w.flops else None, "bytes": w.nbytes(size) if w.nbytes else None,
            "status": "ok", "reason": None, "time_s": None, "rate": None, "extra": {}}
     try:
@@ -126,6 +130,7 @@ def measure_cell(w, size, impl, budget, target, measured):
         row["estimate_s"] = est
         if est > budget:
             return dict(row, status="skipped", reason=f"est. {fmt_seconds(est)} > budget {budget:g} s")
+        impl.activate()
         fn = w.build(impl, size)
         timing = time_runs(fn, budget, target) if w.once else time_calls(fn, budget, target)
     except Unsupported as e:
@@ -194,15 +199,18 @@ def time_runs(fn, budget, target, runs=3):
 def add_ratios(report):
     """Speed-up over the previous stage and speed relative to PyTorch, for every cell
     (both as ratios of times measured in this run; >1 means faster)."""
-    stages = report["stages"]
+    packages = list(dict.fromkeys(i["package"] for i in report["implementations"] if i["kind"] == "stage"))
     cells = {(r["workload"], str(r["size"]), r["impl"]): r for r in report["results"]}
+    by_package = {}  # the previous stage's row: its first (or only) implementation measured
+    for r in report["results"]:
+        by_package.setdefault((r["workload"], str(r["size"]), r["package"]), r)
     for r in report["results"]:
         r["speedup_prev"] = r["vs_torch"] = None
         if r["status"] != "ok":
             continue
         key = (r["workload"], str(r["size"]))
-        if r["impl"] in stages and stages.index(r["impl"]) > 0:
-            prev = cells.get(key + (stages[stages.index(r["impl"]) - 1],))
+        if r["kind"] == "stage" and packages.index(r["package"]) > 0:
+            prev = by_package.get(key + (packages[packages.index(r["package"]) - 1],))
             if prev and prev["status"] == "ok":
                 r["speedup_prev"] = prev["time_s"] / r["time_s"]
         torch = cells.get(key + ("torch",))

@@ -30,17 +30,30 @@ class Unsupported(Exception):
 
 
 class Impl:
-    """One implementation: a stage or a peer, with a way to bring NumPy data into it."""
+    """One implementation: a stage or a peer, with a way to bring NumPy data into it.
+
+    A stage with several GEMMs (stage 3: ``blas`` and ``own``) is one implementation per
+    GEMM, named ``stage3_simd[blas]``; ``activate()`` selects its GEMM before it is
+    measured. Workloads without a matrix product measure only the first of them."""
 
     def __init__(self, name):
         self.name = name
-        self.kind = "peer" if name in PEERS else "stage"
-        self.lib = importlib.import_module(name) if self.kind == "peer" else load_stage(name)
-        number = {pkg: n for n, pkg in STAGES.items()}.get(name)
-        self.label = PEERS.get(name) or f"stage {number}"
+        self.package, _, gemm = name.partition("[")
+        self.gemm = gemm.rstrip("]") or None
+        self.kind = "peer" if self.package in PEERS else "stage"
+        self.lib = importlib.import_module(self.package) if self.kind == "peer" else load_stage(self.package)
+        number = {pkg: n for n, pkg in STAGES.items()}.get(self.package)
+        self.base_label = PEERS.get(self.package) or f"stage {number}"
+        self.label = self.base_label + (f" ({self.gemm} GEMM)" if self.gemm else "")
+        self.first_gemm = self.gemm is None or self.gemm == gemms(self.package)[0]
 
     def __repr__(self):
         return f"Impl({self.name!r})"
+
+    def activate(self):
+        """Select this implementation's GEMM (a stage's choice is global)."""
+        if self.gemm is not None:
+            self.lib.backends.gemm = self.gemm
 
     def tensor(self, array, requires_grad=False):
         if self.kind == "peer" and self.name == "numpy":
@@ -60,10 +73,21 @@ def stage_packages():
     return [pkg for pkg in installed_stages() if getattr(sys.modules[pkg], "__file__", None)]
 
 
+def gemms(package):
+    """The GEMMs a stage can choose among (``backend.GEMMS``); empty for one."""
+    if package in PEERS:
+        return ()
+    return tuple(getattr(load_stage(package).backend, "GEMMS", ()))
+
+
 def implementations(stages=None, peers=True):
     """Names of the implementations to measure: the stages (default: every installed
-    one, in order), then the peers that are installed."""
-    names = list(stage_packages() if stages is None else stages)
+    one, in order; a stage with several GEMMs once per GEMM), then the peers that are
+    installed."""
+    names = []
+    for pkg in (stage_packages() if stages is None else stages):
+        choices = gemms(pkg)
+        names += [f"{pkg}[{g}]" for g in choices] if len(choices) > 1 else [pkg]
     if peers:  # found without importing: PyTorch alone takes seconds to import
         names += [peer for peer in PEERS if importlib.util.find_spec(peer) is not None]
     return names
@@ -258,6 +282,7 @@ class Workload:
     metric: str | None = None          # the rate shown: "GFLOP/s", "GB/s" or "samples/s"
     probe: str = "matmul"              # which probe figure estimates its cost
     once: bool = False                 # a whole run from a fresh start: no warm-up
+    gemm: bool = True                  # multiplies matrices: measured with each GEMM of a stage
 
     def work(self, size):
         """What the cost of a call scales with (FLOPs, else bytes, else 1)."""
@@ -278,16 +303,16 @@ class Workload:
 WORKLOADS = (
     Workload("add", "elementwise add a + b", (10_000, 1_000_000), (10_000,), build_add,
              lambda n: f"n={n:,}", flops=lambda n: n, nbytes=lambda n: 12 * n, metric="GB/s",
-             probe="elementwise"),
+             probe="elementwise", gemm=False),
     Workload("sum", "sum reduction a.sum()", (1_000_000,), (10_000,), build_sum,
              lambda n: f"n={n:,}", flops=lambda n: n, nbytes=lambda n: 4 * n, metric="GB/s",
-             probe="elementwise"),
+             probe="elementwise", gemm=False),
     Workload("matmul", "matmul a @ b", (64, 128, 256, 512, 1024), (32, 64), build_matmul,
              lambda n: f"{n}x{n}", flops=lambda n: 2 * n ** 3, nbytes=lambda n: 12 * n * n,
              metric="GFLOP/s"),
     Workload("overhead", "per-op overhead a + b", ("no grad", "grad"), ("no grad", "grad"),
              build_overhead, lambda g: "4 elements" + (", requires_grad" if g == "grad" else ""),
-             probe="none"),
+             probe="none", gemm=False),
     Workload("mlp_step", "MLP training step 784-128-10", (MLP_BATCH,), (MLP_BATCH,), build_mlp_step,
              lambda b: f"batch {b}", flops=mlp_flops, nbytes=mlp_bytes, metric="GFLOP/s"),
     Workload("conv", "conv 8->16, 3x3, 28x28, forward+backward", (8,), (8,), build_conv,

@@ -1,0 +1,35 @@
+"""stagegrad, stage 3: kernels in C++ on xsimd, BLAS and our own GEMM, threads.
+
+``import stage3_simd as sg``. This folder holds only what stage 3 rewrites: the kernels
+(``csrc/``, compiled once per ISA into ``_isa_sse2``, ``_isa_avx2``, ``_isa_avx512``),
+their bindings (``_kernels.pyx``: the ISA dispatch, threads, OpenBLAS) and the backend
+that routes the primitives to them (``backend.py``). Storage is stage 2's: 64-byte
+aligned, pooled, exported through the buffer protocol; it did not limit the kernels.
+Every other module is inherited: ``__path__`` lists stage 2's folder after this one, and
+stage 2's ``__init__`` (run here) adds stage 1's and stage 0's.
+
+``simd_info()`` tells which SIMD path runs (``STAGEGRAD_SIMD=sse2|avx2|avx512`` forces a
+lower one); ``sg.backends.gemm = "blas" | "own"`` (or ``STAGEGRAD_GEMM``) picks the
+matrix product.
+"""
+import importlib.util
+import os
+
+# OpenBLAS first: importing its wheel loads the library, by name, into the process, and
+# the kernels' extension (linked against that name, with no rpath) finds it there
+import scipy_openblas32  # noqa: F401
+
+_STAGE3_DOC = __doc__
+_PREVIOUS = importlib.util.find_spec("stage2_cython").submodule_search_locations[0]
+__path__.append(_PREVIOUS)
+
+# Stage 2's __init__ extends __path__ with stage 1's and stage 0's folders and runs
+# stage 0's __init__, which defines the public names
+with open(os.path.join(_PREVIOUS, "__init__.py"), encoding="utf-8") as _stage2_init:
+    exec(compile(_stage2_init.read(), _stage2_init.name, "exec"))  # noqa: S102
+del _stage2_init
+__doc__ = _STAGE3_DOC
+
+from ._kernels import simd_info  # noqa: E402
+
+LACKS = frozenset()

@@ -1,0 +1,449 @@
+"""Bindings to stage 3's compiled kernels: the ISA dispatch, threads, and the primitives
+that the backend routes here.
+
+Design: the kernels live in one extension module per ISA (``_isa_sse2``, ``_isa_avx2``,
+``_isa_avx512``; see csrc/kernels.h). At import this module detects what the CPU and OS
+can run (cpuid and xgetbv, csrc/cpu.h), takes the best path, or a lower one named by
+``STAGEGRAD_SIMD``, imports that module alone and keeps its table of function pointers.
+Every function here takes stage 2's Buffers (stage 3 keeps stage 2's storage), fills the
+operand description, releases the GIL and calls through the table.
+
+Threads: one setting (``set_num_threads``) for the kernels' OpenMP regions and for
+OpenBLAS. Each kernel is given the count explicitly, so a call from any Python thread
+obeys it, and a threaded GEMM never runs inside a threaded loop (batched products loop
+over the batch on one thread and thread each product).
+"""
+import importlib
+import os
+
+from cpython.pycapsule cimport PyCapsule_GetPointer
+from libc.stdint cimport int64_t
+from libc.string cimport memset
+
+from stage2_cython._buffer cimport (Buffer, c_strides, code_of, contiguous_layout, copy, data_of,
+                                    load_operand, make_view, new_buffer, read_ints)
+from stage2_cython._types cimport BOOL, FLOAT32, FLOAT64, INT64, MAXDIM, itemsize_of
+
+from stage2_cython._buffer import broadcast_shapes
+
+
+cdef extern from "csrc/kernels.h" nogil:
+    enum:
+        SG3_MAXDIM
+        SG3_OK
+        SG3_SUM
+        SG3_PROD
+        SG3_MAX
+        SG3_MIN
+        SG3_ARGMAX
+        SG3_ARGMIN
+    ctypedef struct sg3_operands:
+        int nops
+        int ndim
+        int64_t shape[SG3_MAXDIM]
+        char* data[4]
+        int64_t strides[4][SG3_MAXDIM]
+    ctypedef struct sg3_table:
+        const char* isa
+        int vector_bytes
+        int (*unary)(int op, int dtype, const sg3_operands* o, int nthreads) noexcept nogil
+        int (*binary)(int op, int dtype, const sg3_operands* o, int nthreads) noexcept nogil
+        int (*where)(int dtype, const sg3_operands* o, int nthreads) noexcept nogil
+        int (*reduce)(int op, int dtype, const sg3_operands* o, int axis, int nthreads) noexcept nogil
+        void (*gemm_f32)(int64_t m, int64_t n, int64_t k, const float* a, int64_t rsa, int64_t csa,
+                         const float* b, int64_t rsb, int64_t csb, float* c, int64_t ldc,
+                         int accumulate, int nthreads) noexcept nogil
+        void (*gemm_f64)(int64_t m, int64_t n, int64_t k, const double* a, int64_t rsa, int64_t csa,
+                         const double* b, int64_t rsb, int64_t csb, double* c, int64_t ldc,
+                         int accumulate, int nthreads) noexcept nogil
+        int (*gemm_rung)(int rung, int64_t m, int64_t n, int64_t k, const float* a, const float* b,
+                         float* c, int nthreads) noexcept nogil
+        void (*gemm_blocking)(int64_t out[8]) noexcept nogil
+
+cdef extern from "csrc/cpu.h" nogil:
+    ctypedef struct sg3_cpu:
+        int sse2, avx, fma, avx2, avx512f, avx512dq, avx512bw, avx512vl, os_ymm, os_zmm, neon
+    sg3_cpu sg3_detect_cpu()
+    int sg3_has_avx2(sg3_cpu c)
+    int sg3_has_avx512(sg3_cpu c)
+
+cdef extern from "cblas.h" nogil:
+    enum:
+        CblasRowMajor
+        CblasNoTrans
+        CblasTrans
+    void scipy_cblas_sgemm(int order, int ta, int tb, int m, int n, int k, float alpha, const float* a,
+                           int lda, const float* b, int ldb, float beta, float* c, int ldc)
+    void scipy_cblas_dgemm(int order, int ta, int tb, int m, int n, int k, double alpha, const double* a,
+                           int lda, const double* b, int ldb, double beta, double* c, int ldc)
+    void scipy_openblas_set_num_threads(int n)
+    char* scipy_openblas_get_corename()
+
+UNARY_OPS = {name: i for i, name in enumerate(
+    ["neg", "abs", "sign", "relu", "floor", "ceil", "round", "exp", "log", "log1p", "sqrt", "rsqrt",
+     "sin", "cos", "tanh", "sigmoid", "silu", "gelu", "erf", "reciprocal"])}
+BINARY_OPS = {name: i for i, name in enumerate(
+    ["add", "sub", "mul", "div", "maximum", "minimum", "pow", "eq", "ne", "lt", "le", "gt", "ge"])}
+COMPARISONS = frozenset(["eq", "ne", "lt", "le", "gt", "ge"])
+REDUCE_OPS = {"sum": SG3_SUM, "prod": SG3_PROD, "max": SG3_MAX, "min": SG3_MIN}
+PATHS = ("sse2", "avx2", "avx512")  # x86-64, lowest first
+INT_MAX = 2**31 - 1
+
+# ---------------------------------------------------------------- the ISA path
+
+cdef const sg3_table* T = NULL
+cdef sg3_cpu CPU = sg3_detect_cpu()
+cdef int NTHREADS = 1
+_module = None
+_forced = None
+
+
+def supported_paths():
+    """The SIMD paths this CPU and OS can run, lowest first."""
+    if CPU.neon:
+        return ["neon"]
+    paths = ["sse2"] if CPU.sse2 else []
+    if sg3_has_avx2(CPU):
+        paths.append("avx2")
+    if sg3_has_avx512(CPU):
+        paths.append("avx512")
+    return paths
+
+
+def set_path(str path):
+    """Send every kernel to the module of ``path`` (one of ``supported_paths()``) from now
+    on; returns the path in use before. For measuring one kernel on each ISA in one
+    process; ``STAGEGRAD_SIMD`` chooses at import."""
+    global T, _module
+    supported = supported_paths()
+    if path not in supported:
+        raise ValueError(f"set_path: this CPU runs {', '.join(supported)}, not {path!r}")
+    before = T.isa.decode() if T != NULL else None
+    module = importlib.import_module(f"stage3_simd._isa_{path}")
+    T = <const sg3_table*>PyCapsule_GetPointer(module.table, b"stage3_simd.sg3_table")
+    _module = module
+    return before
+
+
+def _select():
+    global _forced
+    supported = supported_paths()
+    if not supported:
+        raise ImportError("stage3_simd: this CPU has none of the SIMD paths stage 3 is built for "
+                          "(SSE2 on x86-64, NEON on arm64)")
+    wanted = os.environ.get("STAGEGRAD_SIMD", "").strip().lower() or None
+    if wanted is not None and wanted not in supported:
+        raise ImportError(f"stage3_simd: STAGEGRAD_SIMD={wanted!r}, but this CPU runs only "
+                          f"{', '.join(supported)}")
+    set_path(wanted or supported[len(supported) - 1])
+    _forced = wanted
+
+
+_select()
+
+
+def _cpu_name():
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith(("model name", "Model")):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+    return platform.processor() or platform.machine()
+
+
+def simd_info():
+    """The CPU, its SIMD features, the paths it can run and the one in use."""
+    features = {"sse2": CPU.sse2, "avx": CPU.avx, "fma": CPU.fma, "avx2": CPU.avx2,
+                "avx512f": CPU.avx512f, "avx512dq": CPU.avx512dq, "avx512bw": CPU.avx512bw,
+                "avx512vl": CPU.avx512vl, "os_saves_ymm": CPU.os_ymm, "os_saves_zmm": CPU.os_zmm,
+                "neon": CPU.neon}
+    return {"cpu": _cpu_name(), "features": sorted(k for k, v in features.items() if v),
+            "supported": supported_paths(), "path": T.isa.decode(), "forced": _forced,
+            "vector_bits": 8 * T.vector_bytes, "openblas_core": scipy_openblas_get_corename().decode()}
+
+
+def isa():
+    return T.isa.decode()
+
+
+# ---------------------------------------------------------------- threads
+
+def set_num_threads(int n):
+    """Threads for the kernels (OpenMP) and for OpenBLAS alike."""
+    global NTHREADS
+    if n < 1:
+        raise ValueError(f"set_num_threads: expected a positive count, got {n}")
+    NTHREADS = n
+    scipy_openblas_set_num_threads(n)
+
+
+def get_num_threads():
+    return NTHREADS
+
+
+def _default_threads():
+    env = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+set_num_threads(_default_threads())
+
+
+# ---------------------------------------------------------------- operands
+
+cdef inline int _code(Buffer b):
+    return b.code
+
+
+cdef void _operands(sg3_operands* o, tuple shape, list bufs) except *:
+    """Fill ``o`` for ``bufs`` (output first) over ``shape``: inputs broadcast by stride 0."""
+    cdef Py_ssize_t sizes[MAXDIM]
+    cdef Py_ssize_t st[MAXDIM]
+    cdef int k, d, nd = len(shape)
+    cdef Buffer b
+    read_ints(shape, sizes)
+    o.nops = len(bufs)
+    o.ndim = nd
+    for d in range(nd):
+        o.shape[d] = sizes[d]
+    for k in range(o.nops):
+        b = bufs[k]
+        o.data[k] = data_of(b)
+        load_operand(b, nd, sizes, st)
+        for d in range(nd):
+            o.strides[k][d] = st[d]
+
+
+def unary(str op, Buffer x):
+    """``op`` of every element of a float32/float64 buffer."""
+    cdef int opc = UNARY_OPS[op], dtype = x.code, rc
+    cdef Buffer out = new_buffer(x.shape, x.dtype, x.code)
+    cdef sg3_operands o
+    if out.numel:
+        _operands(&o, x.shape, [out, x])
+        with nogil:
+            rc = T.unary(opc, dtype, &o, NTHREADS)
+        if rc != SG3_OK:
+            raise TypeError(f"{op}: no stage 3 kernel for {x.dtype}")
+    return out
+
+
+def binary(str op, Buffer a, Buffer b, tuple shape, bool_dtype):
+    """``op`` over ``a`` and ``b`` (one float dtype) broadcast to ``shape``; a comparison
+    gives ``bool_dtype``."""
+    cdef int opc = BINARY_OPS[op], dtype = a.code, rc
+    cdef Buffer out
+    cdef sg3_operands o
+    if op in COMPARISONS:
+        out = new_buffer(shape, bool_dtype, BOOL)
+    else:
+        out = new_buffer(shape, a.dtype, a.code)
+    if out.numel:
+        _operands(&o, shape, [out, a, b])
+        with nogil:
+            rc = T.binary(opc, dtype, &o, NTHREADS)
+        if rc != SG3_OK:
+            raise TypeError(f"{op}: no stage 3 kernel for {a.dtype}")
+    return out
+
+
+def where(Buffer cond, Buffer a, Buffer b, tuple shape):
+    cdef Buffer out = new_buffer(shape, a.dtype, a.code)
+    cdef sg3_operands o
+    cdef int dtype = a.code, rc
+    if out.numel:
+        _operands(&o, shape, [out, cond, a, b])
+        with nogil:
+            rc = T.where(dtype, &o, NTHREADS)
+        if rc != SG3_OK:
+            raise TypeError(f"where: no stage 3 kernel for {a.dtype}")
+    return out
+
+
+# ---------------------------------------------------------------- reductions
+
+cdef void _fill(Buffer acc, double value):
+    cdef Py_ssize_t i, n = acc.numel
+    cdef char* p = data_of(acc)
+    if acc.code == FLOAT64:
+        for i in range(n):
+            (<double*>p)[i] = value
+    else:
+        for i in range(n):
+            (<float*>p)[i] = <float>value
+
+
+def reduce(str op, Buffer x, axes, bint keepdim):
+    """Sum, prod, max or min of a float buffer over ``axes``: (accumulator, kept shape,
+    result shape). Sums and products accumulate in float64 (the caller casts back)."""
+    cdef int opc = REDUCE_OPS[op], d, rc, dtype = x.code
+    cdef bint reduced[MAXDIM]
+    for d in range(x.ndim):
+        reduced[d] = False
+    for d in axes:
+        reduced[d] = True
+    kept = tuple([x.shape[d] for d in range(x.ndim) if not reduced[d]])
+    out_shape = tuple([1 if reduced[d] else x.shape[d] for d in range(x.ndim)]) if keepdim else kept
+    cdef int acc_code = FLOAT64 if op in ("sum", "prod") else x.code
+    cdef Buffer acc = new_buffer(kept, x.dtype if acc_code == x.code else None, acc_code)
+    _fill(acc, 0.0 if op == "sum" else 1.0 if op == "prod" else float("-inf") if op == "max" else float("inf"))
+    cdef sg3_operands o
+    cdef Py_ssize_t s = 1
+    o.nops = 2
+    o.ndim = x.ndim
+    o.data[0] = data_of(acc)
+    o.data[1] = data_of(x)
+    for d in range(x.ndim - 1, -1, -1):  # the accumulator: contiguous over the kept dims
+        o.shape[d] = x.shape[d]
+        o.strides[1][d] = x.strides[d]
+        o.strides[0][d] = 0 if reduced[d] else s
+        if not reduced[d]:
+            s *= x.shape[d]
+    if x.numel:
+        with nogil:
+            rc = T.reduce(opc, dtype, &o, -1, NTHREADS)
+        if rc != SG3_OK:
+            raise TypeError(f"{op}: no stage 3 kernel for {x.dtype}")
+    return acc, out_shape
+
+
+def arg_reduce(str op, Buffer x, int axis, bint keepdim, out_dtype):
+    """Index (int64) of the first max/min (or first NaN) along ``axis`` of a float buffer."""
+    cdef int d, rc, dtype = x.code
+    cdef int opc = SG3_ARGMAX if op == "argmax" else SG3_ARGMIN
+    keep_shape = tuple([1 if d == axis else x.shape[d] for d in range(x.ndim)])
+    out_shape = keep_shape if keepdim else tuple([x.shape[d] for d in range(x.ndim) if d != axis])
+    cdef Buffer out = new_buffer(out_shape, out_dtype, INT64)
+    if out.numel == 0:
+        return out
+    cdef sg3_operands o
+    cdef tuple ost = c_strides(keep_shape)
+    o.nops = 2
+    o.ndim = x.ndim
+    o.data[0] = data_of(out)
+    o.data[1] = data_of(x)
+    for d in range(x.ndim):
+        o.shape[d] = x.shape[d]
+        o.strides[0][d] = 0 if d == axis else <Py_ssize_t>ost[d]
+        o.strides[1][d] = x.strides[d]
+    with nogil:
+        rc = T.reduce(opc, dtype, &o, axis, NTHREADS)
+    if rc != SG3_OK:
+        raise TypeError(f"{op}: no stage 3 kernel for {x.dtype}")
+    return out
+
+
+# ---------------------------------------------------------------- matmul
+
+cdef bint _blas_layout(Py_ssize_t rows, Py_ssize_t cols, Py_ssize_t rs, Py_ssize_t cs, int* trans,
+                       int* ld) noexcept:
+    """A (rows x cols) operand as BLAS takes it: row-major as it lies, or its transpose,
+    with the leading dimension; False when neither fits (a copy is needed)."""
+    if cs == 1 and (rows == 1 or rs >= cols) and (rs if rows > 1 else cols) <= INT_MAX:
+        trans[0], ld[0] = CblasNoTrans, (rs if rows > 1 else cols) or 1
+        return True
+    if rs == 1 and (cols == 1 or cs >= rows) and (cs if cols > 1 else rows) <= INT_MAX:
+        trans[0], ld[0] = CblasTrans, (cs if cols > 1 else rows) or 1
+        return True
+    return False
+
+
+cdef void _blas(int code, Py_ssize_t n, Py_ssize_t k, Py_ssize_t m, char* a, int ta, int lda,
+                char* b, int tb, int ldb, char* c) noexcept nogil:
+    if code == FLOAT32:
+        scipy_cblas_sgemm(CblasRowMajor, ta, tb, <int>n, <int>m, <int>k, 1.0, <float*>a, lda,
+                          <float*>b, ldb, 0.0, <float*>c, <int>m)
+    else:
+        scipy_cblas_dgemm(CblasRowMajor, ta, tb, <int>n, <int>m, <int>k, 1.0, <double*>a, lda,
+                          <double*>b, ldb, 0.0, <double*>c, <int>m)
+
+
+cdef void _own(int code, Py_ssize_t n, Py_ssize_t k, Py_ssize_t m, char* a, Py_ssize_t rsa,
+               Py_ssize_t csa, char* b, Py_ssize_t rsb, Py_ssize_t csb, char* c, int nthreads) noexcept nogil:
+    if code == FLOAT32:
+        T.gemm_f32(n, m, k, <float*>a, rsa, csa, <float*>b, rsb, csb, <float*>c, m, 0, nthreads)
+    else:
+        T.gemm_f64(n, m, k, <double*>a, rsa, csa, <double*>b, rsb, csb, <double*>c, m, 0, nthreads)
+
+
+def matmul(Buffer a, Buffer b, str gemm):
+    """``a`` (..., n, k) @ ``b`` (..., k, m), float32 or float64, batch dims equal, with our
+    GEMM (``gemm="own"``) or OpenBLAS (``"blas"``). BLAS gets strided and transposed
+    operands as transpose flags and leading dimensions; only an operand with neither
+    dim contiguous is copied first. Our GEMM reads any strides itself."""
+    cdef int nd = a.ndim, code = a.code
+    cdef Py_ssize_t n = a.shape[nd - 2], k = a.shape[nd - 1], m = b.shape[nd - 1]
+    cdef Buffer out = new_buffer((*a.shape[:nd - 2], n, m), a.dtype, a.code)
+    if out.numel == 0:
+        return out
+    cdef Py_ssize_t item = itemsize_of(code)
+    if k == 0:
+        memset(data_of(out), 0, out.numel * item)
+        return out
+    cdef bint blas = gemm == "blas" and n <= INT_MAX and m <= INT_MAX and k <= INT_MAX
+    cdef int ta = 0, tb = 0, lda = 0, ldb = 0
+    if blas and not _blas_layout(n, k, a.strides[nd - 2], a.strides[nd - 1], &ta, &lda):
+        a = copy(a)
+        _blas_layout(n, k, a.strides[nd - 2], a.strides[nd - 1], &ta, &lda)
+    if blas and not _blas_layout(k, m, b.strides[nd - 2], b.strides[nd - 1], &tb, &ldb):
+        b = copy(b)
+        _blas_layout(k, m, b.strides[nd - 2], b.strides[nd - 1], &tb, &ldb)
+    cdef Py_ssize_t rsa = a.strides[nd - 2], csa = a.strides[nd - 1]
+    cdef Py_ssize_t rsb = b.strides[nd - 2], csb = b.strides[nd - 1]
+    # the batch: one product after another, each on every thread
+    cdef Py_ssize_t nb = out.numel // (n * m), t, rest, i, oa, ob
+    cdef Py_ssize_t sizes[MAXDIM]
+    cdef Py_ssize_t sa[MAXDIM]
+    cdef Py_ssize_t sb[MAXDIM]
+    read_ints(out.shape, sizes)
+    read_ints(a.strides, sa)
+    read_ints(b.strides, sb)
+    cdef char* pa = data_of(a)
+    cdef char* pb = data_of(b)
+    cdef char* pc = data_of(out)
+    cdef int nthreads = NTHREADS
+    with nogil:
+        for t in range(nb):
+            rest, oa, ob = t, 0, 0
+            for i in range(nd - 3, -1, -1):
+                oa += (rest % sizes[i]) * sa[i]
+                ob += (rest % sizes[i]) * sb[i]
+                rest //= sizes[i]
+            if blas:
+                _blas(code, n, k, m, pa + oa * item, ta, lda, pb + ob * item, tb, ldb, pc + t * n * m * item)
+            else:
+                _own(code, n, k, m, pa + oa * item, rsa, csa, pb + ob * item, rsb, csb,
+                     pc + t * n * m * item, nthreads)
+    return out
+
+
+# ---------------------------------------------------------------- the GEMM ladder
+
+def gemm_rung(int rung, Buffer a, Buffer b, int nthreads=1):
+    """One rung of the GEMM ladder (1 naive ... 6 threads) on contiguous float32 2-D buffers."""
+    if a.code != FLOAT32 or b.code != FLOAT32 or not (contiguous_layout(a) and contiguous_layout(b)):
+        raise TypeError("gemm_rung: expected contiguous float32 matrices")
+    cdef int64_t n = a.shape[0], k = a.shape[1], m = b.shape[1]
+    cdef Buffer out = new_buffer((n, m), a.dtype, a.code)
+    cdef int rc
+    cdef float* pa = <float*>data_of(a)
+    cdef float* pb = <float*>data_of(b)
+    cdef float* pc = <float*>data_of(out)
+    with nogil:
+        rc = T.gemm_rung(rung, n, m, k, pa, pb, pc, nthreads)
+    if rc != 0:
+        raise ValueError(f"gemm_rung: no rung {rung} (1-6)")
+    return out
+
+
+def gemm_blocking():
+    """Our GEMM's register block and cache blocks, and the cache sizes they come from."""
+    cdef int64_t v[8]
+    T.gemm_blocking(v)
+    return {"MR": v[0], "NR": v[1], "MC": v[2], "KC": v[3], "NC": v[4],
+            "L1d_bytes": v[5], "L2_bytes": v[6], "L3_bytes": v[7]}

@@ -1,0 +1,90 @@
+/* The contract between stage 3's compiled kernels and their Cython bindings.
+ *
+ * Design: the kernels are written once, as C++ templates over the xsimd architecture,
+ * and compiled three times (isa_sse2.cpp, isa_avx2.cpp, isa_avx512.cpp), each object
+ * with its own flags, into its own extension module. Each module hands the bindings one
+ * table of plain C function pointers (sg3_table, in a capsule); the bindings pick the
+ * module of the best ISA this CPU runs and call through its table. Nothing in a module
+ * is visible to the others, so no instruction of one ISA can leak into another's code.
+ *
+ * Operands are described by sg3_operands: one shape, and per operand a data pointer and
+ * element strides (0 where the operand is broadcast). Operand 0 is the output. Dtype
+ * codes are stage 2's (a Buffer's ``code``). A function returns 0, or an SG3_E* code.
+ */
+#ifndef SG3_KERNELS_H
+#define SG3_KERNELS_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SG3_MAXDIM 64
+#define SG3_MAXOPS 4
+
+enum sg3_dtype { SG3_BOOL = 0, SG3_INT32 = 1, SG3_INT64 = 2, SG3_FLOAT32 = 3, SG3_FLOAT64 = 4 };
+
+enum sg3_error {
+    SG3_OK = 0,
+    SG3_EUNSUPPORTED = 1, /* this op or dtype is not compiled here: the caller falls back */
+};
+
+/* Elementwise operations. The output has the inputs' dtype, except the comparisons
+ * (bool). Only floating-point dtypes are compiled; the bindings send the rest to stage 2. */
+enum sg3_unary {
+    SG3_NEG, SG3_ABS, SG3_SIGN, SG3_RELU, SG3_FLOOR, SG3_CEIL, SG3_ROUND, SG3_EXP, SG3_LOG,
+    SG3_LOG1P, SG3_SQRT, SG3_RSQRT, SG3_SIN, SG3_COS, SG3_TANH, SG3_SIGMOID, SG3_SILU,
+    SG3_GELU, SG3_ERF, SG3_RECIPROCAL, SG3_NUNARY
+};
+
+enum sg3_binary {
+    SG3_ADD, SG3_SUB, SG3_MUL, SG3_DIV, SG3_MAXIMUM, SG3_MINIMUM, SG3_POW,
+    SG3_EQ, SG3_NE, SG3_LT, SG3_LE, SG3_GT, SG3_GE, SG3_NBINARY
+};
+
+enum sg3_reduction { SG3_SUM, SG3_PROD, SG3_MAX, SG3_MIN, SG3_ARGMAX, SG3_ARGMIN, SG3_NREDUCTION };
+
+typedef struct {
+    int nops;                               /* operands, output first */
+    int ndim;
+    int64_t shape[SG3_MAXDIM];
+    char* data[SG3_MAXOPS];
+    int64_t strides[SG3_MAXOPS][SG3_MAXDIM]; /* in elements */
+} sg3_operands;
+
+typedef struct {
+    const char* isa;     /* "sse2", "avx2", "avx512" or "neon" */
+    int vector_bytes;    /* the width of one SIMD register */
+
+    /* op(x): operands out, x */
+    int (*unary)(int op, int dtype, const sg3_operands* o, int nthreads);
+    /* op(a, b): operands out, a, b (broadcast by their strides) */
+    int (*binary)(int op, int dtype, const sg3_operands* o, int nthreads);
+    /* out = cond ? a : b: operands out, cond (bool), a, b */
+    int (*where)(int dtype, const sg3_operands* o, int nthreads);
+    /* Reduce operand 1 into operand 0, which has stride 0 along the reduced dims (a sum,
+     * product, max or min) and is int64 for the arg-reductions, whose one reduced dim is
+     * ``axis``. Accumulators are sound for float32: pairwise sums, float64 products. */
+    int (*reduce)(int op, int dtype, const sg3_operands* o, int axis, int nthreads);
+
+    /* C[m x n] (row stride ldc) = A @ B (+ C when accumulate); A and B through any strides */
+    void (*gemm_f32)(int64_t m, int64_t n, int64_t k, const float* a, int64_t rsa, int64_t csa,
+                     const float* b, int64_t rsb, int64_t csb, float* c, int64_t ldc,
+                     int accumulate, int nthreads);
+    void (*gemm_f64)(int64_t m, int64_t n, int64_t k, const double* a, int64_t rsa, int64_t csa,
+                     const double* b, int64_t rsb, int64_t csb, double* c, int64_t ldc,
+                     int accumulate, int nthreads);
+    /* The GEMM ladder's rung ``rung`` (1..6) on row-major float operands; -1 if no such rung */
+    int (*gemm_rung)(int rung, int64_t m, int64_t n, int64_t k, const float* a, const float* b,
+                     float* c, int nthreads);
+    /* The GEMM's register block and cache blocking: MR, NR, MC, KC, NC, then the L1, L2
+     * and L3 sizes in bytes they were derived from (float32) */
+    void (*gemm_blocking)(int64_t out[8]);
+} sg3_table;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SG3_KERNELS_H */
