@@ -23,6 +23,8 @@ GENERATED = ROOT / "docs" / "_generated"
 
 pytest.importorskip("sphinx")
 pytest.importorskip("matplotlib")
+# one worker builds the site: two builds at once would share docs/_generated
+pytestmark = pytest.mark.xdist_group("docs")
 
 
 def _selected_stages(config):
@@ -138,6 +140,9 @@ def test_machine_and_roofline_recorded(report):
     assert m["cpu_model"] and m["cores"]["usable"] >= 1
     assert m["peak"]["gflops"] > 0 and m["bandwidth"]["gbs"] > 0
     assert "matmul" in m["peak"]["method"] and "copies" in m["bandwidth"]["method"]
+    for pkg, info in m["simd"].items():  # stages with SIMD paths record the one they ran on
+        assert pkg in {i["package"] for i in report["implementations"]}
+        assert info["path"] in info["supported"]
 
 
 def test_markdown_and_plots_written(report):

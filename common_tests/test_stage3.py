@@ -212,9 +212,19 @@ def test_transposed_strided_and_broadcast_operands(gemm):
 
 
 def test_gemm_choice_and_its_errors():
-    assert s3.backends.gemm in ("blas", "own")
-    with pytest.raises(ValueError, match="'blas', 'own'"):
+    assert s3.backends.gemm in ("auto", "blas", "own")
+    with pytest.raises(ValueError, match="'auto', 'blas', 'own'"):
         s3.backends.gemm = "mkl"
+    before = s3.backends.gemm
+    try:
+        s3.backends.gemm = "auto"
+        assert s3.backend.gemm_for(8, 8, 8) == "blas"  # small products: OpenBLAS's small kernels win
+        assert s3.backend.gemm_for(1024, 1024, 1024) == "own"  # large ones: ours
+        for name in ("blas", "own"):
+            s3.backends.gemm = name
+            assert s3.backend.gemm_for(8, 8, 8) == name == s3.backends.gemm
+    finally:
+        s3.backends.gemm = before
     r = _run("import stage3_simd as sg; print(sg.backends.gemm)", {"STAGEGRAD_GEMM": "own"})
     assert r.stdout.strip() == "own", r.stderr
     r = _run("import stage3_simd", {"STAGEGRAD_GEMM": "cublas"})
@@ -222,15 +232,16 @@ def test_gemm_choice_and_its_errors():
 
 
 @pytest.mark.slow
-def test_the_other_gemm_passes_the_whole_suite():
-    """The default GEMM (the faster here) runs the whole suite with everything else; the
-    other one runs it again here."""
-    other = next(g for g in ("blas", "own") if g != s3.backends.gemm)
-    r = subprocess.run([sys.executable, "-m", "pytest", "-o", "addopts=", "-q", "-p", "no:cacheprovider",
-                        "--stages=stage3_simd", "-m", "not slow", "common_tests"], cwd=ROOT,
-                       capture_output=True, text=True, env=dict(os.environ, STAGEGRAD_GEMM=other),
-                       timeout=1800)
-    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
+def test_each_gemm_passes_the_whole_suite():
+    """The default ("auto": each product on the faster GEMM for its shape, OpenBLAS for the
+    small ones the suite mostly has) runs the whole suite with everything else; each GEMM
+    forced runs it again here."""
+    for name in ("blas", "own"):
+        r = subprocess.run([sys.executable, "-m", "pytest", "-o", "addopts=", "-q", "-p", "no:cacheprovider",
+                            "--stages=stage3_simd", "-m", "not slow", "common_tests"], cwd=ROOT,
+                           capture_output=True, text=True, env=dict(os.environ, STAGEGRAD_GEMM=name),
+                           timeout=1800)
+        assert r.returncode == 0, name + ": " + r.stdout[-4000:] + r.stderr[-2000:]
 
 
 # ---------------------------------------------------------------- threads

@@ -2,10 +2,10 @@
 ``torch.backends`` holds PyTorch's.
 
 ``gemm``: the matrix product. A stage with more than one (stage 3: ``"blas"``, OpenBLAS,
-and ``"own"``, its own BLIS-style GEMM) lists them in its backend's ``GEMMS`` and
-starts with the faster on this machine, or ``STAGEGRAD_GEMM``; a stage with one says
-``"builtin"``. Setting a name the stage does not have raises ValueError listing those it
-has.
+and ``"own"``, its own BLIS-style GEMM) lists them in its backend's ``GEMMS``, also
+accepts ``"auto"`` (its default, or ``STAGEGRAD_GEMM``: each product on the GEMM that is
+faster for its shape on this machine), and a stage with one says ``"builtin"``. Setting
+a name the stage does not have raises ValueError listing those it has.
 """
 import sys
 import types
@@ -21,7 +21,7 @@ class _Backends(types.ModuleType):
 
     @gemm.setter
     def gemm(self, name):
-        choices = getattr(_B, "GEMMS", ("builtin",))
+        choices = ("auto",) + _B.GEMMS if hasattr(_B, "GEMMS") else ("builtin",)
         if name not in choices:
             raise ValueError(f"backends.gemm: this stage has {', '.join(map(repr, choices))}, not {name!r}")
         if hasattr(_B, "set_gemm"):

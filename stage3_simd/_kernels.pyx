@@ -31,6 +31,7 @@ cdef extern from "csrc/kernels.h" nogil:
     enum:
         SG3_MAXDIM
         SG3_OK
+        SG3_ENONFINITE
         SG3_SUM
         SG3_PROD
         SG3_MAX
@@ -49,6 +50,7 @@ cdef extern from "csrc/kernels.h" nogil:
         int (*unary)(int op, int dtype, const sg3_operands* o, int nthreads) noexcept nogil
         int (*binary)(int op, int dtype, const sg3_operands* o, int nthreads) noexcept nogil
         int (*where)(int dtype, const sg3_operands* o, int nthreads) noexcept nogil
+        int (*cast)(int src, int dst, const sg3_operands* o, int nthreads) noexcept nogil
         int (*reduce)(int op, int dtype, const sg3_operands* o, int axis, int nthreads) noexcept nogil
         void (*gemm_f32)(int64_t m, int64_t n, int64_t k, const float* a, int64_t rsa, int64_t csa,
                          const float* b, int64_t rsb, int64_t csb, float* c, int64_t ldc,
@@ -59,6 +61,7 @@ cdef extern from "csrc/kernels.h" nogil:
         int (*gemm_rung)(int rung, int64_t m, int64_t n, int64_t k, const float* a, const float* b,
                          float* c, int nthreads) noexcept nogil
         void (*gemm_blocking)(int64_t out[8]) noexcept nogil
+        int64_t (*fma_peak)(int64_t iters) noexcept nogil
 
 cdef extern from "csrc/cpu.h" nogil:
     ctypedef struct sg3_cpu:
@@ -85,6 +88,8 @@ UNARY_OPS = {name: i for i, name in enumerate(
 BINARY_OPS = {name: i for i, name in enumerate(
     ["add", "sub", "mul", "div", "maximum", "minimum", "pow", "eq", "ne", "lt", "le", "gt", "ge"])}
 COMPARISONS = frozenset(["eq", "ne", "lt", "le", "gt", "ge"])
+INT_UNARY = frozenset(["neg", "abs", "sign", "relu"])  # compiled for int32 and int64 too
+INT_BINARY = frozenset(["add", "sub", "mul", "maximum", "minimum"]) | COMPARISONS
 REDUCE_OPS = {"sum": SG3_SUM, "prod": SG3_PROD, "max": SG3_MAX, "min": SG3_MIN}
 PATHS = ("sse2", "avx2", "avx512")  # x86-64, lowest first
 INT_MAX = 2**31 - 1
@@ -249,6 +254,22 @@ def binary(str op, Buffer a, Buffer b, tuple shape, bool_dtype):
             rc = T.binary(opc, dtype, &o, NTHREADS)
         if rc != SG3_OK:
             raise TypeError(f"{op}: no stage 3 kernel for {a.dtype}")
+    return out
+
+
+def cast(Buffer x, dtype):
+    """``x`` converted to ``dtype`` (a new contiguous buffer)."""
+    cdef int src = x.code, dst = code_of(dtype), rc = SG3_OK
+    cdef Buffer out = new_buffer(x.shape, dtype, dst)
+    cdef sg3_operands o
+    if out.numel:
+        _operands(&o, x.shape, [out, x])
+        with nogil:
+            rc = T.cast(src, dst, &o, NTHREADS)
+    if rc == SG3_ENONFINITE:
+        raise ValueError(f"cast: cannot convert nan or inf to an integer dtype ({x.dtype} to {dtype})")
+    if rc != SG3_OK:
+        raise TypeError(f"cast: no stage 3 kernel from {x.dtype} to {dtype}")
     return out
 
 
@@ -439,6 +460,30 @@ def gemm_rung(int rung, Buffer a, Buffer b, int nthreads=1):
     if rc != 0:
         raise ValueError(f"gemm_rung: no rung {rung} (1-6)")
     return out
+
+
+def fma_peak_gflops(double seconds=0.2):
+    """One core's float32 multiply-add rate on this path: independent chains in registers,
+    no memory traffic (the ceiling every kernel of the path is held against)."""
+    import time
+    cdef int64_t iters = 1 << 16, flops
+    cdef double best = 0.0, t0, dt
+    flops = T.fma_peak(iters)  # warm-up
+    while True:  # grow the loop until one run is long enough to time
+        t0 = time.perf_counter()
+        with nogil:
+            flops = T.fma_peak(iters)
+        dt = time.perf_counter() - t0
+        if dt > seconds / 10:
+            break
+        iters *= 4
+    for _ in range(5):
+        t0 = time.perf_counter()
+        with nogil:
+            flops = T.fma_peak(iters)
+        dt = time.perf_counter() - t0
+        best = max(best, flops / dt / 1e9)
+    return best
 
 
 def gemm_blocking():

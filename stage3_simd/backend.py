@@ -1,14 +1,16 @@
 """Stage 3's backend: stage 2's routing, with the hot primitives sent to the SIMD kernels.
 
 The primitive set is stage 0's (see ``stage0_python/backend.py``), on stage 2's storage.
-What stage 3 rewrites, for float32 and float64 (integers and bool keep stage 2's typed
-loops, which the compiler already vectorises at the baseline):
+What stage 3 rewrites:
 
-- ``unary``, ``binary`` (with broadcasting) and ``where``: xsimd kernels, one per ISA;
+- ``unary``, ``binary`` (with broadcasting), ``where`` and ``cast``: xsimd kernels, one
+  module per ISA, for float32 and float64 and for the integer arithmetic of int32 and
+  int64; integer division, powers and bool logic keep stage 2's typed loops;
 - ``reduce`` (sum, prod, max, min) and ``arg_reduce``: registers across rows or down
   columns, pairwise float32 sums;
-- ``matmul``: OpenBLAS or our own GEMM (``GEMMS``; ``sg.backends.gemm`` chooses), batched
-  on one thread with each product threaded; convolution and pooling reach them through
+- ``matmul``: OpenBLAS or our own GEMM (``GEMMS``; ``sg.backends.gemm`` chooses, and by
+  default each product goes to the faster for its shape), batched on one thread with each
+  product threaded; convolution and pooling reach them through
   ``unfold`` and the reductions.
 
 Stage 2's ``backend.py`` is run here as this module's first part, so its relative
@@ -16,7 +18,6 @@ imports reach this stage's dtypes; the definitions below replace what stage 3 re
 """
 import importlib.util as _util
 import os as _os
-import time as _time
 
 _STAGE3_DOC = __doc__
 with open(_util.find_spec("stage2_cython.backend").origin, encoding="utf-8") as _f:
@@ -30,10 +31,17 @@ _s2_unary, _s2_binary, _s2_where = unary, binary, where  # noqa: F821  (stage 2'
 _s2_reduce, _s2_arg_reduce, _s2_matmul = reduce, arg_reduce, matmul  # noqa: F821
 
 _FLOATS = (3, 4)  # the Buffer codes of float32 and float64
-GEMMS = ("blas", "own")
-_gemm = [_os.environ.get("STAGEGRAD_GEMM") or None]
-if _gemm[0] is not None and _gemm[0] not in GEMMS:
-    raise ImportError(f"stage3_simd: STAGEGRAD_GEMM={_gemm[0]!r}; expected one of {', '.join(GEMMS)}")
+_INTS = (1, 2)  # int32 and int64
+GEMMS = ("blas", "own")  # the two GEMMs; the default, "auto", sends each product to the faster
+_gemm = [_os.environ.get("STAGEGRAD_GEMM") or "auto"]
+if _gemm[0] not in GEMMS + ("auto",):
+    raise ImportError(f"stage3_simd: STAGEGRAD_GEMM={_gemm[0]!r}; expected auto, blas or own")
+# "auto" sends a product to our GEMM when every side is at least this: there its cache
+# blocking pays off and it matches or beats OpenBLAS (the journey and `stagegrad
+# gemm-ladder` measure both); below, packing costs more than it saves, and OpenBLAS's
+# kernels for small and skinny shapes win. A fixed rule, not a timing at import: the
+# results of a program must not depend on which GEMM a noisy measurement picked.
+OWN_FROM = 512
 
 set_num_threads = K.set_num_threads
 get_num_threads = K.get_num_threads
@@ -41,37 +49,33 @@ get_num_threads = K.get_num_threads
 
 # ---------------------------------------------------------------- which GEMM
 
-def _calibrate():
-    """The faster GEMM on this machine: both timed on a 256 x 256 float32 product."""
-    a = full((256, 256), 1.0, dtypes.float32)  # noqa: F821
-    best = {}
-    for name in GEMMS:
-        K.matmul(a, a, name)
-        t0 = _time.perf_counter()
-        for _ in range(3):
-            K.matmul(a, a, name)
-        best[name] = _time.perf_counter() - t0
-    return min(GEMMS, key=best.get)
-
-
 def get_gemm():
-    """The GEMM in use: ``STAGEGRAD_GEMM``, or the faster on this machine, or the last
-    ``set_gemm``."""
-    if _gemm[0] is None:
-        _gemm[0] = _calibrate()
+    """``auto`` (the default: each product on the faster GEMM for its shape), ``blas`` or
+    ``own``: ``STAGEGRAD_GEMM``, or the last ``set_gemm``."""
     return _gemm[0]
 
 
 def set_gemm(name):
-    if name not in GEMMS:
-        raise ValueError(f"set_gemm: expected one of {', '.join(GEMMS)}, got {name!r}")
+    if name not in GEMMS + ("auto",):
+        raise ValueError(f"set_gemm: expected auto, blas or own, got {name!r}")
     _gemm[0] = name
+
+
+def gemm_for(n, k, m):
+    """The GEMM a product of (n x k) by (k x m) runs on."""
+    if _gemm[0] != "auto":
+        return _gemm[0]
+    return "own" if min(n, k, m) >= OWN_FROM else "blas"
 
 
 # ---------------------------------------------------------------- elementwise
 
+def cast(x, dtype):
+    return alias(x) if dtype is x.dtype else K.cast(x, dtype)  # noqa: F821
+
+
 def unary(op, x, dtype=None):
-    if x.code not in _FLOATS or op not in K.UNARY_OPS:
+    if not (x.code in _FLOATS and op in K.UNARY_OPS or x.code in _INTS and op in K.INT_UNARY):
         return _s2_unary(op, x, dtype)
     out = K.unary(op, x)
     return out if dtype is None or dtype is out.dtype else cast(out, dtype)  # noqa: F821
@@ -80,7 +84,8 @@ def unary(op, x, dtype=None):
 def binary(op, a, b, dtype):
     """``op`` elementwise over broadcast ``a`` and ``b``, which hold ``dtype``
     (comparisons return bool)."""
-    if not dtype.is_floating_point or op not in K.BINARY_OPS:
+    compiled = K.BINARY_OPS if dtype.is_floating_point else K.INT_BINARY if dtype.category == 1 else ()
+    if op not in compiled:
         return _s2_binary(op, a, b, dtype)
     if a.dtype is not dtype:
         a = cast(a, dtype)  # noqa: F821
@@ -129,4 +134,4 @@ def matmul(a, b):
     """``a`` (..., n, k) @ ``b`` (..., k, m); the batch dims of both are equal."""
     if a.code not in _FLOATS or b.code != a.code:
         return _s2_matmul(a, b)
-    return K.matmul(a, b, get_gemm())
+    return K.matmul(a, b, gemm_for(a.shape[-2], a.shape[-1], b.shape[-1]))

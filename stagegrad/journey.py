@@ -86,6 +86,7 @@ def measure_all(stages=None, budget=DEFAULT_BUDGET, quick=False, threads=None, s
     facts["peak"] = machine.measure_peak_gflops()
     facts["bandwidth"] = machine.measure_bandwidth_gbs()
     impls = [Impl(name) for name in implementations(stages)]
+    facts["simd"] = {i.package: i.lib.simd_info() for i in impls if hasattr(i.lib, "simd_info")}
     target = 0.05 if quick else 0.5
     # a stage's second GEMM is measured only where a workload multiplies matrices
     cells = [(w, s, impl) for w in WORKLOADS for s in (w.quick_sizes if quick else w.sizes) for impl in impls

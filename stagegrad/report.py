@@ -71,6 +71,10 @@ def machine_summary(report):
         f"- SIMD: {' '.join(m['isa']) or 'unknown'}",
         f"- Python {m['python']}, NumPy {m['numpy'] or 'absent'}, PyTorch {m['torch'] or 'absent'}",
     ]
+    for pkg, info in m.get("simd", {}).items():
+        lines.append(f"- {pkg}: SIMD path {info['path']} ({info['vector_bits']}-bit registers"
+                     + (", forced by STAGEGRAD_SIMD" if info["forced"] else "")
+                     + f"; this CPU runs {', '.join(info['supported'])}), OpenBLAS core {info['openblas_core']}")
     if peak["gflops"]:
         lines.append(f"- practical FMA peak: {peak['gflops']:.1f} GFLOP/s ({peak['by']}; {peak['method']})")
     if bw["gbs"]:

@@ -308,18 +308,147 @@ int run_where(const sg3_operands& o, int nthreads) {
     return SG3_OK;
 }
 
+// integer arithmetic: the same functors on integer registers (a NaN test is always false;
+// overflow wraps, as in two's complement)
+template <class A, class T>
+int run_int_unary(int op, const sg3_operands& o, int nthreads) {
+    const int64_t item[2] = {sizeof(T), sizeof(T)};
+    const Loop L = make_loop(o, item);
+    auto go = [&](auto f) {
+        for_rows(L, 1, nthreads, [&L, f](char** p, int64_t n) { unary_row<A, T>(p, n, L.ist, f); });
+        return SG3_OK;
+    };
+    switch (op) {
+        case SG3_NEG: return go(Neg{});
+        case SG3_ABS: return go(Abs{});
+        case SG3_SIGN: return go(Sign{});
+        case SG3_RELU: return go(Relu{});
+        default: return SG3_EUNSUPPORTED;
+    }
+}
+
+template <class A, class T>
+int run_int_binary(int op, const sg3_operands& o, int nthreads) {
+    const int64_t item[3] = {op >= SG3_EQ ? 1 : int64_t(sizeof(T)), sizeof(T), sizeof(T)};
+    const Loop L = make_loop(o, item);
+    auto go = [&](auto f) {
+        for_rows(L, 1, nthreads, [&L, f](char** p, int64_t n) { binary_row<A, T>(p, n, L.ist, f); });
+        return SG3_OK;
+    };
+    auto cmp = [&](auto f) {
+        for_rows(L, 1, nthreads, [&L, f](char** p, int64_t n) { compare_row<T>(p, n, L.ist, f); });
+        return SG3_OK;
+    };
+    switch (op) {
+        case SG3_ADD: return go(Add{});
+        case SG3_SUB: return go(Sub{});
+        case SG3_MUL: return go(Mul{});
+        case SG3_MAXIMUM: return go(Maximum{});
+        case SG3_MINIMUM: return go(Minimum{});
+        case SG3_EQ: return cmp([](T a, T b) { return uint8_t(a == b); });
+        case SG3_NE: return cmp([](T a, T b) { return uint8_t(a != b); });
+        case SG3_LT: return cmp([](T a, T b) { return uint8_t(a < b); });
+        case SG3_LE: return cmp([](T a, T b) { return uint8_t(a <= b); });
+        case SG3_GT: return cmp([](T a, T b) { return uint8_t(a > b); });
+        case SG3_GE: return cmp([](T a, T b) { return uint8_t(a >= b); });
+        default: return SG3_EUNSUPPORTED;
+    }
+}
+
 template <class A>
 int unary(int op, int dtype, const sg3_operands* o, int nthreads) {
-    if (dtype == SG3_FLOAT32) return run_unary<A, float>(op, *o, nthreads);
-    if (dtype == SG3_FLOAT64) return run_unary<A, double>(op, *o, nthreads);
-    return SG3_EUNSUPPORTED;
+    switch (dtype) {
+        case SG3_FLOAT32: return run_unary<A, float>(op, *o, nthreads);
+        case SG3_FLOAT64: return run_unary<A, double>(op, *o, nthreads);
+        case SG3_INT32: return run_int_unary<A, int32_t>(op, *o, nthreads);
+        case SG3_INT64: return run_int_unary<A, int64_t>(op, *o, nthreads);
+        default: return SG3_EUNSUPPORTED;
+    }
 }
 
 template <class A>
 int binary(int op, int dtype, const sg3_operands* o, int nthreads) {
-    if (dtype == SG3_FLOAT32) return run_binary<A, float>(op, *o, nthreads);
-    if (dtype == SG3_FLOAT64) return run_binary<A, double>(op, *o, nthreads);
-    return SG3_EUNSUPPORTED;
+    switch (dtype) {
+        case SG3_FLOAT32: return run_binary<A, float>(op, *o, nthreads);
+        case SG3_FLOAT64: return run_binary<A, double>(op, *o, nthreads);
+        case SG3_INT32: return run_int_binary<A, int32_t>(op, *o, nthreads);
+        case SG3_INT64: return run_int_binary<A, int64_t>(op, *o, nthreads);
+        default: return SG3_EUNSUPPORTED;
+    }
+}
+
+// ------------------------------------------------------------------ casts
+
+// float to a wrapping integer: truncate toward zero, then reduce modulo 2**64 exactly (a
+// double that large is a multiple of 2**11), as stage 2 does
+inline int64_t to_int64_wrapped(double v, bool* bad) {
+    if (!std::isfinite(v)) {
+        *bad = true;
+        return 0;
+    }
+    double t = std::trunc(v);
+    if (t >= -9223372036854775808.0 && t < 9223372036854775808.0) return static_cast<int64_t>(t);
+    t = std::fmod(t, 18446744073709551616.0);
+    if (t < 0) t += 18446744073709551616.0;
+    if (t >= 9223372036854775808.0) t -= 18446744073709551616.0;
+    return static_cast<int64_t>(t);
+}
+
+template <class From, class To>
+inline To convert(From x, bool* bad) {
+    if constexpr (std::is_same<To, uint8_t>::value) {
+        return x != 0;
+    } else if constexpr (std::is_floating_point<From>::value && std::is_integral<To>::value) {
+        return static_cast<To>(to_int64_wrapped(x, bad));  // int32 keeps the low 32 bits
+    } else {
+        return static_cast<To>(x);
+    }
+}
+
+template <class From, class To>
+int run_cast(const sg3_operands& o, int nthreads) {
+    const int64_t item[2] = {sizeof(To), sizeof(From)};
+    const Loop L = make_loop(o, item);
+    int bad_any = 0;
+    for_rows(L, 1, nthreads, [&L, &bad_any](char** p, int64_t n) {
+        To* out = reinterpret_cast<To*>(p[0]);
+        const From* x = reinterpret_cast<const From*>(p[1]);
+        bool bad = false;
+        if (L.ist[0] == 1 && L.ist[1] == 1) {
+            for (int64_t i = 0; i < n; ++i) out[i] = convert<From, To>(x[i], &bad);
+        } else {
+            for (int64_t i = 0; i < n; ++i) out[i * L.ist[0]] = convert<From, To>(x[i * L.ist[1]], &bad);
+        }
+        if (bad) {
+#pragma omp atomic write
+            bad_any = 1;
+        }
+    });
+    return bad_any ? SG3_ENONFINITE : SG3_OK;
+}
+
+template <class From>
+int cast_from(int to, const sg3_operands& o, int nthreads) {
+    switch (to) {
+        case SG3_BOOL: return run_cast<From, uint8_t>(o, nthreads);
+        case SG3_INT32: return run_cast<From, int32_t>(o, nthreads);
+        case SG3_INT64: return run_cast<From, int64_t>(o, nthreads);
+        case SG3_FLOAT32: return run_cast<From, float>(o, nthreads);
+        case SG3_FLOAT64: return run_cast<From, double>(o, nthreads);
+        default: return SG3_EUNSUPPORTED;
+    }
+}
+
+template <class A>
+int cast(int from, int to, const sg3_operands* o, int nthreads) {
+    switch (from) {
+        case SG3_BOOL: return cast_from<uint8_t>(to, *o, nthreads);
+        case SG3_INT32: return cast_from<int32_t>(to, *o, nthreads);
+        case SG3_INT64: return cast_from<int64_t>(to, *o, nthreads);
+        case SG3_FLOAT32: return cast_from<float>(to, *o, nthreads);
+        case SG3_FLOAT64: return cast_from<double>(to, *o, nthreads);
+        default: return SG3_EUNSUPPORTED;
+    }
 }
 
 template <class A>

@@ -28,10 +28,13 @@ enum sg3_dtype { SG3_BOOL = 0, SG3_INT32 = 1, SG3_INT64 = 2, SG3_FLOAT32 = 3, SG
 enum sg3_error {
     SG3_OK = 0,
     SG3_EUNSUPPORTED = 1, /* this op or dtype is not compiled here: the caller falls back */
+    SG3_ENONFINITE = 2,   /* a cast met NaN or an infinity on its way to an integer dtype */
 };
 
 /* Elementwise operations. The output has the inputs' dtype, except the comparisons
- * (bool). Only floating-point dtypes are compiled; the bindings send the rest to stage 2. */
+ * (bool). Compiled for float32 and float64, and for int32 and int64 where an operation is
+ * integer arithmetic (neg, abs, sign, relu; add, sub, mul, maximum, minimum and the
+ * comparisons; integers wrap around); the bindings send the rest to stage 2. */
 enum sg3_unary {
     SG3_NEG, SG3_ABS, SG3_SIGN, SG3_RELU, SG3_FLOOR, SG3_CEIL, SG3_ROUND, SG3_EXP, SG3_LOG,
     SG3_LOG1P, SG3_SQRT, SG3_RSQRT, SG3_SIN, SG3_COS, SG3_TANH, SG3_SIGMOID, SG3_SILU,
@@ -63,6 +66,10 @@ typedef struct {
     int (*binary)(int op, int dtype, const sg3_operands* o, int nthreads);
     /* out = cond ? a : b: operands out, cond (bool), a, b */
     int (*where)(int dtype, const sg3_operands* o, int nthreads);
+    /* out = x converted from dtype ``from`` to ``to``: operands out, x. Floats become
+     * integers by truncation toward zero, wrapping modulo 2**bits; NaN and infinities give
+     * SG3_ENONFINITE. Anything becomes bool as x != 0. */
+    int (*cast)(int from, int to, const sg3_operands* o, int nthreads);
     /* Reduce operand 1 into operand 0, which has stride 0 along the reduced dims (a sum,
      * product, max or min) and is int64 for the arg-reductions, whose one reduced dim is
      * ``axis``. Accumulators are sound for float32: pairwise sums, float64 products. */
@@ -81,6 +88,9 @@ typedef struct {
     /* The GEMM's register block and cache blocking: MR, NR, MC, KC, NC, then the L1, L2
      * and L3 sizes in bytes they were derived from (float32) */
     void (*gemm_blocking)(int64_t out[8]);
+    /* ``iters`` steps of twelve independent float32 multiply-add chains in registers (fused
+     * where the ISA has FMA): the FLOPs done, for timing the core's arithmetic peak */
+    int64_t (*fma_peak)(int64_t iters);
 } sg3_table;
 
 #ifdef __cplusplus

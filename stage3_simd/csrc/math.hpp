@@ -6,7 +6,7 @@
 //   x = n ln2 + r with n = round(x / ln2) and |r| <= ln2 / 2, ln2 split into a high part
 //   with trailing zero bits (so n * high is exact) and a low part (Cody and Waite);
 //   e^r by its Taylor polynomial, Horner's rule with a fused multiply-add where the ISA
-//   has one (degree 7 for float, 13 for double: the first term left out is below half an
+//   has one (``madd``, gemm_arch.hpp) (degree 7 for float, 13 for double: the first term left out is below half an
 //   ulp on that interval);
 //   2^n applied as 2^(n/2) * 2^(n - n/2): each factor is a normal number, so a result in
 //   the subnormal range is rounded once, by the last multiplication, and one just below
@@ -17,6 +17,7 @@
 
 #include <cstdint>
 
+#include "gemm_arch.hpp"
 #include "simd.hpp"
 
 namespace sg3 {
@@ -65,7 +66,7 @@ inline B exp_full(const B& x) {
     coef[0] = 1;
     for (int k = 1; k <= C::degree; ++k) coef[k] = coef[k - 1] / T(k);
     B p(coef[C::degree]);
-    for (int k = C::degree - 1; k >= 0; --k) p = xsimd::fma(p, r, B(coef[k]));
+    for (int k = C::degree - 1; k >= 0; --k) p = madd(p, r, B(coef[k]));
     const B n1 = xsimd::trunc(n * B(T(0.5)));
     const B e = p * pow2i(n1) * pow2i(n - n1);
     return xsimd::select(isnan(x), x, e);

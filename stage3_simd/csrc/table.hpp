@@ -46,6 +46,21 @@ void blocking(int64_t out[8]) {
 }
 
 template <class A>
+int64_t fma_peak(int64_t iters) {
+    using B = vec<float, A>;
+    B acc[12];
+    for (int j = 0; j < 12; ++j) acc[j] = B(1e-3f * float(j));
+    const B a(0.999999f), b(1e-7f);
+    for (int64_t i = 0; i < iters; ++i)
+        for (int j = 0; j < 12; ++j) acc[j] = madd(acc[j], a, b);
+    B s = acc[0];
+    for (int j = 1; j < 12; ++j) s += acc[j];
+    volatile float sink = xsimd::hadd(s);  // keeps the loop from being optimised away
+    (void)sink;
+    return iters * 12 * int64_t(B::size) * 2;
+}
+
+template <class A>
 const sg3_table* table(const char* isa) {
     static const sg3_table t = {
         isa,
@@ -53,11 +68,13 @@ const sg3_table* table(const char* isa) {
         &unary<A>,
         &binary<A>,
         &where<A>,
+        &cast<A>,
         &reduce<A>,
         &gemm_entry<A, float>,
         &gemm_entry<A, double>,
         &gemm_rung<A>,
         &blocking<A>,
+        &fma_peak<A>,
     };
     return &t;
 }
