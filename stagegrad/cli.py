@@ -2,7 +2,7 @@
 import argparse
 import sys
 
-from . import docs, gemm_ladder, journey, simd_paths, train
+from . import docs, gemm_ladder, journey, profile, simd_paths, train
 
 
 def main(argv=None):
@@ -23,6 +23,9 @@ def main(argv=None):
                                           "NumPy and PyTorch")
     simd_paths.add_arguments(p)
     p.set_defaults(run=simd_paths.run)
+    p = sub.add_parser("profile", help="where each microsecond of an MLP training step goes, per stage")
+    profile.add_arguments(p)
+    p.set_defaults(run=profile.run)
     p = sub.add_parser("docs", help="build the documentation site (Sphinx, warnings as errors)")
     docs.add_arguments(p)
     p.set_defaults(run=docs.run)
