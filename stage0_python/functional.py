@@ -2,7 +2,9 @@
 
 ``softmax``/``log_softmax`` are Functions of their own: the composite would keep every
 intermediate alive, and the hand-written backward is one line. A backend that lists
-``log_softmax``/``softmax`` in ``FUSED`` runs its own kernel for the forward.
+``softmax``/``log_softmax`` in ``FUSED`` runs its own kernels, forward and backward, and
+one that lists ``cross_entropy`` computes the loss of class-index targets and its
+gradient in one pass each (``CrossEntropy``); the composites stay the reference.
 """
 import math
 
@@ -16,8 +18,8 @@ wrap = Tensor._make
 
 
 def _shift(x, dim):
-    m = x.amax(dim=dim, keepdim=True)
-    return x - where(m.abs() == math.inf, 0.0, m)  # rows of -inf stay -inf, not nan
+    # a row whose max is infinite becomes NaN (inf - inf), as in PyTorch
+    return x - x.amax(dim=dim, keepdim=True)
 
 
 class LogSoftmax(Function):
@@ -35,6 +37,8 @@ class LogSoftmax(Function):
     @staticmethod
     def backward(ctx, g):
         (y,) = ctx.saved_tensors
+        if "log_softmax" in B.FUSED:
+            return wrap(B.softmax_backward(g._data, y._data, ctx.dim, True)), None
         return g - y.exp() * g.sum(dim=ctx.dim, keepdim=True), None
 
 
@@ -53,6 +57,8 @@ class Softmax(Function):
     @staticmethod
     def backward(ctx, g):
         (y,) = ctx.saved_tensors
+        if "softmax" in B.FUSED:
+            return wrap(B.softmax_backward(g._data, y._data, ctx.dim, False)), None
         return y * (g - (g * y).sum(dim=ctx.dim, keepdim=True)), None
 
 
@@ -192,11 +198,53 @@ def _nll_loss(input, target, weight, ignore_index, reduction, op):
     return _reduce(loss, reduction, op)
 
 
+class CrossEntropy(Function):
+    """Cross-entropy of logits (N, C) and class indices (N,) on the backend's fused kernels:
+    the forward keeps the probabilities, and the backward is ``scale * (p - onehot)`` with
+    the smoothing and weight terms, in one pass over the rows."""
+
+    @staticmethod
+    def forward(ctx, x, target, weight, ignore_index, reduction, label_smoothing):
+        wdata = None if weight is None else weight._data
+        loss, wrow, probs = B.cross_entropy(x._data, target._data, wdata, ignore_index, label_smoothing)
+        loss, wrow = wrap(loss), wrap(wrow)
+        ctx.args = target._data, wdata, ignore_index, label_smoothing, reduction
+        ctx.probs = probs
+        if reduction == "mean":
+            ctx.wsum = wrow.sum()
+            return loss.sum() / ctx.wsum
+        return _reduce(loss, reduction, "cross_entropy")
+
+    @staticmethod
+    def backward(ctx, g):
+        target, weight, ignore_index, label_smoothing, reduction = ctx.args
+        if reduction == "mean":
+            g = g / ctx.wsum
+        scale = g.expand(target.shape[0]).contiguous() if g.ndim == 0 else g
+        gx = B.cross_entropy_backward(ctx.probs, target, weight, scale._data, ignore_index, label_smoothing)
+        return wrap(gx), None, None, None, None, None
+
+
+def _fused_cross_entropy(input, target, weight):
+    """Whether the fused kernel computes this loss: logits (N, C) and class indices, with
+    a weight (if any) of the input's dtype that needs no gradient."""
+    return ("cross_entropy" in B.FUSED and input.ndim == 2 and not target.dtype.is_floating_point
+            and (weight is None or (weight.dtype is input.dtype and not weight.requires_grad)))
+
+
 def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean",
                   label_smoothing=0.0):
     _float_input(input, "cross_entropy")
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
+    if _fused_cross_entropy(input, target, weight):
+        _check_class_target(input, target, "cross_entropy")
+        C = input.shape[1]
+        if weight is not None and tuple(weight.shape) != (C,):
+            raise ValueError(f"cross_entropy: weight must have shape [{C}], got {list(weight.shape)}")
+        if reduction not in ("mean", "sum", "none"):
+            raise ValueError(f"cross_entropy: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+        return CrossEntropy.apply(input, target, weight, ignore_index, reduction, float(label_smoothing))
     cdim = 1 if input.ndim > 1 else 0
     C = input.shape[cdim]
     logp = log_softmax(input, cdim)

@@ -135,3 +135,177 @@ def matmul(a, b):
     if a.code not in _FLOATS or b.code != a.code:
         return _s2_matmul(a, b)
     return K.matmul(a, b, gemm_for(a.shape[-2], a.shape[-1], b.shape[-1]))
+
+
+# ---------------------------------------------------------------- fused kernels
+#
+# Each replaces a composite of several primitives with one pass over the data (see
+# csrc/fused.hpp); the frontend uses one where its name is in FUSED and its operands
+# fit (float32 or float64, one dtype), and the composite otherwise.
+
+FUSED = frozenset({"softmax", "log_softmax", "cross_entropy", "linear", "layer_norm", "adam", "sgd",
+                   "rmsprop"})
+
+
+def _fits(*bufs):
+    """Whether the fused kernels take these operands: float32 or float64, one dtype."""
+    code = bufs[0].code
+    return code in _FLOATS and all(b is None or b.code == code for b in bufs)
+
+
+def _rows_last(x, dim):
+    """``x`` with ``dim`` moved last, contiguous: rows for a kernel working along ``dim``."""
+    if dim != x.ndim - 1:
+        x = permute(x, tuple(d for d in range(x.ndim) if d != dim) + (dim,))  # noqa: F821
+    return contiguous(x)  # noqa: F821
+
+
+def _from_rows(y, dim, ndim):
+    """Undo ``_rows_last``: the result in the input's dim order, contiguous."""
+    if dim == ndim - 1:
+        return y
+    order = list(range(ndim - 1))
+    order.insert(dim, ndim - 1)
+    return contiguous(permute(y, tuple(order)))  # noqa: F821
+
+
+def softmax(x, dim):
+    return _from_rows(K.softmax(_rows_last(x, dim), False), dim, x.ndim)
+
+
+def log_softmax(x, dim):
+    return _from_rows(K.softmax(_rows_last(x, dim), True), dim, x.ndim)
+
+
+def softmax_backward(g, y, dim, log):
+    """The input's gradient from the output ``y`` and its gradient ``g``."""
+    gx = K.softmax_backward(_rows_last(g, dim), _rows_last(y, dim), log)
+    return _from_rows(gx, dim, y.ndim)
+
+
+def cross_entropy(x, target, weight, ignore_index, label_smoothing):
+    """Logits (N, C), class indices (N,): (each row's loss, each row's weight in a mean,
+    the probabilities for the backward)."""
+    if target.dtype is not int64:  # noqa: F821
+        target = cast(target, int64)  # noqa: F821
+    weight = None if weight is None else contiguous(weight)  # noqa: F821
+    return K.cross_entropy(contiguous(x), contiguous(target), weight, ignore_index,  # noqa: F821
+                           label_smoothing)
+
+
+def cross_entropy_backward(probs, target, weight, scale, ignore_index, label_smoothing):
+    """The logits' gradient, each row's scaled by ``scale`` (N,)."""
+    if target.dtype is not int64:  # noqa: F821
+        target = cast(target, int64)  # noqa: F821
+    weight = None if weight is None else contiguous(weight)  # noqa: F821
+    return K.cross_entropy_backward(probs, contiguous(target), weight, contiguous(scale),  # noqa: F821
+                                    ignore_index, label_smoothing)
+
+
+def _matrix(x):
+    """(..., k) as a (rows, k) buffer: a view when ``x`` is contiguous."""
+    return reshape(contiguous(x), (prod(x.shape[:-1]), x.shape[-1]))  # noqa: F821
+
+
+def linear(x, w, b, act):
+    """``act(x @ w.T + b)`` (act: None, "relu" or "gelu"), the bias and activation applied
+    in the GEMM's output while it is in cache: (y, the values before gelu, else None)."""
+    x2 = _matrix(x)
+    y = K.matmul(x2, permute(w, (1, 0)), gemm_for(x2.shape[0], x2.shape[1], w.shape[0]))  # noqa: F821
+    pre = None
+    if b is not None or act:
+        pre = K.bias_act(y, None if b is None else contiguous(b), act, act == "gelu")  # noqa: F821
+    return reshape(y, x.shape[:-1] + (w.shape[0],)), pre  # noqa: F821
+
+
+def linear_backward(g, x, w, saved, act, need_x, need_w, need_b):
+    """(grad x, grad w, grad b) of ``linear``, each None unless asked for (``x`` is only
+    read for grad w, ``w`` for grad x): the activation's derivative from ``saved`` (relu's
+    output, gelu's input), two GEMMs on transposed views, and the bias's column sum."""
+    if act:
+        g = K.act_backward(contiguous(g), contiguous(saved), act)  # noqa: F821
+    g2, gx, gw, gb = _matrix(g), None, None, None
+    if need_x:
+        gx = K.matmul(g2, w, gemm_for(g2.shape[0], g2.shape[1], w.shape[1]))
+        gx = reshape(gx, g.shape[:-1] + (w.shape[1],))  # noqa: F821
+    if need_w:
+        x2 = _matrix(x)
+        gw = K.matmul(permute(g2, (1, 0)), x2, gemm_for(g2.shape[1], g2.shape[0], x2.shape[1]))  # noqa: F821
+    if need_b:
+        gb = reduce("sum", g2, (0,), False)
+    return gx, gw, gb
+
+
+def layer_norm(x, cols, w, b, eps):
+    """Normalise each run of ``cols`` trailing elements: (y, mean, rstd)."""
+    return K.layer_norm(contiguous(x), cols, None if w is None else contiguous(w),  # noqa: F821
+                        None if b is None else contiguous(b), eps)  # noqa: F821
+
+
+def layer_norm_backward(g, x, mean, rstd, w, shape, need_x, need_w, need_b):
+    """(grad x, grad weight, grad bias) of ``layer_norm`` over trailing ``shape``."""
+    x = contiguous(x)  # noqa: F821
+    gx, gw, gb = K.layer_norm_backward(contiguous(g), x, mean, rstd, None if w is None else contiguous(w),  # noqa: F821
+                                       prod(shape), need_x, need_w, need_b)  # noqa: F821
+    gw = None if gw is None else reshape(cast(gw, x.dtype), shape)  # noqa: F821
+    gb = None if gb is None else reshape(cast(gb, x.dtype), shape)  # noqa: F821
+    return gx, gw, gb
+
+
+# ---------------------------------------------------------------- multi-tensor optimizer steps
+#
+# One call updates every parameter of a group, in the composite's order of float
+# operations (the same bits). Each returns False, touching nothing, when the buffers do
+# not fit: not all contiguous, not one float dtype, or two sharing memory (the composite
+# then runs, tensor by tensor).
+
+def _step_fits(*lists):
+    bufs = [b for lst in lists if lst for b in lst]
+    return (_fits(*bufs) and all(is_contiguous(b) for b in bufs)  # noqa: F821
+            and len({storage_id(b) for b in bufs}) == len(bufs))  # noqa: F821
+
+
+def _written(*lists):
+    for lst in lists:
+        for b in lst or ():
+            b.version += 1
+
+
+def adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, lr, betas, eps, weight_decay,
+              decoupled, maximize):
+    """Adam (AdamW when ``decoupled``) on every buffer of ``params``; ``steps`` are the
+    step counts after this one; ``max_exp_avg_sqs`` is None without amsgrad."""
+    if not _step_fits(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs):
+        return False
+    beta1, beta2 = betas
+    w = 1 - beta1
+    K.adam_step(params[0].code, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs,
+                [lr / (1 - beta1 ** s) for s in steps], [(1 - beta2 ** s) ** 0.5 for s in steps],
+                lr, weight_decay, w, 1 - w, beta2, eps, decoupled, maximize)
+    _written(params, exp_avgs, exp_avg_sqs, max_exp_avg_sqs)
+    return True
+
+
+def sgd_step(params, grads, momentum_buffers, first, lr, momentum, dampening, weight_decay, nesterov,
+             maximize):
+    """SGD on every buffer of ``params``; ``momentum_buffers`` is None without momentum, and
+    ``first[i]`` says that buffer i starts this step (it becomes the gradient)."""
+    if not _step_fits(params, grads, momentum_buffers):
+        return False
+    K.sgd_step(params[0].code, params, grads, momentum_buffers, bytes(first or len(params)), lr, weight_decay, momentum,
+               dampening, nesterov, maximize)
+    _written(params, momentum_buffers)
+    return True
+
+
+def rmsprop_step(params, grads, square_avgs, grad_avgs, momentum_buffers, lr, alpha, eps, weight_decay,
+                 momentum, maximize):
+    """RMSprop on every buffer of ``params``; ``grad_avgs`` is None unless centered,
+    ``momentum_buffers`` None without momentum."""
+    if not _step_fits(params, grads, square_avgs, grad_avgs, momentum_buffers):
+        return False
+    w = 1 - alpha
+    K.rmsprop_step(params[0].code, params, grads, square_avgs, grad_avgs, momentum_buffers, lr, weight_decay,
+                   alpha, eps, momentum, w, 1 - w, maximize)
+    _written(params, square_avgs, grad_avgs, momentum_buffers)
+    return True

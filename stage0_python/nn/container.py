@@ -4,6 +4,7 @@ from collections import OrderedDict
 from itertools import islice
 import operator
 
+from .. import backend as B
 from .module import Module, _addindent
 
 
@@ -12,6 +13,22 @@ def _index(idx, n, what):
     if not -n <= i < n:
         raise IndexError(f"index {i} is out of range for {what} of length {n}")
     return i % n
+
+
+def _fused_activation(first, second):
+    """"relu" or "gelu" when ``first`` is a ``Linear`` and ``second`` that activation,
+    neither subclassed nor hooked, on a backend that fuses them; else None."""
+    from .activation import GELU, ReLU  # (this module is imported by module.py, before them)
+    from .linear import Linear
+    if "linear" not in B.FUSED or type(first) is not Linear or first._forward_hooks or first._forward_pre_hooks:
+        return None
+    if second._forward_hooks or second._forward_pre_hooks:
+        return None
+    if type(second) is ReLU:
+        return "relu"
+    if type(second) is GELU and second.approximate == "none":
+        return "gelu"
+    return None
 
 
 class Sequential(Module):
@@ -28,8 +45,16 @@ class Sequential(Module):
                 self.add_module(str(i), m)
 
     def forward(self, x):
-        for m in self._modules.values():
-            x = m(x)
+        modules = list(self._modules.values())
+        i = 0
+        while i < len(modules):
+            act = _fused_activation(modules[i], modules[i + 1]) if i + 1 < len(modules) else None
+            if act is None:
+                x = modules[i](x)
+                i += 1
+            else:  # Linear then its activation, in one fused call: the same values and gradients
+                x = modules[i]._forward_then(x, act)
+                i += 2
         return x
 
     def __len__(self):

@@ -72,6 +72,12 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
 
 def linear(input, weight, bias=None):
     """``input @ weight.T + bias`` over the last dimension of ``input``."""
+    return _linear(input, weight, bias, None)
+
+
+def _linear(input, weight, bias, act):
+    """``linear`` then ``act`` (None, "relu" or "gelu"): one fused Function where the
+    backend offers it for these operands, else the composite."""
     if weight.ndim != 2:
         raise ValueError(f"linear: weight must be 2-D (out_features, in_features), got shape "
                          f"{tuple(weight.shape)}")
@@ -81,8 +87,39 @@ def linear(input, weight, bias=None):
     if bias is not None and tuple(bias.shape) != (weight.shape[0],):
         raise ValueError(f"linear: bias of shape {tuple(bias.shape)} does not fit weight of shape "
                          f"{tuple(weight.shape)}")
+    if "linear" in B.FUSED and input.dtype is weight.dtype and weight.dtype.is_floating_point and (
+            bias is None or bias.dtype is weight.dtype):
+        return _Linear.apply(input, weight, bias, act)
     out = input.matmul(weight.transpose(0, 1))
-    return out if bias is None else out + bias
+    return _ACTIVATIONS[act](out if bias is None else out + bias)
+
+
+class _Linear(Function):
+    """``act(x @ w.T + b)`` on the backend's fused kernels: the bias and the activation
+    are applied to the GEMM's output while it is in cache, and the backward is the
+    activation's derivative, two GEMMs on transposed views and a column sum."""
+
+    @staticmethod
+    def forward(ctx, x, w, b, act):
+        y, pre = B.linear(x._data, w._data, None if b is None else b._data, act)
+        out = Tensor._make(y)
+        need_x, need_w = ctx.needs_input_grad[:2]
+        # relu's derivative comes from the output, gelu's from the values before it
+        ctx.act, ctx.pre = act, pre
+        ctx.save_for_backward(x if need_w else None, w if need_x else None, out if act == "relu" else None)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w, out = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        saved = out._data if ctx.act == "relu" else ctx.pre
+        grads = B.linear_backward(g._data, None if x is None else x._data, None if w is None else w._data,
+                                  saved, ctx.act, *need[:3])
+        return (*(None if d is None else Tensor._make(d) for d in grads), None)
+
+
+_ACTIVATIONS = {None: lambda y: y, "relu": lambda y: y.relu(), "gelu": lambda y: y.gelu()}
 
 
 # ------------------------------------------------------------------ im2col
@@ -522,9 +559,33 @@ def _trailing(input, normalized_shape, name):
     return ns, tuple(range(input.ndim - len(ns), input.ndim))
 
 
+class _LayerNorm(Function):
+    """Layer norm on the backend's fused kernels: a row's statistics, the normalisation,
+    scale and shift in one pass; the backward keeps only the mean and 1/std of each row."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, shape, eps):
+        w, b = (None if t is None else t._data for t in (weight, bias))
+        y, mean, rstd = B.layer_norm(x._data, B.prod(shape), w, b, eps)
+        ctx.stats, ctx.shape = (mean, rstd), shape
+        ctx.save_for_backward(x, weight)
+        return Tensor._make(y)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, weight = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        grads = B.layer_norm_backward(g._data, x._data, *ctx.stats, None if weight is None else weight._data,
+                                      ctx.shape, need[0], need[1], need[2])
+        return (*(None if d is None else Tensor._make(d) for d in grads), None, None)
+
+
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalise over the trailing ``normalized_shape`` dims, then scale and shift."""
     ns, dims = _trailing(input, normalized_shape, "layer_norm")
+    if "layer_norm" in B.FUSED and input.dtype.is_floating_point and all(
+            t is None or (t.dtype is input.dtype and tuple(t.shape) == ns) for t in (weight, bias)):
+        return _LayerNorm.apply(input, weight, bias, ns, float(eps))
     y = _normalize(input, dims, eps)[0]
     if weight is not None:
         y = y * weight

@@ -41,10 +41,14 @@ class Linear(Module):
             init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input):
+        return self._forward_then(input, None)
+
+    def _forward_then(self, input, act):
+        """The layer then ``act`` (None, "relu" or "gelu"): ``Sequential`` fuses the pair."""
         if input.ndim == 0 or input.shape[-1] != self.in_features:
             raise ValueError(f"{self!r}: expected an input whose last dimension is {self.in_features}, "
                              f"got shape {tuple(input.shape)}")
-        return F.linear(input, self.weight, self.bias)
+        return F._linear(input, self.weight, self.bias, act)
 
     def extra_repr(self):
         return (f"in_features={self.in_features}, out_features={self.out_features}, "

@@ -1,6 +1,6 @@
 """Adam and AdamW, following the order of operations of PyTorch's single-tensor path,
 so float32 results agree to rounding."""
-from .optimizer import Optimizer, lerp_
+from .optimizer import B, Optimizer, lerp_
 
 
 class Adam(Optimizer):
@@ -44,6 +44,22 @@ class Adam(Optimizer):
             second = state["max_exp_avg_sq"]
         denom = (second.sqrt() / bias_correction2_sqrt).add_(group["eps"])
         p.addcdiv_(exp_avg, denom, value=-step_size)
+
+    def _step_group(self, group, params):
+        if "adam" not in B.FUSED:
+            return False
+        states = self._states(group, params)
+        amsgrad = group["amsgrad"]
+        done = B.adam_step(
+            [p._data for p in params], [p.grad._data for p in params], [s["exp_avg"]._data for s in states],
+            [s["exp_avg_sq"]._data for s in states],
+            [s["max_exp_avg_sq"]._data for s in states] if amsgrad else None,
+            [s["step"] + 1 for s in states], group["lr"], group["betas"], group["eps"], group["weight_decay"],
+            group["decoupled_weight_decay"], group["maximize"])
+        if done:
+            for s in states:
+                s["step"] += 1
+        return done
 
 
 class AdamW(Adam):

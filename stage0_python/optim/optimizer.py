@@ -21,6 +21,7 @@ NaN is refused everywhere.
 import functools
 import inspect
 
+from .. import backend as B
 from .. import creation
 from ..autograd import enable_grad, no_grad
 from ..tensor import Tensor
@@ -174,13 +175,31 @@ class Optimizer:
                 loss = closure()
         work = self._checked_work()
         with no_grad():
-            for p, group in work:
-                self._update(p, group)
+            for group in self.param_groups:
+                params = [p for p, g in work if g is group]
+                if params and not self._step_group(group, params):
+                    for p in params:
+                        self._update(p, group)
         return loss
 
     def _update(self, p, group):
         """The rule: update ``p`` in place from ``p.grad`` and its state."""
         raise NotImplementedError(f"{type(self).__name__} does not define its update rule")
+
+    def _step_group(self, group, params):
+        """Update all of ``params`` (those of ``group`` with a gradient) in one call of the
+        backend's multi-tensor step, as ``_update`` would one by one, and return True; or
+        return False, changing nothing, where the backend has none that fits (then
+        ``_update`` runs for each)."""
+        return False
+
+    def _states(self, group, params):
+        """Each parameter's state, made fresh where it has none yet."""
+        states = [self._state_for(p) for p in params]
+        for p, state in zip(params, states):
+            if not state:
+                state.update(self._fresh_state(p, group))
+        return states
 
     def _state_keys(self, group):
         """The state entries ``_update`` reads once a parameter has state, under ``group``'s

@@ -1,5 +1,5 @@
 """RMSprop, as ``torch.optim.RMSprop`` computes it (Hinton's lecture 6e; centered per Graves)."""
-from .optimizer import Optimizer, lerp_
+from .optimizer import B, Optimizer, lerp_
 
 
 class RMSprop(Optimizer):
@@ -40,3 +40,19 @@ class RMSprop(Optimizer):
             p.add_(buf, alpha=-group["lr"])
         else:
             p.addcdiv_(grad, avg, value=-group["lr"])
+
+    def _step_group(self, group, params):
+        if "rmsprop" not in B.FUSED:
+            return False
+        states = self._states(group, params)
+
+        def each(key, wanted):
+            return [s[key]._data for s in states] if wanted else None
+        done = B.rmsprop_step(
+            [p._data for p in params], [p.grad._data for p in params], each("square_avg", True),
+            each("grad_avg", group["centered"]), each("momentum_buffer", group["momentum"] > 0), group["lr"],
+            group["alpha"], group["eps"], group["weight_decay"], group["momentum"], group["maximize"])
+        if done:
+            for s in states:
+                s["step"] += 1
+        return done

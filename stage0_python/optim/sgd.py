@@ -1,5 +1,6 @@
 """Stochastic gradient descent with momentum, as ``torch.optim.SGD`` computes it."""
-from .optimizer import Optimizer
+from .. import creation
+from .optimizer import B, Optimizer
 
 
 class SGD(Optimizer):
@@ -28,3 +29,21 @@ class SGD(Optimizer):
                 buf.mul_(momentum).add_(grad, alpha=1 - group["dampening"])
             grad = grad.add(buf, alpha=momentum) if group["nesterov"] else buf
         p.add_(grad, alpha=-group["lr"])
+
+    def _step_group(self, group, params):
+        if "sgd" not in B.FUSED:
+            return False
+        bufs = first = None
+        if group["momentum"] != 0:
+            states = [self._state_for(p) for p in params]
+            first = [s.get("momentum_buffer") is None for s in states]
+            # a new buffer is written whole by the step (it starts as the gradient)
+            bufs = [creation.empty_like(p) if f else s["momentum_buffer"] for p, s, f in zip(params, states, first)]
+        done = B.sgd_step(
+            [p._data for p in params], [p.grad._data for p in params], bufs and [b._data for b in bufs], first,
+            group["lr"], group["momentum"], group["dampening"], group["weight_decay"], group["nesterov"],
+            group["maximize"])
+        if done and bufs:
+            for s, b in zip(states, bufs):
+                s["momentum_buffer"] = b
+        return done

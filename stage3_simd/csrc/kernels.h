@@ -48,6 +48,24 @@ enum sg3_binary {
 
 enum sg3_reduction { SG3_SUM, SG3_PROD, SG3_MAX, SG3_MIN, SG3_ARGMAX, SG3_ARGMIN, SG3_NREDUCTION };
 
+enum sg3_activation { SG3_ACT_NONE = 0, SG3_ACT_RELU = 1, SG3_ACT_GELU = 2 };
+
+/* Hyperparameters of the fused optimizer steps, as the composite computes them in
+ * float64 (each is rounded to the parameters' dtype inside, as the composite's 0-d
+ * tensors are). lerp_w is lerp_'s weight, lerp_w1 = 1 - lerp_w computed the same way. */
+typedef struct {
+    double lr, weight_decay, lerp_w, lerp_w1, beta2, eps;
+    int decoupled, maximize;
+} sg3_adam;
+typedef struct {
+    double lr, weight_decay, momentum, dampening;
+    int nesterov, maximize;
+} sg3_sgd;
+typedef struct {
+    double lr, weight_decay, alpha, eps, momentum, lerp_w, lerp_w1;
+    int maximize;
+} sg3_rmsprop;
+
 typedef struct {
     int nops;                               /* operands, output first */
     int ndim;
@@ -91,6 +109,32 @@ typedef struct {
     /* ``iters`` steps of twelve independent float32 multiply-add chains in registers (fused
      * where the ISA has FMA): the FLOPs done, for timing the core's arithmetic peak */
     int64_t (*fma_peak)(int64_t iters);
+
+    /* Fused kernels (csrc/fused.hpp) on contiguous rows of float32 or float64 (dtype). */
+    int (*bias_act)(int dtype, char* y, const char* bias, char* pre, int64_t rows, int64_t cols, int act,
+                    int nthreads);
+    int (*act_backward)(int dtype, char* gx, const char* g, const char* saved, int64_t n, int act);
+    int (*softmax)(int dtype, char* y, const char* x, int64_t rows, int64_t cols, int log, int nthreads);
+    int (*softmax_backward)(int dtype, char* gx, const char* g, const char* y, int64_t rows, int64_t cols,
+                            int log, int nthreads);
+    /* the first row whose target is out of range (neither a class nor ignore), else -1 */
+    int64_t (*cross_entropy)(int dtype, char* loss, char* wrow, char* probs, const char* x,
+                             const int64_t* target, const char* weight, int64_t ignore, double smoothing,
+                             int64_t rows, int64_t cols, int nthreads);
+    int (*cross_entropy_backward)(int dtype, char* gx, const char* probs, const int64_t* target,
+                                  const char* weight, const char* scale, int64_t ignore, double smoothing,
+                                  int64_t rows, int64_t cols, int nthreads);
+    int (*layer_norm)(int dtype, char* y, char* mean, char* rstd, const char* x, const char* w, const char* b,
+                      int64_t rows, int64_t cols, double eps, int nthreads);
+    int (*layer_norm_backward)(int dtype, char* gx, double* gw, double* gb, const char* g, const char* x,
+                               const char* mean, const char* rstd, const char* w, int64_t rows, int64_t cols);
+    /* one step for ``count`` tensors: pointers per tensor (vmax, gavg, buf may be NULL) */
+    int (*adam)(int dtype, int count, char** p, char** g, char** m, char** v, char** vmax, const int64_t* n,
+                const double* step_size, const double* bias_correction2_sqrt, const sg3_adam* h, int nthreads);
+    int (*sgd)(int dtype, int count, char** p, char** g, char** buf, const int64_t* n, const uint8_t* first,
+               const sg3_sgd* h, int nthreads);
+    int (*rmsprop)(int dtype, int count, char** p, char** g, char** sq, char** gavg, char** buf,
+                   const int64_t* n, const sg3_rmsprop* h, int nthreads);
 } sg3_table;
 
 #ifdef __cplusplus

@@ -35,6 +35,29 @@ inline void store_part(T* p, int64_t n, int64_t s, const B& v) {
     for (int64_t i = 0; i < n; ++i) p[i * s] = tmp[i];
 }
 
+// n <= B::size contiguous elements: one vector load or store when the register is full
+template <class B, class T>
+inline B load_n(const T* p, int64_t n) {
+    return n == int64_t(B::size) ? B::load_unaligned(p) : load_part<B>(p, n, 1);
+}
+
+template <class B, class T>
+inline void store_n(T* p, int64_t n, const B& v) {
+    if (n == int64_t(B::size))
+        v.store_unaligned(p);
+    else
+        store_part(p, n, 1, v);
+}
+
+// the lanes [0, m) of a register, as a mask (for a row's partial last register)
+template <class B>
+inline auto lanes_below(int64_t m) {
+    using T = typename B::value_type;
+    alignas(64) T index[B::size];
+    for (int64_t k = 0; k < int64_t(B::size); ++k) index[k] = T(k);
+    return B::load_aligned(index) < B(T(m));
+}
+
 // NaN lanes of x (x != x), spelled once
 template <class B>
 inline auto isnan(const B& x) {

@@ -10,6 +10,7 @@
 #include <Python.h>
 
 #include "elementwise.hpp"
+#include "fused.hpp"
 #include "gemm.hpp"
 #include "gemm_ladder.hpp"
 #include "kernels.h"
@@ -60,6 +61,98 @@ int64_t fma_peak(int64_t iters) {
     return iters * 12 * int64_t(B::size) * 2;
 }
 
+// ------------------------------------------------------------------ fused entries
+// Each takes the dtype and calls the float or double instantiation (others: unsupported).
+
+#define SG3_BY_DTYPE(dtype, CALL)                                             \
+    do {                                                                      \
+        if ((dtype) == SG3_FLOAT32) { using T = float; CALL; return SG3_OK; } \
+        if ((dtype) == SG3_FLOAT64) { using T = double; CALL; return SG3_OK; } \
+        return SG3_EUNSUPPORTED;                                              \
+    } while (0)
+
+template <class A>
+int f_bias_act(int dtype, char* y, const char* bias, char* pre, int64_t rows, int64_t cols, int act, int nt) {
+    SG3_BY_DTYPE(dtype, (bias_act_rows<A, T>((T*)y, (const T*)bias, (T*)pre, rows, cols, act, nt)));
+}
+
+template <class A>
+int f_act_backward(int dtype, char* gx, const char* g, const char* saved, int64_t n, int act) {
+    SG3_BY_DTYPE(dtype, (act_backward<A, T>((T*)gx, (const T*)g, (const T*)saved, n, act)));
+}
+
+template <class A>
+int f_softmax(int dtype, char* y, const char* x, int64_t rows, int64_t cols, int log, int nt) {
+    SG3_BY_DTYPE(dtype, (softmax_rows<A, T>((T*)y, (const T*)x, rows, cols, log != 0, nt)));
+}
+
+template <class A>
+int f_softmax_backward(int dtype, char* gx, const char* g, const char* y, int64_t rows, int64_t cols, int log,
+                       int nt) {
+    SG3_BY_DTYPE(dtype, (softmax_backward_rows<A, T>((T*)gx, (const T*)g, (const T*)y, rows, cols, log != 0, nt)));
+}
+
+template <class A>
+int64_t f_cross_entropy(int dtype, char* loss, char* wrow, char* probs, const char* x, const int64_t* target,
+                        const char* weight, int64_t ignore, double smoothing, int64_t rows, int64_t cols, int nt) {
+    if (dtype == SG3_FLOAT32)
+        return cross_entropy_rows<A, float>((float*)loss, (float*)wrow, (float*)probs, (const float*)x, target,
+                                            (const float*)weight, ignore, smoothing, rows, cols, nt);
+    return cross_entropy_rows<A, double>((double*)loss, (double*)wrow, (double*)probs, (const double*)x, target,
+                                         (const double*)weight, ignore, smoothing, rows, cols, nt);
+}
+
+template <class A>
+int f_cross_entropy_backward(int dtype, char* gx, const char* probs, const int64_t* target, const char* weight,
+                             const char* scale, int64_t ignore, double smoothing, int64_t rows, int64_t cols,
+                             int nt) {
+    SG3_BY_DTYPE(dtype, (cross_entropy_backward_rows<A, T>((T*)gx, (const T*)probs, target, (const T*)weight,
+                                                           (const T*)scale, ignore, smoothing, rows, cols, nt)));
+}
+
+template <class A>
+int f_layer_norm(int dtype, char* y, char* mean, char* rstd, const char* x, const char* w, const char* b,
+                 int64_t rows, int64_t cols, double eps, int nt) {
+    SG3_BY_DTYPE(dtype, (layer_norm_rows<A, T>((T*)y, (T*)mean, (T*)rstd, (const T*)x, (const T*)w,
+                                               (const T*)b, rows, cols, eps, nt)));
+}
+
+template <class A>
+int f_layer_norm_backward(int dtype, char* gx, double* gw, double* gb, const char* g, const char* x,
+                          const char* mean, const char* rstd, const char* w, int64_t rows, int64_t cols) {
+    SG3_BY_DTYPE(dtype, (layer_norm_backward_rows<T>((T*)gx, gw, gb, (const T*)g, (const T*)x, (const T*)mean,
+                                                     (const T*)rstd, (const T*)w, rows, cols)));
+}
+
+template <class A>
+int f_adam(int dtype, int count, char** p, char** g, char** m, char** v, char** vmax, const int64_t* n,
+           const double* step_size, const double* bc2, const sg3_adam* h, int nt) {
+    SG3_BY_DTYPE(dtype, (over_tensors(count, n, nt, [&](int t, int64_t at, int64_t len) {
+        adam_update<A, T>((T*)p[t] + at, (const T*)g[t] + at, (T*)m[t] + at, (T*)v[t] + at,
+                          vmax ? (T*)vmax[t] + at : nullptr, len, step_size[t], bc2[t], *h);
+    })));
+}
+
+template <class A>
+int f_sgd(int dtype, int count, char** p, char** g, char** buf, const int64_t* n, const uint8_t* first,
+          const sg3_sgd* h, int nt) {
+    SG3_BY_DTYPE(dtype, (over_tensors(count, n, nt, [&](int t, int64_t at, int64_t len) {
+        sgd_update<A, T>((T*)p[t] + at, (const T*)g[t] + at, buf ? (T*)buf[t] + at : nullptr, len,
+                         first[t] != 0, *h);
+    })));
+}
+
+template <class A>
+int f_rmsprop(int dtype, int count, char** p, char** g, char** sq, char** gavg, char** buf, const int64_t* n,
+              const sg3_rmsprop* h, int nt) {
+    SG3_BY_DTYPE(dtype, (over_tensors(count, n, nt, [&](int t, int64_t at, int64_t len) {
+        rmsprop_update<A, T>((T*)p[t] + at, (const T*)g[t] + at, (T*)sq[t] + at, gavg ? (T*)gavg[t] + at : nullptr,
+                             buf ? (T*)buf[t] + at : nullptr, len, *h);
+    })));
+}
+
+#undef SG3_BY_DTYPE
+
 template <class A>
 const sg3_table* table(const char* isa) {
     static const sg3_table t = {
@@ -75,6 +168,17 @@ const sg3_table* table(const char* isa) {
         &gemm_rung<A>,
         &blocking<A>,
         &fma_peak<A>,
+        &f_bias_act<A>,
+        &f_act_backward<A>,
+        &f_softmax<A>,
+        &f_softmax_backward<A>,
+        &f_cross_entropy<A>,
+        &f_cross_entropy_backward<A>,
+        &f_layer_norm<A>,
+        &f_layer_norm_backward<A>,
+        &f_adam<A>,
+        &f_sgd<A>,
+        &f_rmsprop<A>,
     };
     return &t;
 }

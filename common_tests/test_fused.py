@@ -1,0 +1,289 @@
+"""The fused kernels a stage offers (its backend's ``FUSED``), each against the composite
+it replaces, run on the same stage with ``FUSED`` emptied, and against PyTorch.
+
+Optimizer steps must give the composite's bits, step after step: they follow its order of
+float operations. The others may round differently (they reduce in float64 where the
+composite reduces in the tensor's dtype), so they are compared within float tolerances.
+Only the stages under test whose backend fuses are run here (``fsg``); every stage runs
+the composites through the rest of the suite.
+"""
+import contextlib
+
+import numpy as np
+import pytest
+
+from .conftest import _loaded, _selected
+from .oracle import need_torch
+
+TOL = {"float32": dict(rtol=2e-5, atol=2e-6), "float64": dict(rtol=1e-12, atol=1e-13)}
+
+
+def pytest_generate_tests(metafunc):
+    if "fsg" in metafunc.fixturenames:
+        names = [n for n in _selected(metafunc.config) if _loaded[n].backend.FUSED]
+        metafunc.parametrize("fsg", [_loaded[n] for n in names], ids=names)
+
+
+@contextlib.contextmanager
+def composite(sg):
+    """Run the frontend's composites on ``sg``: its backend offers no fused kernel."""
+    fused = sg.backend.FUSED
+    sg.backend.FUSED = frozenset()
+    try:
+        yield
+    finally:
+        sg.backend.FUSED = fused
+
+
+def _data(shape, dtype, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+def _close(a, b, dtype):
+    """Equal within rounding: relative to each element, and to the largest (a sum's
+    rounding error scales with its terms, not with a result that cancels)."""
+    a, b = np.asarray(a), np.asarray(b)
+    finite = np.abs(b[np.isfinite(b)])
+    scale = finite.max() if finite.size else 0.0
+    tol = TOL[dtype]
+    np.testing.assert_allclose(a, b, equal_nan=True, rtol=tol["rtol"], atol=tol["atol"] + tol["rtol"] * scale)
+
+
+def _run(sg, fn, arrays, grads=True, fused=True):
+    """``fn`` of stage tensors made from ``arrays`` (those floating need grad): its output
+    and the inputs' gradients of ``sum(output * fixed weights)``."""
+    with contextlib.nullcontext() if fused else composite(sg):
+        ts = [sg.tensor(a) for a in arrays]
+        for t in ts:
+            if grads and t.dtype.is_floating_point:
+                t.requires_grad_()
+        out = fn(sg, *ts)
+        got = [out.detach().numpy().copy()]
+        if grads:
+            seed = sg.tensor(_data(tuple(out.shape), np.float64, 7).astype(got[0].dtype))
+            (out * seed).sum().backward()
+            got += [None if t.grad is None else t.grad.numpy().copy() for t in ts]
+    return got
+
+
+def _torch(fn, arrays, grads=True):
+    torch = need_torch()
+    ts = [torch.tensor(a) for a in arrays]
+    for t in ts:
+        if grads and t.dtype.is_floating_point:
+            t.requires_grad_()
+    out = fn(torch, *ts)
+    got = [out.detach().numpy()]
+    if grads:
+        seed = torch.tensor(_data(tuple(out.shape), np.float64, 7).astype(got[0].dtype))
+        (out * seed).sum().backward()
+        got += [None if t.grad is None else t.grad.numpy() for t in ts]
+    return got
+
+
+def check(sg, fn, arrays, dtype, grads=True):
+    """Fused == composite == PyTorch, output and gradients."""
+    fused, comp, ref = _run(sg, fn, arrays, grads), _run(sg, fn, arrays, grads, fused=False), _torch(fn, arrays, grads)
+    for f, c, r in zip(fused, comp, ref):
+        assert (f is None) == (c is None) == (r is None)
+        if f is not None:
+            _close(f, c, dtype)
+            _close(f, r, dtype)
+
+
+# ---------------------------------------------------------------- softmax
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("dim", [0, 1, -1])
+@pytest.mark.parametrize("fn", ["softmax", "log_softmax"])
+def test_softmax_along_any_dim(fsg, fn, dim, dtype):
+    x = _data((3, 70, 5), dtype) * 4
+    check(fsg, lambda lib, t: getattr(lib.nn.functional, fn)(t, dim), [x], dtype)
+
+
+@pytest.mark.parametrize("fn", ["softmax", "log_softmax"])
+def test_softmax_of_infinite_and_nan_rows(fsg, fn):
+    x = np.array([[-np.inf] * 4, [0.0, -np.inf, 1.0, 2.0], [np.inf, 0.0, 1.0, 2.0], [np.nan, 0, 1, 2],
+                  [1e30, -1e30, 0, 0]], dtype=np.float32)
+    check(fsg, lambda lib, t: getattr(lib.nn.functional, fn)(t, 1), [x], "float32", grads=False)
+
+
+# ---------------------------------------------------------------- cross-entropy
+
+CROSS_ENTROPY = [
+    {}, {"reduction": "sum"}, {"reduction": "none"}, {"label_smoothing": 0.1},
+    {"ignore_index": 2}, {"ignore_index": 2, "label_smoothing": 0.3, "reduction": "sum"},
+    {"weight": True}, {"weight": True, "label_smoothing": 0.2, "ignore_index": 1},
+    {"weight": True, "reduction": "none", "label_smoothing": 1.0},
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("options", CROSS_ENTROPY, ids=str)
+def test_cross_entropy(fsg, options, dtype):
+    x = _data((37, 11), dtype) * 3
+    target = np.random.default_rng(1).integers(0, 11, 37)
+    weight = np.random.default_rng(2).random(11).astype(dtype) + 0.1
+    kw = {k: v for k, v in options.items() if k != "weight"}
+
+    def fn(lib, t, y, w=None):
+        return lib.nn.functional.cross_entropy(t, y, weight=w.detach() if w is not None else None, **kw)
+    check(fsg, fn, [x, target] + ([weight] if "weight" in options else []), dtype)
+
+
+def test_cross_entropy_int32_targets_and_all_rows_ignored(fsg):
+    x = _data((4, 3), "float32")
+    target = np.array([1, 1, 1, 1], dtype=np.int32)
+    check(fsg, lambda lib, t, y: lib.nn.functional.cross_entropy(t, y.long()), [x, target], "float32")
+    got = fsg.nn.functional.cross_entropy(fsg.tensor(x), fsg.tensor(target.astype(np.int64)), ignore_index=1)
+    assert np.isnan(got.item())  # 0 / 0, as PyTorch
+
+
+def test_cross_entropy_names_the_first_target_out_of_range(fsg):
+    x = fsg.tensor(_data((5, 3), "float32"))
+    for targets, first in (([0, 1, 7, -2, 1], 7), ([0, -1, 1, 1, 3], -1)):
+        for ctx in (contextlib.nullcontext(), composite(fsg)):
+            with ctx, pytest.raises(IndexError, match=f"^cross_entropy: target {first} is out of bounds "
+                                                      "for 3 classes$"):
+                fsg.nn.functional.cross_entropy(x, fsg.tensor(targets))
+
+
+# ---------------------------------------------------------------- linear
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape", [(6, 9), (2, 3, 9), (9,), (0, 9)], ids=str)
+@pytest.mark.parametrize("bias", [True, False])
+def test_linear(fsg, shape, bias, dtype):
+    arrays = [_data(shape, dtype), _data((5, 9), dtype, 1)] + ([_data((5,), dtype, 2)] if bias else [])
+    check(fsg, lambda lib, x, w, b=None: lib.nn.functional.linear(x, w, b), arrays, dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("act", ["ReLU", "GELU"])
+def test_sequential_fuses_linear_and_its_activation(fsg, act, dtype):
+    torch = need_torch()
+    rng = np.random.default_rng(3)
+    w1, b1 = rng.standard_normal((16, 8)).astype(dtype), rng.standard_normal(16).astype(dtype)
+    w2, b2 = rng.standard_normal((4, 16)).astype(dtype), rng.standard_normal(4).astype(dtype)
+    x = rng.standard_normal((10, 8)).astype(dtype)
+    results = []
+    for lib, ctx in ((fsg, contextlib.nullcontext()), (fsg, composite(fsg)), (torch, contextlib.nullcontext())):
+        with ctx:
+            nn = lib.nn
+            model = nn.Sequential(nn.Linear(8, 16), getattr(nn, act)(), nn.Linear(16, 4), nn.ReLU())
+            model = model.to(getattr(lib, dtype))
+            model.load_state_dict({"0.weight": lib.tensor(w1), "0.bias": lib.tensor(b1),
+                                   "2.weight": lib.tensor(w2), "2.bias": lib.tensor(b2)})
+            xt = lib.tensor(x).requires_grad_()
+            out = model(xt)
+            (out * out).sum().backward()
+            results.append([out.detach().numpy(), xt.grad.numpy()] +
+                           [p.grad.numpy() for p in model.parameters()])
+    for f, c, r in zip(*results):
+        _close(f, c, dtype)
+        _close(f, r, dtype)
+
+
+def test_sequential_keeps_hooks_of_fused_layers(fsg):
+    nn = fsg.nn
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU())
+    seen = []
+    model[1].register_forward_hook(lambda m, args, out: seen.append(args[0].shape))
+    model(fsg.randn(2, 3))
+    assert seen == [(2, 4)]  # the ReLU ran as a module of its own, with its hook
+
+
+def test_fused_relu_output_changed_in_place_is_caught_at_backward(fsg):
+    model = fsg.nn.Sequential(fsg.nn.Linear(3, 4), fsg.nn.ReLU())
+    out = model(fsg.randn(2, 3))
+    y = out * 1
+    with fsg.no_grad():
+        out.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+# ---------------------------------------------------------------- layer norm
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("affine", ["both", "weight", "bias", "none"])
+@pytest.mark.parametrize("shape,normalized", [((4, 33), (33,)), ((2, 3, 4, 5), (4, 5))], ids=str)
+def test_layer_norm(fsg, shape, normalized, affine, dtype):
+    arrays = [_data(shape, dtype) * 3 + 1]
+    if affine in ("both", "weight"):
+        arrays.append(_data(normalized, dtype, 1))
+    if affine in ("both", "bias"):
+        arrays.append(_data(normalized, dtype, 2))
+
+    def fn(lib, x, *params):
+        w = params[0] if affine in ("both", "weight") else None
+        b = params[-1] if affine in ("both", "bias") else None
+        return lib.nn.functional.layer_norm(x, normalized, w, b, eps=1e-5)
+    check(fsg, fn, arrays, dtype)
+
+
+# ---------------------------------------------------------------- optimizers
+
+OPTIMIZERS = [
+    ("SGD", dict(lr=0.1)), ("SGD", dict(lr=0.1, momentum=0.9)),
+    ("SGD", dict(lr=0.1, momentum=0.9, dampening=0.3, weight_decay=0.01, maximize=True)),
+    ("SGD", dict(lr=0.05, momentum=0.8, nesterov=True, weight_decay=0.1)),
+    ("Adam", dict(lr=0.01)), ("Adam", dict(lr=0.01, weight_decay=0.1, amsgrad=True)),
+    ("Adam", dict(lr=0.01, betas=(0.3, 0.4), maximize=True)),  # lerp's second form: weight >= 0.5
+    ("AdamW", dict(lr=0.01)), ("AdamW", dict(lr=0.01, weight_decay=0.5, amsgrad=True, maximize=True)),
+    ("RMSprop", dict(lr=0.01)), ("RMSprop", dict(lr=0.01, centered=True, momentum=0.5, weight_decay=0.1)),
+    ("RMSprop", dict(lr=0.01, alpha=0.3, momentum=0.9, maximize=True)),
+]
+SHAPES = [(37,), (5, 300), (3,), (1,)]
+
+
+def _steps(lib, name, options, dtype, steps=5, params=None):
+    rng = np.random.default_rng(4)
+    arrays = [rng.standard_normal(s).astype(dtype) for s in SHAPES]
+    ps = params(lib, arrays) if params else [lib.tensor(a).requires_grad_() for a in arrays]
+    opt = getattr(lib.optim, name)(ps, **options)
+    history = []
+    for _ in range(steps):
+        for p in ps:
+            p.grad = lib.tensor(rng.standard_normal(tuple(p.shape)).astype(dtype))
+        opt.step()
+        history.append([p.detach().numpy().copy() for p in ps])
+    return history
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name,options", OPTIMIZERS, ids=str)
+def test_optimizer_step_is_the_composites_bits_step_by_step(fsg, name, options, dtype):
+    torch = need_torch()
+    fused = _steps(fsg, name, options, dtype)
+    with composite(fsg):
+        comp = _steps(fsg, name, options, dtype)
+    ref = _steps(torch, name, options, dtype)
+    for step, (f, c, r) in enumerate(zip(fused, comp, ref)):
+        for a, b, t in zip(f, c, r):
+            np.testing.assert_array_equal(a, b, err_msg=f"step {step + 1}")
+            _close(a, t, dtype)
+
+
+def test_optimizer_falls_back_to_the_composite_for_strided_parameters(fsg):
+    # a transposed parameter is not contiguous: the fused step refuses it, the composite runs
+    def transposed(lib, arrays):
+        return [lib.tensor(a.T.copy()).t().detach().requires_grad_() if a.ndim == 2
+                else lib.tensor(a).requires_grad_() for a in arrays]
+    torch = need_torch()
+    got = _steps(fsg, "Adam", dict(lr=0.01), "float32", params=transposed)
+    ref = _steps(torch, "Adam", dict(lr=0.01), "float32", params=transposed)
+    for a, t in zip(got[-1], ref[-1]):
+        _close(a, t, "float32")
+
+
+def test_fused_step_bumps_versions_as_the_composite_does(fsg):
+    p = fsg.randn(4, requires_grad=True)
+    x = fsg.randn(4, requires_grad=True)
+    y = x * p.detach()  # saves a tensor sharing p's storage
+    opt = fsg.optim.SGD([p], lr=0.1)
+    p.grad = fsg.ones(4)
+    opt.step()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()

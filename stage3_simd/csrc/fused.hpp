@@ -1,0 +1,430 @@
+// Fused kernels: several primitives' work in one pass over the data.
+//
+// Design: a composite (the frontend's reference) reads and writes every intermediate
+// tensor, and pays the per-operation overhead once per primitive. Each kernel here does
+// the same arithmetic in one pass over contiguous rows:
+//   bias_act          y = act(y + bias) in place after a GEMM (linear's epilogue)
+//   act_backward      g * act'(saved) (relu from its output, gelu from its input)
+//   softmax           a row's max, exp and sum, then the normalisation (or log_softmax)
+//   softmax_backward  y * (g - sum(g y)), or g - exp(y) sum(g) for log_softmax
+//   cross_entropy     log_softmax, the weighted, smoothed loss of each row and the
+//                     probabilities its backward reuses; the backward in one pass
+//   layer_norm        a row's mean and variance, the normalisation, scale and shift;
+//                     the backward's input gradient per row, and weight and bias
+//                     gradients down the columns
+//   adam, sgd, rmsprop  one optimizer step for every parameter of a group, in the order
+//                     of operations of the composite (and of PyTorch's single-tensor path)
+// Float32 rows are reduced in float64 where a sum decides the result (softmax's
+// denominator, layer norm's statistics), so a fused result is at least as accurate as
+// the composite's. Rows are split among threads when there are many.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "elementwise.hpp"
+#include "kernels.h"
+#include "loops.hpp"
+#include "math.hpp"
+#include "simd.hpp"
+
+namespace sg3 {
+
+// Run fn(r0, r1) over rows [0, rows), split among threads when rows * cols is large
+template <class Fn>
+void over_rows(int64_t rows, int64_t cols, int64_t cost, int nthreads, Fn fn) {
+    const int nt = static_cast<int>(std::min<int64_t>({nthreads, rows, rows * cols * cost / kParallelWork}));
+    if (nt <= 1) {
+        fn(int64_t(0), rows);
+        return;
+    }
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int t = 0; t < nt; ++t) fn(rows * t / nt, rows * (t + 1) / nt);
+}
+
+// ------------------------------------------------------------------ linear's epilogue
+
+template <class A, class T>
+void bias_act_rows(T* y, const T* bias, T* pre, int64_t rows, int64_t cols, int act, int nthreads) {
+    using B = vec<T, A>;
+    constexpr int64_t W = B::size;
+    over_rows(rows, cols, act == SG3_ACT_GELU ? 16 : 1, nthreads, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+            T* row = y + r * cols;
+            for (int64_t j = 0; j < cols; j += W) {
+                const int64_t m = cols - j < W ? cols - j : W;
+                B v = load_n<B>(row + j, m);
+                if (bias) v = v + load_n<B>(bias + j, m);
+                if (pre) store_n(pre + r * cols + j, m, v);
+                if (act == SG3_ACT_RELU) v = Relu{}(v);
+                if (act == SG3_ACT_GELU) v = Gelu{}(v);
+                store_n(row + j, m, v);
+            }
+        }
+    });
+}
+
+// d act / d pre: relu from its output y (y > 0), gelu from its input x: Phi(x) + x phi(x)
+template <class A, class T>
+void act_backward(T* gx, const T* g, const T* saved, int64_t n, int act) {
+    using B = vec<T, A>;
+    constexpr int64_t W = B::size;
+    for (int64_t i = 0; i < n; i += W) {
+        const int64_t m = n - i < W ? n - i : W;
+        const B gv = load_n<B>(g + i, m), s = load_n<B>(saved + i, m);
+        B out;
+        if (act == SG3_ACT_RELU) {
+            out = xsimd::select(s > B(0), gv, B(0));
+        } else {
+            const B cdf = B(0.5) * xsimd::erfc(s * B(-0.70710678118654752440));
+            const B pdf = exp_full(B(-0.5) * s * s) * B(0.39894228040143267794);
+            out = gv * (cdf + s * pdf);
+        }
+        store_n(gx + i, m, out);
+    }
+}
+
+// ------------------------------------------------------------------ softmax
+
+template <class A, class T>
+T row_max(const T* x, int64_t n) {
+    using B = vec<T, A>;
+    constexpr int64_t W = B::size;
+    B m(-INFINITY);
+    auto nan = B(0) != B(0);
+    int64_t j = 0;
+    for (; j + W <= n; j += W) {
+        const B v = B::load_unaligned(x + j);
+        m = xsimd::max(m, v);
+        nan = nan | isnan(v);
+    }
+    if (xsimd::any(nan)) return NAN;
+    alignas(64) T lanes[W];
+    m.store_aligned(lanes);
+    T best = -INFINITY;
+    for (int64_t k = 0; k < W; ++k) best = lanes[k] > best ? lanes[k] : best;
+    for (; j < n; ++j) {
+        if (x[j] != x[j]) return NAN;
+        best = x[j] > best ? x[j] : best;
+    }
+    return best;
+}
+
+// y = exp(x - shift) over a row, returning the sum: each lane adds at most 64 terms in T
+// before the lanes are added into a float64 total, so long float32 rows lose no digits
+template <class A, class T>
+double exp_shifted(T* y, const T* x, int64_t n, T shift) {
+    using B = vec<T, A>;
+    constexpr int64_t W = B::size, BLOCK = 64 * W;
+    double sum = 0;
+    for (int64_t j0 = 0; j0 < n; j0 += BLOCK) {
+        const int64_t j1 = std::min(n, j0 + BLOCK);
+        B acc(0);
+        for (int64_t j = j0; j < j1; j += W) {
+            const int64_t m = std::min(W, j1 - j);
+            const B e = exp_full(load_n<B>(x + j, m) - B(shift));
+            store_n(y + j, m, e);
+            acc += m == W ? e : xsimd::select(lanes_below<B>(m), e, B(0));
+        }
+        sum += xsimd::hadd(acc);
+    }
+    return sum;
+}
+
+// One row of softmax (or log_softmax), shifted by its max: a row with NaN, or whose max
+// is infinite (inf - inf), gives NaN, as in PyTorch
+template <class A, class T>
+void softmax_row(T* y, const T* x, int64_t n, bool log) {
+    using B = vec<T, A>;
+    constexpr int64_t W = B::size;
+    const T shift = row_max<A, T>(x, n);
+    const double sum = exp_shifted<A, T>(y, x, n, shift);
+    if (log) {  // (x - shift) - log(sum): shift + log(sum) would round away log(sum)'s digits
+        const B lsum(static_cast<T>(std::log(sum))), sh(shift);
+        for (int64_t j = 0; j < n; j += W) {
+            const int64_t m = n - j < W ? n - j : W;
+            store_n(y + j, m, (load_n<B>(x + j, m) - sh) - lsum);
+        }
+    } else {
+        const B scale(static_cast<T>(1.0 / sum));
+        for (int64_t j = 0; j < n; j += W) {
+            const int64_t m = n - j < W ? n - j : W;
+            store_n(y + j, m, load_n<B>(y + j, m) * scale);
+        }
+    }
+}
+
+template <class A, class T>
+void softmax_rows(T* y, const T* x, int64_t rows, int64_t cols, bool log, int nthreads) {
+    over_rows(rows, cols, 16, nthreads, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) softmax_row<A, T>(y + r * cols, x + r * cols, cols, log);
+    });
+}
+
+// softmax: gx = y * (g - sum(g y)); log_softmax: gx = g - exp(y) * sum(g)
+template <class A, class T>
+void softmax_backward_rows(T* gx, const T* g, const T* y, int64_t rows, int64_t cols, bool log, int nthreads) {
+    using B = vec<T, A>;
+    constexpr int64_t W = B::size;
+    over_rows(rows, cols, 4, nthreads, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+            const T* gr = g + r * cols;
+            const T* yr = y + r * cols;
+            T* out = gx + r * cols;
+            double dot = 0;
+            for (int64_t j = 0; j < cols; ++j) dot += log ? double(gr[j]) : double(gr[j]) * yr[j];
+            const B d(static_cast<T>(dot));
+            for (int64_t j = 0; j < cols; j += W) {
+                const int64_t m = cols - j < W ? cols - j : W;
+                const B gv = load_n<B>(gr + j, m), yv = load_n<B>(yr + j, m);
+                store_n(out + j, m, log ? gv - exp_full(yv) * d : yv * (gv - d));
+            }
+        }
+    });
+}
+
+// ------------------------------------------------------------------ cross-entropy
+
+// Per row: loss (weighted, smoothed; 0 for an ignored row), the row's weight in a mean
+// (w[target], 0 if ignored) and the probabilities (softmax) the backward reuses.
+// Returns the first row whose target is out of range (neither a class nor ignore), or -1.
+template <class A, class T>
+int64_t cross_entropy_rows(T* loss, T* wrow, T* probs, const T* x, const int64_t* target, const T* weight,
+                           int64_t ignore, double smoothing, int64_t rows, int64_t cols, int nthreads) {
+    int64_t bad = -1;
+    over_rows(rows, cols, 16, nthreads, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+            const T* xr = x + r * cols;
+            T* pr = probs + r * cols;
+            const int64_t t = target[r];
+            if (t == ignore) {
+                loss[r] = 0;
+                wrow[r] = 0;
+                softmax_row<A, T>(pr, xr, cols, false);
+                continue;
+            }
+            if (t < 0 || t >= cols) {
+#pragma omp critical
+                if (bad < 0 || r < bad) bad = r;
+                continue;
+            }
+            const T shift = row_max<A, T>(xr, cols);
+            const double lse = std::log(exp_shifted<A, T>(pr, xr, cols, shift)) + shift;
+            const double inv = 1.0 / std::exp(lse - shift);
+            double smooth = 0;  // -sum_c w_c log p_c
+            for (int64_t c = 0; c < cols; ++c) {
+                pr[c] = static_cast<T>(pr[c] * inv);
+                if (smoothing != 0) smooth -= (weight ? double(weight[c]) : 1.0) * (double(xr[c]) - lse);
+            }
+            const double wt = weight ? double(weight[t]) : 1.0;
+            const double nll = -(double(xr[t]) - lse) * wt;
+            loss[r] = static_cast<T>(nll * (1 - smoothing) + smooth * (smoothing / cols));
+            wrow[r] = static_cast<T>(wt);
+        }
+    });
+    return bad;
+}
+
+// d loss_r / d x_rc = scale_r * ((1-s) w_t (p_rc - [c = t]) + s/C (W p_rc - w_c)),
+// W the sum of the class weights; an ignored row gets 0
+template <class A, class T>
+void cross_entropy_backward_rows(T* gx, const T* probs, const int64_t* target, const T* weight, const T* scale,
+                                 int64_t ignore, double smoothing, int64_t rows, int64_t cols, int nthreads) {
+    double wsum = 0;
+    for (int64_t c = 0; c < cols; ++c) wsum += weight ? double(weight[c]) : 1.0;
+    over_rows(rows, cols, 2, nthreads, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+            T* out = gx + r * cols;
+            const T* pr = probs + r * cols;
+            const int64_t t = target[r];
+            if (t == ignore) {
+                for (int64_t c = 0; c < cols; ++c) out[c] = 0;
+                continue;
+            }
+            const double s = scale[r], wt = weight ? double(weight[t]) : 1.0;
+            const double a = s * (1 - smoothing) * wt + s * smoothing / cols * wsum;  // times p_rc
+            const double b = s * smoothing / cols;                                      // times w_c
+            for (int64_t c = 0; c < cols; ++c)
+                out[c] = static_cast<T>(a * pr[c] - b * (weight ? double(weight[c]) : 1.0));
+            out[t] = static_cast<T>(double(out[t]) - s * (1 - smoothing) * wt);
+        }
+    });
+}
+
+// ------------------------------------------------------------------ layer norm
+
+template <class A, class T>
+void layer_norm_rows(T* y, T* mean, T* rstd, const T* x, const T* w, const T* b, int64_t rows, int64_t cols,
+                     double eps, int nthreads) {
+    using B = vec<T, A>;
+    constexpr int64_t W = B::size;
+    over_rows(rows, cols, 4, nthreads, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+            const T* xr = x + r * cols;
+            double s = 0, ss = 0;
+            for (int64_t c = 0; c < cols; ++c) s += xr[c];
+            const double mu = s / cols;
+            for (int64_t c = 0; c < cols; ++c) ss += (xr[c] - mu) * (xr[c] - mu);  // two passes: no cancellation
+            const double inv = 1.0 / std::sqrt(ss / cols + eps);
+            mean[r] = static_cast<T>(mu);
+            rstd[r] = static_cast<T>(inv);
+            const B m(static_cast<T>(mu)), k(static_cast<T>(inv));
+            for (int64_t c = 0; c < cols; c += W) {
+                const int64_t n = cols - c < W ? cols - c : W;
+                B v = (load_n<B>(xr + c, n) - m) * k;
+                if (w) v = v * load_n<B>(w + c, n);
+                if (b) v = v + load_n<B>(b + c, n);
+                store_n(y + r * cols + c, n, v);
+            }
+        }
+    });
+}
+
+// gx per row; gw, gb (float64 accumulators of cols elements, zeroed by the caller) summed
+// down the rows
+template <class T>
+void layer_norm_backward_rows(T* gx, double* gw, double* gb, const T* g, const T* x, const T* mean,
+                              const T* rstd, const T* w, int64_t rows, int64_t cols) {
+    for (int64_t r = 0; r < rows; ++r) {
+        const T* gr = g + r * cols;
+        const T* xr = x + r * cols;
+        const double mu = mean[r], k = rstd[r];
+        double a = 0, bsum = 0;  // mean of w g and of w g xhat
+        for (int64_t c = 0; c < cols; ++c) {
+            const double xhat = (xr[c] - mu) * k, wg = (w ? double(w[c]) : 1.0) * gr[c];
+            a += wg;
+            bsum += wg * xhat;
+            if (gw) gw[c] += double(gr[c]) * xhat;
+            if (gb) gb[c] += gr[c];
+        }
+        a /= cols;
+        bsum /= cols;
+        if (gx)
+            for (int64_t c = 0; c < cols; ++c) {
+                const double xhat = (xr[c] - mu) * k, wg = (w ? double(w[c]) : 1.0) * gr[c];
+                gx[r * cols + c] = static_cast<T>(k * (wg - a - xhat * bsum));
+            }
+    }
+}
+
+// ------------------------------------------------------------------ optimizer steps
+//
+// Each update follows the composite's order of float operations exactly (stage 0's
+// optim/*.py, itself PyTorch's single-tensor path), with every scalar rounded to T first,
+// as the composite's 0-d tensors are: the fused step gives the composite's bits.
+
+// lerp_(start, end, w): start + (end - start) w, or end - (end - start) (1 - w) for w >= 0.5
+template <class B>
+inline B lerp(const B& start, const B& end, double w, double w1) {
+    using T = typename B::value_type;
+    return w < 0.5 ? start + (end - start) * B(T(w)) : end - (end - start) * B(T(w1));
+}
+
+template <class A, class T>
+void adam_update(T* p, const T* g_in, T* m, T* v, T* vmax, int64_t n, double step_size, double bc2,
+                 const sg3_adam& h) {
+    using B = vec<T, A>;
+    constexpr int64_t W = B::size;
+    for (int64_t i = 0; i < n; i += W) {
+        const int64_t k = n - i < W ? n - i : W;
+        B pv = load_n<B>(p + i, k), g = load_n<B>(g_in + i, k);
+        if (h.maximize) g = Neg{}(g);
+        if (h.weight_decay != 0) {
+            if (h.decoupled)
+                pv = pv * B(T(1 - h.lr * h.weight_decay));
+            else
+                g = g + pv * B(T(h.weight_decay));
+        }
+        const B mv = lerp(load_n<B>(m + i, k), g, h.lerp_w, h.lerp_w1);
+        B vv = load_n<B>(v + i, k) * B(T(h.beta2));
+        vv = vv + g * g * B(T(1 - h.beta2));
+        B second = vv;
+        if (vmax) {
+            second = Maximum{}(load_n<B>(vmax + i, k), vv);
+            store_n(vmax + i, k, second);
+        }
+        const B denom = xsimd::sqrt(second) / B(T(bc2)) + B(T(h.eps));
+        store_n(p + i, k, pv + mv / denom * B(T(-step_size)));
+        store_n(m + i, k, mv);
+        store_n(v + i, k, vv);
+    }
+}
+
+template <class A, class T>
+void sgd_update(T* p, const T* g_in, T* buf, int64_t n, bool first, const sg3_sgd& h) {
+    using B = vec<T, A>;
+    constexpr int64_t W = B::size;
+    for (int64_t i = 0; i < n; i += W) {
+        const int64_t k = n - i < W ? n - i : W;
+        B pv = load_n<B>(p + i, k), g = load_n<B>(g_in + i, k);
+        if (h.maximize) g = Neg{}(g);
+        if (h.weight_decay != 0) g = g + pv * B(T(h.weight_decay));
+        if (buf) {
+            B b = g;  // the first step's buffer is the gradient itself
+            if (!first) {
+                b = load_n<B>(buf + i, k) * B(T(h.momentum));
+                b = h.dampening != 0 ? b + g * B(T(1 - h.dampening)) : b + g;
+            }
+            store_n(buf + i, k, b);
+            g = h.nesterov ? g + b * B(T(h.momentum)) : b;
+        }
+        store_n(p + i, k, pv + g * B(T(-h.lr)));
+    }
+}
+
+template <class A, class T>
+void rmsprop_update(T* p, const T* g_in, T* sq, T* gavg, T* buf, int64_t n, const sg3_rmsprop& h) {
+    using B = vec<T, A>;
+    constexpr int64_t W = B::size;
+    for (int64_t i = 0; i < n; i += W) {
+        const int64_t k = n - i < W ? n - i : W;
+        B pv = load_n<B>(p + i, k), g = load_n<B>(g_in + i, k);
+        if (h.maximize) g = Neg{}(g);
+        if (h.weight_decay != 0) g = g + pv * B(T(h.weight_decay));
+        B s = load_n<B>(sq + i, k) * B(T(h.alpha));
+        s = s + g * g * B(T(1 - h.alpha));
+        store_n(sq + i, k, s);
+        B avg;
+        if (gavg) {
+            const B ga = lerp(load_n<B>(gavg + i, k), g, h.lerp_w, h.lerp_w1);
+            store_n(gavg + i, k, ga);
+            avg = xsimd::sqrt(s - ga * ga);
+        } else {
+            avg = xsimd::sqrt(s);
+        }
+        avg = avg + B(T(h.eps));
+        if (buf) {
+            const B b = load_n<B>(buf + i, k) * B(T(h.momentum)) + g / avg;
+            store_n(buf + i, k, b);
+            pv = pv + b * B(T(-h.lr));
+        } else {
+            pv = pv + g / avg * B(T(-h.lr));
+        }
+        store_n(p + i, k, pv);
+    }
+}
+
+// Many tensors, one call: the work is cut into chunks of whole registers, shared by threads
+template <class Fn>
+void over_tensors(int count, const int64_t* n, int nthreads, Fn fn) {
+    constexpr int64_t CHUNK = 1 << 14;
+    int64_t total = 0;
+    for (int t = 0; t < count; ++t) total += (n[t] + CHUNK - 1) / CHUNK;
+    const int nt = static_cast<int>(std::min<int64_t>(nthreads, total * CHUNK * 8 / kParallelWork));
+    auto run = [&](int64_t c0, int64_t c1) {  // chunks [c0, c1) of all tensors, in order
+        int64_t c = 0;
+        for (int t = 0; t < count && c < c1; ++t) {
+            const int64_t chunks = (n[t] + CHUNK - 1) / CHUNK;
+            for (int64_t j = 0; j < chunks; ++j, ++c)
+                if (c >= c0 && c < c1) fn(t, j * CHUNK, std::min(CHUNK, n[t] - j * CHUNK));
+        }
+    };
+    if (nt <= 1) {
+        run(0, total);
+        return;
+    }
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int k = 0; k < nt; ++k) run(total * k / nt, total * (k + 1) / nt);
+}
+
+}  // namespace sg3
