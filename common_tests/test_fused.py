@@ -20,8 +20,12 @@ TOL = {"float32": dict(rtol=2e-5, atol=2e-6), "float64": dict(rtol=1e-12, atol=1
 
 def pytest_generate_tests(metafunc):
     if "fsg" in metafunc.fixturenames:
-        names = [n for n in _selected(metafunc.config) if _loaded[n].backend.FUSED]
-        metafunc.parametrize("fsg", [_loaded[n] for n in names], ids=names)
+        selected = _selected(metafunc.config)
+        names = [n for n in selected if _loaded[n].backend.FUSED]
+        params = [pytest.param(_loaded[n], id=n) for n in names] or [pytest.param(
+            None, id="none", marks=pytest.mark.skip(reason=f"no stage under test ({', '.join(selected)}) "
+                                                           "offers fused kernels"))]
+        metafunc.parametrize("fsg", params)
 
 
 @contextlib.contextmanager

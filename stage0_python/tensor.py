@@ -13,17 +13,9 @@ from . import backend as B
 from . import dtypes as D
 from . import shapes
 from .dtypes import bool_, float32, float64, int32, int64
+from .tensor_core import Size, TensorCore  # noqa: F401  (Size is public here)
 
 ValuesIndices = namedtuple("ValuesIndices", ["values", "indices"])
-_new = object.__new__
-
-
-class Size(tuple):
-    def __repr__(self):
-        return f"stagegrad.Size({list(self)})"
-
-    def numel(self):
-        return B.prod(self)
 
 
 class device:
@@ -157,15 +149,10 @@ def _buffer_from(data, dtype):
     return B.from_list(flat, shape, dtype)
 
 
-class Tensor:
+class Tensor(TensorCore):
     """An n-dimensional array with reverse-mode autograd."""
 
-    # _view: None, or (root base, the view ops that made this from it, stamp) when this
-    # tensor aliases another's storage (see _sync_view)
-    __slots__ = ("_data", "requires_grad", "grad", "grad_fn", "_output_nr", "_accumulator",
-                 "_view", "__weakref__")
-    __array_priority__ = 1000
-    __array_ufunc__ = None  # NumPy operands defer to our reflected operators
+    __slots__ = ()  # the fields are TensorCore's
 
     def __init__(self, data, dtype=None, requires_grad=False):
         self._init(_buffer_from(data, dtype), requires_grad)
@@ -182,46 +169,14 @@ class Tensor:
             self.requires_grad_(True)
 
     @staticmethod
-    def _make(buf):
-        t = _new(Tensor)
-        t._data = buf
-        t.requires_grad = False
-        t.grad = None
-        t.grad_fn = None
-        t._output_nr = 0
-        t._accumulator = None
-        t._view = None
-        return t
-
-    @staticmethod
     def _make_ones_like(t):
         return Tensor._make(B.full(t.shape, 1, t.dtype))
 
     # ------------------------------------------------------------ metadata
 
     @property
-    def shape(self):
-        return Size(self._data.shape)
-
-    @property
-    def dtype(self):
-        return self._data.dtype
-
-    @property
-    def ndim(self):
-        return len(self._data.shape)
-
-    @property
     def device(self):
         return _CPU
-
-    @property
-    def is_leaf(self):
-        return self.grad_fn is None
-
-    @property
-    def _version(self):
-        return self._data.version
 
     @property
     def data(self):
@@ -285,9 +240,6 @@ class Tensor:
         if not self.ndim:
             raise TypeError("iteration over a 0-d tensor")
         return (self[i] for i in range(self._data.shape[0]))
-
-    def __hash__(self):
-        return id(self)
 
     def __repr__(self):
         body = _format(self.tolist(), self.dtype)
@@ -459,9 +411,6 @@ class Tensor:
             raise ValueError(f"{op}: dim {list(dims)} appears multiple times in the list of dims")
         return out
 
-    def _scalar(self, value, dtype):
-        return Tensor._make(B.full((), value, dtype))
-
     def _new(self, shape, value, dtype, op):
         dtype = _to_dtype(dtype) or self.dtype
         return Tensor._make(B.full(shapes.check(_shape_arg(shape, op), op, dtype), value, dtype))
@@ -479,57 +428,6 @@ class Tensor:
         return Tensor(data, dtype=dtype or self.dtype)
 
     # ------------------------------------------------------------ elementwise
-
-    def _binary(self, other, op, fn, reverse=False):
-        a, b = (other, self) if reverse else (self, other)
-        try:
-            dtype = D.result_type(a, b)
-        except TypeError:
-            return NotImplemented
-        if op == "div" and not dtype.is_floating_point:
-            dtype = D.get_default_dtype()
-        if dtype is bool_ and op in ("sub", "div", "pow", "floordiv", "remainder"):
-            raise TypeError(f"{op}: not supported for two bool tensors (use logical ops)")
-        sa = a._data.shape if isinstance(a, Tensor) else ()
-        sb = b._data.shape if isinstance(b, Tensor) else ()
-        if sa != sb and sa and sb:  # otherwise the result has the shape of an operand
-            shapes.broadcast(op, sa, sb, dtype=dtype)
-        ta = a.to(dtype) if isinstance(a, Tensor) else self._scalar(a, dtype)
-        tb = b.to(dtype) if isinstance(b, Tensor) else self._scalar(b, dtype)
-        if op == "pow" and not dtype.is_floating_point and (tb < 0).any():
-            raise ValueError("pow: integers to negative integer powers are not allowed")
-        if fn is None:  # not differentiable
-            return Tensor._make(B.binary(op, ta._data, tb._data, dtype))
-        return fn.apply(ta, tb)
-
-    def _compare(self, other, op):
-        if not isinstance(other, (Tensor, bool, int, float)):
-            return NotImplemented
-        return self._binary(other, op, None)
-
-    def __add__(self, o):
-        return self._binary(o, "add", ops.Add)
-
-    def __radd__(self, o):
-        return self._binary(o, "add", ops.Add, True)
-
-    def __sub__(self, o):
-        return self._binary(o, "sub", ops.Sub)
-
-    def __rsub__(self, o):
-        return self._binary(o, "sub", ops.Sub, True)
-
-    def __mul__(self, o):
-        return self._binary(o, "mul", ops.Mul)
-
-    def __rmul__(self, o):
-        return self._binary(o, "mul", ops.Mul, True)
-
-    def __truediv__(self, o):
-        return self._binary(o, "div", ops.Div)
-
-    def __rtruediv__(self, o):
-        return self._binary(o, "div", ops.Div, True)
 
     def __pow__(self, o):
         return self._binary(o, "pow", ops.Pow)
@@ -556,12 +454,6 @@ class Tensor:
 
     def __rmatmul__(self, o):
         return Tensor(o).matmul(self)
-
-    def __neg__(self):
-        if self.dtype is bool_:
-            raise TypeError("neg: negation, the `-` operator, on a bool tensor is not supported; "
-                            "use logical_not() or ~")
-        return ops.Unary.apply(self, "neg")
 
     def __pos__(self):
         return self
@@ -590,25 +482,8 @@ class Tensor:
             raise TypeError(f"{op}: &, | and ^ are only supported on bool tensors here")
         return self._binary(o, op, None)
 
-    def __eq__(self, o):
-        return self._compare(o, "eq")
-
-    def __ne__(self, o):
-        return self._compare(o, "ne")
-
-    def __lt__(self, o):
-        return self._compare(o, "lt")
-
-    def __le__(self, o):
-        return self._compare(o, "le")
-
-    def __gt__(self, o):
-        return self._compare(o, "gt")
-
-    def __ge__(self, o):
-        return self._compare(o, "ge")
-
-    eq, ne, lt, le, gt, ge = __eq__, __ne__, __lt__, __le__, __gt__, __ge__
+    eq, ne, lt, le, gt, ge = (TensorCore.__eq__, TensorCore.__ne__, TensorCore.__lt__, TensorCore.__le__,
+                              TensorCore.__gt__, TensorCore.__ge__)
 
     def add(self, other, alpha=1):
         return self + (other * alpha if alpha != 1 else other)
@@ -1432,3 +1307,6 @@ def _format(values, dtype):
 
 from . import autograd, functional, indexing, ops  # noqa: E402  (they build on Tensor)
 from . import random as _random  # noqa: E402
+from . import tensor_core as _core  # noqa: E402
+
+_core.bind(Tensor, ops)

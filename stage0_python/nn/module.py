@@ -24,7 +24,7 @@ class Parameter(Tensor):
             data = Tensor([])
         if not isinstance(data, Tensor):
             raise TypeError(f"Parameter: expected a Tensor, got {type(data).__name__}")
-        p = object.__new__(cls)
+        p = Tensor.__new__(cls)
         p._init(data.detach()._data, bool(requires_grad))  # a fresh leaf on data's storage
         return p
 
