@@ -94,7 +94,11 @@ def stage3_extensions():
                          libraries=[scipy_openblas32.get_library()],
                          extra_compile_args=["-fwrapv", "-ffp-contract=off"] + opt + SANITIZE,
                          extra_link_args=SANITIZE)
-    return kernels + [bindings]
+    # the compiled frontend core: the operators, Function.apply and the backward engine
+    frontend = [Extension(f"stage3_simd.{name}", [f"stage3_simd/{name}.pyx"],
+                          extra_compile_args=["-fwrapv"] + opt + SANITIZE, extra_link_args=SANITIZE)
+                for name in ("tensor_core", "graph")]
+    return kernels + [bindings] + frontend
 
 
 def extensions():

@@ -88,7 +88,7 @@ class SafeSqrt(Function):
 class Add(Function):
     @staticmethod
     def forward(ctx, a, b):
-        ctx.shapes = a.shape, b.shape
+        ctx.shapes = a._data.shape, b._data.shape
         return wrap(B.binary("add", a._data, b._data, a.dtype))
 
     @staticmethod
@@ -100,7 +100,7 @@ class Add(Function):
 class Sub(Function):
     @staticmethod
     def forward(ctx, a, b):
-        ctx.shapes = a.shape, b.shape
+        ctx.shapes = a._data.shape, b._data.shape
         return wrap(B.binary("sub", a._data, b._data, a.dtype))
 
     @staticmethod
@@ -119,7 +119,7 @@ class Mul(Function):
     @staticmethod
     def forward(ctx, a, b):
         ctx.save_for_backward(*_needed(ctx, a, b))
-        ctx.shapes = a.shape, b.shape
+        ctx.shapes = a._data.shape, b._data.shape
         return wrap(B.binary("mul", a._data, b._data, a.dtype))
 
     @staticmethod
@@ -135,7 +135,7 @@ class Div(Function):
     @staticmethod
     def forward(ctx, a, b):
         ctx.save_for_backward(_needed(ctx, a, b)[0], b)
-        ctx.shape = a.shape
+        ctx.shape = a._data.shape
         return wrap(B.binary("div", a._data, b._data, a.dtype))
 
     @staticmethod
@@ -190,7 +190,7 @@ class Where(Function):
     @staticmethod
     def forward(ctx, cond, a, b):
         ctx.cond = cond
-        ctx.shapes = a.shape, b.shape
+        ctx.shapes = a._data.shape, b._data.shape
         return wrap(B.where(cond._data, a._data, b._data))
 
     @staticmethod

@@ -153,6 +153,8 @@ class Tensor(TensorCore):
     """An n-dimensional array with reverse-mode autograd."""
 
     __slots__ = ()  # the fields are TensorCore's
+    __array_priority__ = 1000
+    __array_ufunc__ = None  # NumPy operands defer to our reflected operators
 
     def __init__(self, data, dtype=None, requires_grad=False):
         self._init(_buffer_from(data, dtype), requires_grad)

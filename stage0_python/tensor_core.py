@@ -41,8 +41,6 @@ class TensorCore:
     # tensor aliases another's storage (see Tensor._sync_view)
     __slots__ = ("_data", "requires_grad", "grad", "grad_fn", "_output_nr", "_accumulator",
                  "_view", "__weakref__")
-    __array_priority__ = 1000
-    __array_ufunc__ = None  # NumPy operands defer to our reflected operators
 
     @staticmethod
     def _make(buf):

@@ -28,15 +28,20 @@ cdef int code_of(object dtype) except -1:
     return code
 
 
+cdef tuple _ONE = (1,)
+
+
 cdef tuple c_strides(tuple shape):
     # a size-0 dim counts as 1, as in PyTorch (no element is addressed either way)
     cdef Py_ssize_t n = len(shape), s = 1, i, d
-    cdef list out = [1] * n
+    if n <= 1:
+        return _ONE if n else ()  # the commonest cases, without building anything
+    cdef Py_ssize_t out[MAXDIM]
     for i in range(n - 1, -1, -1):
         out[i] = s
         d = <Py_ssize_t>shape[i]
         s *= d if d > 1 else 1
-    return tuple(out)
+    return tuple([out[i] for i in range(n)])
 
 
 cdef void read_ints(tuple t, Py_ssize_t* out) noexcept:
@@ -112,7 +117,17 @@ cdef Buffer make_view(Storage storage, tuple shape, tuple strides, Py_ssize_t of
 
 cdef Buffer new_buffer(tuple shape, object dtype, int code):
     """A contiguous buffer whose contents are undefined (every kernel overwrites them)."""
-    return make_view(new_storage(checked_numel(shape), code), shape, c_strides(shape), 0, dtype, code)
+    cdef Py_ssize_t n = checked_numel(shape)
+    cdef Buffer b = Buffer.__new__(Buffer)
+    b.storage = new_storage(n, code)  # a fresh storage of n elements: no bounds to check
+    b.shape = shape
+    b.strides = c_strides(shape)
+    b.offset = 0
+    b.dtype = dtype
+    b.code = code
+    b.ndim = len(shape)
+    b.numel = n
+    return b
 
 
 cdef int load_operand(Buffer b, int ndim, Py_ssize_t* shape, Py_ssize_t* st) except -1:

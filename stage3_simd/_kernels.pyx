@@ -16,7 +16,9 @@ over the batch on one thread and thread each product).
 import importlib
 import os
 
+from cpython.dict cimport PyDict_GetItem
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from cpython.object cimport PyObject
 from cpython.pycapsule cimport PyCapsule_GetPointer
 from libc.stdint cimport int64_t
 from libc.string cimport memset
@@ -126,6 +128,14 @@ BINARY_OPS = {name: i for i, name in enumerate(
 COMPARISONS = frozenset(["eq", "ne", "lt", "le", "gt", "ge"])
 INT_UNARY = frozenset(["neg", "abs", "sign", "relu"])  # compiled for int32 and int64 too
 INT_BINARY = frozenset(["add", "sub", "mul", "maximum", "minimum"]) | COMPARISONS
+# the same sets as codes, for the entry points' checks (the orders above put them so)
+cdef enum:
+    LAST_INT_UNARY = 3  # neg abs sign relu come first
+    DIV = 3
+    POW = 6
+    FIRST_COMPARISON = 7
+assert [UNARY_OPS[o] for o in ("neg", "abs", "sign", "relu")] == [0, 1, 2, 3]
+assert BINARY_OPS["div"] == DIV and BINARY_OPS["pow"] == POW and min(BINARY_OPS[c] for c in COMPARISONS) == FIRST_COMPARISON
 REDUCE_OPS = {"sum": SG3_SUM, "prod": SG3_PROD, "max": SG3_MAX, "min": SG3_MIN}
 PATHS = ("sse2", "avx2", "avx512")  # x86-64, lowest first
 INT_MAX = 2**31 - 1
@@ -260,36 +270,94 @@ cdef void _operands(sg3_operands* o, tuple shape, list bufs) except *:
             o.strides[k][d] = st[d]
 
 
-def unary(str op, Buffer x):
-    """``op`` of every element of a float32/float64 buffer."""
-    cdef int opc = UNARY_OPS[op], dtype = x.code, rc
+# The backend's elementwise entry points: backend.py exports these functions themselves,
+# since a layer of Python between the frontend and a small kernel costs more than the
+# kernel. What the SIMD kernels do not cover goes to stage 2's routing (set_fallbacks).
+
+cdef object _unary_fallback = None, _binary_fallback = None, _bool_dtype = None
+# Below this many elements a kernel keeps the GIL: releasing and taking it back costs
+# more than the work, and no other thread could do much in the meantime
+cdef enum:
+    GIL_FREE_FROM = 4096
+
+
+cdef inline int _op_code(dict codes, str op):
+    cdef PyObject* found = PyDict_GetItem(codes, op)
+    return -1 if found == NULL else <int><object>found
+
+
+def set_fallbacks(unary, binary, bool_dtype):
+    """Stage 2's ``unary`` and ``binary``, for what no SIMD kernel covers, and the dtype
+    comparisons return."""
+    global _unary_fallback, _binary_fallback, _bool_dtype
+    _unary_fallback, _binary_fallback, _bool_dtype = unary, binary, bool_dtype
+
+
+cdef void _elementwise(sg3_operands* o, tuple shape, Buffer out, Buffer a, Buffer b) except *:
+    """Operands for ``out = f(a[, b])``: one flat run when every operand is contiguous and of
+    ``out``'s shape (the common case, and the kernel's fastest loop), else strided."""
+    if a.shape is out.shape or a.shape == shape:
+        if contiguous_layout(a) and (b is None or ((b.shape is a.shape or b.shape == shape)
+                                                    and contiguous_layout(b))):
+            o.nops = 2 if b is None else 3
+            o.ndim = 1
+            o.shape[0] = out.numel
+            o.data[0], o.data[1] = data_of(out), data_of(a)
+            o.strides[0][0] = o.strides[1][0] = 1
+            if b is not None:
+                o.data[2] = data_of(b)
+                o.strides[2][0] = 1
+            return
+    _operands(o, shape, [out, a] if b is None else [out, a, b])
+
+
+def unary(str op, Buffer x, dtype=None):
+    """``op`` of every element (stage 0's primitive); the result cast to ``dtype`` if given."""
+    cdef int rc, opc = _op_code(UNARY_OPS, op)
+    if opc < 0 or x.code == BOOL or x.code < FLOAT32 and opc > LAST_INT_UNARY:
+        return _unary_fallback(op, x, dtype)
     cdef Buffer out = new_buffer(x.shape, x.dtype, x.code)
     cdef sg3_operands o
     if out.numel:
-        _operands(&o, x.shape, [out, x])
-        with nogil:
-            rc = T.unary(opc, dtype, &o, NTHREADS)
+        _elementwise(&o, x.shape, out, x, None)
+        if out.numel < GIL_FREE_FROM:
+            rc = T.unary(opc, x.code, &o, NTHREADS)
+        else:
+            with nogil:
+                rc = T.unary(opc, x.code, &o, NTHREADS)
         if rc != SG3_OK:
             raise TypeError(f"{op}: no stage 3 kernel for {x.dtype}")
-    return out
+    return out if dtype is None or dtype is out.dtype else cast(out, dtype)
 
 
-def binary(str op, Buffer a, Buffer b, tuple shape, bool_dtype):
-    """``op`` over ``a`` and ``b`` (one float dtype) broadcast to ``shape``; a comparison
-    gives ``bool_dtype``."""
-    cdef int opc = BINARY_OPS[op], dtype = a.code, rc
+def binary(str op, Buffer a, Buffer b, dtype):
+    """``op`` elementwise over broadcast ``a`` and ``b``, which hold ``dtype`` (cast first
+    where they do not); comparisons return bool (stage 0's primitive)."""
+    cdef int code = a.code if a.dtype is dtype else code_of(dtype), rc, opc = _op_code(BINARY_OPS, op)
+    if opc < 0 or code == BOOL or code < FLOAT32 and (opc == DIV or opc == POW):
+        return _binary_fallback(op, a, b, dtype)
+    if a.dtype is not dtype:
+        a = cast(a, dtype)
+    if b.dtype is not dtype:
+        b = cast(b, dtype)
+    shape = a.shape if a.shape is b.shape or a.shape == b.shape else broadcast_shapes(a.shape, b.shape)
+    if shape is None:
+        raise ValueError(f"{op}: shapes {list(a.shape)} and {list(b.shape)} cannot be broadcast")
     cdef Buffer out
-    cdef sg3_operands o
-    if op in COMPARISONS:
-        out = new_buffer(shape, bool_dtype, BOOL)
+    if opc >= FIRST_COMPARISON:
+        out = new_buffer(shape, _bool_dtype, BOOL)
     else:
-        out = new_buffer(shape, a.dtype, a.code)
+        out = new_buffer(shape, dtype, code)
+    cdef sg3_operands o
     if out.numel:
-        _operands(&o, shape, [out, a, b])
-        with nogil:
-            rc = T.binary(opc, dtype, &o, NTHREADS)
+        _elementwise(&o, shape, out, a, b)
+        if out.numel < GIL_FREE_FROM:
+            rc = T.binary(opc, code, &o, NTHREADS)
+        else:
+            with nogil:
+                rc = T.binary(opc, code, &o, NTHREADS)
         if rc != SG3_OK:
-            raise TypeError(f"{op}: no stage 3 kernel for {a.dtype}")
+            raise TypeError(f"{op}: no stage 3 kernel for {dtype}")
     return out
 
 

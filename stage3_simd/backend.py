@@ -74,27 +74,10 @@ def cast(x, dtype):
     return alias(x) if dtype is x.dtype else K.cast(x, dtype)  # noqa: F821
 
 
-def unary(op, x, dtype=None):
-    if not (x.code in _FLOATS and op in K.UNARY_OPS or x.code in _INTS and op in K.INT_UNARY):
-        return _s2_unary(op, x, dtype)
-    out = K.unary(op, x)
-    return out if dtype is None or dtype is out.dtype else cast(out, dtype)  # noqa: F821
-
-
-def binary(op, a, b, dtype):
-    """``op`` elementwise over broadcast ``a`` and ``b``, which hold ``dtype``
-    (comparisons return bool)."""
-    compiled = K.BINARY_OPS if dtype.is_floating_point else K.INT_BINARY if dtype.category == 1 else ()
-    if op not in compiled:
-        return _s2_binary(op, a, b, dtype)
-    if a.dtype is not dtype:
-        a = cast(a, dtype)  # noqa: F821
-    if b.dtype is not dtype:
-        b = cast(b, dtype)  # noqa: F821
-    shape = broadcast_shapes(a.shape, b.shape)  # noqa: F821
-    if shape is None:
-        raise ValueError(f"{op}: shapes {list(a.shape)} and {list(b.shape)} cannot be broadcast")
-    return K.binary(op, a, b, shape, bool_)  # noqa: F821
+# unary and binary: the compiled entry points themselves (see _kernels.pyx), which hand
+# what no SIMD kernel covers to stage 2's
+K.set_fallbacks(_s2_unary, _s2_binary, bool_)  # noqa: F821
+unary, binary = K.unary, K.binary
 
 
 def where(cond, a, b):
