@@ -156,6 +156,14 @@ def test_default_collate_matches_torch(sg):
         sg.data.default_collate([object(), object()])
 
 
+def test_utils_data_is_torch_spelling_of_data(sg):
+    import importlib
+    assert sg.utils.data.DataLoader is sg.data.DataLoader and sg.utils.data.Subset is sg.data.Subset
+    module = importlib.import_module(f"{sg.__name__}.utils.data")  # as ``import torch.utils.data``
+    assert set(module.__all__) == set(sg.data.__all__)
+    assert all(getattr(module, name) is getattr(sg.data, name) for name in module.__all__)
+
+
 # ------------------------------------------------------------------ MNIST
 
 def _mnist_dir():
@@ -222,6 +230,10 @@ def test_mnist_data_attribute(sg, tmp_path):
     assert tuple(ds.data.shape) == (6, 28, 28) and ds.data.dtype is sg.int32
     np.testing.assert_array_equal(np_(ds.data), imgs.astype(np.int32))
     np.testing.assert_array_equal(np_(ds.targets), lbls)
+    images, labels = ds.raw_bytes()  # as read, for NumPy or PyTorch in one step
+    assert isinstance(images, bytes) and isinstance(labels, bytes)
+    np.testing.assert_array_equal(np.frombuffer(images, np.uint8).reshape(6, 28, 28), imgs)
+    np.testing.assert_array_equal(np.frombuffer(labels, np.uint8), lbls)
 
 
 def _write_idx(path, arr, compress=True, cut=0):

@@ -1,18 +1,26 @@
 """``stagegrad train`` end to end on real MNIST: it learns, and resuming from a
-checkpoint continues exactly where an uninterrupted run would be."""
+checkpoint continues exactly where an uninterrupted run would be; ``--stage torch`` runs
+the same program on PyTorch itself."""
 import argparse
 import os
 import re
+import sys
 from pathlib import Path
 
 import pytest
 
 from stagegrad import train
 
+from .oracle import need_torch
+
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "datasets" / "mnist"
+# what ``run`` returns, on every stage and on PyTorch: the key and the type of its value
+SUMMARY = {"stage": str, "model": str, "train_images_seen": int, "final_loss": float,
+           "test_accuracy": float, "samples_per_s": float, "wall_s": float}
 
 
 def _args(sg, tmp_path, **over):
+    """The parsed arguments for a run on ``sg``: a stage, or the ``torch`` module."""
     p = argparse.ArgumentParser()
     train.add_arguments(p)
     args = p.parse_args(["--stage", sg.__name__, "--data", str(DATA)])
@@ -29,6 +37,7 @@ def _need_data():
 
 def test_learns_well_above_chance(sg, tmp_path, capsys):
     out = train.run(_args(sg, tmp_path, subset=512, test_subset=500, epochs=2))
+    assert {k: type(v) for k, v in out.items()} == SUMMARY and out["stage"] == sg.__name__
     assert out["train_images_seen"] == 2 * 512
     assert out["test_accuracy"] > 0.6  # chance is 0.1
     text = capsys.readouterr()
@@ -61,11 +70,67 @@ def test_mlp_one_epoch_on_6000_images_reaches_87_percent(sg, tmp_path):
     assert out["test_accuracy"] >= 0.87
 
 
+# ------------------------------------------------------------------ --stage torch
+
+@pytest.mark.needs_torch
+def test_torch_runs_the_same_program_and_learns(tmp_path, capsys):
+    torch = need_torch()
+    out = train.run(_args(torch, tmp_path, subset=512, test_subset=500, epochs=3))
+    assert {k: type(v) for k, v in out.items()} == SUMMARY and out["stage"] == "torch"
+    assert out["train_images_seen"] == 3 * 512
+    assert out["test_accuracy"] > 0.6  # chance is 0.1
+    text = capsys.readouterr()
+    assert re.search(r"^stage torch \(PyTorch [^)]+\), \d+ threads?, model mlp", text.out, re.M), text.out
+    assert "test accuracy" in text.out and "samples/s" in text.err
+
+
+@pytest.mark.needs_torch
+def test_torch_resume_is_bit_identical(tmp_path):
+    torch = need_torch()
+    base = dict(subset=192, test_subset=100, batch_size=64)
+    straight = tmp_path / "straight.pt"
+    train.run(_args(torch, tmp_path, epochs=2, save=str(straight), **base))
+    half = tmp_path / "half.pt"
+    train.run(_args(torch, tmp_path, epochs=1, save=str(half), **base))
+    train.run(_args(torch, tmp_path, epochs=2, save=str(half), resume=str(half), **base))
+    a, b = torch.load(straight, weights_only=True), torch.load(half, weights_only=True)
+    assert a["epoch"] == b["epoch"] == 2 and torch.equal(a["shuffle_state"], b["shuffle_state"])
+    for name, t in a["model"].items():
+        assert torch.equal(t, b["model"][name]), name
+
+
+@pytest.mark.needs_torch
+def test_checkpoints_of_a_stage_and_of_torch_do_not_mix(sg, tmp_path, capsys):
+    torch = need_torch()
+    ours, theirs, odd = tmp_path / "stage.sgt", tmp_path / "torch.pt", tmp_path / "odd.pt"
+    layout = {"model": {}, "optimizer": {}, "epoch": 1, "model_kind": "mlp"}
+    sg.save({**layout, "shuffle_state": 0}, ours)
+    torch.save({**layout, "shuffle_state": torch.Generator().get_state()}, theirs)
+    torch.save({**layout, "shuffle_state": 0}, odd)  # a stage's kind of state in PyTorch's file
+    for stage, path, message in [
+            (torch, ours, "it is a checkpoint a stage wrote; resume it with that stage"),
+            (sg, theirs, "not a stagegrad checkpoint: it looks like a zip archive"),
+            (torch, odd, r"its shuffling state \(of type int\) is not a torch.Generator state")]:
+        assert _cli(stage, "--subset", "64", "--test-subset", "10", "--resume", str(path)) == 1
+        text = capsys.readouterr()
+        assert re.search(message, text.err) and "Traceback" not in text.err, text.err
+        assert "epoch 1/" not in text.out + text.err  # refused before training
+
+
+def test_stage_torch_without_pytorch_is_a_clear_error(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch now fails, as if not installed
+    assert _cli("torch", "--subset", "64") == 1
+    err = capsys.readouterr().err
+    assert "stagegrad train: error: stage torch (PyTorch itself) is not installed" in err
+    assert "Traceback" not in err
+
+
 # ------------------------------------------------------------------ bad arguments
 
 def _cli(sg, *argv):
+    """``stagegrad train`` on ``sg``: a stage, the ``torch`` module, or a stage's name."""
     from stagegrad.cli import main
-    return main(["train", "--stage", sg.__name__, "--data", str(DATA), *argv])
+    return main(["train", "--stage", getattr(sg, "__name__", sg), "--data", str(DATA), *argv])
 
 
 BAD_ARGUMENTS = [

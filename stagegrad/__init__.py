@@ -8,14 +8,23 @@ STAGES = {
     "3": "stage3_simd",
     "4": "stage4_gpu",
 }
+PEERS = ("torch",)  # what ``load_stage(..., peers=True)`` accepts besides the stages
 
 
-def load_stage(name):
-    """Import a stage by number (``"2"``) or package name; a clear error if absent."""
+def load_stage(name, peers=False):
+    """Import a stage by number (``"2"``) or package name; a clear error if absent.
+
+    With ``peers=True`` the name may also be ``"torch"``: PyTorch itself, for a command whose
+    code uses only the API the stages share with it (``stagegrad train``)."""
+    if peers and str(name) in PEERS:
+        try:
+            return importlib.import_module(str(name))
+        except ImportError as e:
+            raise RuntimeError(f"stage {name} (PyTorch itself) is not installed: {e}") from e
     pkg = STAGES.get(str(name), str(name))
     if pkg not in STAGES.values():
         raise ValueError(f"unknown stage {name!r}: expected one of {', '.join(STAGES)} "
-                         f"or {', '.join(STAGES.values())}")
+                         f"or {', '.join(STAGES.values())}" + (f", or {', '.join(PEERS)}" if peers else ""))
     try:
         return importlib.import_module(pkg)
     except ImportError as e:

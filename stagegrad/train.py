@@ -5,6 +5,18 @@ throughput; the summary gives test accuracy, samples/s and wall time. ``--save``
 checkpoint after every epoch and ``--resume`` continues from one, bit for bit: the
 shuffling generator's state travels in the checkpoint.
 
+``--stage torch`` runs the same program on PyTorch itself, so one command compares wall
+time and accuracy, and the run checks that the stages' API is PyTorch's: the training
+loop, the model, the optimizer, data loading, seeding and checkpoints are written in
+PyTorch's names (``sg.utils.data``, ``sg.nn.functional``, ``sg.Generator().manual_seed``,
+``sg.save``/``sg.load``), which every stage also exports. The one piece PyTorch lacks is
+the MNIST reader: ``mnist`` reads the same IDX files with ours and hands PyTorch their
+bytes as a ``TensorDataset``. PyTorch's checkpoints are its own (``torch.save``, loaded
+with ``weights_only=True``); a stage's and PyTorch's do not resume in each other. The
+header line names the threads each runs on (``OMP_NUM_THREADS`` sets them for both).
+samples/s times the whole loop, data loading included: PyTorch's ``DataLoader`` indexes and
+collates sample by sample, where a stage's MNIST hands over whole batches (``get_batch``).
+
 Arguments are checked when they are parsed (a usage error, exit status 2): counts must be
 positive, the learning rate finite and positive, the weight decay finite and not negative,
 the seed in [0, 2**64), and ``--save`` must name a file in an existing, writable directory,
@@ -14,6 +26,7 @@ that is missing or is not a checkpoint ``--save`` wrote is refused before traini
 import argparse
 import math
 import os
+import pickle
 import time
 
 from . import load_stage
@@ -33,7 +46,8 @@ def build_model(sg, kind):
 
 
 def add_arguments(p):
-    p.add_argument("--stage", default="0", help="stage number or package (default 0)")
+    p.add_argument("--stage", default="0",
+                   help="stage number or package (default 0), or 'torch' for PyTorch itself")
     p.add_argument("--model", default="mlp", choices=["mlp", "cnn"])
     p.add_argument("--epochs", type=_positive, default=1)
     p.add_argument("--batch-size", type=_positive, default=64)
@@ -107,12 +121,59 @@ def _writable_file(text):
 
 
 _CHECKPOINT_KEYS = ("model", "optimizer", "epoch", "model_kind", "shuffle_state")
+_STAGE_MAGIC = b"\x89SGRAD\r\n"  # how a file ``sg.save`` wrote begins
+
+
+def is_torch(sg):
+    """Whether ``sg`` is PyTorch itself rather than one of our stages."""
+    return sg.__name__ == "torch"
+
+
+def mnist(sg, root, train):
+    """The MNIST split as a dataset ``sg.utils.data`` can load.
+
+    A stage reads it with its own ``sg.datasets.MNIST``. PyTorch has no MNIST reader of its
+    own (that is torchvision's), so for it the IDX files are read, located and verified by
+    ours, and their bytes become a ``TensorDataset`` of float32 images (N, 1, 28, 28) in
+    [0, 1] and int64 labels: the very values a stage's dataset yields."""
+    if not is_torch(sg):
+        return sg.datasets.MNIST(root=root, train=train)
+    source = load_stage("0").datasets.MNIST(root=root, train=train)
+    images, labels = source.raw_bytes()
+    x = sg.frombuffer(bytearray(images), dtype=sg.uint8).reshape(len(source), 1, 28, 28)
+    y = sg.frombuffer(bytearray(labels), dtype=sg.uint8)
+    return sg.utils.data.TensorDataset(x.float() / 255, y.long())
+
+
+def _load(sg, path):
+    if not is_torch(sg):
+        return sg.load(path)
+    try:
+        return sg.load(path, weights_only=True)  # never runs code from the file
+    except (pickle.UnpicklingError, EOFError, RuntimeError, ValueError) as e:
+        with open(path, "rb") as f:
+            ours = f.read(len(_STAGE_MAGIC)) == _STAGE_MAGIC
+        why = ("it is a checkpoint a stage wrote; resume it with that stage (a stage's checkpoints "
+               "and PyTorch's do not load in each other)" if ours else
+               f"torch.load cannot read it ({str(e).splitlines()[0] if str(e) else type(e).__name__})")
+        raise ValueError(f"cannot resume from {path}: {why}") from None
+
+
+def _bad_shuffle_state(sg, state):
+    """Why ``state`` cannot be the shuffling generator's state, or None if it can."""
+    if is_torch(sg):
+        if isinstance(state, sg.Tensor) and state.dtype == sg.uint8 and state.dim() == 1:
+            return None
+        return f"its shuffling state (of type {type(state).__name__}) is not a torch.Generator state"
+    if type(state) is int and 0 <= state < 2**64:
+        return None
+    return f"its shuffling state ({state!r}) is not a count"
 
 
 def _training_checkpoint(sg, path, kind):
     """The checkpoint ``--resume`` names, checked to be one ``--save`` wrote for ``kind``."""
     try:
-        ckpt = sg.load(path)
+        ckpt = _load(sg, path)
     except OSError as e:
         raise ValueError(f"cannot resume from {path}: {e.strerror or e}") from None
     if not isinstance(ckpt, dict) or not all(k in ckpt for k in _CHECKPOINT_KEYS):
@@ -121,10 +182,12 @@ def _training_checkpoint(sg, path, kind):
                          f"checkpoint is a dict with keys {', '.join(_CHECKPOINT_KEYS)})")
     if ckpt["model_kind"] != kind:
         raise ValueError(f"{path} holds a {ckpt['model_kind']!r} model, not {kind!r}")
-    epoch, state = ckpt["epoch"], ckpt["shuffle_state"]
-    if not (type(epoch) is int and epoch >= 0 and type(state) is int and 0 <= state < 2**64):
-        raise ValueError(f"cannot resume from {path}: its epoch ({epoch!r}) or shuffling state "
-                         f"({state!r}) is not a count")
+    epoch = ckpt["epoch"]
+    if not (type(epoch) is int and epoch >= 0):
+        raise ValueError(f"cannot resume from {path}: its epoch ({epoch!r}) is not a count")
+    bad = _bad_shuffle_state(sg, ckpt["shuffle_state"])
+    if bad:
+        raise ValueError(f"cannot resume from {path}: {bad}")
     return ckpt
 
 
@@ -140,16 +203,16 @@ def _resume(ckpt, path, model, opt, shuffle):
     try:
         model.load_state_dict(ckpt["model"])
         opt.load_state_dict(ckpt["optimizer"])
-    except (TypeError, ValueError, RuntimeError) as e:
+        shuffle.set_state(ckpt["shuffle_state"])
+    except (TypeError, ValueError, RuntimeError, KeyError) as e:
         raise ValueError(f"cannot resume from {path}: {e}") from None
-    shuffle.set_state(ckpt["shuffle_state"])
     return ckpt["epoch"]
 
 
 def evaluate(sg, model, dataset, batch_size=500):
     model.eval()
     correct = 0
-    loader = sg.data.DataLoader(dataset, batch_size=batch_size)
+    loader = sg.utils.data.DataLoader(dataset, batch_size=batch_size)
     bar = Progress(len(loader), "  test")
     with sg.no_grad():
         for i, (x, y) in enumerate(loader, 1):
@@ -159,29 +222,32 @@ def evaluate(sg, model, dataset, batch_size=500):
 
 
 def run(args):
-    sg = load_stage(args.stage)
+    sg = load_stage(args.stage, peers=True)  # a stage, or PyTorch itself
     if args.epochs < 1 or args.batch_size < 1:
         raise ValueError("--epochs and --batch-size must be positive")
     ckpt = _training_checkpoint(sg, args.resume, args.model) if args.resume else None
-    train_set = sg.datasets.MNIST(root=args.data, train=True)
-    test_set = sg.datasets.MNIST(root=args.data, train=False)
+    data = sg.utils.data
+    train_set, test_set = mnist(sg, args.data, train=True), mnist(sg, args.data, train=False)
     if args.subset is not None:
-        train_set = sg.data.Subset(train_set, range(min(args.subset, len(train_set))))
+        train_set = data.Subset(train_set, range(min(args.subset, len(train_set))))
     if args.test_subset is not None:
-        test_set = sg.data.Subset(test_set, range(min(args.test_subset, len(test_set))))
+        test_set = data.Subset(test_set, range(min(args.test_subset, len(test_set))))
 
     sg.manual_seed(args.seed)
     model = build_model(sg, args.model)
     opt = sg.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
-    shuffle = sg.Generator(args.seed)
+    shuffle = sg.Generator().manual_seed(args.seed)
     start_epoch = 0
     if ckpt is not None:
         start_epoch = _resume(ckpt, args.resume, model, opt, shuffle)
         print(f"resumed from {args.resume} after epoch {start_epoch}")
-    loader = sg.data.DataLoader(train_set, batch_size=args.batch_size, shuffle=True, generator=shuffle)
+    loader = data.DataLoader(train_set, batch_size=args.batch_size, shuffle=True, generator=shuffle)
 
-    print(f"stage {sg.__name__}, model {args.model} ({sum(p.numel() for p in model.parameters()):,} "
-          f"parameters), {len(train_set):,} training images, batch {args.batch_size}")
+    threads = sg.get_num_threads()
+    name = f"torch (PyTorch {sg.__version__})" if is_torch(sg) else sg.__name__
+    print(f"stage {name}, {threads} thread{'s' if threads != 1 else ''}, model {args.model} "
+          f"({sum(p.numel() for p in model.parameters()):,} parameters), {len(train_set):,} "
+          f"training images, batch {args.batch_size}")
     wall = time.perf_counter()
     train_time, seen, loss_value = 0.0, 0, float("nan")
     for epoch in range(start_epoch, args.epochs):
@@ -189,7 +255,7 @@ def run(args):
         bar = Progress(len(loader), f"epoch {epoch + 1}/{args.epochs}")
         t0 = time.perf_counter()
         for i, (x, y) in enumerate(loader, 1):
-            loss = sg.functional.cross_entropy(model(x), y)
+            loss = sg.nn.functional.cross_entropy(model(x), y)
             opt.zero_grad()
             loss.backward()
             opt.step()

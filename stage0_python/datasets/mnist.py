@@ -182,6 +182,8 @@ class MNIST(Dataset):
     - ``targets`` is an int64 tensor of all labels; ``data`` an int32 tensor ``(N, 28, 28)``
       of the raw pixel values 0..255 (no uint8 dtype here), built on first access.
     - ``get_batch(indices)`` lets ``DataLoader`` build a batch without per-sample tensors.
+    - ``raw_bytes()`` gives the pixels and labels as read, for handing the split to another
+      library (NumPy, PyTorch) in one step.
     - ``root`` is the directory the files were read from; ``verify=False`` skips the checksums.
     """
 
@@ -265,6 +267,15 @@ class MNIST(Dataset):
         images = creation.tensor(list(map(_SCALE.__getitem__, pixels)), dtype=float32)
         labels = creation.tensor(list(self._labels[start:stop]), dtype=int64)
         return images.reshape(stop - start, 1, self._h, self._w), labels
+
+    def raw_bytes(self):
+        """``(images, labels)`` as read from the IDX files, as ``bytes``: the pixel values
+        0..255 image after image, row-major (``len(self) * H * W`` of them, 28 x 28 for
+        MNIST), and one byte per label. The way to hand the split to another library without
+        building a number per pixel: ``numpy.frombuffer(images, numpy.uint8)``, or
+        ``torch.frombuffer`` likewise; dividing by 255 in float32 then gives exactly the
+        values ``ds[i]`` holds. Transforms are not applied."""
+        return self._images, self._labels
 
     def __repr__(self):
         split = "train" if self.train else "test"
