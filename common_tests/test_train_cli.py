@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from stagegrad import train
+from stagegrad.progress import Progress
 
 from .oracle import need_torch
 
@@ -44,17 +45,44 @@ def test_learns_well_above_chance(sg, tmp_path, capsys):
     assert "test accuracy" in text.out and "samples/s" in text.err
 
 
-def test_resume_is_bit_identical(sg, tmp_path):
-    base = dict(subset=192, test_subset=100, batch_size=64)
-    straight = tmp_path / "straight.sgt"
-    train.run(_args(sg, tmp_path, epochs=2, save=str(straight), **base))
-    half = tmp_path / "half.sgt"
-    train.run(_args(sg, tmp_path, epochs=1, save=str(half), **base))
-    train.run(_args(sg, tmp_path, epochs=2, save=str(half), resume=str(half), **base))
-    a, b = sg.load(straight), sg.load(half)
-    assert a["epoch"] == b["epoch"] == 2
+class _Interrupted(Exception):
+    pass
+
+
+def _stop_at_epoch_2(length, label):
+    """Progress, replaced: the run is interrupted as its second epoch starts."""
+    if label.startswith("epoch 2/"):
+        raise _Interrupted
+    return Progress(length, label)
+
+
+def _straight_and_resumed(sg, tmp_path, monkeypatch, load):
+    """The checkpoints of a 2-epoch run and of one interrupted after epoch 1 and resumed."""
+    base = dict(subset=192, test_subset=100, batch_size=64, epochs=2)
+    straight, half = tmp_path / "straight.ckpt", tmp_path / "half.ckpt"
+    train.run(_args(sg, tmp_path, save=str(straight), **base))
+    with monkeypatch.context() as m:
+        m.setattr(train, "Progress", _stop_at_epoch_2)
+        with pytest.raises(_Interrupted):
+            train.run(_args(sg, tmp_path, save=str(half), **base))
+    assert load(half)["epoch"] == 1
+    train.run(_args(sg, tmp_path, save=str(half), resume=str(half), **base))
+    a, b = load(straight), load(half)
+    assert a["epoch"] == b["epoch"] == 2 and a["scheduler"] == b["scheduler"]
+    return a, b
+
+
+def test_resume_is_bit_identical(sg, tmp_path, monkeypatch):
+    a, b = _straight_and_resumed(sg, tmp_path, monkeypatch, sg.load)
     for name, t in a["model"].items():
         assert t.tolist() == b["model"][name].tolist(), name
+
+
+def test_resume_refuses_another_schedule(sg, tmp_path):
+    ckpt = tmp_path / "one.sgt"
+    train.run(_args(sg, tmp_path, subset=64, test_subset=50, save=str(ckpt)))
+    with pytest.raises(ValueError, match="schedule spans 1 steps and this run's 2"):
+        train.run(_args(sg, tmp_path, subset=64, test_subset=50, epochs=2, resume=str(ckpt)))
 
 
 def test_resume_refuses_another_model(sg, tmp_path):
@@ -85,16 +113,10 @@ def test_torch_runs_the_same_program_and_learns(tmp_path, capsys):
 
 
 @pytest.mark.needs_torch
-def test_torch_resume_is_bit_identical(tmp_path):
+def test_torch_resume_is_bit_identical(tmp_path, monkeypatch):
     torch = need_torch()
-    base = dict(subset=192, test_subset=100, batch_size=64)
-    straight = tmp_path / "straight.pt"
-    train.run(_args(torch, tmp_path, epochs=2, save=str(straight), **base))
-    half = tmp_path / "half.pt"
-    train.run(_args(torch, tmp_path, epochs=1, save=str(half), **base))
-    train.run(_args(torch, tmp_path, epochs=2, save=str(half), resume=str(half), **base))
-    a, b = torch.load(straight, weights_only=True), torch.load(half, weights_only=True)
-    assert a["epoch"] == b["epoch"] == 2 and torch.equal(a["shuffle_state"], b["shuffle_state"])
+    a, b = _straight_and_resumed(torch, tmp_path, monkeypatch, lambda p: torch.load(p, weights_only=True))
+    assert torch.equal(a["shuffle_state"], b["shuffle_state"])
     for name, t in a["model"].items():
         assert torch.equal(t, b["model"][name]), name
 
@@ -103,7 +125,7 @@ def test_torch_resume_is_bit_identical(tmp_path):
 def test_checkpoints_of_a_stage_and_of_torch_do_not_mix(sg, tmp_path, capsys):
     torch = need_torch()
     ours, theirs, odd = tmp_path / "stage.sgt", tmp_path / "torch.pt", tmp_path / "odd.pt"
-    layout = {"model": {}, "optimizer": {}, "epoch": 1, "model_kind": "mlp"}
+    layout = {"model": {}, "optimizer": {}, "scheduler": {}, "epoch": 1, "model_kind": "mlp"}
     sg.save({**layout, "shuffle_state": 0}, ours)
     torch.save({**layout, "shuffle_state": torch.Generator().get_state()}, theirs)
     torch.save({**layout, "shuffle_state": 0}, odd)  # a stage's kind of state in PyTorch's file
@@ -194,7 +216,7 @@ def test_save_into_a_read_only_directory_fails_before_training(sg, tmp_path, cap
 RESUMES = {
     "state_dict": (lambda sg: sg.nn.Linear(2, 2).state_dict(), "a dict with keys 'weight', 'bias'"),
     "list": (lambda sg: [1, 2], "a list"),
-    "epoch_string": (lambda sg: {"model": {}, "optimizer": {}, "epoch": "1", "model_kind": "mlp",
+    "epoch_string": (lambda sg: {"model": {}, "optimizer": {}, "scheduler": {}, "epoch": "1", "model_kind": "mlp",
                                  "shuffle_state": 0}, r"epoch \('1'\)"),
 }
 

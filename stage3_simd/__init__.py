@@ -15,9 +15,15 @@ matrix product.
 import importlib.util
 import os
 
+# OpenBLAS's idle threads spin for 2**28 cycles (about 0.1 s) before they sleep; on a
+# machine with as many threads as cores they then take the core from the OpenMP thread of
+# the next kernel, which waits a scheduler time slice: an MLP step took 8 ms on two
+# threads instead of 0.45. 2**4 cycles makes them sleep at once. Read when the library
+# loads, so set before it does; a user's own setting wins.
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 # OpenBLAS first: importing its wheel loads the library, by name, into the process, and
 # the kernels' extension (linked against that name, with no rpath) finds it there
-import scipy_openblas32  # noqa: F401
+import scipy_openblas32  # noqa: E402, F401
 
 _STAGE3_DOC = __doc__
 _PREVIOUS = importlib.util.find_spec("stage2_cython").submodule_search_locations[0]
