@@ -167,3 +167,26 @@ def test_pool_is_safe_under_threads(sg):
     s = sg.memory.stats()
     assert s["hits"] > 0
     assert s["bytes_in_use"] == base
+
+
+@pool
+@pytest.mark.parametrize("kind", ["mlp", "cnn"])
+def test_training_reaches_a_steady_state_served_by_the_pool(sg, kind):
+    """After its second step a training loop (data loading, forward, loss, backward, AdamW)
+    takes no new memory from the system: every request is a pooled block."""
+    from stagegrad.train import build_model
+    sg.manual_seed(0)
+    dataset = sg.utils.data.TensorDataset(sg.randn(256, 1, 28, 28), sg.randint(0, 10, (256,)))
+    loader = sg.utils.data.DataLoader(dataset, batch_size=64, shuffle=True)
+    model = build_model(sg, kind)
+    opt = sg.optim.AdamW(model.parameters(), lr=1e-3)
+    for step, (x, y) in enumerate(b for epoch in range(2) for b in loader):
+        if step == 2:
+            sg.memory.reset_stats()
+        loss = sg.nn.functional.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        loss.item()
+    s = sg.memory.stats()
+    assert s["misses"] == 0 and s["hits"] > 6 * 10, s

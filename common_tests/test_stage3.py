@@ -299,3 +299,36 @@ def test_simd_paths_command_runs_each_path(tmp_path):
     assert {c["setting"] for c in report["cells"] if c["kind"] == "path"} == set(K.supported_paths())
     assert all(c["seconds"] > 0 for c in report["cells"])
     assert s3.simd_info()["path"] == K.isa()  # the command leaves the process's path as it was
+
+
+def test_profile_command_climbs_the_ladder_of_rewrites(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "stagegrad", "profile", "--stages", "3", "--steps", "5",
+                        "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    import json
+    from stagegrad.profile import BUCKETS, STAGE3_RUNGS
+    rows = json.loads((tmp_path / "profile.json").read_text())
+    stage3 = [row for row in rows if row["package"] == "stage3_simd"]
+    assert [row["label"] for row in stage3] == [label for label, _, _ in STAGE3_RUNGS]
+    kernels_only, fused, compiled = stage3
+    # each rewrite takes Python work out of the step: calls the profiler counts, deterministically
+    assert kernels_only["calls_per_step"] > fused["calls_per_step"] > compiled["calls_per_step"]
+    assert kernels_only["memory_per_step"]["allocations"] > fused["memory_per_step"]["allocations"]
+    for row in stage3:
+        assert row["memory_per_step"]["misses"] == 0  # the steady state: the pool serves every block
+        assert set(row["buckets_us_per_step"]) == set(BUCKETS)
+        total = sum(row["buckets_us_per_step"].values())
+        assert abs(total - row["wall_s_per_step"] * 1e6) < 1e-6 * total + 1e-3
+    assert "+ compiled frontend" in (tmp_path / "profile.md").read_text()
+
+
+def test_python_frontend_switch_runs_stage0_frontend_on_stage3_kernels():
+    r = _run("import stage3_simd as sg; a = sg.ones(3, requires_grad=True); (a * 2).sum().backward(); "
+             "print(sg.tensor_core.__file__, sg.graph.__file__, a.grad.tolist())",
+             {"STAGEGRAD_FRONTEND": "python"})
+    core, graph, grad = r.stdout.split(maxsplit=2)
+    assert r.returncode == 0 and grad.strip() == "[2.0, 2.0, 2.0]", r.stderr
+    assert core.endswith("stage0_python/tensor_core.py") and graph.endswith("stage0_python/graph.py")
+    assert s3.tensor_core.__file__.endswith((".so", ".pyd"))  # this process: the compiled frontend
+    r = _run("import stage3_simd", {"STAGEGRAD_FRONTEND": "cython"})
+    assert r.returncode != 0 and "STAGEGRAD_FRONTEND='cython'" in r.stderr

@@ -2,11 +2,16 @@
 
 ``import stage3_simd as sg``. This folder holds only what stage 3 rewrites: the kernels
 (``csrc/``, compiled once per ISA into ``_isa_sse2``, ``_isa_avx2``, ``_isa_avx512``),
-their bindings (``_kernels.pyx``: the ISA dispatch, threads, OpenBLAS) and the backend
-that routes the primitives to them (``backend.py``). Storage is stage 2's: 64-byte
-aligned, pooled, exported through the buffer protocol; it did not limit the kernels.
-Every other module is inherited: ``__path__`` lists stage 2's folder after this one, and
-stage 2's ``__init__`` (run here) adds stage 1's and stage 0's.
+fused kernels among them, their bindings (``_kernels.pyx``: the ISA dispatch, threads,
+OpenBLAS), the backend that routes the primitives to them (``backend.py``, with its
+``FUSED`` set), and two frontend files compiled: ``tensor_core.pyx`` (rewrites stage 0's
+``tensor_core.py``: the Tensor's fields and operators) and ``graph.pyx`` (rewrites
+``graph.py``: grad mode, ``Function.apply``, the backward engine). Storage is stage 2's:
+64-byte aligned, pooled, exported through the buffer protocol; it did not limit the
+kernels. Every other module is inherited: ``__path__`` lists stage 2's folder after this
+one, and stage 2's ``__init__`` (run here) adds stage 1's and stage 0's.
+``STAGEGRAD_FRONTEND=python`` loads stage 0's two Python files in place of the compiled
+ones (``stagegrad profile`` measures both).
 
 ``simd_info()`` tells which SIMD path runs (``STAGEGRAD_SIMD=sse2|avx2|avx512`` forces a
 lower one); ``sg.backends.gemm = "blas" | "own"`` (or ``STAGEGRAD_GEMM``) picks the
@@ -26,6 +31,27 @@ os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 import scipy_openblas32  # noqa: E402, F401
 
 _STAGE3_DOC = __doc__
+_FRONTEND = os.environ.get("STAGEGRAD_FRONTEND", "compiled")
+if _FRONTEND not in ("compiled", "python"):
+    raise ValueError(f"STAGEGRAD_FRONTEND={_FRONTEND!r}: expected 'compiled' or 'python'")
+
+
+class _PythonFrontend:
+    """``STAGEGRAD_FRONTEND=python``: stage 0's ``tensor_core.py`` and ``graph.py`` stand in
+    for the compiled ones, so ``stagegrad profile`` can show what compiling them bought."""
+
+    @staticmethod
+    def find_spec(fullname, path=None, target=None):
+        package, _, name = fullname.rpartition(".")
+        if package != __name__ or name not in ("tensor_core", "graph"):
+            return None
+        stage0 = importlib.util.find_spec("stage0_python").submodule_search_locations[0]
+        return importlib.util.spec_from_file_location(fullname, os.path.join(stage0, name + ".py"))
+
+
+if _FRONTEND == "python":
+    import sys
+    sys.meta_path.insert(0, _PythonFrontend)
 _PREVIOUS = importlib.util.find_spec("stage2_cython").submodule_search_locations[0]
 __path__.append(_PREVIOUS)
 

@@ -15,7 +15,8 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 REPORT_FILES = ("journey.json", "journey.md", "ladder.png", "roofline.png")
 # stage 3's measurements: copied from --from DIR when there, else the build measures quick ones
-STAGE3_FILES = ("gemm_ladder.json", "gemm_ladder.md", "gemm_ladder.png", "simd.json", "simd.md")
+STAGE3_FILES = ("gemm_ladder.json", "gemm_ladder.md", "gemm_ladder.png", "simd.json", "simd.md",
+                "profile.json", "profile.md")
 
 
 def add_arguments(p):

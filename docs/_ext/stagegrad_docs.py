@@ -26,7 +26,8 @@ _REPORT = {}
 ROOT = Path(__file__).resolve().parents[2]
 # stage 3's own measurements, quick versions when the folder has none (the file each writes)
 STAGE3_RUNS = {"gemm_ladder.md": ["gemm-ladder", "--size", "256", "--budget", "0.5"],
-               "simd.md": ["simd-paths", "--n", "100000", "--side", "128"]}
+               "simd.md": ["simd-paths", "--n", "100000", "--side", "128"],
+               "profile.md": ["profile", "--steps", "50"]}
 
 
 def ensure_report(gen):

@@ -313,6 +313,14 @@ void layer_norm_backward_rows(T* gx, double* gw, double* gb, const T* g, const T
 // optim/*.py, itself PyTorch's single-tensor path), with every scalar rounded to T first,
 // as the composite's 0-d tensors are: the fused step gives the composite's bits.
 
+// the gradient an L2-decayed rule steps along: negated to maximize, then g + p * weight_decay
+template <class B, class H>
+inline B decayed(B g, const B& p, const H& h) {
+    using T = typename B::value_type;
+    if (h.maximize) g = Neg{}(g);
+    return h.weight_decay != 0 ? g + p * B(T(h.weight_decay)) : g;
+}
+
 // lerp_(start, end, w): start + (end - start) w, or end - (end - start) (1 - w) for w >= 0.5
 template <class B>
 inline B lerp(const B& start, const B& end, double w, double w1) {
@@ -356,9 +364,8 @@ void sgd_update(T* p, const T* g_in, T* buf, int64_t n, bool first, const sg3_sg
     constexpr int64_t W = B::size;
     for (int64_t i = 0; i < n; i += W) {
         const int64_t k = n - i < W ? n - i : W;
-        B pv = load_n<B>(p + i, k), g = load_n<B>(g_in + i, k);
-        if (h.maximize) g = Neg{}(g);
-        if (h.weight_decay != 0) g = g + pv * B(T(h.weight_decay));
+        const B pv = load_n<B>(p + i, k);
+        B g = decayed(load_n<B>(g_in + i, k), pv, h);
         if (buf) {
             B b = g;  // the first step's buffer is the gradient itself
             if (!first) {
@@ -378,9 +385,8 @@ void rmsprop_update(T* p, const T* g_in, T* sq, T* gavg, T* buf, int64_t n, cons
     constexpr int64_t W = B::size;
     for (int64_t i = 0; i < n; i += W) {
         const int64_t k = n - i < W ? n - i : W;
-        B pv = load_n<B>(p + i, k), g = load_n<B>(g_in + i, k);
-        if (h.maximize) g = Neg{}(g);
-        if (h.weight_decay != 0) g = g + pv * B(T(h.weight_decay));
+        B pv = load_n<B>(p + i, k);
+        B g = decayed(load_n<B>(g_in + i, k), pv, h);
         B s = load_n<B>(sq + i, k) * B(T(h.alpha));
         s = s + g * g * B(T(1 - h.alpha));
         store_n(sq + i, k, s);
