@@ -32,6 +32,9 @@ _NO_BOOL = ("sub", "div", "pow", "floordiv", "remainder")  # undefined on two bo
 def bind(tensor_class, ops_module):
     """Tell the core which class ``_make`` builds and where the Functions are."""
     global _Tensor, ops, _binary_kernel, _full, _Add, _Sub, _Mul, _Div, _Unary
+    if _Tensor is not None and _Tensor is not tensor_class:  # one compiled module, one stage
+        raise ImportError(f"{__name__} already serves {_Tensor.__module__}'s Tensor: a stage that "
+                          f"inherits stage 3's frontend must compile its own tensor_core")
     _Tensor, ops = tensor_class, ops_module
     _Add, _Sub, _Mul, _Div, _Unary = ops.Add, ops.Sub, ops.Mul, ops.Div, ops.Unary
     _binary_kernel, _full = B.binary, B.full
