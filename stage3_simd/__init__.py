@@ -19,6 +19,7 @@ matrix product.
 """
 import importlib.util
 import os
+import sys
 
 # OpenBLAS's idle threads spin for 2**28 cycles (about 0.1 s) before they sleep; on a
 # machine with as many threads as cores they then take the core from the OpenMP thread of
@@ -50,7 +51,6 @@ class _PythonFrontend:
 
 
 if _FRONTEND == "python":
-    import sys
     sys.meta_path.insert(0, _PythonFrontend)
 _PREVIOUS = importlib.util.find_spec("stage2_cython").submodule_search_locations[0]
 __path__.append(_PREVIOUS)

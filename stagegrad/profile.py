@@ -32,6 +32,7 @@ are C slots the profiler does not see: their time counts in their caller's bucke
 ``profile.json`` and ``profile.md``.
 """
 import cProfile
+import importlib.util
 import json
 import os
 import pstats
@@ -61,7 +62,7 @@ def bucket(filename, name):
     """The bucket of one profiled function (``pstats`` key parts)."""
     path = filename.replace("\\", "/")
     if filename == "~":  # a builtin: a compiled function, or one of the interpreter's
-        if "graph" in name or name == "<built-in method apply>":  # Function.apply is a classmethod
+        if ".graph." in name or name == "<built-in method apply>":  # Function.apply is a classmethod
             return "autograd"
         if "tensor_core" in name:
             return "tensor"
@@ -86,14 +87,15 @@ def bucket(filename, name):
 
 def rows(stages):
     """The rows to measure: ``(label, package, environment, fused)``, PyTorch last."""
-    from . import load_stage
+    from . import STAGES, load_stage
+    number = {pkg: n for n, pkg in STAGES.items()}
     out = []
     for stage in stages:
         pkg = load_stage(stage).__name__
         if pkg == "stage3_simd":
             out += [(label, pkg, env, fused) for label, env, fused in STAGE3_RUNGS]
         else:
-            out.append((f"stage {pkg[5]}", pkg, {}, True))
+            out.append((f"stage {number[pkg]}", pkg, {}, True))
     return out + [("PyTorch", "torch", {}, True)]
 
 
@@ -114,7 +116,7 @@ def measure(package, steps=200, fused=True, batch=64):
             step()
         s = impl.lib.memory.stats()
         out["memory_per_step"] = {"allocations": s["allocations"] / 10, "misses": s["misses"] / 10}
-    out["wall_s_per_step"] = wall = time_calls(step, budget=10 * steps * 0.01, target=0.5)["time_s"]
+    out["wall_s_per_step"] = wall = time_calls(step, budget=5.0, target=0.5)["time_s"]
     if impl.kind == "stage":
         out.update(_profile(step, steps, wall))
     out["per_op_us"] = {g: time_calls(build_overhead(impl, g), budget=2.0, target=0.2)["time_s"] * 1e6
@@ -200,16 +202,13 @@ def markdown(reports):
 def run(args):
     if args.steps < 1:
         raise ValueError("--steps must be positive")
-    env = {name: "1" for name in THREADS if name not in os.environ}  # one core, like the journey
-    os.environ.update(env)
+    for name in THREADS:
+        os.environ.setdefault(name, "1")  # one core, like the journey
     reports = []
     for label, package, row_env, fused in rows([s.strip() for s in args.stages.split(",") if s.strip()]):
-        if package == "torch":
-            try:
-                import torch  # noqa: F401
-            except ImportError as e:
-                print(f"PyTorch is not installed ({e}): no row for it", file=sys.stderr)
-                continue
+        if package == "torch" and importlib.util.find_spec("torch") is None:
+            print("PyTorch is not installed: no row for it", file=sys.stderr)
+            continue
         print(f"profiling {label} ...", file=sys.stderr)
         reports.append(measure_in_subprocess(label, package, row_env, fused, args.steps))
     out = Path(args.out)

@@ -48,8 +48,6 @@ def build_model(sg, kind):
     raise ValueError(f"unknown model {kind!r}: expected 'mlp' or 'cnn'")
 
 
-
-
 def add_arguments(p):
     p.add_argument("--stage", default="0",
                    help="stage number or package (default 0), or 'torch' for PyTorch itself")
