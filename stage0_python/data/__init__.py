@@ -1,6 +1,10 @@
-"""Datasets and batching: ``Dataset``, ``TensorDataset``, ``Subset``, ``DataLoader``."""
+"""Datasets, samplers and batching: ``Dataset``, ``TensorDataset``, ``Subset``,
+``random_split``, the ``Sampler`` family and ``DataLoader``."""
 from .collate import default_collate
 from .dataset import Dataset, Subset, TensorDataset
 from .loader import DataLoader
+from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
+from .split import random_split
 
-__all__ = ["Dataset", "TensorDataset", "Subset", "DataLoader", "default_collate"]
+__all__ = ["Dataset", "TensorDataset", "Subset", "DataLoader", "default_collate", "random_split",
+           "Sampler", "SequentialSampler", "RandomSampler", "BatchSampler"]

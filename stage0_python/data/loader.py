@@ -1,58 +1,87 @@
-"""``DataLoader``: batches from a map-style dataset, optionally shuffled."""
-from .. import creation
+"""``DataLoader``: batches from a map-style dataset, in the order its sampler gives."""
 from .collate import default_collate
+from .sampler import BatchSampler, RandomSampler, SequentialSampler
+
+
+def _check_workers(num_workers, timeout, prefetch_factor, persistent_workers):
+    if num_workers < 0:
+        raise ValueError("num_workers option should be non-negative; use num_workers=0 to disable "
+                         "multiprocessing.")
+    if timeout < 0:
+        raise ValueError("timeout option should be non-negative")
+    if num_workers == 0 and prefetch_factor is not None:
+        raise ValueError("prefetch_factor option could only be specified in multiprocessing. Let "
+                         "num_workers > 0 to enable multiprocessing, otherwise set prefetch_factor to None.")
+    if persistent_workers and num_workers == 0:
+        raise ValueError("persistent_workers option needs num_workers > 0")
 
 
 class DataLoader:
-    """Iterate over ``dataset`` in batches of ``batch_size`` samples.
+    """Iterate over ``dataset`` in batches of ``batch_size`` samples, as PyTorch's does.
 
-    ``shuffle`` draws a new permutation at the start of every epoch from ``generator`` (an
-    ``sg.Generator``) or, without one, from the default generator (so ``sg.manual_seed``
-    makes it reproducible). The permutation is ``randperm(len(dataset))``: the same seed gives
-    the same order on every stage. ``batch_size=None`` yields single samples, uncollated.
-    Loading happens in the calling thread (there are no worker processes).
+    The order comes from ``sampler`` (any iterable of indices with a length) or, without
+    one, from a ``RandomSampler`` when ``shuffle`` (a new permutation every epoch, drawn
+    from ``generator`` or the default generator: ``randperm(len(dataset))``, the same on
+    every stage for the same seed) and a ``SequentialSampler`` otherwise. ``batch_sampler``
+    gives whole batches of indices instead, and excludes ``batch_size``, ``shuffle``,
+    ``sampler`` and ``drop_last``. ``batch_size=None`` yields single samples, uncollated.
+
+    With the default collate and a dataset that has ``get_batch(indices)``, each batch is
+    gathered in one call rather than sample by sample.
+
+    ``num_workers``, ``prefetch_factor``, ``persistent_workers``, ``worker_init_fn`` and
+    ``timeout`` are checked as PyTorch checks them and then have no effect: every batch is
+    loaded in the calling process, in order (a stage's kernels already use the cores).
+    ``pin_memory`` has no effect either: pinned memory speeds copies to a GPU, and a stage
+    runs on the CPU.
     """
 
-    def __init__(self, dataset, batch_size=1, shuffle=False, drop_last=False, collate_fn=None,
-                 generator=None):
-        if batch_size is not None and (not isinstance(batch_size, int) or isinstance(batch_size, bool)
-                                       or batch_size <= 0):
-            raise ValueError(f"batch_size should be a positive integer value or None, but got "
-                             f"batch_size={batch_size!r}")
-        if batch_size is None and drop_last:
+    def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
+                 num_workers=0, collate_fn=None, pin_memory=False, drop_last=False, timeout=0,
+                 worker_init_fn=None, generator=None, *, prefetch_factor=None, persistent_workers=False):
+        _check_workers(num_workers, timeout, prefetch_factor, persistent_workers)
+        if sampler is not None and shuffle:
+            raise ValueError("sampler option is mutually exclusive with shuffle")
+        if batch_sampler is not None:
+            if batch_size != 1 or shuffle or sampler is not None or drop_last:
+                raise ValueError("batch_sampler option is mutually exclusive with batch_size, shuffle, "
+                                 "sampler, and drop_last")
+            batch_size, drop_last = None, False
+        elif batch_size is None and drop_last:
             raise ValueError("batch_size=None option disables auto-batching and is mutually exclusive "
                              "with drop_last")
+        if sampler is None:
+            sampler = (RandomSampler(dataset, generator=generator) if shuffle
+                       else SequentialSampler(dataset))
+        if batch_size is not None and batch_sampler is None:
+            batch_sampler = BatchSampler(sampler, batch_size, bool(drop_last))
         self.dataset = dataset
         self.batch_size = batch_size
-        self.shuffle = bool(shuffle)
         self.drop_last = bool(drop_last)
+        self.sampler = sampler
+        self.batch_sampler = batch_sampler
+        self.num_workers = num_workers
+        self.pin_memory = pin_memory
+        self.timeout = timeout
+        self.worker_init_fn = worker_init_fn
+        self.prefetch_factor = prefetch_factor
+        self.persistent_workers = persistent_workers
         self.collate_fn = collate_fn if collate_fn is not None else default_collate
+        self._per_sample = collate_fn
         self.generator = generator
 
-    def _order(self):
-        n = len(self.dataset)
-        if not self.shuffle:
-            return list(range(n))
-        return creation.randperm(n, generator=self.generator).tolist()
-
     def __iter__(self):
-        order = self._order()
-        if self.batch_size is None:
-            for i in order:
-                yield self.dataset[i]
+        if self.batch_sampler is None:
+            # without batching PyTorch hands each sample to a given collate_fn alone
+            for i in self.sampler:
+                yield self.dataset[i] if self._per_sample is None else self._per_sample(self.dataset[i])
             return
         fast = getattr(self.dataset, "get_batch", None) if self.collate_fn is default_collate else None
-        bs = self.batch_size
-        stop = len(order) - len(order) % bs if self.drop_last else len(order)
-        for start in range(0, stop, bs):
-            idx = order[start:start + bs]
+        for idx in self.batch_sampler:
             if fast is not None:
                 yield fast(idx)
             else:
                 yield self.collate_fn([self.dataset[i] for i in idx])
 
     def __len__(self):
-        n = len(self.dataset)
-        if self.batch_size is None:
-            return n
-        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+        return len(self.batch_sampler if self.batch_sampler is not None else self.sampler)

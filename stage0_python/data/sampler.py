@@ -1,0 +1,103 @@
+"""Samplers: what order a ``DataLoader`` visits a dataset's indices in, and how they are
+grouped into batches (PyTorch's ``Sampler`` family)."""
+
+from .. import creation
+from .. import random as R
+
+
+class Sampler:
+    """Base class of every sampler: an iterable of dataset indices (or, for a batch
+    sampler, of lists of indices). Subclasses implement ``__iter__`` and usually
+    ``__len__``."""
+
+    def __init__(self, data_source=None):
+        # PyTorch takes and ignores ``data_source`` here; subclasses keep what they need
+        pass
+
+    def __iter__(self):
+        raise NotImplementedError(f"{type(self).__name__} must implement __iter__")
+
+
+class SequentialSampler(Sampler):
+    """The indices ``0 .. len(data_source) - 1`` in order."""
+
+    def __init__(self, data_source):
+        self.data_source = data_source
+
+    def __iter__(self):
+        return iter(range(len(self.data_source)))
+
+    def __len__(self):
+        return len(self.data_source)
+
+
+class RandomSampler(Sampler):
+    """Indices in random order.
+
+    Without replacement, each pass over the dataset is a fresh ``randperm`` (``num_samples``
+    larger than the dataset takes several passes; smaller, a prefix of one). With
+    ``replacement=True``, ``num_samples`` independent draws from ``[0, len)``. The draws
+    come from ``generator`` or, without one, from the default generator, so
+    ``sg.manual_seed`` makes them reproducible (PyTorch instead seeds a private generator
+    from the default one: the same reproducibility, a different stream).
+    """
+
+    def __init__(self, data_source, replacement=False, num_samples=None, generator=None):
+        if not isinstance(replacement, bool):
+            raise TypeError(f"replacement should be a boolean value, but got replacement={replacement!r}")
+        self.data_source = data_source
+        self.replacement = replacement
+        self._num_samples = num_samples
+        self.generator = generator
+        n = self.num_samples
+        if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
+            raise ValueError(f"num_samples should be a positive integer value, but got num_samples={n!r}")
+
+    @property
+    def num_samples(self):
+        """How many indices one pass yields: ``len(data_source)`` unless set."""
+        return len(self.data_source) if self._num_samples is None else self._num_samples
+
+    def __iter__(self):
+        n, total = len(self.data_source), self.num_samples
+        gen = self.generator or R.default_generator
+        if self.replacement:
+            yield from creation.randint(0, n, (total,), generator=gen).tolist()
+            return
+        for _ in range(total // n):
+            yield from creation.randperm(n, generator=gen).tolist()
+        if total % n:
+            yield from creation.randperm(n, generator=gen).tolist()[:total % n]
+
+    def __len__(self):
+        return self.num_samples
+
+
+class BatchSampler(Sampler):
+    """Group the indices of ``sampler`` into lists of ``batch_size``; the last, shorter list
+    is dropped when ``drop_last``."""
+
+    def __init__(self, sampler, batch_size, drop_last):
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0:
+            raise ValueError(f"batch_size should be a positive integer value, but got "
+                             f"batch_size={batch_size!r}")
+        if not isinstance(drop_last, bool):
+            raise ValueError(f"drop_last should be a boolean value, but got drop_last={drop_last!r}")
+        self.sampler = sampler
+        self.batch_size = batch_size
+        self.drop_last = drop_last
+
+    def __iter__(self):
+        batch = []
+        for i in self.sampler:
+            batch.append(i)
+            if len(batch) == self.batch_size:
+                yield batch
+                batch = []
+        if batch and not self.drop_last:
+            yield batch
+
+    def __len__(self):
+        n = len(self.sampler)
+        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+
