@@ -7,6 +7,7 @@ from . import dtypes as D
 from . import random as R
 from . import shapes
 from .dtypes import int64
+from .device import check_device
 from .tensor import Tensor, _shape_arg, _to_dtype
 
 
@@ -28,13 +29,13 @@ def _sizes(size, op, dtype):
 
 
 def tensor(data, dtype=None, requires_grad=False, device=None):
+    check_device(device, "tensor")
     t = Tensor(data, dtype=dtype)
-    if device is not None:
-        t.to(device)
     return t.requires_grad_(True) if requires_grad else t
 
 
-def as_tensor(data, dtype=None):
+def as_tensor(data, dtype=None, device=None):
+    check_device(device, "as_tensor")
     if isinstance(data, Tensor):
         return data.to(dtype) if dtype is not None else data
     return Tensor(data, dtype=dtype)
@@ -45,28 +46,33 @@ def from_numpy(array):
     return Tensor(array)
 
 
-def full(size, fill_value, dtype=None, requires_grad=False):
+def full(size, fill_value, dtype=None, requires_grad=False, device=None):
+    check_device(device, "full")
     dtype = _to_dtype(dtype) or D.result_type(fill_value)
     return _finish(B.full(_sizes((size,), "full", dtype), fill_value, dtype), requires_grad)
 
 
-def zeros(*size, dtype=None, requires_grad=False):
+def zeros(*size, dtype=None, requires_grad=False, device=None):
+    check_device(device, "zeros")
     dtype = _to_dtype(dtype) or D.get_default_dtype()
     return _finish(B.full(_sizes(size, "zeros", dtype), 0, dtype), requires_grad)
 
 
-def ones(*size, dtype=None, requires_grad=False):
+def ones(*size, dtype=None, requires_grad=False, device=None):
+    check_device(device, "ones")
     dtype = _to_dtype(dtype) or D.get_default_dtype()
     return _finish(B.full(_sizes(size, "ones", dtype), 1, dtype), requires_grad)
 
 
-def empty(*size, dtype=None, requires_grad=False):
+def empty(*size, dtype=None, requires_grad=False, device=None):
     """Zero-filled: unlike C, Python cannot hand out uninitialised memory."""
+    check_device(device, "empty")
     dtype = _to_dtype(dtype) or D.get_default_dtype()
     return _finish(B.full(_sizes(size, "empty", dtype), 0, dtype), requires_grad)
 
 
-def arange(start, end=None, step=1, dtype=None, requires_grad=False):
+def arange(start, end=None, step=1, dtype=None, requires_grad=False, device=None):
+    check_device(device, "arange")
     if end is None:
         start, end = 0, start
     if not all(math.isfinite(v) for v in (start, end, step)):
@@ -82,7 +88,8 @@ def arange(start, end=None, step=1, dtype=None, requires_grad=False):
     return _finish(B.arange(start, end, step, dtype), requires_grad)
 
 
-def linspace(start, end, steps, dtype=None, requires_grad=False):
+def linspace(start, end, steps, dtype=None, requires_grad=False, device=None):
+    check_device(device, "linspace")
     if steps < 0:
         raise ValueError(f"linspace: number of steps must be non-negative, got {steps}")
     dtype = _to_dtype(dtype) or D.get_default_dtype()
@@ -97,7 +104,8 @@ def linspace(start, end, steps, dtype=None, requires_grad=False):
     return _finish(B.from_list(vals, (steps,), dtype), requires_grad)
 
 
-def eye(n, m=None, dtype=None, requires_grad=False):
+def eye(n, m=None, dtype=None, requires_grad=False, device=None):
+    check_device(device, "eye")
     m = n if m is None else m
     dtype = _to_dtype(dtype) or D.get_default_dtype()
     shapes.check((n, m), "eye", dtype)
@@ -105,25 +113,29 @@ def eye(n, m=None, dtype=None, requires_grad=False):
     return _finish(B.from_list(vals, (n, m), dtype), requires_grad)
 
 
-def rand(*size, dtype=None, generator=None, requires_grad=False):
+def rand(*size, dtype=None, generator=None, requires_grad=False, device=None):
+    check_device(device, "rand")
     dtype = _float_dtype(dtype, "rand")
     gen = generator or R.default_generator
     return _finish(B.uniform(_sizes(size, "rand", dtype), 0.0, 1.0, dtype, gen), requires_grad)
 
 
-def randn(*size, dtype=None, generator=None, requires_grad=False):
+def randn(*size, dtype=None, generator=None, requires_grad=False, device=None):
+    check_device(device, "randn")
     dtype = _float_dtype(dtype, "randn")
     gen = generator or R.default_generator
     return _finish(B.normal(_sizes(size, "randn", dtype), 0.0, 1.0, dtype, gen), requires_grad)
 
 
-def normal(mean, std, size, dtype=None, generator=None):
+def normal(mean, std, size, dtype=None, generator=None, device=None):
+    check_device(device, "normal")
     dtype = _float_dtype(dtype, "normal")
     gen = generator or R.default_generator
     return Tensor._make(B.normal(_sizes((size,), "normal", dtype), mean, std, dtype, gen))
 
 
-def randint(low, high=None, size=None, dtype=None, generator=None):
+def randint(low, high=None, size=None, dtype=None, generator=None, device=None):
+    check_device(device, "randint")
     if high is None or size is None and isinstance(high, (tuple, list)):
         # randint(high, size) as well as randint(low, high, size)
         low, high, size = 0, low, high if size is None else size
@@ -136,7 +148,8 @@ def randint(low, high=None, size=None, dtype=None, generator=None):
     return Tensor._make(B.randint(_sizes((size,), "randint", dtype), low, high, dtype, gen))
 
 
-def randperm(n, dtype=None, generator=None):
+def randperm(n, dtype=None, generator=None, device=None):
+    check_device(device, "randperm")
     gen = generator or R.default_generator
     dtype = _to_dtype(dtype) or int64
     (n,) = shapes.check((n,), "randperm", dtype)
@@ -144,7 +157,8 @@ def randperm(n, dtype=None, generator=None):
 
 
 def _like(fn):
-    def like(input, dtype=None, requires_grad=False, **kwargs):
+    def like(input, dtype=None, requires_grad=False, device=None, **kwargs):
+        check_device(device, like.__name__)
         return fn(input.shape, dtype=dtype or input.dtype, requires_grad=requires_grad, **kwargs)
     like.__name__ = fn.__name__ + "_like"
     like.__doc__ = f"``{fn.__name__}`` with the shape (and by default the dtype) of ``input``."
@@ -158,11 +172,13 @@ rand_like = _like(rand)
 randn_like = _like(randn)
 
 
-def full_like(input, fill_value, dtype=None, requires_grad=False):
+def full_like(input, fill_value, dtype=None, requires_grad=False, device=None):
+    check_device(device, "full_like")
     return full(input.shape, fill_value, dtype=dtype or input.dtype, requires_grad=requires_grad)
 
 
-def randint_like(input, low, high=None, dtype=None):
+def randint_like(input, low, high=None, dtype=None, device=None):
+    check_device(device, "randint_like")
     return randint(low, high, input.shape, dtype=dtype or input.dtype)
 
 

@@ -12,36 +12,14 @@ from collections import namedtuple
 from . import backend as B
 from . import dtypes as D
 from . import shapes
+from .device import CPU, DeviceError, check_device, device  # noqa: F401  (device is public here)
 from .dtypes import bool_, float32, float64, int32, int64
 from .tensor_core import Size, TensorCore  # noqa: F401  (Size is public here)
 
 ValuesIndices = namedtuple("ValuesIndices", ["values", "indices"])
 
 
-class device:
-    """Where a tensor lives. Stage 0 has only the CPU."""
-
-    def __init__(self, type="cpu"):
-        if isinstance(type, device):
-            type = type.type
-        if type != "cpu":
-            raise ValueError(f"device: this stage has no device {type!r} (only 'cpu')")
-        self.type = type
-
-    def __repr__(self):
-        return f"device(type={self.type!r})"
-
-    def __eq__(self, other):
-        return str(other) == self.type or getattr(other, "type", None) == self.type
-
-    def __hash__(self):
-        return hash(self.type)
-
-    def __str__(self):
-        return self.type
-
-
-_CPU = device("cpu")
+_CPU = CPU
 _Device = device
 
 
@@ -178,7 +156,18 @@ class Tensor(TensorCore):
 
     @property
     def device(self):
+        """Where the tensor lives: always ``device(type='cpu')`` on this stage."""
         return _CPU
+
+    @property
+    def is_cuda(self):
+        """False: this stage's tensors live on the CPU."""
+        return False
+
+    @property
+    def is_cpu(self):
+        """True: this stage's tensors live on the CPU."""
+        return True
 
     @property
     def data(self):
@@ -302,17 +291,22 @@ class Tensor(TensorCore):
                                f"ambiguous")
         return bool(self.item())
 
-    def to(self, *args, dtype=None, device=None):
+    def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False):
+        """This tensor with another dtype and/or on another device, as PyTorch's ``to``:
+        ``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other)`` (other's dtype and
+        device), or the keywords. The same tensor comes back when nothing changes (a copy with
+        ``copy=True``). Only the CPU exists here: another device raises DeviceError."""
         for a in args:
-            if isinstance(a, (str, _Device)) and str(a) not in D.BY_NAME:
+            if isinstance(a, Tensor):
+                dtype, device = a.dtype, a.device
+            elif isinstance(a, _Device) or (isinstance(a, str) and a not in D.BY_NAME):
                 device = a
             else:
                 dtype = a
-        if device is not None:
-            _Device(device)  # this stage knows only the CPU: anything else raises
+        check_device(device, "to")
         dtype = _to_dtype(dtype)
         if dtype is None or dtype is self.dtype:
-            return self
+            return self.clone() if copy else self
         return ops.Cast.apply(self, dtype)
 
     def type(self, dtype=None):
@@ -334,7 +328,14 @@ class Tensor(TensorCore):
         return self.to(bool_)
 
     def cpu(self):
+        """This tensor: it is already on the CPU."""
         return self
+
+    def cuda(self, device=None, non_blocking=False):
+        """Refused: this stage runs on the CPU only (DeviceError naming the device)."""
+        name = "cuda" if device is None else f"cuda:{device}" if isinstance(device, int) else str(device)
+        raise DeviceError(f"cuda: device {name!r} is not available: this stage runs on the CPU only "
+                          f"(sg.cuda.is_available() is False)")
 
     # ------------------------------------------------------------ autograd
 
@@ -417,16 +418,20 @@ class Tensor(TensorCore):
         dtype = _to_dtype(dtype) or self.dtype
         return Tensor._make(B.full(shapes.check(_shape_arg(shape, op), op, dtype), value, dtype))
 
-    def new_zeros(self, *shape, dtype=None):
+    def new_zeros(self, *shape, dtype=None, device=None):
+        check_device(device, "new_zeros")
         return self._new(shape, 0, dtype, "new_zeros")
 
-    def new_ones(self, *shape, dtype=None):
+    def new_ones(self, *shape, dtype=None, device=None):
+        check_device(device, "new_ones")
         return self._new(shape, 1, dtype, "new_ones")
 
-    def new_full(self, shape, value, dtype=None):
+    def new_full(self, shape, value, dtype=None, device=None):
+        check_device(device, "new_full")
         return self._new((shape,), value, dtype, "new_full")
 
-    def new_tensor(self, data, dtype=None):
+    def new_tensor(self, data, dtype=None, device=None):
+        check_device(device, "new_tensor")
         return Tensor(data, dtype=dtype or self.dtype)
 
     # ------------------------------------------------------------ elementwise
