@@ -54,6 +54,55 @@ class enable_grad(set_grad_enabled):
         self.mode = True
 
 
+_inference = [False]  # a list: one flag shared by every module that imported it
+
+
+def is_inference_mode_enabled():
+    """Whether code runs inside ``inference_mode()``."""
+    return _inference[0]
+
+
+class inference_mode:
+    """Context manager and decorator (``@inference_mode()`` or bare ``@inference_mode``):
+    run without recording history, as ``no_grad``, for evaluation and serving.
+
+    PyTorch also marks tensors made inside as "inference tensors" that later autograd
+    refuses; here they are ordinary tensors that simply have no history, which every program
+    correct under PyTorch also runs correctly under. ``inference_mode(False)``, as in
+    PyTorch, turns grad mode on inside (even within ``no_grad``).
+    """
+
+    def __new__(cls, mode=True):
+        if not isinstance(mode, bool):  # used bare as a decorator: ``mode`` is the function
+            return cls(True)(mode)
+        return super().__new__(cls)
+
+    def __init__(self, mode=True):
+        self.mode = mode
+        self._saved = []  # a stack, so one object can be entered again while active
+
+    def __enter__(self):
+        self._saved.append((is_grad_enabled(), _inference[0]))
+        _set_grad_enabled(not self.mode)  # PyTorch's rule: inference_mode(False) enables grad
+        _inference[0] = self.mode
+        return self
+
+    def __exit__(self, *exc):
+        grad, inference = self._saved.pop()
+        _set_grad_enabled(grad)
+        _inference[0] = inference
+
+    def __call__(self, fn):
+        mode = self.mode
+
+        def wrapper(*args, **kwargs):
+            with inference_mode(mode):
+                return fn(*args, **kwargs)
+        wrapper.__name__ = getattr(fn, "__name__", "wrapper")
+        wrapper.__doc__ = getattr(fn, "__doc__", None)
+        return wrapper
+
+
 def _root_grads(tensors, grad_tensors, caller):
     roots = []
     _sync_views(tensors)
