@@ -6,7 +6,8 @@ import importlib
 
 from . import tensor as _tensor  # first: autograd, ops and creation build on Tensor
 from . import autograd, dtypes, random
-from .autograd import Function, enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .autograd import (Function, enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled,
+                       no_grad, set_grad_enabled)
 from .creation import (arange, as_tensor, cat, concat, empty, empty_like, eye, from_numpy, full,
                        full_like, linspace, normal, ones, ones_like, rand, rand_like, randint,
                        randint_like, randn, randn_like, randperm, stack, tensor, zeros, zeros_like)
@@ -66,7 +67,7 @@ def isclose(a, b, rtol=1e-05, atol=1e-08):
 
 
 _SUBMODULES = ("functional", "nn", "optim", "data", "datasets", "serialization", "utils", "memory",
-               "backends")
+               "backends", "cuda")
 
 
 def __getattr__(name):

@@ -6,6 +6,13 @@ and ``"own"``, its own BLIS-style GEMM) lists them in its backend's ``GEMMS``, a
 accepts ``"auto"`` (its default, or ``STAGEGRAD_GEMM``: each product on the GEMM that is
 faster for its shape on this machine), and a stage with one says ``"builtin"``. Setting
 a name the stage does not have raises ValueError listing those it has.
+
+The flags PyTorch programs set before training are here too, answered as a CPU-only
+PyTorch build answers them, so those lines run unchanged: ``cudnn`` (``benchmark``,
+``deterministic``, ``enabled``, ``allow_tf32``: stored and without effect, since no
+cuDNN is used; ``is_available()`` False, ``version()`` None), ``cuda`` (``is_built()``
+False, ``matmul.allow_tf32``) and ``mps`` (``is_available()`` and ``is_built()`` False).
+Each is also importable as a module: ``import sg.backends.cudnn as cudnn``.
 """
 import sys
 import types
@@ -29,3 +36,32 @@ class _Backends(types.ModuleType):
 
 
 sys.modules[__name__].__class__ = _Backends
+
+
+def _submodule(name, doc, **attrs):
+    """A ``backends.<name>`` module holding ``attrs``, registered so that
+    ``import <stage>.backends.<name>`` finds it."""
+    module = types.ModuleType(f"{__name__}.{name}", doc)
+    module.__dict__.update(attrs)
+    sys.modules[module.__name__] = module
+    setattr(sys.modules[__name__], name, module)
+    return module
+
+
+def _false():
+    """False: this stage has none."""
+    return False
+
+
+def _none():
+    """None: this stage has no cuDNN, so no version."""
+    return None
+
+
+_submodule("cudnn", "cuDNN's switches: stored, without effect (no cuDNN is used here).",
+           benchmark=False, deterministic=False, enabled=True, allow_tf32=True,
+           is_available=_false, version=_none)
+_submodule("mps", "Apple's Metal backend: not available here.", is_available=_false, is_built=_false)
+_submodule("cuda", "CUDA's switches: stored, without effect (no CUDA is used here).", is_built=_false,
+           matmul=types.SimpleNamespace(allow_tf32=False, allow_fp16_reduced_precision_reduction=True,
+                                        allow_bf16_reduced_precision_reduction=True))

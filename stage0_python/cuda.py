@@ -1,0 +1,119 @@
+"""``sg.cuda``: ``torch.cuda``'s questions, answered truthfully for a stage that runs on
+the CPU only, the way a CPU-only PyTorch build answers them: CUDA is not available,
+there are no devices, and the calls a program makes unconditionally (seeding, emptying
+the cache, reading memory counters) succeed and do nothing, while the ones that need a
+GPU raise ``CudaUnavailableError``.
+"""
+from .device import DeviceError
+
+
+class CudaUnavailableError(DeviceError, AssertionError):
+    """Raised by the calls that need a GPU. An AssertionError, as PyTorch's CPU build raises
+    (so ``except AssertionError`` written for it still catches it), and a RuntimeError."""
+
+
+def _unavailable(op):
+    raise CudaUnavailableError(f"cuda.{op}: no CUDA device: this stage runs on the CPU only "
+                               f"(sg.cuda.is_available() is False)")
+
+
+def is_available():
+    """False: this stage has no GPU."""
+    return False
+
+
+def device_count():
+    """0: this stage has no GPU."""
+    return 0
+
+
+def is_initialized():
+    """False: there is nothing to initialise."""
+    return False
+
+
+def is_bf16_supported(including_emulation=True):
+    """False, as on a PyTorch build without CUDA."""
+    return False
+
+
+def get_arch_list():
+    """``[]``: no CUDA architectures are compiled in."""
+    return []
+
+
+def manual_seed(seed):
+    """Accepted and ignored (there are no GPU generators to seed), as PyTorch does without a
+    GPU; ``sg.manual_seed`` seeds the CPU generator every tensor here is drawn from."""
+
+
+def manual_seed_all(seed):
+    """Accepted and ignored, as ``manual_seed``."""
+
+
+def seed():
+    """Accepted and ignored: there are no GPU generators."""
+
+
+def seed_all():
+    """Accepted and ignored: there are no GPU generators."""
+
+
+def empty_cache():
+    """Accepted and ignored: there is no GPU memory cache. (Stages with a buffer pool empty it
+    with ``sg.memory``.)"""
+
+
+def memory_allocated(device=None):
+    """0 bytes: nothing is allocated on a GPU."""
+    return 0
+
+
+def max_memory_allocated(device=None):
+    """0 bytes: nothing is allocated on a GPU."""
+    return 0
+
+
+def memory_reserved(device=None):
+    """0 bytes: nothing is reserved on a GPU."""
+    return 0
+
+
+def synchronize(device=None):
+    """Refused, as without a GPU in PyTorch: there is no device to wait for."""
+    _unavailable("synchronize")
+
+
+def current_device():
+    """Refused: there is no current GPU."""
+    _unavailable("current_device")
+
+
+def set_device(device):
+    """Refused: there is no GPU to select."""
+    _unavailable("set_device")
+
+
+def get_device_name(device=None):
+    """Refused: there is no GPU to name."""
+    _unavailable("get_device_name")
+
+
+def get_device_capability(device=None):
+    """Refused: there is no GPU to query."""
+    _unavailable("get_device_capability")
+
+
+def get_device_properties(device=None):
+    """Refused: there is no GPU to query."""
+    _unavailable("get_device_properties")
+
+
+def mem_get_info(device=None):
+    """Refused: there is no GPU memory."""
+    _unavailable("mem_get_info")
+
+
+def init():
+    """Refused: there is no CUDA to initialise."""
+    _unavailable("init")
