@@ -117,7 +117,7 @@ def _root_grads(tensors, grad_tensors, caller):
             g = Tensor._make_ones_like(t)
         else:
             if not isinstance(g, Tensor):
-                g = Tensor(g, dtype=t.dtype)
+                g = Tensor._infer(g, dtype=t.dtype)
             if tuple(g.shape) != tuple(t.shape):
                 raise RuntimeError(f"{caller}: gradient has shape {list(g.shape)} but the tensor has "
                                    f"shape {list(t.shape)}")
@@ -204,7 +204,7 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True):
                 if not out.requires_grad:
                     analytic = [0.0] * len(flat)
                 else:
-                    g = grad(out, [x], Tensor(seed, dtype=out.dtype).reshape(out.shape),
+                    g = grad(out, [x], Tensor._infer(seed, dtype=out.dtype).reshape(out.shape),
                              allow_unused=True)[0]
                     analytic = [0.0] * len(flat) if g is None else g.reshape(-1).tolist()
                 for j, (a, b) in enumerate(zip(analytic, numeric[r])):

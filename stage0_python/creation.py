@@ -30,7 +30,7 @@ def _sizes(size, op, dtype):
 
 def tensor(data, dtype=None, requires_grad=False, device=None):
     check_device(device, "tensor")
-    t = Tensor(data, dtype=dtype)
+    t = Tensor._infer(data, dtype)
     return t.requires_grad_(True) if requires_grad else t
 
 
@@ -38,12 +38,12 @@ def as_tensor(data, dtype=None, device=None):
     check_device(device, "as_tensor")
     if isinstance(data, Tensor):
         return data.to(dtype) if dtype is not None else data
-    return Tensor(data, dtype=dtype)
+    return Tensor._infer(data, dtype)
 
 
 def from_numpy(array):
     """A copy of a NumPy array (interop only: stage 0 cannot share NumPy's memory)."""
-    return Tensor(array)
+    return Tensor._infer(array)
 
 
 def full(size, fill_value, dtype=None, requires_grad=False, device=None):

@@ -79,7 +79,7 @@ def parse_index(shape, key):
     items = []
     for k in key:
         if isinstance(k, list):
-            k = Tensor(k)
+            k = Tensor._infer(k)
             if k.dtype.is_floating_point:
                 raise IndexError("tensors used as indices must be long, int or bool tensors")
         items.append(k)

@@ -127,6 +127,29 @@ def _buffer_from(data, dtype):
     return B.from_list(flat, shape, dtype)
 
 
+def _legacy_buffer(args, dtype, op):
+    """The buffer ``torch.Tensor(*args)``-style constructors make: sizes give a zero-filled
+    shape (PyTorch leaves it uninitialised), a tensor keeps its dtype, and any other data
+    becomes ``dtype``, by default the default dtype."""
+    if not args:
+        args = (0,)
+    if isinstance(args[0], Size) or all(isinstance(a, int) and not isinstance(a, bool) for a in args):
+        shape = shapes.check(_shape_arg(args, op), op, dtype or D.get_default_dtype())
+        return B.full(shape, 0, dtype or D.get_default_dtype())
+    if len(args) > 1:
+        raise TypeError(f"{op}: expected sizes (ints) or one sequence of data, got {args!r}")
+    (data,) = args
+    if isinstance(data, (float, bool)):
+        raise TypeError(f"{op}: data must be a sequence (got {type(data).__name__}); "
+                        f"sg.tensor makes a 0-d tensor")
+    if isinstance(data, Tensor):
+        return _buffer_from(data, dtype)
+    if dtype is not None and not dtype.is_floating_point:
+        # inferred first, then cast: 1.7 becomes 1 as PyTorch's LongTensor([1.7]) makes it
+        return B.cast(_buffer_from(data, None), dtype)
+    return _buffer_from(data, dtype or D.get_default_dtype())
+
+
 class Tensor(TensorCore):
     """An n-dimensional array with reverse-mode autograd."""
 
@@ -134,8 +157,19 @@ class Tensor(TensorCore):
     __array_priority__ = 1000
     __array_ufunc__ = None  # NumPy operands defer to our reflected operators
 
-    def __init__(self, data, dtype=None, requires_grad=False):
-        self._init(_buffer_from(data, dtype), requires_grad)
+    def __init__(self, *args, dtype=None, requires_grad=False, device=None):
+        """As ``torch.Tensor``: ``Tensor(data)`` makes a tensor of the default dtype (float32)
+        whatever the data, ``Tensor(2, 3)`` (or a ``Size``) a zero-filled one of that shape,
+        ``Tensor()`` an empty one, and ``Tensor(t)`` a tensor with ``t``'s values and dtype.
+        ``dtype=`` (which ``torch.Tensor`` lacks) picks another dtype; ``sg.tensor`` infers
+        the dtype from the data instead."""
+        check_device(device, "Tensor")
+        self._init(_legacy_buffer(args, _to_dtype(dtype), "Tensor"), requires_grad)
+
+    @staticmethod
+    def _infer(data, dtype=None):
+        """A tensor from ``data`` with its dtype inferred (``sg.tensor``'s rule)."""
+        return Tensor._make(_buffer_from(data, dtype))
 
     def _init(self, buf, requires_grad=False):
         self._data = buf
@@ -245,6 +279,14 @@ class Tensor(TensorCore):
 
     # ------------------------------------------------------------ conversion
 
+    def __format__(self, spec):
+        # a 0-d tensor formats as its number (``f"{loss:.4f}"``); others only without a spec
+        if self.ndim == 0:
+            return format(self.item(), spec)
+        if spec:
+            raise TypeError("unsupported format string passed to Tensor.__format__")
+        return str(self)
+
     def item(self):
         if self.numel() != 1:
             raise ValueError(f"item: only one-element tensors can be converted to a Python "
@@ -310,7 +352,14 @@ class Tensor(TensorCore):
         return ops.Cast.apply(self, dtype)
 
     def type(self, dtype=None):
-        return self.dtype.name if dtype is None else self.to(dtype)
+        """Without an argument, the legacy type name: ``'<stage>.FloatTensor'`` (PyTorch
+        says ``'torch.FloatTensor'``; the stage's package name stands for ``torch`` here).
+        With one, this tensor converted to it: a dtype, a legacy type (``sg.LongTensor``) or
+        a type name in either spelling (``'torch.LongTensor'``)."""
+        from . import legacy  # here, not at the top: legacy.py builds on this module
+        if dtype is None:
+            return legacy.type_name(self.dtype)
+        return self.to(legacy.dtype_of(dtype))
 
     def float(self):
         return self.to(float32)
@@ -432,7 +481,7 @@ class Tensor(TensorCore):
 
     def new_tensor(self, data, dtype=None, device=None):
         check_device(device, "new_tensor")
-        return Tensor(data, dtype=dtype or self.dtype)
+        return Tensor._infer(data, dtype=dtype or self.dtype)
 
     # ------------------------------------------------------------ elementwise
 
@@ -460,7 +509,7 @@ class Tensor(TensorCore):
         return self.matmul(o)
 
     def __rmatmul__(self, o):
-        return Tensor(o).matmul(self)
+        return Tensor._infer(o).matmul(self)
 
     def __pos__(self):
         return self

@@ -18,7 +18,7 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     grads = _grads(parameters)
     norm_type = float(norm_type)
     if not grads:
-        return Tensor(0.0)
+        return Tensor._infer(0.0)
     with no_grad():
         if norm_type == math.inf:
             norms = [g.abs().amax() for g in grads]

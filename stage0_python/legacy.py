@@ -1,0 +1,64 @@
+"""PyTorch's legacy tensor types: ``FloatTensor``, ``DoubleTensor``, ``LongTensor``,
+``IntTensor`` and ``BoolTensor``.
+
+Each is a constructor (``sg.LongTensor([1, 2])`` from data, ``sg.FloatTensor(2, 3)`` as a
+zero-filled shape) and a type that ``isinstance`` checks by dtype, as in PyTorch. Their
+names, as ``Tensor.type()`` returns them, carry the stage's package name:
+``'stage0_python.FloatTensor'`` where PyTorch says ``'torch.FloatTensor'``; ``Tensor.type``
+accepts either spelling back.
+"""
+from . import dtypes as D
+from .device import check_device
+from .tensor import Tensor, _legacy_buffer
+
+_STAGE = __name__.rpartition(".")[0]  # this stage's package: the types' names carry it
+
+
+class _LegacyType(type):
+    """The metaclass that makes each legacy type a constructor and an isinstance check."""
+
+    def __call__(cls, *args, device=None):
+        check_device(device, cls.__name__)
+        if args and isinstance(args[0], Tensor) and args[0].dtype is not cls.dtype:
+            raise TypeError(f"{cls.__name__}: expected a {cls.dtype.name} tensor, got {args[0].dtype.name} "
+                            f"(convert with .to({cls.dtype.name}) or .type({cls.__name__}))")
+        return Tensor._make(_legacy_buffer(args, cls.dtype, cls.__name__))
+
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, Tensor) and obj.dtype is cls.dtype
+
+    def __repr__(cls):
+        return f"<class '{cls.__module__}.{cls.__name__}'>"
+
+
+def _legacy(name, dtype, doc):
+    return _LegacyType(name, (), {"dtype": dtype, "__doc__": doc, "__module__": _STAGE})
+
+
+FloatTensor = _legacy("FloatTensor", D.float32, "A float32 tensor: ``FloatTensor(data)`` or ``FloatTensor(*sizes)``.")
+DoubleTensor = _legacy("DoubleTensor", D.float64, "A float64 tensor: ``DoubleTensor(data)`` or ``DoubleTensor(*sizes)``.")
+LongTensor = _legacy("LongTensor", D.int64, "An int64 tensor: ``LongTensor(data)`` or ``LongTensor(*sizes)``.")
+IntTensor = _legacy("IntTensor", D.int32, "An int32 tensor: ``IntTensor(data)`` or ``IntTensor(*sizes)``.")
+BoolTensor = _legacy("BoolTensor", D.bool_, "A bool tensor: ``BoolTensor(data)`` or ``BoolTensor(*sizes)``.")
+
+BY_DTYPE = {t.dtype: t for t in (FloatTensor, DoubleTensor, LongTensor, IntTensor, BoolTensor)}
+
+
+def type_name(dtype):
+    """``Tensor.type()``'s answer for ``dtype``: ``'<stage>.FloatTensor'`` and so on."""
+    return f"{_STAGE}.{BY_DTYPE[dtype].__name__}"
+
+
+def dtype_of(spec):
+    """The dtype a ``Tensor.type(spec)`` argument names: a dtype, a legacy type, or its
+    name with this stage's prefix or ``torch.``."""
+    if isinstance(spec, _LegacyType):
+        return spec.dtype
+    if isinstance(spec, str):
+        prefix, _, name = spec.rpartition(".")
+        for t in BY_DTYPE.values():
+            if name == t.__name__ and prefix in (_STAGE, "torch"):
+                return t.dtype
+        raise ValueError(f"invalid type: {spec!r} (expected e.g. '{_STAGE}.FloatTensor' or "
+                         f"'torch.FloatTensor')")
+    return spec
