@@ -63,6 +63,7 @@ import time
 from array import array
 
 from . import creation
+from .device import CPU, check_device, device
 from .dtypes import BY_NAME, DType
 from .tensor import Tensor
 
@@ -310,8 +311,21 @@ def _fsync_dir(directory):
 
 # ------------------------------------------------------------------ load
 
-def load(f):
-    """Read a checkpoint written by ``save`` from a path or a binary file object."""
+def load(f, map_location=None, weights_only=None):
+    """Read a checkpoint written by ``save`` from a path or a binary file object.
+
+    ``map_location`` is PyTorch's: ``None``, ``"cpu"``, ``"cpu:0"`` or ``sg.device("cpu")``
+    keep every tensor on the CPU, where checkpoints are saved from; a dict maps saved
+    locations to targets (``{"cuda:0": "cpu"}``: a saved tensor's location is ``"cpu"``);
+    a callable is called as ``fn(tensor, "cpu")`` for each tensor (the tensor standing for
+    PyTorch's storage) and its result is loaded in its place. A map to any other device
+    raises DeviceError naming it. ``weights_only`` is accepted for PyTorch programs and
+    changes nothing: the file holds data only, never code, so every load is as safe as
+    PyTorch's ``weights_only=True``.
+    """
+    if weights_only not in (None, True, False):
+        raise TypeError(f"load: weights_only must be a bool or None, got {weights_only!r}")
+    relocate = _relocation(map_location)
     if hasattr(f, "read"):
         blob, name = f.read(), getattr(f, "name", "<file object>")
     else:
@@ -323,7 +337,7 @@ def load(f):
         doc = json.loads(header.decode("utf-8"))
         if not isinstance(doc, dict) or doc.get("format") != "stagegrad":
             raise ValueError("the header does not name the stagegrad format")
-        return _decode(doc["root"], data, 0)
+        root = _decode(doc["root"], data, 0)
     except CheckpointError:
         raise
     except RecursionError:  # json's parser, on a header nested far deeper than MAX_DEPTH
@@ -331,6 +345,40 @@ def load(f):
                               f"decode; a checkpoint nests at most {MAX_DEPTH} containers)") from None
     except (ValueError, KeyError, TypeError, IndexError) as e:
         raise CheckpointError(f"{name}: malformed checkpoint header ({e})") from None
+    return root if relocate is None else _relocated(root, relocate)
+
+
+def _relocation(map_location):
+    """What ``map_location`` asks of each loaded tensor: None (leave it), or a function."""
+    if map_location is None:
+        return None
+    if isinstance(map_location, dict):
+        target = map_location.get("cpu", map_location.get(CPU, "cpu"))  # keys as str or device
+        check_device(target, "load(map_location=...)")
+        return None
+    if callable(map_location) and not isinstance(map_location, device):
+        def apply(t):
+            out = map_location(t, "cpu")
+            if not isinstance(out, Tensor):
+                raise TypeError(f"load: map_location returned {type(out).__name__}, not a Tensor")
+            return out
+        return apply
+    check_device(map_location, "load(map_location=...)")
+    return None
+
+
+def _relocated(obj, fn):
+    """``obj`` with ``fn`` applied to every tensor in it (containers rebuilt; no deeper than
+    the ``MAX_DEPTH`` that decoding already enforced)."""
+    if isinstance(obj, Tensor):
+        return fn(obj)
+    if isinstance(obj, list):
+        return [_relocated(v, fn) for v in obj]
+    if isinstance(obj, tuple):
+        return tuple(_relocated(v, fn) for v in obj)
+    if isinstance(obj, dict):
+        return {k: _relocated(v, fn) for k, v in obj.items()}
+    return obj
 
 
 def _verified_sections(blob, name):

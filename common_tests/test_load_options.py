@@ -1,0 +1,104 @@
+"""``sg.load``'s ``map_location`` and ``weights_only``, and nested checkpoints, against
+``torch.save``/``torch.load`` on the same objects."""
+import io
+
+import numpy as np
+import pytest
+
+from .oracle import assert_close, need_torch
+
+
+def _nested(lib):
+    """A checkpoint-like object: tensors inside dicts, lists and tuples, beside numbers,
+    strings and None."""
+    return {"model": {"w": lib.tensor([[1.5, -2.0], [0.25, 3.0]]), "b": lib.tensor([1, 2, 3])},
+            "epoch": 7, "lr": 0.001, "name": "mlp", "best": None, "flag": True,
+            "history": [lib.tensor(0.5), (1, lib.tensor([True, False]), "x"), [[], {}]],
+            3: (None, 2.5, lib.tensor([], dtype=lib.float64))}
+
+
+def _same(ours, theirs, torch, where="obj"):
+    if isinstance(theirs, torch.Tensor):
+        assert_close(ours, theirs)
+    elif isinstance(theirs, dict):
+        assert isinstance(ours, dict) and list(ours) == list(theirs), where
+        for k in theirs:
+            _same(ours[k], theirs[k], torch, f"{where}[{k!r}]")
+    elif isinstance(theirs, (list, tuple)):
+        assert type(ours) is type(theirs) and len(ours) == len(theirs), where
+        for i, (a, b) in enumerate(zip(ours, theirs)):
+            _same(a, b, torch, f"{where}[{i}]")
+    else:
+        assert ours == theirs and type(ours) is type(theirs), where
+
+
+def _round_trip(lib, obj, **load_args):
+    buf = io.BytesIO()
+    lib.save(obj, buf)
+    buf.seek(0)
+    return lib.load(buf, **load_args)
+
+
+@pytest.mark.needs_torch
+@pytest.mark.parametrize("where", ["none", "cpu", "device", "dict", "dict_device", "callable"])
+def test_nested_round_trip_with_map_location_as_torch(sg, where):
+    torch = need_torch()
+
+    def location(lib):
+        return {"none": None, "cpu": "cpu", "device": lib.device("cpu"),
+                "dict": {"cuda:0": "cpu"}, "dict_device": {"cuda:1": lib.device("cpu")},
+                "callable": lambda storage, loc: storage}[where]
+
+    ours = _round_trip(sg, _nested(sg), map_location=location(sg))
+    theirs = _round_trip(torch, _nested(torch), map_location=location(torch))
+    _same(ours, theirs, torch)
+
+
+@pytest.mark.needs_torch
+@pytest.mark.parametrize("weights_only", [None, True, False])
+def test_weights_only_is_accepted(sg, tmp_path, weights_only):
+    torch = need_torch()
+    sg.save(_nested(sg), tmp_path / "ours.ckpt")
+    torch.save(_nested(torch), tmp_path / "theirs.pt")
+    _same(sg.load(tmp_path / "ours.ckpt", weights_only=weights_only),
+          torch.load(tmp_path / "theirs.pt", weights_only=weights_only), torch)
+    with pytest.raises(TypeError, match="weights_only"):
+        sg.load(tmp_path / "ours.ckpt", weights_only="yes")
+
+
+def test_map_location_callable_sees_each_tensor(sg):
+    seen = []
+
+    def double(t, location):
+        seen.append(location)
+        return t * 2
+
+    out = _round_trip(sg, {"a": sg.tensor([1.0, 2.0]), "b": [sg.tensor(3), "s"]}, map_location=double)
+    assert seen == ["cpu", "cpu"]
+    assert out["a"].tolist() == [2.0, 4.0] and out["b"][0].item() == 6 and out["b"][1] == "s"
+    with pytest.raises(TypeError, match="map_location returned"):
+        _round_trip(sg, [sg.tensor(1.0)], map_location=lambda t, loc: None)
+
+
+@pytest.mark.needs_torch
+@pytest.mark.parametrize("where", ["cuda", "cuda:0", "device", "dict", "callable"])
+def test_gpu_map_location_refused(sg, where):
+    torch = need_torch()
+
+    def location(lib):
+        return {"cuda": "cuda", "cuda:0": "cuda:0", "device": lib.device("cuda"),
+                "dict": {"cpu": "cuda:0"}, "callable": lambda storage, loc: storage.cuda()}[where]
+
+    with pytest.raises(Exception):  # PyTorch's CPU build refuses too (its error type varies by path)
+        _round_trip(torch, _nested(torch), map_location=location(torch))
+    with pytest.raises(RuntimeError, match="(?s)'cuda(:0)?'.*CPU"):
+        _round_trip(sg, _nested(sg), map_location=location(sg))
+
+
+def test_map_location_keeps_values_bit_identical(sg, tmp_path):
+    x = sg.tensor(np.random.default_rng(0).standard_normal((3, 4)).tolist(), dtype=sg.float64)
+    sg.save({"x": x}, tmp_path / "c.ckpt")
+    y = sg.load(tmp_path / "c.ckpt", map_location="cpu", weights_only=True)["x"]
+    assert y.dtype is sg.float64 and y.tolist() == x.tolist()
+    # "cpu:0" names the same CPU here (PyTorch's load does not take it)
+    assert sg.load(tmp_path / "c.ckpt", map_location="cpu:0")["x"].tolist() == x.tolist()
