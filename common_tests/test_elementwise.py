@@ -545,4 +545,5 @@ def test_isclose_infinities_and_nan_as_torch(sg, equal_nan):
         want = torch.allclose(TT(x), TT(y), equal_nan=equal_nan)
         assert sg.allclose(T(sg, x), T(sg, y), equal_nan=equal_nan) is want, (x, y)
         assert T(sg, x).allclose(T(sg, y), equal_nan=equal_nan) is want, (x, y)
-    assert sg.allclose(T(sg, a), T(sg, b), equal_nan=equal_nan) is torch.allclose(TT(a), TT(b), equal_nan=equal_nan)
+    want = torch.allclose(TT(a), TT(b), equal_nan=equal_nan)
+    assert sg.allclose(T(sg, a), T(sg, b), equal_nan=equal_nan) is want

@@ -646,7 +646,10 @@ def view_layout(layout, op, args):
         for i in range(len(new_shape) - 1, -1, -1):
             d = i - pad
             size = shape[d] if d >= 0 else 1
-            stride = strides[d] if d >= 0 else (new_shape[i + 1] * new[i + 1] if i + 1 < len(new_shape) else 1)
+            if d >= 0:
+                stride = strides[d]
+            else:
+                stride = new_shape[i + 1] * new[i + 1] if i + 1 < len(new_shape) else 1
             new[i] = 0 if size != new_shape[i] else stride
         return new_shape, tuple(new), offset
     if op == "slice":
