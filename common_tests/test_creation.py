@@ -249,3 +249,13 @@ def test_default_dtype(sg):
     assert sg.tensor([1.0]).dtype is sg.float32
     assert sg.ones(2).dtype is sg.float32
     assert sg.arange(3).dtype is sg.int64
+
+
+def test_linspace_bool_is_refused_as_torch(sg):
+    torch = need_torch()
+    with pytest.raises(Exception) as want:
+        torch.linspace(0, 1, 3, dtype=torch.bool)
+    with pytest.raises(type(want.value)) as got:
+        sg.linspace(0, 1, 3, dtype=sg.bool)
+    assert "linspace" in str(got.value) and "bool" in str(got.value)
+    assert sg.linspace(0, 1, 3, dtype=sg.float32).tolist() == torch.linspace(0, 1, 3).tolist()

@@ -513,3 +513,37 @@ def test_inplace_into_int_keeps_dtype(sg):
     x *= T(sg, np.array([2, 2, 2, 2], np.int64))
     assert x.dtype is sg.int64
     assert_close(x, (a + 3) * 2)
+
+
+@pytest.mark.parametrize("mode", ["trunc", "floor"])
+@pytest.mark.parametrize("dtype", ["int64", "int32"])
+def test_integer_div_with_rounding_keeps_the_dtype(sg, mode, dtype):
+    torch = need_torch()
+    a = np.array([[7, -7, 5, -5], [6, 0, -1, 9]], dtype=dtype)
+    b = np.array([2, -3, 3, -9], dtype=dtype)
+    for other, t_other in ((T(sg, b), TT(b)), (-3, -3), (2, 2)):
+        want = torch.div(TT(a), t_other, rounding_mode=mode)
+        forms = (T(sg, a).div(other, rounding_mode=mode), sg.div(T(sg, a), other, rounding_mode=mode),
+                 T(sg, a).div_(other, rounding_mode=mode))
+        for got in forms:
+            assert got.dtype.name == str(want.dtype).removeprefix("torch."), (mode, other)
+            assert got.tolist() == want.tolist(), (mode, other)
+
+
+@pytest.mark.parametrize("equal_nan", [False, True])
+def test_isclose_infinities_and_nan_as_torch(sg, equal_nan):
+    torch = need_torch()
+    inf, nan = float("inf"), float("nan")
+    a = np.array([inf, inf, -inf, inf, nan, nan, 1.0, 1.0, 1.0 + 1e-6, 0.0, 5.0], np.float32)
+    b = np.array([inf, -inf, -inf, 1.0, nan, 1.0, inf, 1.0, 1.0, 1e-9, 5.5], np.float32)
+    for rtol, atol in ((1e-5, 1e-8), (0.2, 0.0)):
+        want = torch.isclose(TT(a), TT(b), rtol=rtol, atol=atol, equal_nan=equal_nan).tolist()
+        assert sg.isclose(T(sg, a), T(sg, b), rtol, atol, equal_nan=equal_nan).tolist() == want
+        assert T(sg, a).isclose(T(sg, b), rtol=rtol, atol=atol, equal_nan=equal_nan).tolist() == want
+    for i in range(len(a)):  # allclose of each pair alone, then of all of them
+        x, y = a[i:i + 1], b[i:i + 1]
+        want = torch.allclose(TT(x), TT(y), equal_nan=equal_nan)
+        assert sg.allclose(T(sg, x), T(sg, y), equal_nan=equal_nan) is want, (x, y)
+        assert T(sg, x).allclose(T(sg, y), equal_nan=equal_nan) is want, (x, y)
+    want = torch.allclose(TT(a), TT(b), equal_nan=equal_nan)
+    assert sg.allclose(T(sg, a), T(sg, b), equal_nan=equal_nan) is want

@@ -69,6 +69,23 @@ def test_shape_errors_raise_value_error(sg, k):
     assert (a.tolist(), b.tolist()) == before
 
 
+RUNTIME_SHAPE_ERRORS = ["add_broadcast", "where_broadcast", "matmul_inner", "matmul_batch", "reshape_size",
+                        "view_size", "cat_shapes", "stack_shapes", "expand", "permute_repeat",
+                        "inplace_broadcast", "copy_shapes"]
+
+
+@pytest.mark.parametrize("name", RUNTIME_SHAPE_ERRORS)
+def test_shape_errors_are_runtime_errors_as_in_torch(sg, name):
+    # code written for PyTorch catches shape mistakes with ``except RuntimeError``
+    torch = need_torch()
+    build = next(e[1] for e in SHAPE_ERRORS if e[0] == name)
+    with pytest.raises(RuntimeError):
+        build(torch, torch.tensor(data((2, 3), seed=1)), torch.tensor(data((4, 5), seed=2)))()
+    with pytest.raises(RuntimeError) as e:
+        build(sg, T(sg, data((2, 3), seed=1)), T(sg, data((4, 5), seed=2)))()
+    assert isinstance(e.value, sg.ShapeError) and isinstance(e.value, ValueError)
+
+
 INDEX_ERRORS = [
     ("int_too_big", lambda sg, a: lambda: a[5], "5"),
     ("int_too_small", lambda sg, a: lambda: a[-3], "-3"),

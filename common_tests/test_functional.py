@@ -198,3 +198,31 @@ def test_bce_with_logits_pos_weight_and_gradcheck(sg):
                                                                                pos_weight=torch.tensor(pw)), x)
     gradcheck(sg, lambda a, b: functional(sg).binary_cross_entropy_with_logits(a, b),
               data((3,), "float64", seed=26), data((3,), "float64", seed=27, low=0, high=1))
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (2, 3, 4), (2, 3, 2, 3)])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("label_smoothing", [0.0, 0.3])
+def test_cross_entropy_probability_targets_any_dims_vs_torch(sg, shape, reduction, label_smoothing):
+    # PyTorch averages over every position (N * d1 * ...), not over N alone
+    torch = need_torch()
+    F, TF = functional(sg), torch.nn.functional
+    p = np_softmax(data(shape, seed=31), 1)
+    a = data(shape, seed=32)
+    kw = dict(reduction=reduction, label_smoothing=label_smoothing)
+    check_grads(sg, lambda x: F.cross_entropy(x, T(sg, p), **kw),
+                lambda x: TF.cross_entropy(x, torch.tensor(p), **kw), a)
+    w = data((3,), seed=33, low=0.2, high=2)
+    check_grads(sg, lambda x: F.cross_entropy(x, T(sg, p), weight=T(sg, w), **kw),
+                lambda x: TF.cross_entropy(x, torch.tensor(p), weight=torch.tensor(w), **kw), a)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy_class_indices_2d_vs_torch(sg, reduction):
+    # the fused kernel's case (stage 3) next to the composite's spatial one
+    torch = need_torch()
+    F, TF = functional(sg), torch.nn.functional
+    t = np.array([2, 0, 1, 1, 0], np.int64)
+    kw = dict(reduction=reduction, label_smoothing=0.1)
+    check_grads(sg, lambda x: F.cross_entropy(x, T(sg, t), **kw),
+                lambda x: TF.cross_entropy(x, torch.tensor(t), **kw), data((5, 3), seed=34))

@@ -208,3 +208,66 @@ def test_view_op_bad_arguments(sg):
     with pytest.raises(ValueError):
         x.unfold(1, 2, 0)
     assert_close(x, data((3, 4), seed=14))
+
+
+# in-place writes to what PyTorch makes a view of ``t``
+VIEW_WRITES = {
+    "slice add_": lambda t: t[1:].add_(1),
+    "t mul_": lambda t: t.t().mul_(2),
+    "diagonal fill_": lambda t: t.diagonal().fill_(1),
+    "reshape zero_": lambda t: t.reshape(6).zero_(),
+    "select copy_": lambda t: t[0].copy_(t[1] * 3),
+    "transposed setitem": lambda t: t.T.__setitem__(0, 7.0),
+}
+
+
+@pytest.mark.parametrize("name", list(VIEW_WRITES))
+def test_inplace_write_to_a_view_reaches_its_base_or_is_refused(sg, name):
+    # a stage with views writes through them as PyTorch does; one without refuses, naming
+    # the capability, instead of losing the write
+    write = VIEW_WRITES[name]
+    a = data((2, 3), seed=41)
+    want = TT(a)
+    with need_torch().no_grad():
+        write(want)
+    t = T(sg, a)
+    if "views" in sg.LACKS:
+        with pytest.raises(NotImplementedError, match="lacks views"):
+            write(t)
+        assert_close(t, a)  # left as it was
+    else:
+        write(t)
+        assert_close(t, want.numpy())
+
+
+@pytest.mark.parametrize("make", [lambda t: t.t().contiguous(), lambda t: t.t().reshape(6),
+                                  lambda t: t[:, :2].flatten(), lambda t: t[0].clone()])
+def test_inplace_write_to_a_copy_works_on_every_stage(sg, make):
+    # where PyTorch copies, the result is no view: writing into it leaves the base alone
+    a = data((2, 3), seed=42)
+    want_base, want = TT(a), make(TT(a)).add_(1)
+    t = T(sg, a)
+    got = make(t).add_(1)
+    assert_close(got, want.numpy())
+    assert_close(t, want_base.numpy())
+
+
+@pytest.mark.parametrize("make", [lambda t: t.t(), lambda t: t[:, :2], lambda t: t[:, ::2],
+                                  lambda t: t[:, :1].expand(2, 3), lambda t: t.permute(1, 0)[1:]])
+def test_view_of_a_non_contiguous_layout_is_refused_as_torch(sg, make):
+    torch = need_torch()
+    a = data((2, 3), seed=43)
+    with pytest.raises(RuntimeError):
+        make(TT(a)).view(-1)
+    with pytest.raises(RuntimeError, match="view"):
+        make(T(sg, a)).view(-1)
+    # the same layouts reshape (by copying) and view after contiguous(), as in PyTorch
+    assert_close(make(T(sg, a)).reshape(-1), make(TT(a)).reshape(-1).numpy())
+    assert_close(make(T(sg, a)).contiguous().view(-1), make(TT(a)).contiguous().view(-1).numpy())
+
+
+@pytest.mark.parametrize("make", [lambda t: t[1:], lambda t: t.t().t(), lambda t: t[:, 1:2],
+                                  lambda t: t.unsqueeze(0)[0], lambda t: t.reshape(3, 2)])
+def test_view_of_a_viewable_layout_works_as_torch(sg, make):
+    a = data((2, 3), seed=44)
+    assert_close(make(T(sg, a)).view(-1), make(TT(a)).view(-1).numpy())

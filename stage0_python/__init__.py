@@ -14,6 +14,7 @@ from .creation import (arange, as_tensor, cat, concat, empty, empty_like, eye, f
 from .legacy import BoolTensor, DoubleTensor, FloatTensor, IntTensor, LongTensor
 from .dtypes import bool_, float32, float64, get_default_dtype, int32, int64, set_default_dtype
 from .random import Generator, initial_seed, manual_seed, seed
+from .shapes import ShapeError
 from .tensor import Size, Tensor, ValuesIndices, device, where
 from .threads import get_num_threads, set_num_threads
 
@@ -52,19 +53,24 @@ del _T
 
 
 def is_tensor(obj):
+    """True when ``obj`` is a Tensor of this stage."""
     return isinstance(obj, Tensor)
 
 
 def numel(t):
+    """The number of elements of tensor ``t``."""
     return t.numel()
 
 
-def allclose(a, b, rtol=1e-05, atol=1e-08):
-    return isclose(a, b, rtol, atol).all().item()
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """True when every element of ``a`` is close to ``b``'s (see ``isclose``)."""
+    return a.allclose(b, rtol, atol, equal_nan)
 
 
-def isclose(a, b, rtol=1e-05, atol=1e-08):
-    return (a - b).abs() <= atol + rtol * b.abs()
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Elementwise ``|a - b| <= atol + rtol * |b|``; equal infinities are close, NaN only
+    with ``equal_nan``, as ``torch.isclose``."""
+    return a.isclose(b, rtol, atol, equal_nan)
 
 
 _SUBMODULES = ("functional", "nn", "optim", "data", "datasets", "serialization", "utils", "memory",

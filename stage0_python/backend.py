@@ -31,6 +31,7 @@ from .memory import track as _track
 from .shapes import check as _check_shape
 
 FUSED = frozenset()
+VIEWS = False  # movement results are copies here (see view_layout)
 INF = math.inf
 NAN = math.nan
 
@@ -594,6 +595,72 @@ def diagonal_layout(shape, strides, start, offset, dim1, dim2):
     keep = [d for d in range(len(shape)) if d not in (dim1, dim2)]
     return ((*(shape[d] for d in keep), size), (*(strides[d] for d in keep), strides[dim1] + strides[dim2]),
             start)
+
+
+def view_strides(shape, strides, new_shape):
+    """Strides that lay ``new_shape`` over the same elements, or None when the layout
+    does not allow it (PyTorch's rule, so views get PyTorch's strides)."""
+    if prod(shape) == 0:
+        return contiguous_strides(new_shape)
+    if not shape:
+        return (1,) * len(new_shape)
+    new = [0] * len(new_shape)
+    view_d = len(new_shape) - 1
+    base = strides[-1] if strides else 1
+    tensor_numel = view_numel = 1
+    for d in range(len(shape) - 1, -1, -1):
+        tensor_numel *= shape[d]
+        # a chunk ends where the next dim out does not continue it in memory
+        if d == 0 or (shape[d - 1] != 1 and strides[d - 1] != tensor_numel * base):
+            while view_d >= 0 and (view_numel < tensor_numel or new_shape[view_d] == 1):
+                new[view_d] = view_numel * base
+                view_numel *= new_shape[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return None
+            if d > 0:
+                base = strides[d - 1]
+                tensor_numel = view_numel = 1
+    if view_d != -1:
+        return None
+    return tuple(new)
+
+
+def view_layout(layout, op, args):
+    """The (shape, strides, offset) that movement ``op`` (with the Function's ``args``)
+    gives a view of a tensor laid out as ``layout``, as the strided stages and PyTorch
+    lay it out; None where they copy instead (a reshape the strides do not allow). Stage
+    0 copies every time and keeps this to know which of its copies stand for views."""
+    shape, strides, offset = layout
+    if op == "reshape":
+        new_shape = tuple(args[0])
+        new = view_strides(shape, strides, new_shape)
+        return None if new is None else (new_shape, new, offset)
+    if op == "permute":
+        dims = args[0]
+        return tuple(shape[d] for d in dims), tuple(strides[d] for d in dims), offset
+    if op == "expand":
+        new_shape = tuple(args[0])
+        pad = len(new_shape) - len(shape)
+        new = [0] * len(new_shape)
+        for i in range(len(new_shape) - 1, -1, -1):
+            d = i - pad
+            size = shape[d] if d >= 0 else 1
+            if d >= 0:
+                stride = strides[d]
+            else:
+                stride = new_shape[i + 1] * new[i + 1] if i + 1 < len(new_shape) else 1
+            new[i] = 0 if size != new_shape[i] else stride
+        return new_shape, tuple(new), offset
+    if op == "slice":
+        starts, steps, counts = args
+        return (tuple(counts), tuple(st * sp for st, sp in zip(strides, steps)),
+                offset + sum(s * st for s, st in zip(starts, strides)))
+    if op == "diagonal":
+        return diagonal_layout(shape, strides, offset, *args)
+    if op == "windows":
+        return (*windows_layout(shape, strides, *args), offset)
+    raise ValueError(f"view_layout: unknown movement op {op!r}")
 
 
 def windows_layout(shape, strides, dim, size, step):

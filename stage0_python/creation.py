@@ -8,6 +8,7 @@ from . import random as R
 from . import shapes
 from .dtypes import int64
 from .device import check_device
+from .shapes import ShapeError
 from .tensor import Tensor, _shape_arg, _to_dtype
 
 
@@ -89,10 +90,13 @@ def arange(start, end=None, step=1, dtype=None, requires_grad=False, device=None
 
 
 def linspace(start, end, steps, dtype=None, requires_grad=False, device=None):
+    """``steps`` values evenly spaced from ``start`` to ``end`` inclusive."""
     check_device(device, "linspace")
     if steps < 0:
         raise ValueError(f"linspace: number of steps must be non-negative, got {steps}")
     dtype = _to_dtype(dtype) or D.get_default_dtype()
+    if dtype is D.bool_:  # PyTorch has no bool linspace kernel and says so the same way
+        raise NotImplementedError("linspace: not implemented for dtype bool")
     shapes.check((steps,), "linspace", dtype)
     if steps == 1:
         vals = [start]
@@ -199,12 +203,12 @@ def cat(tensors, dim=0):
     tensors = [t for t in _sequence(tensors, "cat") if not (t.ndim == 1 and t.numel() == 0)] or list(tensors)[:1]
     first = tensors[0]
     if not first.ndim:
-        raise ValueError("cat: zero-dimensional tensors cannot be concatenated (use stack)")
+        raise ShapeError("cat: zero-dimensional tensors cannot be concatenated (use stack)")
     d = first._dim(dim, "cat")
     dtype = D.result_type(*tensors) if len(tensors) > 1 else first.dtype
     for t in tensors:
         if t.ndim != first.ndim or any(a != b for i, (a, b) in enumerate(zip(t.shape, first.shape)) if i != d):
-            raise ValueError(f"cat: sizes of tensors must match except in dimension {d}; got shapes "
+            raise ShapeError(f"cat: sizes of tensors must match except in dimension {d}; got shapes "
                              f"{[list(x.shape) for x in tensors]}")
     if len(tensors) == 1:
         return first.clone()
@@ -222,7 +226,7 @@ def stack(tensors, dim=0):
     shape = tensors[0].shape
     for t in tensors:
         if t.shape != shape:
-            raise ValueError(f"stack: expects each tensor to be equal size, got shapes "
+            raise ShapeError(f"stack: expects each tensor to be equal size, got shapes "
                              f"{[list(x.shape) for x in tensors]}")
     d = tensors[0]._dim(dim, "stack", tensors[0].ndim + 1)
     return cat([t.unsqueeze(d) for t in tensors], d)

@@ -12,6 +12,7 @@ from . import backend as B
 from . import shapes
 from .autograd import Function
 from .dtypes import int32, int64
+from .shapes import ShapeError
 from .tensor import Tensor, where
 
 wrap = Tensor._make
@@ -166,7 +167,7 @@ def _check_class_target(input, target, op):
                         f"(float targets of the input's shape are class probabilities)")
     expected = tuple(input.shape[:1]) + tuple(input.shape[2:]) if input.ndim > 1 else ()
     if tuple(target.shape) != expected:
-        raise ValueError(f"{op}: expected target of shape {list(expected)} for input of shape "
+        raise ShapeError(f"{op}: expected target of shape {list(expected)} for input of shape "
                          f"{list(input.shape)}, got {list(target.shape)}")
 
 
@@ -179,7 +180,7 @@ def _nll_loss(input, target, weight, ignore_index, reduction, op):
     _check_class_target(input, target, op)
     C = input.shape[1] if input.ndim > 1 else input.shape[0]
     if weight is not None and tuple(weight.shape) != (C,):
-        raise ValueError(f"{op}: weight must have shape [{C}], got {list(weight.shape)}")
+        raise ShapeError(f"{op}: weight must have shape [{C}], got {list(weight.shape)}")
     keep = target != ignore_index
     bad = keep & ((target < 0) | (target >= C))
     if bad.any():
@@ -234,6 +235,8 @@ def _fused_cross_entropy(input, target, weight):
 
 def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean",
                   label_smoothing=0.0):
+    """The cross-entropy of logits ``input`` (C), (N, C) or (N, C, d1, ...) against class
+    indices or class probabilities ``target``, as ``torch.nn.functional.cross_entropy``."""
     _float_input(input, "cross_entropy")
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
@@ -241,7 +244,7 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
         _check_class_target(input, target, "cross_entropy")
         C = input.shape[1]
         if weight is not None and tuple(weight.shape) != (C,):
-            raise ValueError(f"cross_entropy: weight must have shape [{C}], got {list(weight.shape)}")
+            raise ShapeError(f"cross_entropy: weight must have shape [{C}], got {list(weight.shape)}")
         if reduction not in ("mean", "sum", "none"):
             raise ValueError(f"cross_entropy: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
         return CrossEntropy.apply(input, target, weight, ignore_index, reduction, float(label_smoothing))
@@ -252,14 +255,14 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     wshape[cdim] = C
     if target.dtype.is_floating_point:  # class probabilities
         if tuple(target.shape) != tuple(input.shape):
-            raise ValueError(f"cross_entropy: probability targets must match the input shape "
+            raise ShapeError(f"cross_entropy: probability targets must match the input shape "
                              f"{list(input.shape)}, got {list(target.shape)}")
         if label_smoothing:
             target = target * (1 - label_smoothing) + label_smoothing / C
         prod = logp * target if weight is None else logp * target * weight.reshape(wshape)
         loss = -prod.sum(dim=cdim)
-        if reduction == "mean":
-            return loss.sum() / (input.shape[0] if input.ndim > 1 else 1)
+        if reduction == "mean":  # over every position (N * d1 * ...), as PyTorch
+            return loss.sum() / loss.numel()
         return _reduce(loss, reduction, "cross_entropy")
     nll = _nll_loss(logp, target, weight, ignore_index, reduction, "cross_entropy")
     if not label_smoothing:
@@ -283,7 +286,7 @@ def _check_same_shape(input, target, op):
     if not isinstance(target, Tensor):
         raise TypeError(f"{op}: target must be a Tensor, got {type(target).__name__}")
     if tuple(input.shape) != tuple(target.shape):
-        raise ValueError(f"{op}: target shape {list(target.shape)} must match input shape "
+        raise ShapeError(f"{op}: target shape {list(target.shape)} must match input shape "
                          f"{list(input.shape)}")
 
 

@@ -11,6 +11,7 @@ from . import autograd, ops
 from . import backend as B
 from . import dtypes as D
 from .dtypes import bool_, int32, int64
+from .shapes import ShapeError
 from .tensor import Tensor, where
 
 
@@ -39,8 +40,9 @@ def setitem(t, key, value):
     if not adv:
         target = tuple(view_shape)
         if B.broadcast_shapes(target, value.shape) != target:
-            raise ValueError(f"setitem: value of shape {list(value.shape)} cannot be broadcast "
+            raise ShapeError(f"setitem: value of shape {list(value.shape)} cannot be broadcast "
                              f"to the indexed shape {list(target)}")
+    t._check_not_copied_view("setitem")
     if t._view is not None and autograd.is_grad_enabled():
         t._sync_view()
     tracked = autograd.is_grad_enabled() and (t.requires_grad or value.requires_grad)
@@ -58,7 +60,7 @@ def setitem(t, key, value):
             return
     positions = Tensor._make(B.arange(0, t.numel(), 1, int64)).reshape(t.shape)[key]
     if B.broadcast_shapes(positions.shape, value.shape) != tuple(positions.shape):
-        raise ValueError(f"setitem: value of shape {list(value.shape)} cannot be broadcast to "
+        raise ShapeError(f"setitem: value of shape {list(value.shape)} cannot be broadcast to "
                          f"the indexed shape {list(positions.shape)}")
     t._inplace(lambda x: ops.IndexPut.apply(x, positions, value.to(t.dtype)), "setitem")
 

@@ -12,14 +12,21 @@ convolution and pooling, on every stage) asks ``check`` before any memory is tou
   runs for minutes (or a pure-Python stage that fills memory) before the allocator
   gives up.
 
-Errors: ``ValueError`` for a shape that cannot exist, ``MemoryError`` for one that could
-exist but not here; both name the operation, the shape and the dtype.
+Errors: ``ShapeError`` (a ``ValueError``) for a shape that cannot exist or shapes that do
+not fit together, ``MemoryError`` for one that could exist but not here; both name the
+operation, the shape and the dtype.
 """
 import operator
 import os
 
 MAX_NUMEL = 2**63 - 1
 _memory = []
+
+
+class ShapeError(ValueError, RuntimeError):
+    """Shapes that cannot exist or do not fit the operation. A ``ValueError``, the
+    project's error for shapes, and a ``RuntimeError``, PyTorch's for the same mistakes,
+    so that ``except RuntimeError`` written for PyTorch catches it too."""
 
 
 def memory_bytes():
@@ -59,12 +66,12 @@ def check(shape, op, dtype=None):
         raise TypeError(f"{op}: sizes must be integers, got {list(shape)}") from None
     for s in shape:
         if s < 0:
-            raise ValueError(f"{op}: negative dimension {s} in shape {list(shape)}")
+            raise ShapeError(f"{op}: negative dimension {s} in shape {list(shape)}")
     n = numel(shape)
     what = f" of dtype {dtype.name}" if dtype is not None else ""
     # the sizes other than 0 multiply into the strides, which must fit as well
     if numel(max(s, 1) for s in shape) > MAX_NUMEL:
-        raise ValueError(f"{op}: shape {list(shape)}{what} has more elements than an int64 can "
+        raise ShapeError(f"{op}: shape {list(shape)}{what} has more elements than an int64 can "
                          f"count (2**63 - 1)")
     if dtype is not None:
         nbytes = n * dtype.itemsize
@@ -76,7 +83,7 @@ def check(shape, op, dtype=None):
 
 def broadcast(op, *shapes, dtype=None):
     """The shape NumPy's rule gives ``shapes`` (dims align from the right; each is 1 or
-    the common size), checked as ``check`` does; a ValueError naming ``op`` when they
+    the common size), checked as ``check`` does; a ShapeError naming ``op`` when they
     do not broadcast."""
     ndim = max((len(s) for s in shapes), default=0)
     out = []
@@ -88,7 +95,7 @@ def broadcast(op, *shapes, dtype=None):
                 if size not in (1, d):
                     listed = " and ".join(str(list(s)) for s in shapes)
                     what = f", dtype {dtype.name}" if dtype is not None else ""
-                    raise ValueError(f"{op}: shapes {listed} cannot be broadcast together (size {d} "
+                    raise ShapeError(f"{op}: shapes {listed} cannot be broadcast together (size {d} "
                                      f"against {size} at dim {ndim + i} of the result{what})")
                 size = d
         out.append(size)

@@ -14,6 +14,7 @@ from . import dtypes as D
 from . import shapes
 from .device import CPU, DeviceError, check_device, device  # noqa: F401  (device is public here)
 from .dtypes import bool_, float32, float64, int32, int64
+from .shapes import ShapeError
 from .tensor_core import Size, TensorCore  # noqa: F401  (Size is public here)
 
 ValuesIndices = namedtuple("ValuesIndices", ["values", "indices"])
@@ -460,7 +461,7 @@ class Tensor(TensorCore):
         dims = dim if isinstance(dim, (tuple, list)) else (dim,)
         out = tuple(sorted({self._dim(d, op) for d in dims}))
         if len(out) != len(dims):
-            raise ValueError(f"{op}: dim {list(dims)} appears multiple times in the list of dims")
+            raise ShapeError(f"{op}: dim {list(dims)} appears multiple times in the list of dims")
         return out
 
     def _new(self, shape, value, dtype, op):
@@ -551,13 +552,19 @@ class Tensor(TensorCore):
         return self * other
 
     def div(self, other, rounding_mode=None):
+        """``self / other``; with ``rounding_mode`` "floor" or "trunc" the quotient rounded
+        down or toward zero, which keeps an integer dtype, as in PyTorch."""
         if rounding_mode is None:
             return self / other
         if rounding_mode == "floor":
             return self // other
         if rounding_mode == "trunc":
-            q = self / other
-            return q.sign() * q.abs().floor() if q.dtype.is_floating_point else q
+            if D.result_type(self, other).is_floating_point:
+                q = self / other
+                return q.sign() * q.abs().floor()
+            q = self // other  # integers stay integers (and division by zero is refused)
+            # floor and trunc differ only for an inexact negative quotient: one step up
+            return q + ((q * other != self) & ((self < 0) != (other < 0)))
         raise ValueError(f"div: rounding_mode must be None, 'floor' or 'trunc', got {rounding_mode!r}")
 
     def pow(self, other):
@@ -574,6 +581,24 @@ class Tensor(TensorCore):
 
     def isnan(self):
         return Tensor._make(B.unary("isnan", self._data))
+
+    def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        """Elementwise ``|self - other| <= atol + rtol * |other|``, as ``torch.isclose``:
+        equal values (equal infinities included) are close, NaN only with ``equal_nan``."""
+        if not isinstance(other, Tensor):
+            raise TypeError(f"isclose: expected a Tensor as other, got {type(other).__name__}")
+        close = self == other
+        if self.dtype is bool_ and other.dtype is bool_:
+            return close
+        if equal_nan:
+            close = close | (self.isnan() & other.isnan())
+        err = (self - other).abs()
+        # an infinite error is never within tolerance, though inf <= atol + rtol * inf holds
+        return close | ((err <= atol + rtol * other.abs()) & (err < math.inf))
+
+    def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        """True when every element of ``self`` is ``isclose`` to ``other``'s."""
+        return bool(self.isclose(other, rtol, atol, equal_nan).all().item())
 
     def _unary(self, op, float_only=True):
         x = self
@@ -661,7 +686,7 @@ class Tensor(TensorCore):
         hi = None if max is None else (max.to(dtype) if isinstance(max, Tensor) else self._scalar(max, dtype))
         for bound in (lo, hi):
             if bound is not None and B.broadcast_shapes(x.shape, bound.shape) != tuple(x.shape):
-                raise ValueError(f"clamp: bound of shape {list(bound.shape)} does not broadcast to "
+                raise ShapeError(f"clamp: bound of shape {list(bound.shape)} does not broadcast to "
                                  f"{list(x.shape)}")
         return ops.Clamp.apply(x, lo, hi)
 
@@ -681,10 +706,10 @@ class Tensor(TensorCore):
             raise TypeError(f"masked_fill: mask must be a bool tensor, got "
                             f"{getattr(mask, 'dtype', type(mask).__name__)}")
         if isinstance(value, Tensor) and value.ndim:
-            raise ValueError(f"masked_fill: value must be a number or a 0-dim tensor, got shape "
+            raise ShapeError(f"masked_fill: value must be a number or a 0-dim tensor, got shape "
                              f"{list(value.shape)}")
         if shapes.broadcast("masked_fill", self.shape, mask.shape) != tuple(self.shape):
-            raise ValueError(f"masked_fill: mask of shape {list(mask.shape)} cannot be broadcast to "
+            raise ShapeError(f"masked_fill: mask of shape {list(mask.shape)} cannot be broadcast to "
                              f"the input's shape {list(self.shape)}")
         value = value.to(self.dtype) if isinstance(value, Tensor) else self._scalar(value, self.dtype)
         return _where(mask, value, self, "masked_fill")
@@ -828,10 +853,10 @@ class Tensor(TensorCore):
         if a.dtype is bool_:
             raise TypeError("matmul: not supported for bool tensors")
         if not a.ndim or not b.ndim:
-            raise ValueError(f"matmul: both arguments need at least 1 dimension, got shapes "
+            raise ShapeError(f"matmul: both arguments need at least 1 dimension, got shapes "
                              f"{list(a.shape)} and {list(b.shape)}")
         if a.shape[-1] != b.shape[-2 if b.ndim > 1 else -1]:
-            raise ValueError(f"matmul: shapes {list(a.shape)} and {list(b.shape)} cannot be "
+            raise ShapeError(f"matmul: shapes {list(a.shape)} and {list(b.shape)} cannot be "
                              f"multiplied ({a.shape[-1]} != {b.shape[-2 if b.ndim > 1 else -1]}; "
                              f"dtype {a.dtype.name})")
         if a.ndim == 1 and b.ndim == 1:
@@ -846,7 +871,7 @@ class Tensor(TensorCore):
         try:
             batch = shapes.broadcast("matmul", a.shape[:-2], b.shape[:-2])
         except ValueError:
-            raise ValueError(f"matmul: batch dims of {list(a.shape)} and {list(b.shape)} cannot be "
+            raise ShapeError(f"matmul: batch dims of {list(a.shape)} and {list(b.shape)} cannot be "
                              f"broadcast (dtype {a.dtype.name})") from None
         shapes.check((*batch, a.shape[-2], b.shape[-1]), "matmul", a.dtype)
         if tuple(a.shape[:-2]) != batch:
@@ -857,18 +882,18 @@ class Tensor(TensorCore):
 
     def mm(self, other):
         if self.ndim != 2 or other.ndim != 2:
-            raise ValueError(f"mm: expected 2-D tensors, got {list(self.shape)} and {list(other.shape)}")
+            raise ShapeError(f"mm: expected 2-D tensors, got {list(self.shape)} and {list(other.shape)}")
         return self.matmul(other)
 
     def bmm(self, other):
         if self.ndim != 3 or other.ndim != 3 or self.shape[0] != other.shape[0]:
-            raise ValueError(f"bmm: expected 3-D tensors with equal batch, got {list(self.shape)} "
+            raise ShapeError(f"bmm: expected 3-D tensors with equal batch, got {list(self.shape)} "
                              f"and {list(other.shape)}")
         return self.matmul(other)
 
     def dot(self, other):
         if self.ndim != 1 or other.ndim != 1:
-            raise ValueError(f"dot: expected 1-D tensors, got {list(self.shape)} and {list(other.shape)}")
+            raise ShapeError(f"dot: expected 1-D tensors, got {list(self.shape)} and {list(other.shape)}")
         return self.matmul(other)
 
     # ------------------------------------------------------------ movement
@@ -877,14 +902,14 @@ class Tensor(TensorCore):
         shape = _shape_arg(shape, "reshape")
         n = self.numel()
         if shape.count(-1) > 1:
-            raise ValueError(f"reshape: only one dimension can be inferred, got {list(shape)}")
+            raise ShapeError(f"reshape: only one dimension can be inferred, got {list(shape)}")
         if -1 in shape:
             known = shapes.numel(s for s in shape if s != -1)
             if known == 0 or n % known:
-                raise ValueError(f"reshape: shape {list(shape)} is invalid for input of size {n}")
+                raise ShapeError(f"reshape: shape {list(shape)} is invalid for input of size {n}")
             shape = tuple(n // known if s == -1 else s for s in shape)
         if any(s < 0 for s in shape) or shapes.numel(shape) != n:
-            raise ValueError(f"reshape: shape {list(shape)} is invalid for input of size {n} "
+            raise ShapeError(f"reshape: shape {list(shape)} is invalid for input of size {n} "
                              f"(shape {list(self.shape)})")
         if not n:  # the count matches trivially; the strides must still fit
             shapes.check(shape, "reshape")
@@ -895,9 +920,13 @@ class Tensor(TensorCore):
     def view(self, *shape):
         """``reshape`` that must not copy: an error where the strides do not allow it."""
         out = self.reshape(*shape)
-        if out is not self and B.storage_id(out._data) != B.storage_id(self._data):
-            raise ValueError(f"view: size {list(out.shape)} is not compatible with the input's size "
-                             f"{list(self.shape)} and stride {list(self.stride())} (at least one "
+        # a copy standing for a view (stage 0) is viewable exactly where PyTorch's view is
+        copied = self._view is not None and self._view[0] is None
+        if out is not self and (B.storage_id(out._data) != B.storage_id(self._data)
+                                or (copied and out._view is None)):
+            strides = self._view[2][1] if copied else self.stride()
+            raise ShapeError(f"view: size {list(out.shape)} is not compatible with the input's size "
+                             f"{list(self.shape)} and stride {list(strides)} (at least one "
                              f"dimension spans two contiguous subspaces); use .reshape(...) instead")
         return out
 
@@ -911,7 +940,7 @@ class Tensor(TensorCore):
             return self.reshape(1)
         s, e = self._dim(start_dim, "flatten"), self._dim(end_dim, "flatten")
         if s > e:
-            raise ValueError(f"flatten: start_dim {start_dim} cannot come after end_dim {end_dim}")
+            raise ShapeError(f"flatten: start_dim {start_dim} cannot come after end_dim {end_dim}")
         shape = self.shape
         return self.reshape(*shape[:s], B.prod(shape[s:e + 1]), *shape[e + 1:])
 
@@ -937,11 +966,11 @@ class Tensor(TensorCore):
     def permute(self, *dims):
         dims = _shape_arg(dims, "permute")
         if len(dims) != self.ndim:
-            raise ValueError(f"permute: number of dims {len(dims)} does not match the tensor's "
+            raise ShapeError(f"permute: number of dims {len(dims)} does not match the tensor's "
                              f"{self.ndim} (shape {list(self.shape)})")
         dims = tuple(self._dim(d, "permute") for d in dims)
         if len(set(dims)) != len(dims):
-            raise ValueError(f"permute: repeated dim in {list(dims)}")
+            raise ShapeError(f"permute: repeated dim in {list(dims)}")
         if dims == tuple(range(self.ndim)):
             return self
         return ops.Permute.apply(self, dims)
@@ -956,13 +985,13 @@ class Tensor(TensorCore):
 
     def t(self):
         if self.ndim > 2:
-            raise ValueError(f"t: expects a tensor with <= 2 dimensions, got {self.ndim}")
+            raise ShapeError(f"t: expects a tensor with <= 2 dimensions, got {self.ndim}")
         return self.T
 
     def expand(self, *sizes):
         sizes = _shape_arg(sizes, "expand")
         if len(sizes) < self.ndim:
-            raise ValueError(f"expand: the number of sizes ({len(sizes)}) must be at least the "
+            raise ShapeError(f"expand: the number of sizes ({len(sizes)}) must be at least the "
                              f"number of dims ({self.ndim}), shape {list(self.shape)}")
         pad = len(sizes) - self.ndim
         shape = []
@@ -970,12 +999,12 @@ class Tensor(TensorCore):
             cur = self.shape[i - pad] if i >= pad else None
             if s == -1:
                 if cur is None:
-                    raise ValueError("expand: -1 is not allowed for a new leading dimension")
+                    raise ShapeError("expand: -1 is not allowed for a new leading dimension")
                 s = cur
             elif s < 0:
-                raise ValueError(f"expand: negative size {s} in {list(sizes)} (shape {list(self.shape)})")
+                raise ShapeError(f"expand: negative size {s} in {list(sizes)} (shape {list(self.shape)})")
             elif cur is not None and cur != 1 and cur != s:
-                raise ValueError(f"expand: the size of dim {i - pad} ({cur}) must match the "
+                raise ShapeError(f"expand: the size of dim {i - pad} ({cur}) must match the "
                                  f"expanded size {s} (shape {list(self.shape)} to {list(sizes)})")
             shape.append(s)
         shape = shapes.check(shape, "expand")
@@ -990,12 +1019,17 @@ class Tensor(TensorCore):
         return self.expand(shape)
 
     def contiguous(self):
-        return self if B.is_contiguous(self._data) else ops.Contiguous.apply(self)
+        """This tensor if its elements lie in row-major order, else a row-major copy."""
+        if not B.is_contiguous(self._data):
+            return ops.Contiguous.apply(self)
+        if self._view is not None and self._view[0] is None and not _dense(*self._view[2][:2]):
+            return self.clone()  # PyTorch copies this layout, so the result is no view
+        return self
 
     def diagonal(self, offset=0, dim1=0, dim2=1):
         d1, d2 = self._dim(dim1, "diagonal"), self._dim(dim2, "diagonal")
         if d1 == d2:
-            raise ValueError(f"diagonal: dim1 and dim2 cannot be the same dimension, got {dim1} and "
+            raise ShapeError(f"diagonal: dim1 and dim2 cannot be the same dimension, got {dim1} and "
                              f"{dim2} (shape {list(self.shape)})")
         return ops.Diagonal.apply(self, operator.index(offset), d1, d2)
 
@@ -1005,7 +1039,7 @@ class Tensor(TensorCore):
         d = self._dim(dimension, "unfold")
         n = self.shape[d] if self.ndim else 1
         if not 0 <= size <= n:
-            raise ValueError(f"unfold: size {size} exceeds dimension {d} of size {n} "
+            raise ShapeError(f"unfold: size {size} exceeds dimension {d} of size {n} "
                              f"(shape {list(self.shape)})")
         if step <= 0:
             raise ValueError(f"unfold: step must be positive, got {step}")
@@ -1029,12 +1063,12 @@ class Tensor(TensorCore):
         if isinstance(split_size_or_sections, int):
             step = split_size_or_sections
             if step <= 0:
-                raise ValueError(f"split: split_size must be positive, got {step}")
+                raise ShapeError(f"split: split_size must be positive, got {step}")
             sizes = [min(step, n - i) for i in range(0, n, step)] or [0]
         else:
             sizes = list(split_size_or_sections)
             if sum(sizes) != n:
-                raise ValueError(f"split: sections {sizes} do not sum to dim {d} of size {n}")
+                raise ShapeError(f"split: sections {sizes} do not sum to dim {d} of size {n}")
         out, start = [], 0
         for s in sizes:
             out.append(self.narrow(d, start, s))
@@ -1054,9 +1088,9 @@ class Tensor(TensorCore):
     def repeat(self, *sizes):
         sizes = _shape_arg(sizes, "repeat")
         if len(sizes) < self.ndim:
-            raise ValueError(f"repeat: {len(sizes)} repeats for a {self.ndim}-d tensor")
+            raise ShapeError(f"repeat: {len(sizes)} repeats for a {self.ndim}-d tensor")
         if any(r < 0 for r in sizes):
-            raise ValueError(f"repeat: negative repeat count in {list(sizes)}")
+            raise ShapeError(f"repeat: negative repeat count in {list(sizes)}")
         shape = (1,) * (len(sizes) - self.ndim) + tuple(self.shape)
         shapes.check([r * n for r, n in zip(sizes, shape)], "repeat", self.dtype)
         # interleave a size-1 axis before each dim, broadcast it to the repeat count
@@ -1088,11 +1122,11 @@ class Tensor(TensorCore):
                 continue
             tshape = tuple(t.shape) or (1,)
             if len(tshape) != len(ishape):
-                raise ValueError(f"{op}: index of shape {list(index.shape)} must have as many dims as "
+                raise ShapeError(f"{op}: index of shape {list(index.shape)} must have as many dims as "
                                  f"{name} of shape {list(t.shape)}")
             for i, (a, b) in enumerate(zip(ishape, tshape)):
                 if a > b and (i != d or name == "src"):
-                    raise ValueError(f"{op}: index of shape {list(index.shape)} is larger than {name} "
+                    raise ShapeError(f"{op}: index of shape {list(index.shape)} is larger than {name} "
                                      f"of shape {list(t.shape)} at dim {i}")
         return d
 
@@ -1113,7 +1147,7 @@ class Tensor(TensorCore):
         d = self._dim(dim, "index_select")
         indexing.check_index_tensor(index, "index_select")
         if index.ndim > 1:
-            raise ValueError(f"index_select: index must be 1-D, got shape {list(index.shape)}")
+            raise ShapeError(f"index_select: index must be 1-D, got shape {list(index.shape)}")
         index = index.reshape(-1)
         shape = [1] * self.ndim
         shape[d] = index.numel()
@@ -1195,13 +1229,14 @@ class Tensor(TensorCore):
         src._accumulator = self._accumulator
         result = compute(src)
         if tuple(result.shape) != tuple(self.shape):
-            raise ValueError(f"{op}: output of shape {list(self.shape)} doesn't match the broadcast "
+            raise ShapeError(f"{op}: output of shape {list(self.shape)} doesn't match the broadcast "
                              f"shape {list(result.shape)}")
         if result.dtype is not self.dtype:
             if result.dtype.category > self.dtype.category:
                 raise TypeError(f"{op}: result type {result.dtype.name} can't be cast to the "
                                 f"in-place output type {self.dtype.name}")
             result = result.to(self.dtype)
+        self._check_not_copied_view(op)  # after the checks PyTorch makes too
         if base is not None and grad_mode and (base.requires_grad or result.requires_grad):
             self._write_through_view(base, result, op)
             return self
@@ -1209,6 +1244,17 @@ class Tensor(TensorCore):
         if result.requires_grad:
             self.requires_grad, self.grad_fn, self._output_nr = True, result.grad_fn, result._output_nr
         return self
+
+    def _check_not_copied_view(self, op):
+        """Refuse to write into a copy that stands for a view (a stage without views): in
+        PyTorch the write would reach the tensor it was taken from; here it could not."""
+        if self._view is not None and self._view[0] is None:
+            stage = __name__.partition(".")[0]
+            raise NotImplementedError(
+                f"{op}: this tensor (shape {list(self.shape)}) would be a view of another in "
+                f"PyTorch, and {stage} lacks views (its LACKS names 'views'): it is a copy here, "
+                f"so an in-place write could not reach the tensor it was taken from. Write "
+                f"through indexing on that tensor (t[...] = ...), or clone() this one first")
 
     def _write_through_view(self, base, result, op):
         """An in-place change of a view whose base is in the graph (PyTorch's CopySlices):
@@ -1225,6 +1271,8 @@ class Tensor(TensorCore):
         written in place, or the base's history changed, since it was made: the old
         place would give wrong gradients."""
         base, steps, stamp = self._view
+        if base is None:  # a copy standing for a view: no base to follow
+            return
         now = (self._data.version, base.grad_fn, base.requires_grad)
         if stamp == now or steps is None:  # no steps: an input handed back, see autograd
             return
@@ -1242,8 +1290,9 @@ class Tensor(TensorCore):
     def mul_(self, other):
         return self._inplace(lambda x: x * other, "mul_")
 
-    def div_(self, other):
-        return self._inplace(lambda x: x / other, "div_")
+    def div_(self, other, rounding_mode=None):
+        """In-place ``div``: with a ``rounding_mode`` an integer tensor stays an integer one."""
+        return self._inplace(lambda x: x.div(other, rounding_mode=rounding_mode), "div_")
 
     def pow_(self, other):
         return self._inplace(lambda x: x ** other, "pow_")
@@ -1282,7 +1331,7 @@ class Tensor(TensorCore):
         if not isinstance(src, Tensor):
             raise TypeError(f"copy_: expected a Tensor, got {type(src).__name__}")
         if B.broadcast_shapes(self.shape, src.shape) != tuple(self.shape):
-            raise ValueError(f"copy_: source of shape {list(src.shape)} cannot be broadcast to "
+            raise ShapeError(f"copy_: source of shape {list(src.shape)} cannot be broadcast to "
                              f"{list(self.shape)}")
         return self._inplace(lambda x: ops.Overwrite.apply(x, src.to(self.dtype)), "copy_")
 
@@ -1320,6 +1369,19 @@ class Tensor(TensorCore):
 
 
 # ---------------------------------------------------------------- indexing helpers
+
+def _dense(shape, strides):
+    """Whether ``strides`` lay ``shape`` out row-major (size-1 dims count as any, as in
+    PyTorch's is_contiguous)."""
+    if B.prod(shape) == 0:
+        return True
+    expected = 1
+    for n, st in zip(reversed(shape), reversed(strides)):
+        if n != 1 and st != expected:
+            return False
+        expected *= n
+    return True
+
 
 def _replay(t, steps):
     """Apply a view's recorded movement ops to ``t``."""

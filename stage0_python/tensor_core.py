@@ -38,7 +38,8 @@ class TensorCore:
     """The fields of a Tensor and its per-operation path (see the module's docstring)."""
 
     # _view: None, or (root base, the view ops that made this from it, stamp) when this
-    # tensor aliases another's storage (see Tensor._sync_view)
+    # tensor aliases another's storage (see Tensor._sync_view); on a stage without views,
+    # (None, None, layout) for a copy that stands for a view (see ops.view_of)
     __slots__ = ("_data", "requires_grad", "grad", "grad_fn", "_output_nr", "_accumulator",
                  "_view", "__weakref__")
 

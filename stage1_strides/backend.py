@@ -29,13 +29,14 @@ from stage0_python.backend import (  # noqa: F401  (re-exported: the frontend us
     BINARY, BOOL_RESULT, REDUCE, UNARY, _argmax, _argmin, _axis_positions, _int_pow,
     _map_safe, _reduced_shape, _to_int, arange_values, broadcast_shapes, contiguous_strides,
     diagonal_layout, fold_values, normal_values, prod, strided_indices, unfold_values,
-    uniform_values, windows_layout)
+    uniform_values, view_strides, windows_layout)
 
 from . import dtypes
 from .dtypes import bool_, float64, int64
 from .pool import POOL
 
 FUSED = frozenset()
+VIEWS = True  # movement results alias their input
 
 # stage 0's helpers compare dtypes by identity: hand them stage 0's objects
 _TO_S0 = {d.name: _s0_dtypes.BY_NAME[d.name] for d in dtypes.ALL}
@@ -398,39 +399,10 @@ def arg_reduce(op, x, axis, keepdim):
 
 # ---------------------------------------------------------------- movement: views
 
-def _view_strides(shape, strides, new_shape):
-    """Strides that lay ``new_shape`` over the same elements, or None when the layout
-    does not allow it (PyTorch's rule, so views get PyTorch's strides)."""
-    if prod(shape) == 0:
-        return contiguous_strides(new_shape)
-    if not shape:
-        return (1,) * len(new_shape)
-    new = [0] * len(new_shape)
-    view_d = len(new_shape) - 1
-    base = strides[-1] if strides else 1
-    tensor_numel = view_numel = 1
-    for d in range(len(shape) - 1, -1, -1):
-        tensor_numel *= shape[d]
-        # a chunk ends where the next dim out does not continue it in memory
-        if d == 0 or (shape[d - 1] != 1 and strides[d - 1] != tensor_numel * base):
-            while view_d >= 0 and (view_numel < tensor_numel or new_shape[view_d] == 1):
-                new[view_d] = view_numel * base
-                view_numel *= new_shape[view_d]
-                view_d -= 1
-            if view_numel != tensor_numel:
-                return None
-            if d > 0:
-                base = strides[d - 1]
-                tensor_numel = view_numel = 1
-    if view_d != -1:
-        return None
-    return tuple(new)
-
-
 def reshape(x, shape):
     """A view when the strides allow one, else a contiguous copy."""
     shape = tuple(shape)
-    st = _contig(shape) if x.dense else _view_strides(x.shape, x.strides, shape)
+    st = _contig(shape) if x.dense else view_strides(x.shape, x.strides, shape)
     if st is None:
         x = copy(x)
         st = _contig(shape)

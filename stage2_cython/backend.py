@@ -33,6 +33,7 @@ from . import dtypes
 from .dtypes import bool_, int32, int64
 
 FUSED = frozenset()
+VIEWS = True  # movement results alias their input
 
 # stage 0's packing helper compares dtypes by identity: hand it stage 0's objects
 _TO_S0 = {d.name: _s0_dtypes.BY_NAME[d.name] for d in dtypes.ALL}

@@ -16,6 +16,7 @@ from .. import random as _random
 from ..autograd import Function, no_grad
 from ..creation import cat
 from ..dtypes import int64
+from ..shapes import ShapeError
 from ..tensor import Tensor, where
 
 # every public function of the core (softmax, losses, activations, ...), including any
@@ -79,13 +80,13 @@ def _linear(input, weight, bias, act):
     """``linear`` then ``act`` (None, "relu" or "gelu"): one fused Function where the
     backend offers it for these operands, else the composite."""
     if weight.ndim != 2:
-        raise ValueError(f"linear: weight must be 2-D (out_features, in_features), got shape "
+        raise ShapeError(f"linear: weight must be 2-D (out_features, in_features), got shape "
                          f"{tuple(weight.shape)}")
     if input.ndim == 0 or input.shape[-1] != weight.shape[1]:
-        raise ValueError(f"linear: input of shape {tuple(input.shape)} does not fit weight of shape "
+        raise ShapeError(f"linear: input of shape {tuple(input.shape)} does not fit weight of shape "
                          f"{tuple(weight.shape)}: the last input dimension must be {weight.shape[1]}")
     if bias is not None and tuple(bias.shape) != (weight.shape[0],):
-        raise ValueError(f"linear: bias of shape {tuple(bias.shape)} does not fit weight of shape "
+        raise ShapeError(f"linear: bias of shape {tuple(bias.shape)} does not fit weight of shape "
                          f"{tuple(weight.shape)}")
     if "linear" in B.FUSED and input.dtype is weight.dtype and weight.dtype.is_floating_point and (
             bias is None or bias.dtype is weight.dtype):
@@ -180,7 +181,7 @@ def _im2col_shape(name, x, kernel, dilation, padding, stride):
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     """im2col of a (N, C, H, W) or (C, H, W) input: (N, C * kh * kw, L)."""
     if input.ndim not in (3, 4):
-        raise ValueError(f"unfold: expected a 3-D or 4-D input, got shape {tuple(input.shape)}")
+        raise ShapeError(f"unfold: expected a 3-D or 4-D input, got shape {tuple(input.shape)}")
     x = input if input.ndim == 4 else input.unsqueeze(0)
     geom = [_ntuple(v, 2, "unfold", w) for v, w in
             ((kernel_size, "kernel_size"), (dilation, "dilation"), (padding, "padding"), (stride, "stride"))]
@@ -192,7 +193,7 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     """col2im, the adjoint of ``unfold``: ``(N, C * kh * kw, L) -> (N, C, *output_size)``."""
     if input.ndim not in (2, 3):
-        raise ValueError(f"fold: expected a 2-D or 3-D input, got shape {tuple(input.shape)}")
+        raise ShapeError(f"fold: expected a 2-D or 3-D input, got shape {tuple(input.shape)}")
     x = input if input.ndim == 3 else input.unsqueeze(0)
     size = _ntuple(output_size, 2, "fold", "output_size")
     k, d, p, s = (_ntuple(v, 2, "fold", w) for v, w in ((kernel_size, "kernel_size"), (dilation, "dilation"),
@@ -201,7 +202,7 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     shapes.check((x.shape[0], x.shape[1] // (k[0] * k[1]), *size), "fold", x.dtype)
     blocks = _out_size(size[0], k[0], d[0], p[0], s[0]) * _out_size(size[1], k[1], d[1], p[1], s[1])
     if x.shape[1] % (k[0] * k[1]) or x.shape[2] != blocks:
-        raise ValueError(f"fold: input of shape {tuple(input.shape)} does not fit output_size {size} "
+        raise ShapeError(f"fold: input of shape {tuple(input.shape)} does not fit output_size {size} "
                          f"with kernel {k}: expected dim 1 divisible by {k[0] * k[1]} and {blocks} blocks")
     out = _Fold.apply(x, size, k, d, p, s)
     return out if input.ndim == 3 else out.squeeze(0)
@@ -232,10 +233,10 @@ def _pad_constant(x, dim, lo, hi, value):
 def _pad_index(x, dim, lo, hi, mode):
     n = x.shape[dim]
     if mode == "reflect" and (lo >= n or hi >= n):
-        raise ValueError(f"pad: reflect padding ({lo}, {hi}) must be smaller than the dimension "
+        raise ShapeError(f"pad: reflect padding ({lo}, {hi}) must be smaller than the dimension "
                          f"size {n}")
     if mode == "circular" and (lo > n or hi > n):
-        raise ValueError(f"pad: circular padding ({lo}, {hi}) must be at most the dimension size {n}")
+        raise ShapeError(f"pad: circular padding ({lo}, {hi}) must be at most the dimension size {n}")
     positions = []
     for i in range(-lo, n + hi):
         if mode == "replicate":
@@ -299,7 +300,7 @@ def _batched(input, nd, name):
 def _conv(input, weight, bias, stride, padding, dilation, groups, nd, name):
     x, batched = _batched(input, nd, name)
     if weight.ndim != nd + 2:
-        raise ValueError(f"{name}: weight must be {nd + 2}-D, got shape {tuple(weight.shape)}")
+        raise ShapeError(f"{name}: weight must be {nd + 2}-D, got shape {tuple(weight.shape)}")
     stride = _ntuple(stride, nd, name, "stride")
     dilation = _ntuple(dilation, nd, name, "dilation")
     N, C, *size = x.shape
@@ -309,10 +310,10 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, nd, name):
         raise ValueError(f"{name}: groups={groups} must be positive and divide the "
                          f"{O} output channels of weight {tuple(weight.shape)}")
     if C != Cg * groups:
-        raise ValueError(f"{name}: input of shape {tuple(input.shape)} has {C} channels, but weight of "
+        raise ShapeError(f"{name}: input of shape {tuple(input.shape)} has {C} channels, but weight of "
                          f"shape {tuple(weight.shape)} with groups={groups} expects {Cg * groups}")
     if bias is not None and tuple(bias.shape) != (O,):
-        raise ValueError(f"{name}: bias must have shape ({O},), got {tuple(bias.shape)}")
+        raise ShapeError(f"{name}: bias must have shape ({O},), got {tuple(bias.shape)}")
     if isinstance(padding, str):
         if padding == "valid":
             padding = (0,) * nd
@@ -365,7 +366,7 @@ def _pool_args(name, kernel_size, stride, padding, dilation=1):
     d = _ntuple(dilation, 2, name, "dilation")
     _check_geometry(name, k, d, p, s)
     if any(pi > ki // 2 for pi, ki in zip(p, k)):
-        raise ValueError(f"{name}: padding {p} should be at most half of the kernel size {k}")
+        raise ShapeError(f"{name}: padding {p} should be at most half of the kernel size {k}")
     return k, s, p, d
 
 
@@ -456,7 +457,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 def _as_2d_pool(fn, input, name, kernel_size, stride, padding, **kw):
     """A 1-D pool as a 2-D pool over a height-1 plane."""
     if input.ndim not in (2, 3):
-        raise ValueError(f"{name}: expected a 2-D (unbatched) or 3-D (batched) input, got shape "
+        raise ShapeError(f"{name}: expected a 2-D (unbatched) or 3-D (batched) input, got shape "
                          f"{tuple(input.shape)}")
     one = lambda v: (1, _ntuple(v, 1, name, "size")[0])  # noqa: E731
     stride = None if stride is None or (not isinstance(stride, int) and len(stride) == 0) else one(stride)
@@ -496,7 +497,7 @@ def adaptive_avg_pool2d(input, output_size):
         output_size = (output_size, output_size)
     oh, ow = (n if o is None else int(o) for o, n in zip(tuple(output_size), (H, W)))
     if oh < 1 or ow < 1 or H < 1 or W < 1:
-        raise ValueError(f"adaptive_avg_pool2d: output size {(oh, ow)} and input of shape "
+        raise ShapeError(f"adaptive_avg_pool2d: output size {(oh, ow)} and input of shape "
                          f"{tuple(input.shape)} must be non-empty")
     shapes.check((*x.shape[:2], oh, ow), "adaptive_avg_pool2d", x.dtype)
     if oh != H:
@@ -520,12 +521,12 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     """Normalise each channel (dim 1) over the batch and spatial dims. In training, batch
     statistics are used and the running ones updated in place (variance unbiased)."""
     if input.ndim < 2:
-        raise ValueError(f"batch_norm: expected an input with a channel dim, got shape {tuple(input.shape)}")
+        raise ShapeError(f"batch_norm: expected an input with a channel dim, got shape {tuple(input.shape)}")
     C = input.shape[1]
     for t, what in ((running_mean, "running_mean"), (running_var, "running_var"),
                     (weight, "weight"), (bias, "bias")):
         if t is not None and tuple(t.shape) != (C,):
-            raise ValueError(f"batch_norm: {what} must have shape ({C},) for input of shape "
+            raise ShapeError(f"batch_norm: {what} must have shape ({C},) for input of shape "
                              f"{tuple(input.shape)}, got {tuple(t.shape)}")
     shape = (C,) + (1,) * (input.ndim - 2)
     dims = (0,) + tuple(range(2, input.ndim))
@@ -554,7 +555,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 def _trailing(input, normalized_shape, name):
     ns = (normalized_shape,) if isinstance(normalized_shape, numbers.Integral) else tuple(normalized_shape)
     if not ns or tuple(input.shape[input.ndim - len(ns):]) != ns or input.ndim < len(ns):
-        raise ValueError(f"{name}: expected an input whose trailing dimensions are {ns}, got shape "
+        raise ShapeError(f"{name}: expected an input whose trailing dimensions are {ns}, got shape "
                          f"{tuple(input.shape)}")
     return ns, tuple(range(input.ndim - len(ns), input.ndim))
 
@@ -597,10 +598,10 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """Normalise each of ``num_groups`` channel groups over its channels and spatial dims."""
     if input.ndim < 2:
-        raise ValueError(f"group_norm: expected an input with a channel dim, got shape {tuple(input.shape)}")
+        raise ShapeError(f"group_norm: expected an input with a channel dim, got shape {tuple(input.shape)}")
     N, C = input.shape[:2]
     if num_groups < 1 or C % num_groups:
-        raise ValueError(f"group_norm: {C} channels of input {tuple(input.shape)} cannot be split "
+        raise ShapeError(f"group_norm: {C} channels of input {tuple(input.shape)} cannot be split "
                          f"into {num_groups} groups")
     y = _normalize(input.reshape(N, num_groups, -1), (2,), eps)[0].reshape(input.shape)
     shape = (C,) + (1,) * (input.ndim - 2)
@@ -682,7 +683,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     if input.dtype.is_floating_point or input.dtype.name == "bool":
         raise TypeError(f"embedding: indices must be an integer tensor, got {input.dtype.name}")
     if weight.ndim != 2:
-        raise ValueError(f"embedding: weight must be 2-D (num_embeddings, dim), got shape "
+        raise ShapeError(f"embedding: weight must be 2-D (num_embeddings, dim), got shape "
                          f"{tuple(weight.shape)}")
     if sparse:
         raise ValueError("embedding: sparse gradients are not supported; use sparse=False")

@@ -4,6 +4,7 @@ import math
 from . import functional as F
 from . import init
 from .module import Module, Parameter, _empty
+from ..shapes import ShapeError
 
 
 class Identity(Module):
@@ -46,7 +47,7 @@ class Linear(Module):
     def _forward_then(self, input, act):
         """The layer then ``act`` (None, "relu" or "gelu"): ``Sequential`` fuses the pair."""
         if input.ndim == 0 or input.shape[-1] != self.in_features:
-            raise ValueError(f"{self!r}: expected an input whose last dimension is {self.in_features}, "
+            raise ShapeError(f"{self!r}: expected an input whose last dimension is {self.in_features}, "
                              f"got shape {tuple(input.shape)}")
         return F._linear(input, self.weight, self.bias, act)
 

@@ -6,6 +6,7 @@ from . import init
 from ..creation import tensor
 from ..dtypes import int64
 from .module import Module, Parameter, _empty
+from ..shapes import ShapeError
 
 
 class _Affine(Module):
@@ -61,7 +62,7 @@ class _BatchNorm(_Affine):
     def forward(self, input):
         if input.ndim not in self._dims or input.shape[1] != self.num_features:
             dims = " or ".join(f"{d}-D" for d in self._dims)
-            raise ValueError(f"{self._get_name()}({self.num_features}): expected a {dims} input with "
+            raise ShapeError(f"{self._get_name()}({self.num_features}): expected a {dims} input with "
                              f"{self.num_features} channels in dim 1, got shape {tuple(input.shape)}")
         factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:

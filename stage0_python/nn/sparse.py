@@ -3,6 +3,7 @@ from . import functional as F
 from . import init
 from ..autograd import no_grad
 from .module import Module, Parameter, _empty
+from ..shapes import ShapeError
 
 
 class Embedding(Module):
@@ -33,7 +34,7 @@ class Embedding(Module):
             self.reset_parameters()
         else:
             if tuple(_weight.shape) != (num_embeddings, embedding_dim):
-                raise ValueError(f"Embedding: _weight of shape {tuple(_weight.shape)} does not match "
+                raise ShapeError(f"Embedding: _weight of shape {tuple(_weight.shape)} does not match "
                                  f"({num_embeddings}, {embedding_dim})")
             self.weight = Parameter(_weight, requires_grad=not _freeze)
 
@@ -63,7 +64,7 @@ class Embedding(Module):
     def from_pretrained(cls, embeddings, freeze=True, padding_idx=None, max_norm=None, norm_type=2.0,
                         scale_grad_by_freq=False, sparse=False):
         if embeddings.ndim != 2:
-            raise ValueError(f"Embedding.from_pretrained: embeddings must be 2-D, got shape "
+            raise ShapeError(f"Embedding.from_pretrained: embeddings must be 2-D, got shape "
                              f"{tuple(embeddings.shape)}")
         rows, cols = embeddings.shape
         return cls(rows, cols, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse,
