@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from stagegrad import STAGES
+from stagegrad import STAGES, coverage
 from stagegrad import report as R
 from stagegrad.workloads import stage_packages
 
@@ -118,6 +118,7 @@ def write_fragments(gen, report):
         shown = [i["name"] for i in report["implementations"] if i.get("package", i["name"]) in near]
         (gen / f"results_{pkg}.md").write_text(R.table(report, impls=shown + peers) + "\n")
     (gen / "primitives.md").write_text(primitives_table() + "\n")
+    (gen / "coverage.md").write_text(coverage.markdown() + "\n")
 
 
 def _packages(report):
