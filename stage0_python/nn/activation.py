@@ -2,7 +2,8 @@
 import warnings
 
 from . import functional as F
-from .module import Module
+from . import init
+from .module import Module, Parameter, _empty
 
 
 class ReLU(Module):
@@ -112,3 +113,215 @@ class LogSoftmax(Module):
 
     def extra_repr(self):
         return f"dim={self.dim}"
+
+
+def _inplace_repr(inplace, sep=""):
+    return f"{sep}inplace=True" if inplace else ""
+
+
+class ELU(Module):
+    """``x`` where ``x > 0``, else ``alpha * (exp(x) - 1)``."""
+
+    def __init__(self, alpha=1.0, inplace=False):
+        super().__init__()
+        self.alpha = alpha
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.elu(input, self.alpha, self.inplace)
+
+    def extra_repr(self):
+        return f"alpha={self.alpha}" + _inplace_repr(self.inplace, ", ")
+
+
+class CELU(ELU):
+    """``x`` where ``x > 0``, else ``alpha * (exp(x / alpha) - 1)``."""
+
+    def forward(self, input):
+        return F.celu(input, self.alpha, self.inplace)
+
+
+class _InplaceActivation(Module):
+    """An activation whose only option is ``inplace``; ``_fn`` names its functional form."""
+    _fn = None
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input):
+        return getattr(F, self._fn)(input, inplace=self.inplace)
+
+    def extra_repr(self):
+        return _inplace_repr(self.inplace)
+
+
+class SELU(_InplaceActivation):
+    """``scale * elu(x, alpha)`` with the self-normalising constants."""
+    _fn = "selu"
+
+
+class Mish(_InplaceActivation):
+    """``x * tanh(softplus(x))``."""
+    _fn = "mish"
+
+
+class Hardswish(_InplaceActivation):
+    """``x * relu6(x + 3) / 6``."""
+    _fn = "hardswish"
+
+    def extra_repr(self):
+        return ""  # PyTorch's repr leaves out inplace here
+
+
+class Hardsigmoid(_InplaceActivation):
+    """``relu6(x + 3) / 6``."""
+    _fn = "hardsigmoid"
+
+    def extra_repr(self):
+        return ""  # PyTorch's repr leaves out inplace here
+
+
+class Hardtanh(Module):
+    """``x`` clamped to ``[min_val, max_val]`` (``min_value``/``max_value`` are PyTorch's
+    deprecated spellings)."""
+
+    def __init__(self, min_val=-1.0, max_val=1.0, inplace=False, min_value=None, max_value=None):
+        super().__init__()
+        if min_value is not None:
+            warnings.warn("keyword argument `min_value` is deprecated and rename to `min_val`",
+                          FutureWarning, stacklevel=2)
+            min_val = min_value
+        if max_value is not None:
+            warnings.warn("keyword argument `max_value` is deprecated and rename to `max_val`",
+                          FutureWarning, stacklevel=2)
+            max_val = max_value
+        if max_val <= min_val:
+            raise ValueError(f"Hardtanh: max_val ({max_val}) must be greater than min_val ({min_val})")
+        self.min_val = min_val
+        self.max_val = max_val
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
+
+    def extra_repr(self):
+        return f"min_val={self.min_val}, max_val={self.max_val}" + _inplace_repr(self.inplace, ", ")
+
+
+class ReLU6(Hardtanh):
+    """``min(max(x, 0), 6)``."""
+
+    def __init__(self, inplace=False):
+        super().__init__(0.0, 6.0, inplace)
+
+    def extra_repr(self):
+        return _inplace_repr(self.inplace)
+
+
+class Softsign(Module):
+    """``x / (1 + |x|)``."""
+
+    def forward(self, input):
+        return F.softsign(input)
+
+
+class Tanhshrink(Module):
+    """``x - tanh(x)``."""
+
+    def forward(self, input):
+        return F.tanhshrink(input)
+
+
+class LogSigmoid(Module):
+    """``log(sigmoid(x))``, computed without overflow."""
+
+    def forward(self, input):
+        return F.logsigmoid(input)
+
+
+class GLU(Module):
+    """Gated linear unit over ``dim``: ``a * sigmoid(b)`` of the two halves."""
+
+    def __init__(self, dim=-1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        return F.glu(input, self.dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class Threshold(Module):
+    """``value`` where ``x <= threshold``, else ``x``."""
+
+    def __init__(self, threshold, value, inplace=False):
+        super().__init__()
+        self.threshold = threshold
+        self.value = value
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.threshold(input, self.threshold, self.value, self.inplace)
+
+    def extra_repr(self):
+        return f"threshold={self.threshold}, value={self.value}" + _inplace_repr(self.inplace, ", ")
+
+
+class Softmin(Module):
+    """``softmax(-x)`` over ``dim``."""
+
+    def __init__(self, dim=None):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        dim = _softmax_dim("softmin", input.ndim) if self.dim is None else self.dim
+        return F.softmin(input, dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class PReLU(Module):
+    """``x`` where ``x > 0``, else ``weight * x``, with a learned slope (one, or one per
+    channel: ``num_parameters``), each starting at ``init``."""
+
+    def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
+        self.num_parameters = num_parameters
+        super().__init__()
+        self.init = init
+        self.weight = Parameter(_empty((num_parameters,), dtype, device))
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        init.constant_(self.weight, self.init)
+
+    def forward(self, input):
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self):
+        return f"num_parameters={self.num_parameters}"
+
+
+class Hardshrink(Module):
+    """0 where ``|x| <= lambd``, else ``x``."""
+
+    def __init__(self, lambd=0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input):
+        return F.hardshrink(input, self.lambd)
+
+    def extra_repr(self):
+        return f"{self.lambd}"
+
+
+class Softshrink(Hardshrink):
+    """0 where ``|x| <= lambd``, else ``x`` moved ``lambd`` towards 0."""
+
+    def forward(self, input):
+        return F.softshrink(input, self.lambd)

@@ -8,9 +8,11 @@ convolution and pooling: ``unfold``/``fold`` are backend kernels, wrapped in a
 import inspect
 import math
 import numbers
+import warnings
 
 from .. import backend as B
 from .. import functional as _core
+from ..functional import _reduce
 from .. import shapes
 from .. import random as _random
 from ..autograd import Function, no_grad
@@ -28,7 +30,10 @@ globals().update(_CORE)
 __all__ = sorted(set(_CORE) | {
     "relu", "silu", "leaky_relu", "linear", "unfold", "fold", "pad", "conv1d", "conv2d",
     "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool2d", "batch_norm",
-    "layer_norm", "group_norm", "rms_norm", "dropout", "embedding"})
+    "layer_norm", "group_norm", "rms_norm", "dropout", "embedding",
+    "elu", "selu", "celu", "mish", "hardswish", "hardsigmoid", "hardtanh", "relu6", "softsign", "glu",
+    "tanhshrink", "threshold", "softmin", "prelu", "hardshrink", "softshrink",
+    "smooth_l1_loss", "huber_loss", "kl_div", "normalize", "cosine_similarity", "pairwise_distance"})
 
 
 def _ntuple(value, n, name, what):
@@ -67,6 +72,162 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
     if inplace:
         return _inplace(lambda x: leaky_relu(x, negative_slope), input)
     return where(input > 0, input, input * negative_slope)
+
+
+def _act(fn, input, inplace):
+    return _inplace(fn, input) if inplace else fn(input)
+
+
+def _elu(x, alpha, scale=1.0, input_scale=1.0):
+    # exp only sees the non-positive side: exp of a large x would overflow to inf, and the
+    # unselected branch's zero gradient would become inf * 0 = nan
+    neg = ((x.clamp(max=0.0) * input_scale).exp() - 1) * alpha
+    out = where(x > 0, x, neg)
+    return out if scale == 1.0 else out * scale
+
+
+def elu(input, alpha=1.0, inplace=False):
+    """``x`` where ``x > 0``, else ``alpha * (exp(x) - 1)``; at 0 the slope is ``alpha``,
+    PyTorch's choice."""
+    return _act(lambda x: _elu(x, alpha), input, inplace)
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def selu(input, inplace=False):
+    """``scale * elu(x, alpha)`` with the self-normalising constants of Klambauer et al."""
+    return _act(lambda x: _elu(x, _SELU_ALPHA, _SELU_SCALE), input, inplace)
+
+
+def celu(input, alpha=1.0, inplace=False):
+    """``x`` where ``x > 0``, else ``alpha * (exp(x / alpha) - 1)``."""
+    if alpha == 0:
+        raise ValueError("celu: alpha must be non-zero (it divides the input)")
+    return _act(lambda x: _elu(x, alpha, 1.0, 1.0 / alpha), input, inplace)
+
+
+def mish(input, inplace=False):
+    """``x * tanh(softplus(x))``."""
+    return _act(lambda x: x * _core.softplus(x).tanh(), input, inplace)
+
+
+def hardswish(input, inplace=False):
+    """``x * relu6(x + 3) / 6``: 0 up to -3, ``x`` from 3, a parabola between; at the kinks
+    the slope is the outer piece's (0 at -3, 1 at 3), as in PyTorch."""
+    # the middle piece is the fallback, so that NaN stays NaN
+    return _act(lambda x: where(x <= -3, 0.0, where(x >= 3, x, x * (x + 3) / 6)), input, inplace)
+
+
+def hardsigmoid(input, inplace=False):
+    """``relu6(x + 3) / 6``: 0 below -3, 1 above 3, linear between (slope 0 at the kinks)."""
+    return _act(lambda x: _Hardtanh.apply(x + 3, 0.0, 6.0) / 6, input, inplace)
+
+
+class _Hardtanh(Function):
+    """``clamp(x, lo, hi)`` whose gradient is 0 at the bounds themselves, as PyTorch's
+    (``Tensor.clamp`` passes it there)."""
+
+    @staticmethod
+    def forward(ctx, x, lo, hi):
+        ctx.save_for_backward(x)
+        ctx.bounds = lo, hi
+        return x.clamp(lo, hi)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        lo, hi = ctx.bounds
+        # written as "outside" so that a NaN input passes its gradient, as in PyTorch
+        return where((x <= lo) | (x >= hi), 0.0, g), None, None
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    """``x`` clamped to ``[min_val, max_val]``; the gradient is 0 outside and at the bounds."""
+    if min_val > max_val:
+        raise ValueError(f"hardtanh: min_val ({min_val}) cannot be greater than max_val ({max_val})")
+    return _act(lambda x: _Hardtanh.apply(x, min_val, max_val), input, inplace)
+
+
+def relu6(input, inplace=False):
+    """``hardtanh(x, 0, 6)``."""
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def softsign(input):
+    """``x / (1 + |x|)``."""
+    return input / (input.abs() + 1)
+
+
+def tanhshrink(input):
+    """``x - tanh(x)``."""
+    return input - input.tanh()
+
+
+def threshold(input, threshold, value, inplace=False):
+    """``value`` where ``x <= threshold``, else ``x`` (a NaN stays NaN, as in PyTorch)."""
+    return _act(lambda x: where(x <= threshold, value, x), input, inplace)
+
+
+def glu(input, dim=-1):
+    """Gated linear unit: split ``dim`` into halves ``a, b`` and return ``a * sigmoid(b)``."""
+    if input.ndim == 0:
+        raise ShapeError("glu: does not support scalars, the halved dimension must be even")
+    d = input._dim(dim, "glu")
+    n = input.shape[d]
+    if n % 2:
+        raise ShapeError(f"glu: halving dimension must be even, but dimension {d} of input of shape "
+                         f"{tuple(input.shape)} is size {n}")
+    return _narrow(input, d, 0, n // 2) * _narrow(input, d, n // 2, n // 2).sigmoid()
+
+
+def _implicit_dim(name, ndim, stacklevel):
+    # PyTorch's legacy rule for dim=None, with its warning
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to "
+                  f"include dim=X as an argument.", stacklevel=stacklevel)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    """``softmax(-x, dim)``; ``dtype`` casts the input first."""
+    if dim is None:
+        dim = _implicit_dim("softmin", input.ndim, _stacklevel)
+    x = input if dtype is None else input.to(dtype)
+    return _core.softmax(-x, dim)
+
+
+def prelu(input, weight):
+    """``x`` where ``x > 0``, else ``weight * x``; ``weight`` holds one slope, or one per
+    channel (dim 1 of the input)."""
+    if weight.ndim > 1:
+        raise ShapeError(f"prelu: weight must be a scalar or 1-D, got shape {tuple(weight.shape)}")
+    n = weight.numel()
+    if n == 1:
+        w = weight.reshape(())
+    else:
+        if input.ndim == 0:
+            raise ShapeError(f"prelu: a 0-dim input takes a single slope, got weight of shape "
+                             f"{tuple(weight.shape)}")
+        channels = input.shape[1] if input.ndim > 1 else 1
+        if channels != n:
+            raise ShapeError(f"prelu: weight has {n} slopes but the input of shape {tuple(input.shape)} "
+                             f"has {channels} channels")
+        w = weight.reshape((n,) + (1,) * (input.ndim - 2))
+    return where(input > 0, input, w * input)
+
+
+def hardshrink(input, lambd=0.5):
+    """0 where ``-lambd <= x <= lambd``, else ``x``."""
+    return where((input >= -lambd) & (input <= lambd), 0.0, input)
+
+
+def softshrink(input, lambd=0.5):
+    """0 where ``-lambd <= x <= lambd``, else ``x`` moved ``lambd`` towards 0."""
+    if lambd < 0:
+        raise ValueError(f"softshrink: lambd must be non-negative, got {lambd}")
+    # sign(x) rather than two branches, so that NaN stays NaN
+    return where((input >= -lambd) & (input <= lambd), 0.0, input - input.sign() * lambd)
 
 
 # ------------------------------------------------------------------ linear
@@ -700,3 +861,157 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     if max_norm is not None:
         _embedding_renorm_(weight, input, max_norm, norm_type)
     return _Embedding.apply(weight, input, padding_idx, scale_grad_by_freq)
+
+
+# ------------------------------------------------------------------ regression and divergence losses
+
+def _legacy_reduction(size_average, reduce, reduction):
+    """PyTorch's deprecated ``size_average``/``reduce`` pair, mapped to a reduction."""
+    if size_average is None and reduce is None:
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    reduction = "mean" if size_average and reduce else ("sum" if reduce else "none")
+    warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{reduction}' "
+                  f"instead.", stacklevel=3)
+    return reduction
+
+
+def _difference(input, target, op):
+    if not isinstance(target, Tensor):
+        raise TypeError(f"{op}: target must be a Tensor, got {type(target).__name__}")
+    if tuple(input.shape) != tuple(target.shape):
+        # broadcast as PyTorch does, with its warning
+        warnings.warn(f"Using a target size ({list(target.shape)}) that is different to the input size "
+                      f"({list(input.shape)}). This will likely lead to incorrect results due to "
+                      f"broadcasting. Please ensure they have the same size.", stacklevel=3)
+    return input - target
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    """``0.5 * d**2 / beta`` where ``|d| < beta``, else ``|d| - 0.5 * beta`` (``d = input -
+    target``); ``beta=0`` is the L1 loss."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if beta < 0:
+        raise ValueError(f"smooth_l1_loss: beta must be non-negative, got {beta}")
+    d = _difference(input, target, "smooth_l1_loss")
+    ad = d.abs()
+    loss = ad if beta == 0 else where(ad < beta, d * d * (0.5 / beta), ad - 0.5 * beta)
+    return _reduce(loss, reduction, "smooth_l1_loss")
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    """``0.5 * d**2`` where ``|d| < delta``, else ``delta * (|d| - 0.5 * delta)``; an
+    optional ``weight`` of the input's shape scales each element before the reduction."""
+    if delta <= 0:
+        raise ValueError(f"huber_loss: delta must be positive, got {delta}")
+    d = _difference(input, target, "huber_loss")
+    ad = d.abs()
+    loss = where(ad < delta, d * d * 0.5, (ad - 0.5 * delta) * delta)
+    if weight is not None:
+        if tuple(weight.shape) != tuple(input.shape):
+            raise ValueError(f"huber_loss: weight of shape {list(weight.shape)} must match the input's "
+                             f"shape {list(input.shape)}")
+        loss = loss * weight
+    return _reduce(loss, reduction, "huber_loss")
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """Kullback-Leibler divergence of ``target`` from the log-probabilities ``input``:
+    ``target * (log(target) - input)``, 0 where ``target`` is 0 (``log_target``: the target
+    is a log-probability too). ``'batchmean'`` divides the sum by the batch size."""
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce, reduction)
+    elif reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support "
+                      "size.'batchmean' divides only by the batch size, and aligns with the KL div math "
+                      "definition.'mean' will be changed to behave the same as 'batchmean' in the next "
+                      "major release.", stacklevel=2)
+    if reduction not in ("mean", "sum", "none", "batchmean"):
+        raise ValueError(f"kl_div: reduction must be 'mean', 'batchmean', 'sum' or 'none', got {reduction!r}")
+    if log_target:
+        loss = target.exp() * (target - input)
+    else:
+        # xlogy(t, t): 0 * log(0) counts as 0; a negative target still gives NaN
+        loss = where(target == 0, 0.0, target * target.log()) - target * input
+    if reduction == "batchmean":
+        total = loss.sum()
+        return total / input.shape[0] if input.ndim else total
+    return _reduce(loss, reduction, "kl_div")
+
+
+# ------------------------------------------------------------------ distances
+
+class _PNorm(Function):
+    """``(sum |x|**p) ** (1/p)`` over ``dim`` for a ``p`` other than 0, 1, 2 and inf. The
+    backward is ``sign(x) |x|**(p-1) / norm**(p-1)``, set to 0 where the norm or x is 0:
+    the composite's pow would give inf * 0 = nan there."""
+
+    @staticmethod
+    def forward(ctx, x, p, dim, keepdim):
+        n = (x.abs() ** p).sum(dim=dim, keepdim=True) ** (1.0 / p)
+        ctx.save_for_backward(x, n)
+        ctx.p, ctx.dim, ctx.keepdim = p, dim, keepdim
+        return n if keepdim else n.squeeze(dim)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, n = ctx.saved_tensors
+        p = ctx.p
+        if not ctx.keepdim:
+            g = g.unsqueeze(ctx.dim)
+        scale = where(n == 0, 0.0, g / n ** (p - 1))
+        return where(x == 0, 0.0, x.sign() * x.abs() ** (p - 1) * scale), None, None, None
+
+
+def _vector_norm(x, p, dim, keepdim):
+    """The ``p``-norm over one dimension, with PyTorch's gradient (0 at a zero vector)."""
+    if p == 2:
+        return x.norm(2, dim=dim, keepdim=keepdim)
+    if p == 1:
+        return x.abs().sum(dim=dim, keepdim=keepdim)
+    if p == math.inf:
+        return x.abs().amax(dim=dim, keepdim=keepdim)
+    if p == -math.inf:
+        return x.abs().amin(dim=dim, keepdim=keepdim)
+    if p == 0:
+        return (x != 0).to(x.dtype).sum(dim=dim, keepdim=keepdim)
+    return _PNorm.apply(x, float(p), dim, keepdim)
+
+
+class _ClampMinValueOnly(Function):
+    """``max(x, lo)`` in value, the identity for the gradient: PyTorch's cosine similarity
+    clamps the norms in place under ``no_grad``, so its gradient flows as if unclamped."""
+
+    @staticmethod
+    def forward(ctx, x, lo):
+        return x.clamp(min=lo)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, None
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """``input / max(||input||_p, eps)``, the norm taken over ``dim``."""
+    d = input._dim(dim, "normalize")
+    result = input / _vector_norm(input, p, d, True).clamp(min=eps)
+    return result if out is None else out.copy_(result)
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """The cosine of the angle between ``x1`` and ``x2`` along ``dim`` (after broadcasting
+    them), each vector's norm taken as at least ``eps``."""
+    shape = B.broadcast_shapes(tuple(x1.shape), tuple(x2.shape))
+    x1, x2 = x1.expand(*shape), x2.expand(*shape)
+    d = x1._dim(dim, "cosine_similarity")
+    # each input divided by its own norm first, as PyTorch does: the result stays in [-1, 1]
+    n1 = _ClampMinValueOnly.apply(_vector_norm(x1, 2, d, True), eps)
+    n2 = _ClampMinValueOnly.apply(_vector_norm(x2, 2, d, True), eps)
+    return ((x1 / n1) * (x2 / n2)).sum(dim=d)
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """``||x1 - x2 + eps||_p`` over the last dimension (after broadcasting)."""
+    diff = x1 - x2 + eps
+    return _vector_norm(diff, p, max(diff.ndim - 1, 0), keepdim)

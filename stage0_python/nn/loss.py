@@ -6,10 +6,12 @@ _REDUCTIONS = ("mean", "sum", "none")
 
 
 class _Loss(Module):
+    _reductions = _REDUCTIONS
+
     def __init__(self, reduction="mean"):
         super().__init__()
-        if reduction not in _REDUCTIONS:
-            raise ValueError(f"{type(self).__name__}: reduction must be one of {_REDUCTIONS}, "
+        if reduction not in self._reductions:
+            raise ValueError(f"{type(self).__name__}: reduction must be one of {self._reductions}, "
                              f"got {reduction!r}")
         self.reduction = reduction
 
@@ -75,3 +77,38 @@ class BCEWithLogitsLoss(_Loss):
     def forward(self, input, target):
         return F.binary_cross_entropy_with_logits(input, target, weight=self.weight,
                                                   reduction=self.reduction, pos_weight=self.pos_weight)
+
+
+class SmoothL1Loss(_Loss):
+    """Squared error below ``beta``, absolute error above it (``beta=0``: the L1 loss)."""
+
+    def __init__(self, size_average=None, reduce=None, reduction="mean", beta=1.0):
+        super().__init__(F._legacy_reduction(size_average, reduce, reduction))
+        self.beta = beta
+
+    def forward(self, input, target):
+        return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
+
+
+class HuberLoss(_Loss):
+    """Squared error below ``delta``, ``delta`` times the absolute error above it."""
+
+    def __init__(self, reduction="mean", delta=1.0):
+        super().__init__(reduction)
+        self.delta = delta
+
+    def forward(self, input, target):
+        return F.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
+
+
+class KLDivLoss(_Loss):
+    """Kullback-Leibler divergence of the target from the log-probabilities ``input``;
+    ``reduction='batchmean'`` divides the sum by the batch size."""
+    _reductions = _REDUCTIONS + ("batchmean",)
+
+    def __init__(self, size_average=None, reduce=None, reduction="mean", log_target=False):
+        super().__init__(F._legacy_reduction(size_average, reduce, reduction))
+        self.log_target = log_target
+
+    def forward(self, input, target):
+        return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
