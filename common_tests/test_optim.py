@@ -520,3 +520,74 @@ def test_adagrad_state_exists_before_the_first_step(sg):
     topt.step()
     assert_close(opt.state[extra]["sum"], topt.state[textra]["sum"])
     assert_close(extra, textra)
+
+
+# ------------------------------------------------------------------ L-BFGS
+
+def _quadratic(lib, x):
+    """0.5 x'Ax - b'x with a fixed positive definite A (condition number about 50)."""
+    A = [[4.0, 1.0, 0.5, 0.0], [1.0, 3.0, 0.2, 0.1], [0.5, 0.2, 2.0, 0.3], [0.0, 0.1, 0.3, 0.1]]
+    b = [1.0, -2.0, 0.5, 3.0]
+    At, bt = lib.tensor(A, dtype=x.dtype), lib.tensor(b, dtype=x.dtype)
+    return 0.5 * (x * At.matmul(x)).sum() - (bt * x).sum()
+
+
+def _rosenbrock(lib, x):
+    return ((1 - x[:-1]) ** 2).sum() + 100 * ((x[1:] - x[:-1] ** 2) ** 2).sum()
+
+
+LBFGS_CASES = [
+    ("quadratic", dict()),
+    ("quadratic", dict(line_search_fn="strong_wolfe")),
+    ("quadratic", dict(lr=0.5, max_iter=3, history_size=2)),
+    ("rosenbrock", dict(lr=0.1, max_iter=5)),
+    ("rosenbrock", dict(line_search_fn="strong_wolfe", max_iter=5)),
+    ("rosenbrock", dict(line_search_fn="strong_wolfe", history_size=3, max_iter=8, max_eval=12)),
+]
+
+
+@pytest.mark.needs_torch
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("problem,kwargs", LBFGS_CASES, ids=[f"{c[0]}-{c[1]}" for c in LBFGS_CASES])
+def test_lbfgs_matches_torch(sg, problem, kwargs, dtype):
+    torch = need_torch()
+    start = np.array([-1.2, 1.0, 0.5, -0.3], dtype=dtype)
+    x = stage_tensor(sg, start, requires_grad=True)
+    tx = torch.tensor(start, requires_grad=True)
+    f = _quadratic if problem == "quadratic" else _rosenbrock
+    opt, topt = sg.optim.LBFGS([x], **kwargs), torch.optim.LBFGS([tx], **kwargs)
+
+    def closure():
+        opt.zero_grad()
+        loss = f(sg, x)
+        loss.backward()
+        return loss
+
+    def tclosure():
+        topt.zero_grad()
+        loss = f(torch, tx)
+        loss.backward()
+        return loss
+
+    # float32: PyTorch keeps some of the scalars in float32 0-dim tensors, these are floats
+    tol = dict(rtol=1e-9, atol=1e-10) if dtype == "float64" else dict(rtol=2e-3, atol=2e-4)
+    for step in range(4):
+        loss, tloss = opt.step(closure), topt.step(tclosure)
+        assert_close(loss, tloss, **tol)
+        assert_close(x, tx, **tol)
+        state, tstate = opt.state[x], topt.state[tx]
+        if dtype == "float64":
+            assert (state["func_evals"], state["n_iter"]) == (tstate["func_evals"], tstate["n_iter"]), step
+    if problem == "quadratic" and "max_iter" not in kwargs:  # converged: the minimiser solves Ax = b
+        A = np.array([[4.0, 1.0, 0.5, 0.0], [1.0, 3.0, 0.2, 0.1], [0.5, 0.2, 2.0, 0.3], [0.0, 0.1, 0.3, 0.1]])
+        np.testing.assert_allclose(np_(x), np.linalg.solve(A, [1.0, -2.0, 0.5, 3.0]), rtol=1e-3, atol=1e-4)
+
+
+def test_lbfgs_refuses_groups_and_unknown_line_search(sg):
+    p, q = sg.zeros(2, requires_grad=True), sg.zeros(2, requires_grad=True)
+    with pytest.raises(ValueError, match="parameter groups"):
+        sg.optim.LBFGS([{"params": [p]}, {"params": [q]}])
+    with pytest.raises(ValueError, match="strong_wolfe"):
+        sg.optim.LBFGS([p], line_search_fn="backtracking")
+    with pytest.raises(ValueError, match="learning rate"):
+        sg.optim.LBFGS([p], lr=-1)

@@ -100,8 +100,8 @@ def _check_kind(value, reference):
 
 def _check_range(name, value):
     """PyTorch's constructor checks; and nowhere a NaN, or an int too large for a float."""
-    if value is None:
-        return  # an unset path option (foreach=None): PyTorch's "choose for me"
+    if value is None or isinstance(value, str):
+        return  # an unset option (foreach=None: PyTorch's "choose for me") or a name
     values = tuple(value) if isinstance(value, (tuple, list)) else (value,)
     if name in _NON_NEGATIVE and not 0.0 <= value:
         raise ValueError(f"Invalid {_NON_NEGATIVE[name]}: {value}")
