@@ -52,8 +52,8 @@ def _make(lib, opt, kind):
     if kind == "PolynomialLR":
         return S.PolynomialLR(opt, total_iters=25, power=2.0)
     if kind == "ChainedScheduler":
-        return S.ChainedScheduler([S.ConstantLR(opt, factor=0.5, total_iters=4), S.ExponentialLR(opt, gamma=0.9),
-                                   S.MultiStepLR(opt, milestones=[10, 20])])
+        return S.ChainedScheduler([S.ConstantLR(opt, factor=0.5, total_iters=4),
+                                   S.ExponentialLR(opt, gamma=0.9), S.MultiStepLR(opt, milestones=[10, 20])])
     if kind == "SequentialLR-constant-multistep-poly":
         return S.SequentialLR(opt, schedulers=[S.ConstantLR(opt, factor=0.3, total_iters=4),
                                                S.MultiStepLR(opt, milestones=[3, 6], gamma=0.7),
@@ -70,8 +70,9 @@ def _make(lib, opt, kind):
                           gamma=0.95, cycle_momentum=True, base_momentum=0.7, max_momentum=0.95)
     if kind.startswith("OneCycleLR"):  # total_steps 40: every phase to its end
         _, strategy, phases = kind.split("-")
-        return S.OneCycleLR(opt, max_lr=[0.5, 0.2], total_steps=STEPS, pct_start=0.25, anneal_strategy=strategy,
-                            three_phase=phases == "three", div_factor=10.0, final_div_factor=100.0)
+        return S.OneCycleLR(opt, max_lr=[0.5, 0.2], total_steps=STEPS, pct_start=0.25,
+                            anneal_strategy=strategy, three_phase=phases == "three", div_factor=10.0,
+                            final_div_factor=100.0)
     raise ValueError(kind)
 
 
@@ -89,8 +90,9 @@ def _check(opt, topt, sched, tsched, step):
     assert lrs == tlrs, f"step {step}: lr {lrs} != PyTorch's {tlrs}"
     for key in ("momentum", "betas"):  # the cyclic schedulers move these too
         if key in topt.param_groups[0]:
-            assert [tuple(g[key]) if key == "betas" else g[key] for g in opt.param_groups] == \
-                [tuple(g[key]) if key == "betas" else g[key] for g in topt.param_groups], f"step {step}: {key}"
+            def values(o):
+                return [tuple(g[key]) if key == "betas" else g[key] for g in o.param_groups]
+            assert values(opt) == values(topt), f"step {step}: {key}"
     assert sched.get_last_lr() == tsched.get_last_lr(), f"step {step}: get_last_lr differs"
 
 
@@ -113,9 +115,9 @@ def test_scheduler_matches_torch(sg, kind):
 
 @pytest.mark.needs_torch
 @pytest.mark.parametrize("kind", ["StepLR", "CosineAnnealingLR", "LambdaLR", "SequentialLR-warmup-cosine",
-                                  "MultiplicativeLR", "MultiStepLR", "ConstantLR", "PolynomialLR", "ChainedScheduler",
-                                  "CosineAnnealingWarmRestarts-2", "CyclicLR-triangular2", "CyclicLR-exp_range",
-                                  "OneCycleLR-cos-three"])
+                                  "MultiplicativeLR", "MultiStepLR", "ConstantLR", "PolynomialLR",
+                                  "ChainedScheduler", "CosineAnnealingWarmRestarts-2", "CyclicLR-triangular2",
+                                  "CyclicLR-exp_range", "OneCycleLR-cos-three"])
 def test_scheduler_state_dict_resumes(sg, kind):
     torch = need_torch()
     opt, topt = _optimizers(sg, torch)
@@ -221,7 +223,8 @@ def test_cyclic_schedulers_move_adams_beta1(sg, kind):
     def make(lib, o):
         S = lib.optim.lr_scheduler
         if kind == "OneCycleLR":
-            return S.OneCycleLR(o, max_lr=0.3, epochs=4, steps_per_epoch=5, base_momentum=0.8, max_momentum=0.9)
+            return S.OneCycleLR(o, max_lr=0.3, epochs=4, steps_per_epoch=5, base_momentum=0.8,
+                                max_momentum=0.9)
         return S.CyclicLR(o, base_lr=0.01, max_lr=0.2, step_size_up=4, mode="exp_range", gamma=0.9)
     sched, tsched = make(sg, opt), make(torch, topt)
     _check(opt, topt, sched, tsched, 0)
@@ -307,5 +310,5 @@ def test_cycle_momentum_needs_a_momentum(sg):
     with pytest.raises(ValueError, match="momentum or beta1"):
         sg.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.1, total_steps=10)
     with pytest.raises(ValueError, match="momentum or beta1"):
-        torch.optim.lr_scheduler.OneCycleLR(torch.optim.Adagrad([torch.ones(2, requires_grad=True)]), max_lr=0.1,
-                                            total_steps=10)
+        tp = torch.ones(2, requires_grad=True)
+        torch.optim.lr_scheduler.OneCycleLR(torch.optim.Adagrad([tp]), max_lr=0.1, total_steps=10)

@@ -268,6 +268,10 @@ ALL_OR_NOTHING = [
     ("Adam", dict(lr=0.01, amsgrad=True)),
     ("AdamW", dict(lr=0.01, weight_decay=0.1)),
     ("RMSprop", dict(lr=0.01, momentum=0.5, centered=True)),
+    ("Adagrad", dict(lr=0.1, weight_decay=0.1)),
+    ("Adamax", dict(lr=0.01)),
+    ("RAdam", dict(lr=0.01, weight_decay=0.1)),
+    ("Adadelta", dict(lr=1.0)),
 ]
 
 

@@ -723,11 +723,10 @@ class Tensor(TensorCore):
         return end - (end - self) * (1 - weight)
 
     def addcmul(self, tensor1, tensor2, value=1):
-        # PyTorch's order, value * t1 first: optimizers built on these then round as its do
-        return self + tensor1 * value * tensor2
+        return self + tensor1 * tensor2 * value
 
     def addcdiv(self, tensor1, tensor2, value=1):
-        return self + tensor1 * value / tensor2
+        return self + tensor1 / tensor2 * value
 
     # ------------------------------------------------------------ reductions
 

@@ -1,5 +1,5 @@
 """Adadelta, as ``torch.optim.Adadelta``'s single-tensor path computes it."""
-from .optimizer import Optimizer, path_options
+from .optimizer import Optimizer, addcmul_, path_options
 
 
 class Adadelta(Optimizer):
@@ -23,9 +23,9 @@ class Adadelta(Optimizer):
         if group["weight_decay"] != 0:
             grad = grad.add(p, alpha=group["weight_decay"])
         square_avg, acc_delta = state["square_avg"], state["acc_delta"]
-        square_avg.mul_(rho).addcmul_(grad, grad, value=1 - rho)
+        addcmul_(square_avg.mul_(rho), grad, grad, value=1 - rho)
         std = square_avg.add(eps).sqrt_()
         delta = acc_delta.add(eps).sqrt_()
         delta.div_(std).mul_(grad)
-        acc_delta.mul_(rho).addcmul_(delta, delta, value=1 - rho)
+        addcmul_(acc_delta.mul_(rho), delta, delta, value=1 - rho)
         p.add_(delta, alpha=-group["lr"])

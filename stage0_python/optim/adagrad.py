@@ -1,6 +1,6 @@
 """Adagrad, as ``torch.optim.Adagrad``'s single-tensor path computes it."""
 from .. import creation
-from .optimizer import Optimizer, path_options
+from .optimizer import Optimizer, addcdiv_, addcmul_, path_options
 
 
 class Adagrad(Optimizer):
@@ -33,6 +33,6 @@ class Adagrad(Optimizer):
         if group["weight_decay"] != 0:
             grad = grad.add(p, alpha=group["weight_decay"])
         clr = group["lr"] / (1 + (state["step"] - 1) * group["lr_decay"])
-        state["sum"].addcmul_(grad, grad, value=1)
+        addcmul_(state["sum"], grad, grad, value=1)
         std = state["sum"].sqrt().add_(group["eps"])
-        p.addcdiv_(grad, std, value=-clr)
+        addcdiv_(p, grad, std, value=-clr)

@@ -1,5 +1,5 @@
 """Adamax, as ``torch.optim.Adamax``'s single-tensor path computes it."""
-from .optimizer import Optimizer, lerp_, path_options
+from .optimizer import Optimizer, addcdiv_, lerp_, path_options
 
 
 class Adamax(Optimizer):
@@ -26,4 +26,4 @@ class Adamax(Optimizer):
         lerp_(exp_avg, grad, 1 - beta1)
         exp_inf.mul_(beta2).maximum_(grad.abs().add_(group["eps"]))
         clr = group["lr"] / (1 - beta1 ** state["step"])
-        p.addcdiv_(exp_avg, exp_inf, value=-clr)
+        addcdiv_(p, exp_avg, exp_inf, value=-clr)

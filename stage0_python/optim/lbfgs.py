@@ -68,7 +68,8 @@ def _strong_wolfe(evaluate, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_change=1
         eps = 0.1 * (max(bracket) - min(bracket))
         if min(max(bracket) - t, t - min(bracket)) < eps:
             if insufficient or t >= max(bracket) or t <= min(bracket):
-                t = max(bracket) - eps if abs(t - max(bracket)) < abs(t - min(bracket)) else min(bracket) + eps
+                near_top = abs(t - max(bracket)) < abs(t - min(bracket))
+                t = max(bracket) - eps if near_top else min(bracket) + eps
                 insufficient = False
             else:
                 insufficient = True
@@ -107,7 +108,8 @@ class LBFGS(Optimizer):
         if max_eval is None:
             max_eval = max_iter * 5 // 4
         defaults = dict(lr=lr, max_iter=max_iter, max_eval=max_eval, tolerance_grad=tolerance_grad,
-                        tolerance_change=tolerance_change, history_size=history_size, line_search_fn=line_search_fn)
+                        tolerance_change=tolerance_change, history_size=history_size,
+                        line_search_fn=line_search_fn)
         super().__init__(params, defaults)
         if len(self.param_groups) != 1:
             raise ValueError("LBFGS doesn't support per-parameter options (parameter groups)")
@@ -163,7 +165,8 @@ class LBFGS(Optimizer):
             return orig_loss  # already at a stationary point
         d, t = state.get("d"), state.get("t")
         old_dirs, old_stps, ro = state.get("old_dirs"), state.get("old_stps"), state.get("ro")
-        H_diag, prev_flat_grad, prev_loss = state.get("H_diag"), state.get("prev_flat_grad"), state.get("prev_loss")
+        H_diag, prev_flat_grad = state.get("H_diag"), state.get("prev_flat_grad")
+        prev_loss = state.get("prev_loss")
         n_iter = 0
         while n_iter < max_iter:
             n_iter += 1
@@ -219,7 +222,8 @@ class LBFGS(Optimizer):
             current_evals += evals
             state["func_evals"] += evals
             if (n_iter == max_iter or current_evals >= max_eval or opt_cond
-                    or d.mul(t).abs().max().item() <= tolerance_change or abs(loss - prev_loss) < tolerance_change):
+                    or d.mul(t).abs().max().item() <= tolerance_change
+                    or abs(loss - prev_loss) < tolerance_change):
                 break
         state.update(d=d, t=t, old_dirs=old_dirs, old_stps=old_stps, ro=ro, H_diag=H_diag,
                      prev_flat_grad=prev_flat_grad, prev_loss=prev_loss)

@@ -480,12 +480,12 @@ class ChainedScheduler(LRScheduler):
             if not hasattr(sched, "optimizer"):
                 raise TypeError(f"ChainedScheduler at index {i} should have `optimizer` as its attribute.")
             if isinstance(sched, ReduceLROnPlateau):
-                raise ValueError("ChainedScheduler does not support `ReduceLROnPlateau` scheduler as it requires "
-                                 "additional kwargs to be specified when calling `step`, but got one at "
-                                 f"index {i} in the given schedulers sequence.")
+                raise ValueError("ChainedScheduler does not support `ReduceLROnPlateau` scheduler as it "
+                                 "requires additional kwargs to be specified when calling `step`, but got "
+                                 f"one at index {i} in the given schedulers sequence.")
             if sched.optimizer is not optimizer:
-                raise ValueError(f"ChainedScheduler expects all schedulers to belong to the same optimizer, but "
-                                 f"got scheduler {type(sched).__name__} at index {i} with another one.")
+                raise ValueError("ChainedScheduler expects all schedulers to belong to the same optimizer, "
+                                 f"but got scheduler {type(sched).__name__} at index {i} with another one.")
         self._schedulers = list(schedulers)
         self.optimizer = optimizer
         self._last_lr = _lrs(optimizer)
@@ -567,7 +567,8 @@ class CyclicLR(LRScheduler):
         scale = self.scale_fn(cycle if self.scale_mode == "cycle" else self.last_epoch)
         lrs = [base + (top - base) * scale_factor * scale for base, top in zip(self.base_lrs, self.max_lrs)]
         if self.cycle_momentum:
-            for group, bottom, top in zip(self.optimizer.param_groups, self.base_momentums, self.max_momentums):
+            bounds = zip(self.optimizer.param_groups, self.base_momentums, self.max_momentums)
+            for group, bottom, top in bounds:
                 _set_momentum(group, top - (top - bottom) * scale_factor * scale, self.use_beta1)
         return lrs
 
@@ -575,8 +576,8 @@ class CyclicLR(LRScheduler):
         """As the base class's; a custom ``scale_fn`` is kept only as its attributes."""
         state = super().state_dict()
         fn = state.pop("_scale_fn_custom")
-        state["_scale_fn_custom"] = (dict(fn.__dict__) if fn is not None and not isinstance(fn, types.FunctionType)
-                                     else None)
+        keep = fn is not None and not isinstance(fn, types.FunctionType)
+        state["_scale_fn_custom"] = dict(fn.__dict__) if keep else None
         return state
 
     def load_state_dict(self, state_dict):
@@ -609,7 +610,8 @@ class CosineAnnealingWarmRestarts(LRScheduler):
 
     def get_lr(self):
         lo = self.eta_min
-        return [lo + (base - lo) * (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2 for base in self.base_lrs]
+        cos = math.cos(math.pi * self.T_cur / self.T_i)
+        return [lo + (base - lo) * (1 + cos) / 2 for base in self.base_lrs]
 
     def step(self, epoch=None):
         """Advance one epoch, or jump to ``epoch`` (which may be fractional)."""
@@ -669,7 +671,8 @@ class OneCycleLR(LRScheduler):
         if not isinstance(pct_start, float) or not 0 <= pct_start <= 1:
             raise ValueError(f"Expected float between 0 and 1 pct_start, but got {pct_start}")
         if anneal_strategy not in ("cos", "linear"):
-            raise ValueError(f"anneal_strategy must be one of 'cos' or 'linear', instead got {anneal_strategy}")
+            raise ValueError("anneal_strategy must be one of 'cos' or 'linear', instead got "
+                             f"{anneal_strategy}")
         self._anneal_func_type = anneal_strategy
         up = float(pct_start * self.total_steps) - 1
         # each phase: (last step, group key of its start rate, of its end rate, same for momentum)

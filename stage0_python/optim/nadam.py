@@ -1,7 +1,7 @@
 """NAdam, as ``torch.optim.NAdam``'s single-tensor path computes it."""
 import struct
 
-from .optimizer import Optimizer, lerp_, path_options
+from .optimizer import Optimizer, addcdiv_, addcmul_, lerp_, path_options
 
 
 def _float32(x):
@@ -49,9 +49,9 @@ class NAdam(Optimizer):
         state["mu_product"] = mu_product = _float32(_float32(state["mu_product"]) * _float32(mu))
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
         lerp_(exp_avg, grad, 1 - beta1)
-        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        addcmul_(exp_avg_sq.mul_(beta2), grad, grad, value=1 - beta2)
         denom = exp_avg_sq.div(bias_correction2).sqrt().add_(group["eps"])
-        p.addcdiv_(grad, denom, value=-lr * (1.0 - mu) / (1.0 - mu_product))
+        addcdiv_(p, grad, denom, value=-lr * (1.0 - mu) / (1.0 - mu_product))
         mu_product_next = mu_product * mu_next
         weight = (-lr * mu_next) / (1.0 - mu_product_next)
-        p.addcdiv_(exp_avg, denom, value=weight)
+        addcdiv_(p, exp_avg, denom, value=weight)

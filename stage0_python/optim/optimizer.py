@@ -44,6 +44,17 @@ def lerp_(start, end, weight):
     return start
 
 
+def addcmul_(start, t1, t2, value):
+    """``start += value * t1 * t2`` in PyTorch's order (``value * t1`` first), so results
+    round as its do; ``Tensor.addcmul_`` keeps the order stage 3's fused steps reproduce."""
+    return start.add_(t1 * value * t2)
+
+
+def addcdiv_(start, t1, t2, value):
+    """``start += value * t1 / t2`` in PyTorch's order (see ``addcmul_``)."""
+    return start.add_(t1 * value / t2)
+
+
 def path_options(**options):
     """PyTorch's keywords that choose how a step runs (``foreach``, ``fused``, ``capturable``,
     ``differentiable``; each optimizer passes those PyTorch's takes), returned to be kept in

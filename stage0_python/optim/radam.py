@@ -1,5 +1,5 @@
 """RAdam, as ``torch.optim.RAdam``'s single-tensor path computes it."""
-from .optimizer import Optimizer, lerp_, path_options
+from .optimizer import Optimizer, addcmul_, lerp_, path_options
 
 
 class RAdam(Optimizer):
@@ -32,7 +32,7 @@ class RAdam(Optimizer):
                 grad = grad.add(p, alpha=wd)
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
         lerp_(exp_avg, grad, 1 - beta1)
-        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        addcmul_(exp_avg_sq.mul_(beta2), grad, grad, value=1 - beta2)
         bias_correction1 = 1 - beta1 ** step
         bias_correction2 = 1 - beta2 ** step
         corrected = exp_avg / bias_correction1
