@@ -43,17 +43,56 @@ def _make(lib, opt, kind):
         warm = S.LinearLR(opt, start_factor=0.1, total_iters=5)
         cos = S.CosineAnnealingLR(opt, T_max=25, eta_min=1e-4)
         return S.SequentialLR(opt, schedulers=[warm, cos], milestones=[5])
+    if kind == "MultiplicativeLR":
+        return S.MultiplicativeLR(opt, lr_lambda=lambda e: 0.9 if e % 3 else 1.05)
+    if kind == "MultiStepLR":  # 12 listed twice: gamma**2 there
+        return S.MultiStepLR(opt, milestones=[3, 7, 12, 12, 30], gamma=0.5)
+    if kind == "ConstantLR":
+        return S.ConstantLR(opt, factor=0.25, total_iters=6)
+    if kind == "PolynomialLR":
+        return S.PolynomialLR(opt, total_iters=25, power=2.0)
+    if kind == "ChainedScheduler":
+        return S.ChainedScheduler([S.ConstantLR(opt, factor=0.5, total_iters=4),
+                                   S.ExponentialLR(opt, gamma=0.9), S.MultiStepLR(opt, milestones=[10, 20])])
+    if kind == "SequentialLR-constant-multistep-poly":
+        return S.SequentialLR(opt, schedulers=[S.ConstantLR(opt, factor=0.3, total_iters=4),
+                                               S.MultiStepLR(opt, milestones=[3, 6], gamma=0.7),
+                                               S.PolynomialLR(opt, total_iters=15, power=0.5)],
+                              milestones=[5, 15])
+    if kind.startswith("CosineAnnealingWarmRestarts"):  # 40 steps: several restarts
+        T_mult = int(kind.rsplit("-", 1)[1])
+        return S.CosineAnnealingWarmRestarts(opt, T_0=4, T_mult=T_mult, eta_min=0.002)
+    if kind == "CyclicLR-no-momentum":
+        return S.CyclicLR(opt, base_lr=0.01, max_lr=[0.1, 0.2], step_size_up=6, cycle_momentum=False)
+    if kind.startswith("CyclicLR"):  # 40 steps: 3 cycles of 7 up and 5 down
+        mode = kind.split("-")[1]
+        return S.CyclicLR(opt, base_lr=[0.01, 0.005], max_lr=0.1, step_size_up=7, step_size_down=5, mode=mode,
+                          gamma=0.95, cycle_momentum=True, base_momentum=0.7, max_momentum=0.95)
+    if kind.startswith("OneCycleLR"):  # total_steps 40: every phase to its end
+        _, strategy, phases = kind.split("-")
+        return S.OneCycleLR(opt, max_lr=[0.5, 0.2], total_steps=STEPS, pct_start=0.25,
+                            anneal_strategy=strategy, three_phase=phases == "three", div_factor=10.0,
+                            final_div_factor=100.0)
     raise ValueError(kind)
 
 
 KINDS = ["StepLR", "ExponentialLR", "CosineAnnealingLR", "LambdaLR", "LambdaLR-per-group", "LinearLR-warmup",
-         "LinearLR-decay", "SequentialLR-warmup-cosine"]
+         "LinearLR-decay", "SequentialLR-warmup-cosine", "MultiplicativeLR", "MultiStepLR", "ConstantLR",
+         "PolynomialLR", "ChainedScheduler", "SequentialLR-constant-multistep-poly",
+         "CosineAnnealingWarmRestarts-1", "CosineAnnealingWarmRestarts-2", "CyclicLR-triangular",
+         "CyclicLR-triangular2", "CyclicLR-exp_range", "CyclicLR-no-momentum", "OneCycleLR-cos-two",
+         "OneCycleLR-linear-two", "OneCycleLR-cos-three", "OneCycleLR-linear-three"]
 
 
 def _check(opt, topt, sched, tsched, step):
     lrs = [g["lr"] for g in opt.param_groups]
     tlrs = [g["lr"] for g in topt.param_groups]
     assert lrs == tlrs, f"step {step}: lr {lrs} != PyTorch's {tlrs}"
+    for key in ("momentum", "betas"):  # the cyclic schedulers move these too
+        if key in topt.param_groups[0]:
+            def values(o):
+                return [tuple(g[key]) if key == "betas" else g[key] for g in o.param_groups]
+            assert values(opt) == values(topt), f"step {step}: {key}"
     assert sched.get_last_lr() == tsched.get_last_lr(), f"step {step}: get_last_lr differs"
 
 
@@ -70,12 +109,15 @@ def test_scheduler_matches_torch(sg, kind):
         topt.step()
         sched.step()
         tsched.step()
-        assert sched.last_epoch == tsched.last_epoch
+        assert getattr(sched, "last_epoch", None) == getattr(tsched, "last_epoch", None)
         _check(opt, topt, sched, tsched, step)
 
 
 @pytest.mark.needs_torch
-@pytest.mark.parametrize("kind", ["StepLR", "CosineAnnealingLR", "LambdaLR", "SequentialLR-warmup-cosine"])
+@pytest.mark.parametrize("kind", ["StepLR", "CosineAnnealingLR", "LambdaLR", "SequentialLR-warmup-cosine",
+                                  "MultiplicativeLR", "MultiStepLR", "ConstantLR", "PolynomialLR",
+                                  "ChainedScheduler", "CosineAnnealingWarmRestarts-2", "CyclicLR-triangular2",
+                                  "CyclicLR-exp_range", "OneCycleLR-cos-three"])
 def test_scheduler_state_dict_resumes(sg, kind):
     torch = need_torch()
     opt, topt = _optimizers(sg, torch)
@@ -165,3 +207,108 @@ def test_scheduler_errors(sg):
     fresh, _ = _optimizers(sg, torch)
     with pytest.raises(KeyError, match="initial_lr"):
         S.StepLR(fresh, step_size=2, last_epoch=5)
+
+
+def _adam_pair(sg, torch):
+    p, tp = sg.ones(2, requires_grad=True), torch.ones(2, requires_grad=True)
+    return sg.optim.Adam([p], lr=0.1, betas=(0.9, 0.99)), torch.optim.Adam([tp], lr=0.1, betas=(0.9, 0.99))
+
+
+@pytest.mark.needs_torch
+@pytest.mark.parametrize("kind", ["OneCycleLR", "CyclicLR"])
+def test_cyclic_schedulers_move_adams_beta1(sg, kind):
+    torch = need_torch()
+    opt, topt = _adam_pair(sg, torch)
+
+    def make(lib, o):
+        S = lib.optim.lr_scheduler
+        if kind == "OneCycleLR":
+            return S.OneCycleLR(o, max_lr=0.3, epochs=4, steps_per_epoch=5, base_momentum=0.8,
+                                max_momentum=0.9)
+        return S.CyclicLR(o, base_lr=0.01, max_lr=0.2, step_size_up=4, mode="exp_range", gamma=0.9)
+    sched, tsched = make(sg, opt), make(torch, topt)
+    _check(opt, topt, sched, tsched, 0)
+    assert opt.param_groups[0]["betas"][1] == 0.99
+    for step in range(1, 21):
+        opt.step(), topt.step(), sched.step(), tsched.step()
+        _check(opt, topt, sched, tsched, step)
+    if kind == "OneCycleLR":  # 20 steps were all it had: both refuse one more
+        with pytest.raises(ValueError, match="Tried to step 21 times"):
+            tsched.step()
+        with pytest.raises(ValueError, match="Tried to step 21 times"):
+            sched.step()
+
+
+@pytest.mark.needs_torch
+def test_warm_restarts_with_fractional_epochs(sg):
+    """``step(epoch)`` with a fraction of an epoch, as within an epoch's batches; then plain steps."""
+    torch = need_torch()
+    opt, topt = _optimizers(sg, torch)
+    sched = sg.optim.lr_scheduler.CosineAnnealingWarmRestarts(opt, T_0=3, T_mult=2, eta_min=0.001)
+    tsched = torch.optim.lr_scheduler.CosineAnnealingWarmRestarts(topt, T_0=3, T_mult=2, eta_min=0.001)
+    epochs = [0.0, 0.25, 0.5, 1.75, 2.9, 3.0, 3.1, 8.5, 8.99, 9.0, 10.2, 20.0, 21.5, 2.5, 45.25]
+    for epoch in epochs:
+        sched.step(epoch)
+        tsched.step(epoch)
+        _check(opt, topt, sched, tsched, epoch)
+        assert (sched.T_cur, sched.T_i, sched.last_epoch) == (tsched.T_cur, tsched.T_i, tsched.last_epoch)
+    for step in range(10):
+        sched.step()
+        tsched.step()
+        _check(opt, topt, sched, tsched, step)
+    with pytest.raises(ValueError, match="non-negative epoch"):
+        sched.step(-1)
+
+
+@pytest.mark.needs_torch
+def test_closed_form_of_the_new_schedulers(sg):
+    torch = need_torch()
+    import warnings
+    for make in (lambda S, o: S.MultiStepLR(o, milestones=[2, 5, 5], gamma=0.5),
+                 lambda S, o: S.ConstantLR(o, factor=0.5, total_iters=4),
+                 lambda S, o: S.PolynomialLR(o, total_iters=8, power=1.5)):
+        opt, topt = _optimizers(sg, torch)
+        sched, tsched = make(sg.optim.lr_scheduler, opt), make(torch.optim.lr_scheduler, topt)
+        for epoch in (6, 1, 3, 9):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # PyTorch deprecates the epoch argument
+                sched.step(epoch)
+                tsched.step(epoch)
+            _check(opt, topt, sched, tsched, epoch)
+
+
+@pytest.mark.needs_torch
+@pytest.mark.parametrize("make", [
+    lambda S, o: S.ConstantLR(o, factor=1.5),
+    lambda S, o: S.CosineAnnealingWarmRestarts(o, T_0=0),
+    lambda S, o: S.CosineAnnealingWarmRestarts(o, T_0=2, T_mult=0),
+    lambda S, o: S.CosineAnnealingWarmRestarts(o, T_0=2.5),
+    lambda S, o: S.CyclicLR(o, base_lr=0.1, max_lr=1.0, mode="sawtooth"),
+    lambda S, o: S.CyclicLR(o, base_lr=[0.1], max_lr=1.0),
+    lambda S, o: S.OneCycleLR(o, max_lr=1.0),
+    lambda S, o: S.OneCycleLR(o, max_lr=1.0, total_steps=0),
+    lambda S, o: S.OneCycleLR(o, max_lr=1.0, total_steps=10, pct_start=1),
+    lambda S, o: S.OneCycleLR(o, max_lr=1.0, total_steps=10, anneal_strategy="step"),
+    lambda S, o: S.ChainedScheduler([]),
+], ids=["constant-factor", "warm-T0", "warm-Tmult", "warm-T0-float", "cyclic-mode", "cyclic-groups",
+        "onecycle-no-total", "onecycle-total-0", "onecycle-pct-int", "onecycle-strategy", "chained-empty"])
+def test_new_schedulers_refuse_what_torch_refuses(sg, make):
+    torch = need_torch()
+    opt, topt = _optimizers(sg, torch)
+    with pytest.raises(ValueError) as theirs:
+        make(torch.optim.lr_scheduler, topt)
+    with pytest.raises(ValueError) as ours:
+        make(sg.optim.lr_scheduler, opt)
+    assert str(ours.value).split(",")[0][:30] == str(theirs.value).split(",")[0][:30]
+
+
+@pytest.mark.needs_torch
+def test_cycle_momentum_needs_a_momentum(sg):
+    torch = need_torch()
+    p = sg.ones(2, requires_grad=True)
+    opt = sg.optim.Adagrad([p])
+    with pytest.raises(ValueError, match="momentum or beta1"):
+        sg.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.1, total_steps=10)
+    with pytest.raises(ValueError, match="momentum or beta1"):
+        tp = torch.ones(2, requires_grad=True)
+        torch.optim.lr_scheduler.OneCycleLR(torch.optim.Adagrad([tp]), max_lr=0.1, total_steps=10)

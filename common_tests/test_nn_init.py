@@ -216,3 +216,108 @@ def test_norm_layer_default_state_matches_torch(sg, make):
     for k, v in theirs.state_dict().items():
         assert mine[k].tolist() == v.tolist(), k
         assert mine[k].dtype.name == str(v.dtype).replace("torch.", ""), k
+
+
+# ------------------------------------------------------------------ structured initialisers
+
+@pytest.mark.parametrize("shape,groups", [((6, 6, 3), 1), ((4, 2, 3, 3), 2), ((8, 3, 2, 4), 1),
+                                          ((6, 2, 3, 3, 3), 3), ((2, 5, 5), 1)])
+def test_dirac_matches_torch(sg, shape, groups):
+    torch = need_torch()
+    t, tt = sg.full(shape, 7.0), torch.full(shape, 7.0)
+    assert sg.nn.init.dirac_(t, groups=groups) is t
+    torch.nn.init.dirac_(tt, groups=groups)
+    np.testing.assert_array_equal(t.numpy(), tt.numpy())
+
+
+def test_dirac_keeps_a_convolutions_input(sg):
+    conv = sg.nn.Conv2d(3, 3, 3, padding=1, bias=False)
+    sg.nn.init.dirac_(conv.weight)
+    x = sg.randn(2, 3, 5, 5)
+    np.testing.assert_allclose(conv(x).detach().numpy(), x.numpy(), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (2, 5), (5, 2)])
+def test_eye_matches_torch(sg, shape):
+    torch = need_torch()
+    t, tt = sg.full(shape, 3.0), torch.full(shape, 3.0)
+    assert sg.nn.init.eye_(t) is t
+    np.testing.assert_array_equal(t.numpy(), torch.nn.init.eye_(tt).numpy())
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape,gain", [((6, 6), 1.0), ((4, 10), 2.0), ((10, 4), 0.5), ((5, 2, 3), 1.0),
+                                        ((3, 4, 2, 2), math.sqrt(2))])
+def test_orthogonal_is_orthogonal_like_torch(sg, shape, gain, dtype):
+    torch = need_torch()
+    t = getattr(sg, "zeros")(*shape, dtype=getattr(sg, dtype))
+    assert sg.nn.init.orthogonal_(t, gain=gain) is t
+    tt = torch.nn.init.orthogonal_(torch.zeros(*shape, dtype=getattr(torch, dtype)), gain=gain)
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    for m in (t.numpy(), tt.numpy()):
+        assert m.dtype == np.dtype(dtype)
+        flat = m.reshape(shape[0], -1).astype(np.float64) / gain
+        small = min(flat.shape)
+        gram = flat @ flat.T if flat.shape[0] < flat.shape[1] else flat.T @ flat
+        np.testing.assert_allclose(gram, np.eye(small), atol=tol)
+    # a fresh draw differs: the matrix is random, not a fixed one
+    other = sg.nn.init.orthogonal_(sg.zeros(*shape, dtype=getattr(sg, dtype)), gain=gain)
+    assert not np.allclose(other.numpy(), t.numpy())
+
+
+def test_orthogonal_is_reproducible_and_uniformly_signed(sg):
+    """Haar-distributed: each entry's mean is about 0 over many draws, so no sign is preferred."""
+    sg.manual_seed(3)
+    a = sg.nn.init.orthogonal_(sg.zeros(4, 4)).numpy()
+    sg.manual_seed(3)
+    np.testing.assert_array_equal(a, sg.nn.init.orthogonal_(sg.zeros(4, 4)).numpy())
+    draws = np.stack([sg.nn.init.orthogonal_(sg.zeros(3, 3)).numpy() for _ in range(400)])
+    # each entry of a Haar 3x3 orthogonal matrix has variance 1/3
+    assert np.abs(draws.mean(axis=0)).max() < 5 * math.sqrt(1 / 3 / 400)
+
+
+@pytest.mark.parametrize("shape,sparsity", [((20, 30), 0.1), ((7, 50), 0.5), ((10, 10), 0.0), ((9, 4), 0.95)])
+def test_sparse_zeros_per_column_like_torch(sg, shape, sparsity):
+    torch = need_torch()
+    t = sg.zeros(*shape)
+    assert sg.nn.init.sparse_(t, sparsity, std=0.5) is t
+    tt = torch.nn.init.sparse_(torch.zeros(*shape), sparsity, std=0.5)
+    ours, theirs = (t.numpy() == 0).sum(axis=0), (tt.numpy() == 0).sum(axis=0)
+    np.testing.assert_array_equal(ours, theirs)
+    assert set(ours) == {math.ceil(sparsity * shape[0])}
+    # the zeros fall on different rows in different columns
+    if 0 < sparsity < 1 and shape[1] > 10:
+        assert len({tuple(np.flatnonzero(c == 0)) for c in t.numpy().T}) > 1
+
+
+def test_sparse_nonzeros_are_normal(sg):
+    v = sg.nn.init.sparse_(sg.zeros(300, 100), 0.2, std=0.05).numpy().ravel()
+    _check_normal(v[v != 0].astype(np.float64), 0.0, 0.05)
+
+
+@pytest.mark.parametrize("name,args", [
+    ("orthogonal_", ((3,), ())), ("sparse_", ((3, 3, 3), (0.1,))), ("sparse_", ((3,), (0.1,))),
+    ("dirac_", ((3, 3), ())), ("dirac_", ((3, 3, 3, 3, 3, 3), ())), ("eye_", ((3, 3, 3), ())),
+    ("eye_", ((3,), ())),
+])
+def test_structured_initialiser_errors_match_torch(sg, name, args):
+    torch = need_torch()
+    shape, extra = args
+    with pytest.raises(ValueError) as theirs:
+        getattr(torch.nn.init, name)(torch.zeros(*shape), *extra)
+    with pytest.raises(ValueError, match=str(theirs.value)):
+        getattr(sg.nn.init, name)(sg.zeros(*shape), *extra)
+
+
+def test_dirac_groups_must_divide(sg):
+    torch = need_torch()
+    with pytest.raises(ValueError, match="dim 0 must be divisible by groups"):
+        torch.nn.init.dirac_(torch.zeros(3, 3, 3), groups=2)
+    with pytest.raises(ValueError, match="dim 0 must be divisible by groups"):
+        sg.nn.init.dirac_(sg.zeros(3, 3, 3), groups=2)
+
+
+def test_orthogonal_of_an_empty_tensor_is_a_no_op(sg):
+    torch = need_torch()
+    assert tuple(torch.nn.init.orthogonal_(torch.zeros(0, 3)).shape) == (0, 3)
+    assert tuple(sg.nn.init.orthogonal_(sg.zeros(0, 3)).shape) == (0, 3)

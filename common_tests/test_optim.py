@@ -1,5 +1,7 @@
 """Optimizers against PyTorch: the same model from the same start, parameters compared
 after every one of 20 steps; parameter groups; state dicts in PyTorch's layout."""
+import inspect
+
 import numpy as np
 import pytest
 
@@ -26,7 +28,25 @@ CONFIGS = [
     ("RMSprop", dict(lr=0.005, momentum=0.9)),
     ("RMSprop", dict(lr=0.005, alpha=0.3, centered=True, momentum=0.5, weight_decay=0.1)),
     ("RMSprop", dict(lr=0.01, maximize=True)),
+    ("Adagrad", dict(lr=0.1)),
+    ("Adagrad", dict(lr=0.1, lr_decay=0.05, weight_decay=0.1, initial_accumulator_value=0.2, eps=1e-6)),
+    ("Adagrad", dict(lr=0.05, maximize=True)),
+    ("Adamax", dict(lr=0.01)),
+    ("Adamax", dict(lr=0.02, betas=(0.3, 0.8), eps=1e-4, weight_decay=0.1)),
+    ("Adamax", dict(lr=0.01, maximize=True)),
+    ("NAdam", dict(lr=0.01)),
+    ("NAdam", dict(lr=0.02, momentum_decay=0.1, weight_decay=0.1)),
+    ("NAdam", dict(lr=0.02, betas=(0.3, 0.6), weight_decay=0.2, decoupled_weight_decay=True)),
+    ("NAdam", dict(lr=0.01, maximize=True)),
+    ("RAdam", dict(lr=0.01)),  # 20 steps: rho_t passes 5 at step 6, both branches run
+    ("RAdam", dict(lr=0.02, betas=(0.3, 0.8), weight_decay=0.1)),
+    ("RAdam", dict(lr=0.02, weight_decay=0.2, decoupled_weight_decay=True, eps=1e-4)),
+    ("RAdam", dict(lr=0.01, maximize=True)),
+    ("Adadelta", dict()),
+    ("Adadelta", dict(lr=0.5, rho=0.5, eps=1e-4, weight_decay=0.1)),
+    ("Adadelta", dict(lr=2.0, maximize=True)),
 ]
+NEW = ["Adagrad", "Adamax", "NAdam", "RAdam", "Adadelta"]
 # updates divide by running statistics: allow float32 rounding to compound over 20 steps
 TOL = {"float32": dict(rtol=1e-4, atol=1e-5), "float64": dict(rtol=1e-10, atol=1e-12)}
 
@@ -140,12 +160,15 @@ def _from_torch_state(sg, sd):
 
 
 @pytest.mark.needs_torch
-@pytest.mark.parametrize("config", [CONFIGS[i] for i in (1, 3, 7, 8, 12, 14, 15)], ids=_ids)
+@pytest.mark.parametrize("config", [CONFIGS[i] for i in (1, 3, 7, 8, 12, 14, 15)]
+                         + [c for c in CONFIGS if c[0] in NEW and len(c[1]) > 1 and "maximize" not in c[1]],
+                         ids=_ids)
 def test_state_dict_layout_and_round_trip(sg, config):
     torch = need_torch()
     name, kwargs = config
+    kwargs = dict(kwargs, lr=kwargs.get("lr", 1.0))
     pair = Pair(sg)
-    opt = getattr(sg.optim, name)(pair.p, **kwargs)
+    opt = getattr(sg.optim, name)(pair.p, **kwargs, foreach=False)
     topt = getattr(torch.optim, name)(pair.tp, **kwargs, foreach=False)
     run_side_by_side(pair, opt, topt, 8, "float32")
     sd, tsd = opt.state_dict(), topt.state_dict()
@@ -156,7 +179,11 @@ def test_state_dict_layout_and_round_trip(sg, config):
         assert int(sd["state"][i]["step"] if "step" in sd["state"][i] else 0) == \
             int(tsd["state"][i].get("step", 0))
         for k, v in tsd["state"][i].items():
-            if k != "step":
+            if k == "step":
+                continue
+            if v.dim() == 0:  # a number PyTorch keeps in a 0-dim tensor (NAdam's mu_product)
+                assert sd["state"][i][k] == v.item(), k
+            else:
                 assert_close(sd["state"][i][k], v, rtol=1e-4, atol=1e-5)
     assert sd["param_groups"][0]["params"] == tsd["param_groups"][0]["params"]
     for k, v in sd["param_groups"][0].items():
@@ -241,6 +268,10 @@ ALL_OR_NOTHING = [
     ("Adam", dict(lr=0.01, amsgrad=True)),
     ("AdamW", dict(lr=0.01, weight_decay=0.1)),
     ("RMSprop", dict(lr=0.01, momentum=0.5, centered=True)),
+    ("Adagrad", dict(lr=0.1, weight_decay=0.1)),
+    ("Adamax", dict(lr=0.01)),
+    ("RAdam", dict(lr=0.01, weight_decay=0.1)),
+    ("Adadelta", dict(lr=1.0)),
 ]
 
 
@@ -429,3 +460,138 @@ def test_constructor_and_add_param_group_refuse_what_step_would(sg):
     with pytest.raises(ValueError, match=r"Invalid learning rate: -1 \(SGD, parameter group 1\)"):
         opt.add_param_group({"params": [q], "lr": -1})
     assert len(opt.param_groups) == 1
+
+
+ALL = ["SGD", "Adam", "AdamW", "RMSprop"] + NEW
+
+
+@pytest.mark.needs_torch
+@pytest.mark.parametrize("name", ALL)
+def test_groups_hold_torchs_keys_and_path_keywords(sg, name):
+    """Each optimizer takes the keywords PyTorch's takes (``foreach``, ``fused``,
+    ``capturable``, ``differentiable`` where it has them) and its groups hold the same keys."""
+    torch = need_torch()
+    tparams = inspect.signature(getattr(torch.optim, name).__init__).parameters
+    params = inspect.signature(getattr(sg.optim, name).__init__).parameters
+    assert list(params) == list(tparams)
+    assert [(p.kind, p.default) for p in params.values()][2:] == \
+        [(p.kind, p.default) for p in tparams.values()][2:]
+    p, tp = sg.zeros(2, requires_grad=True), torch.zeros(2, requires_grad=True)
+    paths = {k: v for k, v in dict(foreach=True, capturable=False).items() if k in tparams}
+    opt, topt = getattr(sg.optim, name)([p], **paths), getattr(torch.optim, name)([tp], **paths)
+    assert {k: v for k, v in opt.param_groups[0].items() if k != "params"} == \
+        {k: v for k, v in topt.param_groups[0].items() if k != "params"}
+    if "fused" in tparams:
+        getattr(sg.optim, name)([p], fused=True)
+        with pytest.raises(RuntimeError, match="cannot be `True` together"):
+            getattr(sg.optim, name)([p], fused=True, foreach=True)
+    with pytest.raises(NotImplementedError, match="differentiable"):
+        getattr(sg.optim, name)([p], differentiable=True)
+
+
+@pytest.mark.needs_torch
+@pytest.mark.parametrize("name,kwargs", [
+    ("Adagrad", dict(lr_decay=-1.0)), ("Adagrad", dict(initial_accumulator_value=-0.1)),
+    ("Adagrad", dict(eps=-1.0)), ("Adamax", dict(betas=(1.0, 0.9))), ("Adamax", dict(weight_decay=-1.0)),
+    ("NAdam", dict(momentum_decay=-0.1)), ("NAdam", dict(betas=(0.9, 1.5))), ("RAdam", dict(eps=-1.0)),
+    ("RAdam", dict(betas=(-0.1, 0.9))), ("Adadelta", dict(rho=1.5)), ("Adadelta", dict(lr=-1.0)),
+])
+def test_new_optimizers_refuse_what_torch_refuses(sg, name, kwargs):
+    torch = need_torch()
+    with pytest.raises(ValueError) as theirs:
+        getattr(torch.optim, name)([torch.zeros(2, requires_grad=True)], **kwargs)
+    with pytest.raises(ValueError, match=str(theirs.value).split(":")[0]):
+        getattr(sg.optim, name)([sg.zeros(2, requires_grad=True)], **kwargs)
+
+
+@pytest.mark.needs_torch
+def test_adagrad_state_exists_before_the_first_step(sg):
+    torch = need_torch()
+    pair = Pair(sg)
+    opt = sg.optim.Adagrad(pair.p, initial_accumulator_value=0.5)
+    topt = torch.optim.Adagrad(pair.tp, initial_accumulator_value=0.5)
+    sd, tsd = opt.state_dict(), topt.state_dict()
+    assert set(sd["state"]) == set(tsd["state"]) == {0, 1, 2, 3}
+    for i in tsd["state"]:
+        assert_close(sd["state"][i]["sum"], tsd["state"][i]["sum"])
+    # a group added later gets its state at its first step, from the constructor's value
+    extra, textra = sg.ones(2, requires_grad=True), torch.ones(2, requires_grad=True)
+    opt.add_param_group({"params": [extra], "initial_accumulator_value": 0.0})
+    topt.add_param_group({"params": [textra], "initial_accumulator_value": 0.0})
+    assert extra not in opt.state and len(topt.state[textra]) == 0
+    extra.grad, textra.grad = sg.full((2,), 3.0), torch.full((2,), 3.0)
+    opt.step()
+    topt.step()
+    assert_close(opt.state[extra]["sum"], topt.state[textra]["sum"])
+    assert_close(extra, textra)
+
+
+# ------------------------------------------------------------------ L-BFGS
+
+def _quadratic(lib, x):
+    """0.5 x'Ax - b'x with a fixed positive definite A (condition number about 50)."""
+    A = [[4.0, 1.0, 0.5, 0.0], [1.0, 3.0, 0.2, 0.1], [0.5, 0.2, 2.0, 0.3], [0.0, 0.1, 0.3, 0.1]]
+    b = [1.0, -2.0, 0.5, 3.0]
+    At, bt = lib.tensor(A, dtype=x.dtype), lib.tensor(b, dtype=x.dtype)
+    return 0.5 * (x * At.matmul(x)).sum() - (bt * x).sum()
+
+
+def _rosenbrock(lib, x):
+    return ((1 - x[:-1]) ** 2).sum() + 100 * ((x[1:] - x[:-1] ** 2) ** 2).sum()
+
+
+LBFGS_CASES = [
+    ("quadratic", dict()),
+    ("quadratic", dict(line_search_fn="strong_wolfe")),
+    ("quadratic", dict(lr=0.5, max_iter=3, history_size=2)),
+    ("rosenbrock", dict(lr=0.1, max_iter=5)),
+    ("rosenbrock", dict(line_search_fn="strong_wolfe", max_iter=5)),
+    ("rosenbrock", dict(line_search_fn="strong_wolfe", history_size=3, max_iter=8, max_eval=12)),
+]
+
+
+@pytest.mark.needs_torch
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("problem,kwargs", LBFGS_CASES, ids=[f"{c[0]}-{c[1]}" for c in LBFGS_CASES])
+def test_lbfgs_matches_torch(sg, problem, kwargs, dtype):
+    torch = need_torch()
+    start = np.array([-1.2, 1.0, 0.5, -0.3], dtype=dtype)
+    x = stage_tensor(sg, start, requires_grad=True)
+    tx = torch.tensor(start, requires_grad=True)
+    f = _quadratic if problem == "quadratic" else _rosenbrock
+    opt, topt = sg.optim.LBFGS([x], **kwargs), torch.optim.LBFGS([tx], **kwargs)
+
+    def closure():
+        opt.zero_grad()
+        loss = f(sg, x)
+        loss.backward()
+        return loss
+
+    def tclosure():
+        topt.zero_grad()
+        loss = f(torch, tx)
+        loss.backward()
+        return loss
+
+    # float32: PyTorch keeps some of the scalars in float32 0-dim tensors, these are floats
+    tol = dict(rtol=1e-9, atol=1e-10) if dtype == "float64" else dict(rtol=2e-3, atol=2e-4)
+    for step in range(4):
+        loss, tloss = opt.step(closure), topt.step(tclosure)
+        assert_close(loss, tloss, **tol)
+        assert_close(x, tx, **tol)
+        state, tstate = opt.state[x], topt.state[tx]
+        if dtype == "float64":
+            assert (state["func_evals"], state["n_iter"]) == (tstate["func_evals"], tstate["n_iter"]), step
+    if problem == "quadratic" and "max_iter" not in kwargs:  # converged: the minimiser solves Ax = b
+        A = np.array([[4.0, 1.0, 0.5, 0.0], [1.0, 3.0, 0.2, 0.1], [0.5, 0.2, 2.0, 0.3], [0.0, 0.1, 0.3, 0.1]])
+        np.testing.assert_allclose(np_(x), np.linalg.solve(A, [1.0, -2.0, 0.5, 3.0]), rtol=1e-3, atol=1e-4)
+
+
+def test_lbfgs_refuses_groups_and_unknown_line_search(sg):
+    p, q = sg.zeros(2, requires_grad=True), sg.zeros(2, requires_grad=True)
+    with pytest.raises(ValueError, match="parameter groups"):
+        sg.optim.LBFGS([{"params": [p]}, {"params": [q]}])
+    with pytest.raises(ValueError, match="strong_wolfe"):
+        sg.optim.LBFGS([p], line_search_fn="backtracking")
+    with pytest.raises(ValueError, match="learning rate"):
+        sg.optim.LBFGS([p], lr=-1)

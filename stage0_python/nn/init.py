@@ -63,17 +63,98 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
 
 
 def constant_(tensor, val):
+    """Fill with the value ``val``."""
     with no_grad():
         tensor.fill_(val)
     return tensor
 
 
 def zeros_(tensor):
+    """Fill with zeros."""
     return constant_(tensor, 0.0)
 
 
 def ones_(tensor):
+    """Fill with ones."""
     return constant_(tensor, 1.0)
+
+
+def eye_(tensor):
+    """Fill a 2-D tensor with the identity (ones on the diagonal of a rectangle too)."""
+    if tensor.dim() != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows, cols = tuple(tensor.shape)
+    vals = [1.0 if i == j else 0.0 for i in range(rows) for j in range(cols)]
+    return _fill(tensor, B.from_list(vals, (rows, cols), tensor.dtype))
+
+
+def dirac_(tensor, groups=1):
+    """Fill a 3-, 4- or 5-D convolution weight with the Dirac delta: a convolution with it
+    keeps its input's channels (each of ``groups`` keeps as many as it can)."""
+    shape = tuple(tensor.shape)
+    if len(shape) not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    if shape[0] % groups != 0:
+        raise ValueError("dim 0 must be divisible by groups")
+    per_group = shape[0] // groups
+    kernel = math.prod(shape[2:])
+    center = 0  # the flat index of the kernel's centre
+    for size in shape[2:]:
+        center = center * size + size // 2
+    vals = [0.0] * math.prod(shape)
+    for g in range(groups):
+        for d in range(min(per_group, shape[1])):
+            vals[((g * per_group + d) * shape[1] + d) * kernel + center] = 1.0
+    return _fill(tensor, B.from_list(vals, shape, tensor.dtype))
+
+
+def _orthonormal_columns(columns):
+    """Gram-Schmidt on a list of columns (each a list), twice over so rounding leaves them
+    orthogonal: the Q of a QR factorisation whose R has a positive diagonal."""
+    basis = []
+    for col in columns:
+        v = list(col)
+        for _ in range(2):
+            for q in basis:
+                dot = math.fsum(a * b for a, b in zip(q, v))
+                v = [a - dot * b for a, b in zip(v, q)]
+        norm = math.sqrt(math.fsum(a * a for a in v))
+        basis.append([a / norm for a in v])
+    return basis
+
+
+def orthogonal_(tensor, gain=1, generator=None):
+    """Fill with a (semi-)orthogonal matrix (Saxe et al., 2013) times ``gain``: the QR
+    factorisation of a normal draw, the tensor viewed as ``(shape[0], rest)``; its rows are
+    orthonormal when there are fewer rows than columns, else its columns."""
+    if tensor.dim() < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor  # nothing to fill
+    rows = tuple(tensor.shape)[0]
+    cols = tensor.numel() // rows
+    draw = Tensor._make(B.normal((rows, cols), 0.0, 1.0, tensor.dtype, _gen(generator))).tolist()
+    # orthonormalise the shorter side's vectors: they are the ones that can be orthonormal
+    vectors = draw if rows < cols else [list(c) for c in zip(*draw)]
+    basis = _orthonormal_columns(vectors)
+    matrix = basis if rows < cols else [list(r) for r in zip(*basis)]
+    vals = [gain * v for row in matrix for v in row]
+    return _fill(tensor, B.from_list(vals, tuple(tensor.shape), tensor.dtype))
+
+
+def sparse_(tensor, sparsity, std=0.01, generator=None):
+    """Fill a 2-D tensor from N(0, std**2), then zero ``ceil(sparsity * rows)`` entries of
+    each column, at rows chosen at random (Martens, 2010)."""
+    if tensor.dim() != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows, cols = tuple(tensor.shape)
+    gen = _gen(generator)
+    num_zeros = int(math.ceil(sparsity * rows))
+    vals = Tensor._make(B.normal((rows, cols), 0.0, float(std), tensor.dtype, gen)).tolist()
+    for c in range(cols):
+        for r in gen.randperm(rows)[:num_zeros]:
+            vals[r][c] = 0.0
+    return _fill(tensor, B.from_list([v for row in vals for v in row], (rows, cols), tensor.dtype))
 
 
 def calculate_gain(nonlinearity, param=None):

@@ -1,6 +1,6 @@
 """Adam and AdamW, following the order of operations of PyTorch's single-tensor path,
 so float32 results agree to rounding."""
-from .optimizer import B, Optimizer, lerp_
+from .optimizer import B, Optimizer, lerp_, path_options
 
 
 class Adam(Optimizer):
@@ -9,9 +9,12 @@ class Adam(Optimizer):
     running maximum of the second moment."""
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False,
-                 *, maximize=False, decoupled_weight_decay=False):
+                 *, foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
+                 decoupled_weight_decay=False):
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
-                        maximize=maximize, decoupled_weight_decay=decoupled_weight_decay)
+                        maximize=maximize, decoupled_weight_decay=decoupled_weight_decay,
+                        **path_options(foreach=foreach, capturable=capturable, differentiable=differentiable,
+                                       fused=fused))
         super().__init__(params, defaults)
 
     def _state_keys(self, group):
@@ -66,6 +69,7 @@ class AdamW(Adam):
     """Adam with decoupled weight decay (Loshchilov & Hutter): ``p *= 1 - lr * wd`` each step."""
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False,
-                 *, maximize=False):
+                 *, maximize=False, foreach=None, capturable=False, differentiable=False, fused=None):
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
-                         maximize=maximize, decoupled_weight_decay=True)
+                         maximize=maximize, foreach=foreach, capturable=capturable,
+                         differentiable=differentiable, fused=fused, decoupled_weight_decay=True)

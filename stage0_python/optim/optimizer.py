@@ -29,7 +29,9 @@ from ..tensor import Tensor
 # PyTorch's constructor checks: these must be >= 0 (the comparison also refuses NaN),
 # and the words its message uses for each
 _NON_NEGATIVE = {"lr": "learning rate", "eps": "epsilon value", "weight_decay": "weight_decay value",
-                 "momentum": "momentum value", "alpha": "alpha value"}
+                 "momentum": "momentum value", "alpha": "alpha value", "lr_decay": "lr_decay value",
+                 "initial_accumulator_value": "initial_accumulator_value value",
+                 "momentum_decay": "momentum_decay value"}
 
 
 def lerp_(start, end, weight):
@@ -40,6 +42,36 @@ def lerp_(start, end, weight):
     else:
         start.copy_(end - (end - start) * (1 - weight))
     return start
+
+
+def addcmul_(start, t1, t2, value):
+    """``start += value * t1 * t2`` in PyTorch's order (``value * t1`` first), so results
+    round as its do; ``Tensor.addcmul_`` keeps the order stage 3's fused steps reproduce."""
+    return start.add_(t1 * value * t2)
+
+
+def addcdiv_(start, t1, t2, value):
+    """``start += value * t1 / t2`` in PyTorch's order (see ``addcmul_``)."""
+    return start.add_(t1 * value / t2)
+
+
+def path_options(**options):
+    """PyTorch's keywords that choose how a step runs (``foreach``, ``fused``, ``capturable``,
+    ``differentiable``; each optimizer passes those PyTorch's takes), returned to be kept in
+    each group as PyTorch keeps them, so state dicts match key for key. A stage always picks
+    its own path: stage 3 runs a fused step where its backend has one, the others loop over
+    parameters, so ``foreach``, ``fused`` and ``capturable`` change nothing here. A step
+    never records autograd history, so ``differentiable=True`` is refused, not ignored."""
+    for name in ("foreach", "fused"):
+        value = options.get(name)
+        if value is not None and not isinstance(value, bool):
+            raise TypeError(f"{name} must be None or a bool, got {value!r}")
+    if options.get("differentiable") is True:
+        raise NotImplementedError("differentiable=True: optimizer steps here run under no_grad "
+                                  "and cannot be differentiated through")
+    if options.get("fused") and options.get("foreach"):
+        raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+    return options
 
 
 def _is_real(value):
@@ -79,9 +111,13 @@ def _check_kind(value, reference):
 
 def _check_range(name, value):
     """PyTorch's constructor checks; and nowhere a NaN, or an int too large for a float."""
+    if value is None or isinstance(value, str):
+        return  # an unset option (foreach=None: PyTorch's "choose for me") or a name
     values = tuple(value) if isinstance(value, (tuple, list)) else (value,)
     if name in _NON_NEGATIVE and not 0.0 <= value:
         raise ValueError(f"Invalid {_NON_NEGATIVE[name]}: {value}")
+    if name == "rho" and not 0.0 <= value <= 1.0:
+        raise ValueError(f"Invalid rho value: {value}")
     if name == "betas":
         for i, beta in enumerate(values):
             if not 0.0 <= beta < 1.0:
@@ -206,9 +242,13 @@ class Optimizer:
         hyperparameters (so that a missing one is refused before any parameter changes)."""
         return ()
 
+    # state entries that are Python floats, not tensors (PyTorch keeps them as 0-dim tensors)
+    _scalar_state = ()
+
     def _fresh_state(self, p, group):
         """A parameter's first state: step 0 and a zero tensor like ``p`` for every other key."""
-        return {k: 0 if k == "step" else creation.zeros_like(p) for k in self._state_keys(group)}
+        return {k: 0 if k == "step" else 1.0 if k in self._scalar_state else creation.zeros_like(p)
+                for k in self._state_keys(group)}
 
     # ------------------------------------------------------------------ checks
 
@@ -236,7 +276,10 @@ class Optimizer:
             if name not in group:
                 raise ValueError(f"{type(self).__name__}: {where} has no {name!r}")
             value = group[name]
-            expected = _check_kind(value, declared.get(name, default))
+            if name in ("foreach", "fused"):  # declared None: "choose for me", or a bool
+                expected = None if value is None or isinstance(value, bool) else "None or a bool"
+            else:
+                expected = _check_kind(value, declared.get(name, default))
             if expected is not None:
                 raise TypeError(f"{type(self).__name__}: {name}={value!r} in {where} is a "
                                 f"{type(value).__name__}; expected {expected}")
@@ -276,6 +319,9 @@ class Optimizer:
                     raise TypeError(f"{where} has step={value!r}; expected an int")
                 if value < 0:
                     raise ValueError(f"{where} has step={value}; expected a count >= 0")
+            elif key in self._scalar_state:
+                if not _is_real(value) or value != value:
+                    raise TypeError(f"{where} has {key}={value!r}; expected a real number")
             elif not isinstance(value, Tensor):
                 raise TypeError(f"{where} has {key!r} of type {type(value).__name__}; expected a Tensor")
             elif tuple(value.shape) != tuple(p.shape):
@@ -345,7 +391,7 @@ class Optimizer:
                 raise TypeError(f"loaded state dict's state for parameter {key!r} is a "
                                 f"{type(value).__name__}; expected a dict")
             p, group = id_map[key]
-            new_state[p] = {k: _loaded_value(p, k, v) for k, v in value.items()}
+            new_state[p] = {k: _loaded_value(p, k, v, k in self._scalar_state) for k, v in value.items()}
             self._check_state(key, p, new_state[p], group)
         self.state = new_state
         self.param_groups = new_groups
@@ -365,17 +411,19 @@ def _saved_sections(state_dict):
     return groups, state
 
 
-def _loaded_value(p, key, value):
+def _loaded_value(p, key, value, scalar=False):
     """A loaded state entry as ``_update`` keeps it: a step held in a one-element tensor
     (PyTorch keeps a 0-dim float tensor, of either library) or a whole float becomes an
     int, a tensor becomes a copy in ``p``'s floating dtype. Anything else is kept as it is,
     for ``_check_state`` to refuse."""
-    if key == "step":
+    if key == "step" or scalar:
         if not isinstance(value, (int, float)) and callable(getattr(value, "item", None)):
             try:
                 value = value.item()
             except (ValueError, RuntimeError, TypeError):
                 pass  # several elements: refused by _check_state
+        if scalar:
+            return float(value) if _is_real(value) else value
         return int(value) if isinstance(value, float) and value.is_integer() else value
     if not isinstance(value, Tensor):
         return value

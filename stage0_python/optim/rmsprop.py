@@ -1,5 +1,5 @@
 """RMSprop, as ``torch.optim.RMSprop`` computes it (Hinton's lecture 6e; centered per Graves)."""
-from .optimizer import B, Optimizer, lerp_
+from .optimizer import B, Optimizer, lerp_, path_options
 
 
 class RMSprop(Optimizer):
@@ -7,9 +7,10 @@ class RMSprop(Optimizer):
     subtracts the square of the running mean of ``g`` first), optionally through momentum."""
 
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
-                 *, maximize=False):
+                 capturable=False, foreach=None, maximize=False, differentiable=False):
         defaults = dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum,
-                        centered=centered, maximize=maximize)
+                        centered=centered, maximize=maximize,
+                        **path_options(capturable=capturable, foreach=foreach, differentiable=differentiable))
         super().__init__(params, defaults)
 
     def _state_keys(self, group):

@@ -1,6 +1,6 @@
 """Stochastic gradient descent with momentum, as ``torch.optim.SGD`` computes it."""
 from .. import creation
-from .optimizer import B, Optimizer
+from .optimizer import B, Optimizer, path_options
 
 
 class SGD(Optimizer):
@@ -8,9 +8,10 @@ class SGD(Optimizer):
     Nesterov uses ``g + momentum * buf``; then ``p -= lr * update``."""
 
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False,
-                 *, maximize=False):
+                 *, maximize=False, foreach=None, differentiable=False, fused=None):
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
-                        nesterov=nesterov, maximize=maximize)
+                        nesterov=nesterov, maximize=maximize,
+                        **path_options(foreach=foreach, differentiable=differentiable, fused=fused))
         super().__init__(params, defaults)  # checks the kinds and ranges first
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
