@@ -2,7 +2,7 @@
 it, and whether a test compares it with PyTorch.
 
 Generated from the code, never typed in. The public names are read from each installed
-stage (``dir`` of each namespace, without private names and submodules); PyTorch's side
+stage (each namespace's ``__all__``, or its names without private ones and submodules); PyTorch's side
 from PyTorch itself, when installed. A name counts as *compared* when it is named, as an
 attribute (``x.cumsum``, ``F.elu``) or a string (a parametrized op name), inside a test
 function of ``common_tests/`` that uses PyTorch (it calls ``need_torch`` or reads
@@ -34,11 +34,13 @@ def _resolve(package, path):
     return obj
 
 
-def public_names(obj):
-    """The public names of a module or class: no leading underscore, no submodules."""
+def public_names(obj, declared=True):
+    """The public names of a module or class: its ``__all__`` where it declares one (and
+    ``declared``), else every name without a leading underscore; never submodules."""
     if obj is None:
         return set()
-    return {n for n in dir(obj) if not n.startswith("_")
+    names = getattr(obj, "__all__", None) if declared and isinstance(obj, types.ModuleType) else None
+    return {n for n in (names if names is not None else dir(obj)) if not n.startswith("_")
             and not isinstance(getattr(obj, n, None), types.ModuleType)}
 
 
@@ -105,7 +107,8 @@ def table():
     out = {}
     for title, path, torch_path in NAMESPACES:
         per_stage = {pkg: public_names(_resolve(mod, path)) for pkg, mod in stages.items()}
-        theirs = public_names(_resolve(torch, torch_path)) if torch is not None else None
+        # PyTorch's side: every name it has, declared or not
+        theirs = public_names(_resolve(torch, torch_path), declared=False) if torch is not None else None
         rows = []
         for name in sorted(set().union(*per_stage.values()), key=str.lower):
             rows.append((name, {pkg: name in names for pkg, names in per_stage.items()},

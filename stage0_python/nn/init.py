@@ -9,7 +9,7 @@ import warnings
 
 from .. import backend as B
 from .. import random as _random
-from ..autograd import no_grad
+from ..autograd import no_grad as _no_grad
 from ..tensor import Tensor
 
 
@@ -18,7 +18,7 @@ def _gen(generator):
 
 
 def _fill(tensor, buf):
-    with no_grad():
+    with _no_grad():
         tensor.copy_(Tensor._make(buf))
     return tensor
 
@@ -64,7 +64,7 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
 
 def constant_(tensor, val):
     """Fill with the value ``val``."""
-    with no_grad():
+    with _no_grad():
         tensor.fill_(val)
     return tensor
 
