@@ -38,4 +38,4 @@ def test_lists_every_public_name_of_each_stage(sg):
     tensor = {row[0] for row in tables["Tensor"]}
     assert {n for n in dir(sg.Tensor) if not n.startswith("_")} <= tensor
     text = coverage.markdown(tables)
-    assert "| `cross_entropy` |" in text and "### `Tensor`" in text
+    assert "| `cross_entropy` |" in text and "## `Tensor`" in text

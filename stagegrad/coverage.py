@@ -131,7 +131,7 @@ def markdown(tables=None):
         stages = list(namespace[0][1])
         head = ["name", *(f"stage {number[s]}" for s in stages), "in PyTorch",
                 *(f"vs {o}" for o in ORACLES)]
-        lines += [f"### `{title}`", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        lines += [f"## `{title}`", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for name, where, in_torch, compared in namespace:
             cells = ["yes" if where[s] else "**missing**" for s in stages]
             cells.append("-" if in_torch is None else "yes" if in_torch else "no (ours only)")
