@@ -107,17 +107,21 @@ class LRScheduler:
         self.__dict__.update(state_dict)
 
 
+def _per_group(lr_lambda, optimizer):
+    """One function per parameter group: a list of them, or one shared by every group."""
+    n = len(optimizer.param_groups)
+    if isinstance(lr_lambda, (list, tuple)):
+        if len(lr_lambda) != n:
+            raise ValueError(f"Expected {n} lr_lambdas, but got {len(lr_lambda)}")
+        return list(lr_lambda)
+    return [lr_lambda] * n
+
+
 class LambdaLR(LRScheduler):
     """``lr = base_lr * lr_lambda(epoch)``; one function, or one per group."""
 
     def __init__(self, optimizer, lr_lambda, last_epoch=-1):
-        n = len(optimizer.param_groups)
-        if isinstance(lr_lambda, (list, tuple)):
-            if len(lr_lambda) != n:
-                raise ValueError(f"Expected {n} lr_lambdas, but got {len(lr_lambda)}")
-            self.lr_lambdas = list(lr_lambda)
-        else:
-            self.lr_lambdas = [lr_lambda] * n
+        self.lr_lambdas = _per_group(lr_lambda, optimizer)
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
@@ -143,13 +147,7 @@ class MultiplicativeLR(LRScheduler):
     """Multiply the rate by ``lr_lambda(epoch)`` every epoch; one function, or one per group."""
 
     def __init__(self, optimizer, lr_lambda, last_epoch=-1):
-        n = len(optimizer.param_groups)
-        if isinstance(lr_lambda, (list, tuple)):
-            if len(lr_lambda) != n:
-                raise ValueError(f"Expected {n} lr_lambdas, but got {len(lr_lambda)}")
-            self.lr_lambdas = list(lr_lambda)
-        else:
-            self.lr_lambdas = [lr_lambda] * n
+        self.lr_lambdas = _per_group(lr_lambda, optimizer)
         for f in self.lr_lambdas:
             if not callable(f):
                 raise TypeError(f"lr_lambda should be a function, but got {type(f).__name__}")
