@@ -107,8 +107,8 @@ class LRScheduler:
         self.__dict__.update(state_dict)
 
 
-def _per_group(lr_lambda, optimizer):
-    """One function per parameter group: a list of them, or one shared by every group."""
+def _lambdas(lr_lambda, optimizer):
+    """One function per parameter group, as ``_per_group`` with PyTorch's message for them."""
     n = len(optimizer.param_groups)
     if isinstance(lr_lambda, (list, tuple)):
         if len(lr_lambda) != n:
@@ -121,7 +121,7 @@ class LambdaLR(LRScheduler):
     """``lr = base_lr * lr_lambda(epoch)``; one function, or one per group."""
 
     def __init__(self, optimizer, lr_lambda, last_epoch=-1):
-        self.lr_lambdas = _per_group(lr_lambda, optimizer)
+        self.lr_lambdas = _lambdas(lr_lambda, optimizer)
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
@@ -147,7 +147,7 @@ class MultiplicativeLR(LRScheduler):
     """Multiply the rate by ``lr_lambda(epoch)`` every epoch; one function, or one per group."""
 
     def __init__(self, optimizer, lr_lambda, last_epoch=-1):
-        self.lr_lambdas = _per_group(lr_lambda, optimizer)
+        self.lr_lambdas = _lambdas(lr_lambda, optimizer)
         for f in self.lr_lambdas:
             if not callable(f):
                 raise TypeError(f"lr_lambda should be a function, but got {type(f).__name__}")
