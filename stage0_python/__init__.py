@@ -11,8 +11,11 @@ from .autograd import (Function, enable_grad, inference_mode, is_grad_enabled, i
 from .creation import (arange, as_tensor, cat, concat, empty, empty_like, eye, from_numpy, full,
                        full_like, linspace, normal, ones, ones_like, rand, rand_like, randint,
                        randint_like, randn, randn_like, randperm, stack, tensor, zeros, zeros_like)
-from .legacy import BoolTensor, DoubleTensor, FloatTensor, IntTensor, LongTensor
-from .dtypes import bool_, float32, float64, get_default_dtype, int32, int64, set_default_dtype
+from .legacy import (BFloat16Tensor, BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor,
+                     IntTensor, LongTensor, ShortTensor)
+from .capabilities import CapabilityError
+from .dtypes import (bfloat16, bool_, finfo, float16, float32, float64, get_default_dtype, iinfo, int8,
+                     int16, int32, int64, set_default_dtype, uint8)
 from .random import Generator, initial_seed, manual_seed, seed
 from .shapes import ShapeError
 from .tensor import Size, Tensor, ValuesIndices, device, where
@@ -23,11 +26,13 @@ float = float32  # noqa: A001
 double = float64
 long = int64
 int = int32  # noqa: A001
+half = float16
+short = int16
 DType = dtypes.DType
 dtype = dtypes.DType
 
 # what this stage cannot do that later ones can (see common_tests/conftest.py)
-LACKS = frozenset({"views", "pool", "buffer_protocol"})
+LACKS = frozenset({"views", "pool", "buffer_protocol"}) | dtypes.LACKING
 
 _T = Tensor
 exp, log, log1p, sqrt, rsqrt, sin, cos, tanh, sigmoid = (
@@ -49,7 +54,20 @@ nonzero, isnan, logical_not, logical_and, logical_or, tril, triu, flip, unbind =
     _T.nonzero, _T.isnan, _T.logical_not, _T.logical_and, _T.logical_or, _T.tril, _T.triu,
     _T.flip, _T.unbind)
 eq, ne, lt, le, gt, ge = _T.eq, _T.ne, _T.lt, _T.le, _T.gt, _T.ge
+clamp_min, clamp_max, trace, select, count_nonzero = _T.clamp_min, _T.clamp_max, _T.trace, _T.select, _T.count_nonzero
 del _T
+
+
+def std_mean(input, dim=None, *, correction=None, keepdim=False, unbiased=None, axis=None):
+    """``(std, mean)`` over ``dim`` in one call (see torch.std_mean)."""
+    dim = dim if axis is None else axis
+    return input.std(dim, unbiased, keepdim, correction), input.mean(dim, keepdim)
+
+
+def var_mean(input, dim=None, *, correction=None, keepdim=False, unbiased=None, axis=None):
+    """``(var, mean)`` over ``dim`` in one call (see torch.var_mean)."""
+    dim = dim if axis is None else axis
+    return input.var(dim, unbiased, keepdim, correction), input.mean(dim, keepdim)
 
 
 def is_tensor(obj):

@@ -9,7 +9,7 @@ from . import shapes
 from .dtypes import int64
 from .device import check_device
 from .shapes import ShapeError
-from .tensor import Tensor, _shape_arg, _to_dtype
+from .tensor import Tensor, _shape_arg, _to_dtype, accepts_axis
 
 
 def _finish(buf, requires_grad):
@@ -198,6 +198,7 @@ def _sequence(tensors, op):
     return tensors
 
 
+@accepts_axis
 def cat(tensors, dim=0):
     from . import ops
     tensors = [t for t in _sequence(tensors, "cat") if not (t.ndim == 1 and t.numel() == 0)] or list(tensors)[:1]
@@ -221,6 +222,7 @@ def cat(tensors, dim=0):
 concat = cat
 
 
+@accepts_axis
 def stack(tensors, dim=0):
     tensors = _sequence(tensors, "stack")
     shape = tensors[0].shape

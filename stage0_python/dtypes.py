@@ -9,14 +9,18 @@ Python scalar only lifts the category (to the default dtype of that category).
 
 
 class DType:
-    __slots__ = ("name", "typecode", "itemsize", "category", "is_floating_point")
+    """A tensor element type, as ``torch.dtype``: ``itemsize`` bytes, ``is_floating_point``,
+    ``is_signed``; ``typecode`` is the ``array`` module's code (None where it has none)."""
+    __slots__ = ("name", "typecode", "itemsize", "category", "is_floating_point", "is_signed")
+    is_complex = False
 
-    def __init__(self, name, typecode, itemsize, category):
+    def __init__(self, name, typecode, itemsize, category, is_signed=True):
         self.name = name
         self.typecode = typecode
         self.itemsize = itemsize
         self.category = category  # 0 bool, 1 integer, 2 floating
         self.is_floating_point = category == 2
+        self.is_signed = is_signed
 
     def __repr__(self):
         return f"stagegrad.{self.name}"
@@ -30,15 +34,26 @@ class DType:
         return (bool, int, float)[self.category]
 
 
-bool_ = DType("bool", "B", 1, 0)
+bool_ = DType("bool", "B", 1, 0, is_signed=False)
 int32 = DType("int32", "i", 4, 1)
 int64 = DType("int64", "q", 8, 1)
 float32 = DType("float32", "f", 4, 2)
 float64 = DType("float64", "d", 8, 2)
+# Named on every stage so that programs which mention them import, but no stage computes
+# in them yet (stage 4 brings half precision): each stage's LACKS names them, and making a
+# tensor of one raises CapabilityError instead of silently using another dtype.
+uint8 = DType("uint8", "B", 1, 1, is_signed=False)
+int8 = DType("int8", "b", 1, 1)
+int16 = DType("int16", "h", 2, 1)
+float16 = DType("float16", None, 2, 2)
+bfloat16 = DType("bfloat16", None, 2, 2)
 
-ALL = (bool_, int32, int64, float32, float64)
-BY_NAME = {d.name: d for d in ALL}
-BY_NAME.update({"float": float32, "double": float64, "long": int64, "int": int32})
+ALL = (bool_, int32, int64, float32, float64)  # the dtypes the stages compute in
+NAMED_ONLY = (uint8, int8, int16, float16, bfloat16)
+LACKING = frozenset(d.name for d in NAMED_ONLY)  # capability names, one per dtype
+BY_NAME = {d.name: d for d in ALL + NAMED_ONLY}
+BY_NAME.update({"float": float32, "double": float64, "long": int64, "int": int32, "half": float16,
+                "short": int16})
 _DEFAULT = {0: bool_, 1: int64, 2: float32}
 
 
@@ -114,3 +129,54 @@ def infer(value):
             if cat == 2:
                 break
     return _DEFAULT[cat] if seen_any else _DEFAULT[2]
+
+
+def _as_dtype(dtype, op):
+    if isinstance(dtype, str):
+        dtype = BY_NAME.get(dtype, dtype)
+    if not isinstance(dtype, DType):
+        raise TypeError(f"{op}: expected a dtype, got {dtype!r}")
+    return dtype
+
+
+# IEEE formats as (fraction bits, exponent bits): every limit below follows from them
+_FLOAT_FORMATS = {"float16": (10, 5), "bfloat16": (7, 8), "float32": (23, 8), "float64": (52, 11)}
+
+
+class finfo:
+    """See torch.finfo: the limits of a floating dtype (the default dtype without an
+    argument); defined for the dtypes a stage names but does not compute in, too."""
+
+    def __init__(self, dtype=None):
+        dtype = _as_dtype(get_default_dtype() if dtype is None else dtype, "finfo")
+        if dtype.name not in _FLOAT_FORMATS:
+            raise TypeError(f"finfo: {dtype.name} is not a floating point dtype")
+        fraction, exponent = _FLOAT_FORMATS[dtype.name]
+        bias = 2 ** (exponent - 1) - 1
+        self.bits = dtype.itemsize * 8
+        self.eps = 2.0 ** -fraction
+        self.max = (2.0 - self.eps) * 2.0 ** bias
+        self.min = -self.max
+        self.tiny = self.smallest_normal = 2.0 ** (1 - bias)
+        self.resolution = 10.0 ** -int(fraction * 0.30102999566398120)  # decimal digits: fraction * log10(2)
+        self.dtype = dtype.name
+
+    def __repr__(self):
+        return (f"finfo(resolution={self.resolution}, min={self.min:g}, max={self.max:g}, "
+                f"eps={self.eps:g}, smallest_normal={self.smallest_normal:g}, dtype={self.dtype})")
+
+
+class iinfo:
+    """See torch.iinfo: the limits of an integer dtype."""
+
+    def __init__(self, dtype):
+        dtype = _as_dtype(dtype, "iinfo")
+        if dtype.category != 1:
+            raise TypeError(f"iinfo: {dtype.name} is not an integer dtype")
+        self.bits = dtype.itemsize * 8
+        self.min = -(1 << (self.bits - 1)) if dtype.is_signed else 0
+        self.max = (1 << (self.bits - (1 if dtype.is_signed else 0))) - 1
+        self.dtype = dtype.name
+
+    def __repr__(self):
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"

@@ -80,8 +80,8 @@ def parse_index(shape, key):
         key = (key,)
     items = []
     for k in key:
-        if isinstance(k, list):
-            k = Tensor._infer(k)
+        if isinstance(k, (list, tuple)):  # a sequence inside an index tuple is an advanced index
+            k = Tensor._infer(k, dtype=int64) if not k else Tensor._infer(k)
             if k.dtype.is_floating_point:
                 raise IndexError("tensors used as indices must be long, int or bool tensors")
         items.append(k)

@@ -1,5 +1,7 @@
 """PyTorch's legacy tensor types: ``FloatTensor``, ``DoubleTensor``, ``LongTensor``,
-``IntTensor`` and ``BoolTensor``.
+``IntTensor`` and ``BoolTensor``; ``HalfTensor``, ``BFloat16Tensor``, ``ByteTensor``,
+``CharTensor`` and ``ShortTensor`` exist too, and raise CapabilityError when called on a
+stage that lacks their dtype.
 
 Each is a constructor (``sg.LongTensor([1, 2])`` from data, ``sg.FloatTensor(2, 3)`` as a
 zero-filled shape) and a type that ``isinstance`` checks by dtype, as in PyTorch. Their
@@ -9,7 +11,7 @@ accepts either spelling back.
 """
 from . import dtypes as D
 from .device import check_device
-from .tensor import Tensor, _legacy_buffer
+from .tensor import Tensor, _legacy_buffer, _to_dtype
 
 _STAGE = __name__.rpartition(".")[0]  # this stage's package: the types' names carry it
 
@@ -19,6 +21,7 @@ class _LegacyType(type):
 
     def __call__(cls, *args, device=None):
         check_device(device, cls.__name__)
+        _to_dtype(cls.dtype, cls.__name__)  # a dtype this stage only names is refused here
         if args and isinstance(args[0], Tensor) and args[0].dtype is not cls.dtype:
             raise TypeError(f"{cls.__name__}: expected a {cls.dtype.name} tensor, got {args[0].dtype.name} "
                             f"(convert with .to({cls.dtype.name}) or .type({cls.__name__}))")
@@ -41,7 +44,14 @@ LongTensor = _legacy("LongTensor", D.int64, "An int64 tensor: ``LongTensor(data)
 IntTensor = _legacy("IntTensor", D.int32, "An int32 tensor: ``IntTensor(data)`` or ``IntTensor(*sizes)``.")
 BoolTensor = _legacy("BoolTensor", D.bool_, "A bool tensor: ``BoolTensor(data)`` or ``BoolTensor(*sizes)``.")
 
-BY_DTYPE = {t.dtype: t for t in (FloatTensor, DoubleTensor, LongTensor, IntTensor, BoolTensor)}
+HalfTensor = _legacy("HalfTensor", D.float16, "A float16 tensor (see the stage's LACKS).")
+BFloat16Tensor = _legacy("BFloat16Tensor", D.bfloat16, "A bfloat16 tensor (see the stage's LACKS).")
+ByteTensor = _legacy("ByteTensor", D.uint8, "A uint8 tensor (see the stage's LACKS).")
+CharTensor = _legacy("CharTensor", D.int8, "An int8 tensor (see the stage's LACKS).")
+ShortTensor = _legacy("ShortTensor", D.int16, "An int16 tensor (see the stage's LACKS).")
+
+BY_DTYPE = {t.dtype: t for t in (FloatTensor, DoubleTensor, LongTensor, IntTensor, BoolTensor, HalfTensor,
+                                 BFloat16Tensor, ByteTensor, CharTensor, ShortTensor)}
 
 
 def type_name(dtype):

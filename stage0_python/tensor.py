@@ -5,6 +5,7 @@ differentiable operation goes through a ``Function`` in ``ops.py``; the methods 
 check arguments (raising errors that name the op, shapes and dtypes before anything
 is touched), promote dtypes and compose primitives.
 """
+import functools
 import math
 import operator
 from collections import namedtuple
@@ -12,6 +13,7 @@ from collections import namedtuple
 from . import backend as B
 from . import dtypes as D
 from . import shapes
+from .capabilities import lacking
 from .device import CPU, DeviceError, check_device, device  # noqa: F401  (device is public here)
 from .dtypes import bool_, float32, float64, int32, int64
 from .shapes import ShapeError
@@ -70,17 +72,25 @@ def _nested(data):
     return flat, tuple(shape)
 
 
-def _to_dtype(dtype):
-    if dtype is None or isinstance(dtype, D.DType):
-        return dtype
-    if isinstance(dtype, str) and dtype in D.BY_NAME:
-        return D.BY_NAME[dtype]
-    if dtype in (float, int, bool):
-        return {float: D.get_default_dtype(), int: int64, bool: bool_}[dtype]
-    name = getattr(dtype, "name", None) or str(dtype)
-    if name in D.BY_NAME:  # e.g. a NumPy dtype
-        return D.BY_NAME[name]
-    raise TypeError(f"unknown dtype {dtype!r}")
+def _to_dtype(dtype, op="tensor"):
+    """``dtype`` as this stage's DType (None stays None); CapabilityError for a dtype that
+    exists by name only here."""
+    if dtype is None:
+        return None
+    if not isinstance(dtype, D.DType):
+        if isinstance(dtype, str) and dtype in D.BY_NAME:
+            dtype = D.BY_NAME[dtype]
+        elif dtype in (float, int, bool):
+            dtype = {float: D.get_default_dtype(), int: int64, bool: bool_}[dtype]
+        else:
+            name = getattr(dtype, "name", None) or str(dtype)
+            if name not in D.BY_NAME:  # a NumPy dtype is found by its name
+                raise TypeError(f"unknown dtype {dtype!r}")
+            dtype = D.BY_NAME[name]
+    if dtype.name in D.LACKING:
+        raise lacking(__name__, dtype.name, f"{op}: cannot make a tensor of dtype {dtype.name}; "
+                      f"this stage computes in {', '.join(d.name for d in D.ALL)}")
+    return dtype
 
 
 _INT_RANGE = {int32: (-2**31, 2**31 - 1), int64: (-2**63, 2**63 - 1)}
@@ -107,12 +117,9 @@ def _buffer_from(data, dtype):
         np_name = str(data.dtype)
         src = D.BY_NAME.get(np_name) or (bool_ if np_name == "bool" else None)
         if src is None:
-            if np_name in ("uint8", "int8", "int16", "uint16"):
-                src = int64
-            elif np_name == "float16":
-                src = float32
-            else:
-                raise TypeError(f"tensor: unsupported NumPy dtype {np_name}")
+            raise TypeError(f"tensor: unsupported NumPy dtype {np_name}")
+        if dtype is None:  # converting to a dtype named with dtype= is fine; keeping it is not
+            src = _to_dtype(src)
         vals = data.reshape(-1).tolist()
         _check_fits(vals, dtype or src)
         return B.from_list(vals, tuple(data.shape), dtype or src)
@@ -234,6 +241,14 @@ class Tensor(TensorCore):
             return self.shape
         return self._data.shape[self._dim(dim, "size")]
 
+    def nelement(self):
+        """The number of elements (see torch.Tensor.nelement, an alias of numel)."""
+        return self.numel()
+
+    def ndimension(self):
+        """The number of dims (see torch.Tensor.ndimension, an alias of dim)."""
+        return self.ndim
+
     def numel(self):
         return B.prod(self._data.shape)
 
@@ -347,7 +362,7 @@ class Tensor(TensorCore):
             else:
                 dtype = a
         check_device(device, "to")
-        dtype = _to_dtype(dtype)
+        dtype = _to_dtype(dtype, "to")
         if dtype is None or dtype is self.dtype:
             return self.clone() if copy else self
         return ops.Cast.apply(self, dtype)
@@ -376,6 +391,27 @@ class Tensor(TensorCore):
 
     def bool(self):
         return self.to(bool_)
+
+    # the dtypes no stage computes in yet: each raises CapabilityError, naming the dtype
+    def half(self):
+        """See torch.Tensor.half: raises CapabilityError where the stage lacks float16."""
+        return self.to(D.float16)
+
+    def bfloat16(self):
+        """See torch.Tensor.bfloat16: raises CapabilityError where the stage lacks bfloat16."""
+        return self.to(D.bfloat16)
+
+    def byte(self):
+        """See torch.Tensor.byte: raises CapabilityError where the stage lacks uint8."""
+        return self.to(D.uint8)
+
+    def char(self):
+        """See torch.Tensor.char: raises CapabilityError where the stage lacks int8."""
+        return self.to(D.int8)
+
+    def short(self):
+        """See torch.Tensor.short: raises CapabilityError where the stage lacks int16."""
+        return self.to(D.int16)
 
     def cpu(self):
         """This tensor: it is already on the CPU."""
@@ -479,6 +515,15 @@ class Tensor(TensorCore):
     def new_full(self, shape, value, dtype=None, device=None):
         check_device(device, "new_full")
         return self._new((shape,), value, dtype, "new_full")
+
+    def new_empty(self, *shape, dtype=None, device=None):
+        """See torch.Tensor.new_empty; the contents here are zeros."""
+        check_device(device, "new_empty")
+        return self._new(shape, 0, dtype, "new_empty")
+
+    def type_as(self, other):
+        """This tensor with ``other``'s dtype (see torch.Tensor.type_as)."""
+        return self.to(other.dtype)
 
     def new_tensor(self, data, dtype=None, device=None):
         check_device(device, "new_tensor")
@@ -722,6 +767,14 @@ class Tensor(TensorCore):
             return self + (end - self) * weight
         return end - (end - self) * (1 - weight)
 
+    def clamp_min(self, min):
+        """See torch.Tensor.clamp_min."""
+        return self.clamp(min=min)
+
+    def clamp_max(self, max):
+        """See torch.Tensor.clamp_max."""
+        return self.clamp(max=max)
+
     def addcmul(self, tensor1, tensor2, value=1):
         return self + tensor1 * tensor2 * value
 
@@ -837,6 +890,12 @@ class Tensor(TensorCore):
 
     def all(self, dim=None, keepdim=False):
         return Tensor._make(B.reduce("all", self._data, self._dims(dim, "all"), keepdim))
+
+    def trace(self):
+        """The sum of the main diagonal of a 2-d tensor (see torch.trace)."""
+        if self.ndim != 2:
+            raise ShapeError(f"trace: expected a 2-d tensor, got shape {list(self.shape)}")
+        return self.diagonal().sum()
 
     def count_nonzero(self, dim=None):
         return (self != 0).sum(dim=dim)
@@ -1045,6 +1104,11 @@ class Tensor(TensorCore):
             raise ValueError(f"unfold: step must be positive, got {step}")
         return ops.Windows.apply(self, d, size, step)
 
+    def select(self, dim, index):
+        """The slice at ``index`` along ``dim``, which it removes (see torch.Tensor.select)."""
+        d = self._dim(dim, "select")
+        return self[(slice(None),) * d + (index,)]
+
     def narrow(self, dim, start, length):
         d = self._dim(dim, "narrow")
         n = self.shape[d]
@@ -1249,12 +1313,11 @@ class Tensor(TensorCore):
         """Refuse to write into a copy that stands for a view (a stage without views): in
         PyTorch the write would reach the tensor it was taken from; here it could not."""
         if self._view is not None and self._view[0] is None:
-            stage = __name__.partition(".")[0]
-            raise NotImplementedError(
-                f"{op}: this tensor (shape {list(self.shape)}) would be a view of another in "
-                f"PyTorch, and {stage} lacks views (its LACKS names 'views'): it is a copy here, "
-                f"so an in-place write could not reach the tensor it was taken from. Write "
-                f"through indexing on that tensor (t[...] = ...), or clone() this one first")
+            raise lacking(__name__, "views",
+                          f"{op}: this tensor (shape {list(self.shape)}) would be a view of another "
+                          f"in PyTorch; it is a copy here, so an in-place write could not reach the "
+                          f"tensor it was taken from. Write through indexing on that tensor "
+                          f"(t[...] = ...), or clone() this one first")
 
     def _write_through_view(self, base, result, op):
         """An in-place change of a view whose base is in the graph (PyTorch's CopySlices):
@@ -1422,6 +1485,39 @@ def _format(values, dtype):
         return str(v)
     return fmt(values)
 
+
+def accepts_axis(f):
+    """Let ``f`` take ``axis=`` for ``dim=``, as PyTorch does after NumPy."""
+    @functools.wraps(f)
+    def with_axis(*args, **kwargs):
+        if kwargs and "axis" in kwargs:
+            if "dim" in kwargs:
+                raise TypeError(f"{f.__name__}: got both dim= and axis= (axis is another name for dim)")
+            kwargs["dim"] = kwargs.pop("axis")
+        return f(*args, **kwargs)
+    return with_axis
+
+
+for _name in ("sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var", "std",
+              "logsumexp", "any", "all", "count_nonzero", "softmax", "log_softmax", "squeeze", "unsqueeze",
+              "narrow", "chunk", "unbind", "gather", "index_select", "select"):
+    setattr(Tensor, _name, accepts_axis(getattr(Tensor, _name)))
+
+
+def _inplace_form(name):
+    def method(self, *args, **kwargs):
+        return self._inplace(lambda x: getattr(x, name)(*args, **kwargs), name + "_")
+    method.__name__ = method.__qualname__ = name + "_"
+    method.__doc__ = f"In place: see torch.Tensor.{name}_."
+    return method
+
+
+# the in-place twin of each elementwise method that has one in PyTorch
+for _name in ("abs", "log", "log1p", "sigmoid", "tanh", "floor", "ceil", "round", "sign", "reciprocal",
+              "square", "rsqrt", "erf", "sin", "cos", "clamp_min", "clamp_max"):
+    if not hasattr(Tensor, _name + "_"):
+        setattr(Tensor, _name + "_", _inplace_form(_name))
+del _name
 
 from . import autograd, functional, indexing, ops  # noqa: E402  (they build on Tensor)
 from . import random as _random  # noqa: E402

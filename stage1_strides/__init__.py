@@ -21,4 +21,5 @@ with open(_os.path.join(_PREVIOUS, "__init__.py"), encoding="utf-8") as _f:
 del _f
 __doc__ = _STAGE1_DOC  # the source run above set stage 0's
 
-LACKS = frozenset({"buffer_protocol"})  # views alias their base here; arrays are not exported
+# views alias their base here; arrays are not exported
+LACKS = frozenset({"buffer_protocol"}) | dtypes.LACKING

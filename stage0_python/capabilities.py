@@ -1,0 +1,13 @@
+"""The error a stage raises for what it declares it cannot do."""
+
+
+class CapabilityError(NotImplementedError):
+    """An operation needs a capability this stage lacks (its ``LACKS`` names it): a dtype it
+    does not compute in, or a view on a stage that copies. A ``NotImplementedError``, as
+    PyTorch raises for a dtype an operation does not implement."""
+
+
+def lacking(stage_module_name, capability, message):
+    """A CapabilityError that names the stage and the capability after ``message``."""
+    stage = stage_module_name.partition(".")[0]
+    return CapabilityError(f"{message} ({stage} lacks {capability}: its LACKS names it)")
