@@ -1508,7 +1508,7 @@ def _inplace_form(name):
     def method(self, *args, **kwargs):
         return self._inplace(lambda x: getattr(x, name)(*args, **kwargs), name + "_")
     method.__name__ = method.__qualname__ = name + "_"
-    method.__doc__ = f"In place: see torch.Tensor.{name}_."
+    method.__doc__ = f"In place: see ``torch.Tensor.{name}_``."
     return method
 
 
