@@ -17,6 +17,8 @@ from .random import Generator, initial_seed, manual_seed, seed
 from .shapes import ShapeError
 from .tensor import Size, Tensor, ValuesIndices, device, where
 from .threads import get_num_threads, set_num_threads
+from .sorting import argsort, bucketize, kthvalue, msort, searchsorted, sort, topk
+from .scans import cummax, cummin, cumprod, cumsum, logcumsumexp
 
 bool = bool_  # noqa: A001  (torch.bool)
 float = float32  # noqa: A001
