@@ -19,6 +19,9 @@ from .tensor import Size, Tensor, ValuesIndices, device, where
 from .threads import get_num_threads, set_num_threads
 from .sorting import argsort, bucketize, kthvalue, msort, searchsorted, sort, topk
 from .scans import cummax, cummin, cumprod, cumsum, logcumsumexp
+from .sampling import multinomial
+from .rearranging import (diag, diag_embed, equal, flip, ger, outer, repeat_interleave, roll, unique,
+                          unique_consecutive)
 
 bool = bool_  # noqa: A001  (torch.bool)
 float = float32  # noqa: A001
@@ -47,9 +50,8 @@ reshape, permute, transpose, squeeze, unsqueeze, flatten, broadcast_to = (
 softmax, log_softmax, remainder = _T.softmax, _T.log_softmax, _T.remainder
 split, chunk, narrow, gather, index_select, masked_fill = (
     _T.split, _T.chunk, _T.narrow, _T.gather, _T.index_select, _T.masked_fill)
-nonzero, isnan, logical_not, logical_and, logical_or, tril, triu, flip, unbind = (
-    _T.nonzero, _T.isnan, _T.logical_not, _T.logical_and, _T.logical_or, _T.tril, _T.triu,
-    _T.flip, _T.unbind)
+nonzero, isnan, logical_not, logical_and, logical_or, tril, triu, unbind = (
+    _T.nonzero, _T.isnan, _T.logical_not, _T.logical_and, _T.logical_or, _T.tril, _T.triu, _T.unbind)
 eq, ne, lt, le, gt, ge = _T.eq, _T.ne, _T.lt, _T.le, _T.gt, _T.ge
 del _T
 
