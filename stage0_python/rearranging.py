@@ -178,7 +178,10 @@ def _unique(input, sort, return_inverse, return_counts, dim, op):
         d = input._dim(dim, op)
         x = input if input.ndim else input.reshape(1)
     n = x.shape[d]
-    keys = x.permute([d] + [i for i in range(x.ndim) if i != d]).reshape(n, -1).tolist() if x.ndim > 1 else x.tolist()
+    if x.ndim > 1:  # each slice along d as one key
+        keys = x.permute([d] + [i for i in range(x.ndim) if i != d]).reshape(n, -1).tolist()
+    else:
+        keys = x.tolist()
     order = range(n)
     if sort:  # stable, NaN last; each NaN is its own value (NaN != NaN), as in PyTorch
         order = sorted(order, key=lambda i: [(1, 0.0) if v != v else (0, v) for v in _ints(keys[i])])

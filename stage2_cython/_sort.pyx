@@ -124,11 +124,14 @@ def sort(Buffer x, Py_ssize_t axis, bint descending, index_dtype):
             raise MemoryError(f"sort: cannot allocate scratch rows of {n} elements")
         with nogil:
             if code == BOOL:
-                _sort(<bool_t*>px, <bool_t*>pv, pi, &it, n, step, ostep, descending, <bool_t*>row, idx, tmp)
+                _sort(<bool_t*>px, <bool_t*>pv, pi, &it, n, step, ostep, descending, <bool_t*>row,
+                      idx, tmp)
             elif code == INT32:
-                _sort(<int32_t*>px, <int32_t*>pv, pi, &it, n, step, ostep, descending, <int32_t*>row, idx, tmp)
+                _sort(<int32_t*>px, <int32_t*>pv, pi, &it, n, step, ostep, descending, <int32_t*>row,
+                      idx, tmp)
             elif code == INT64:
-                _sort(<int64_t*>px, <int64_t*>pv, pi, &it, n, step, ostep, descending, <int64_t*>row, idx, tmp)
+                _sort(<int64_t*>px, <int64_t*>pv, pi, &it, n, step, ostep, descending, <int64_t*>row,
+                      idx, tmp)
             elif code == FLOAT32:
                 _sort(<float32_t*>px, <float32_t*>pv, pi, &it, n, step, ostep, descending, <float32_t*>row,
                       idx, tmp)
