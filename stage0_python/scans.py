@@ -72,9 +72,13 @@ class ScanExtreme(Function):
         return wrap(B.scatter_add(ctx.shape, ctx.dim, ctx.idx._data, g._data)), None, None
 
 
-def _scan(x, op, dim, name):
+def _check(x, name):
     if not isinstance(x, Tensor):
         raise TypeError(f"{name}: input must be a Tensor, got {type(x).__name__}")
+
+
+def _scan(x, op, dim, name):
+    _check(x, name)
     d = x._dim(dim, name)
     if not x.ndim:  # a 0-d tensor scans as one element
         out = _scan(x.reshape(1), op, 0, name)
@@ -84,8 +88,9 @@ def _scan(x, op, dim, name):
     return Scan.apply(x, op, d)
 
 
-def _accumulating(x, dtype):
+def _accumulating(x, dtype, name):
     """PyTorch's rule: an explicit dtype is cast to first; integers and bool become int64."""
+    _check(x, name)
     dtype = _to_dtype(dtype)
     if dtype is None:
         dtype = x.dtype if x.dtype.is_floating_point else int64
@@ -94,12 +99,12 @@ def _accumulating(x, dtype):
 
 def cumsum(input, dim, dtype=None):
     """See torch.cumsum. Floats accumulate in double, as PyTorch's CPU kernel does."""
-    return _scan(_accumulating(input, dtype), "sum", dim, "cumsum")
+    return _scan(_accumulating(input, dtype, "cumsum"), "sum", dim, "cumsum")
 
 
 def cumprod(input, dim, dtype=None):
     """See torch.cumprod; the gradient is exact where the input holds zeros."""
-    return _scan(_accumulating(input, dtype), "prod", dim, "cumprod")
+    return _scan(_accumulating(input, dtype, "cumprod"), "prod", dim, "cumprod")
 
 
 def cummax(input, dim):
