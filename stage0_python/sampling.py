@@ -29,25 +29,31 @@ def _draw(weights, num_samples, replacement, uniforms):
         # the first category whose running total exceeds u * total: never a zero weight
         return [min(bisect_right(cum, u * total), last) for u in uniforms]
     weights = list(weights)
+    left = list(range(n))  # not drawn yet
     out = []
     for u in uniforms:
         total = sum(weights)
-        target, acc, pick = u * total, 0.0, None
-        for i in range(n):
-            if weights[i] > 0:
-                pick = i
-                acc += weights[i]
-                if acc > target:
-                    break
+        if total <= 0:  # only zero weights remain: PyTorch then draws those too
+            pick = left[min(int(u * len(left)), len(left) - 1)]
+        else:
+            target, acc, pick = u * total, 0.0, None
+            for i in range(n):
+                if weights[i] > 0:
+                    pick = i
+                    acc += weights[i]
+                    if acc > target:
+                        break
         out.append(pick)
         weights[pick] = 0.0  # drawn: never again
+        left.remove(pick)
     return out
 
 
 def multinomial(input, num_samples, replacement=False, generator=None):
     """See torch.multinomial: ``num_samples`` category indices per row of the 1-d or 2-d
     weights ``input``. Inverse-CDF sampling from this project's generator (the same samples
-    on every stage, not PyTorch's); without replacement each draw renormalises the rest."""
+    on every stage, not PyTorch's); without replacement each draw renormalises the rest, and
+    once only zero weights remain they are drawn uniformly, as PyTorch also returns them."""
     op = "multinomial"
     if not isinstance(input, Tensor):
         raise TypeError(f"{op}: input must be a Tensor, got {type(input).__name__}")
@@ -76,9 +82,6 @@ def multinomial(input, num_samples, replacement=False, generator=None):
         if sum(row) <= 0:
             raise InvalidDistributionError(f"{op}: row {r} of input (shape {list(input.shape)}) sums "
                                            f"to 0: no category can be drawn")
-        if not replacement and sum(1 for w in row if w > 0) < num_samples:
-            raise InvalidDistributionError(f"{op}: row {r} has fewer than {num_samples} non-zero "
-                                           f"weights: not enough categories to draw without replacement")
     for row in rows:  # only once every row is valid: a refused call draws nothing
         out += _draw(row, num_samples, replacement, gen.uniform(num_samples, double=True))
     shape = (num_samples,) if input.ndim == 1 else (len(rows), num_samples)
