@@ -20,6 +20,11 @@ from .random import Generator, initial_seed, manual_seed, seed
 from .shapes import ShapeError
 from .tensor import Size, Tensor, ValuesIndices, device, where
 from .threads import get_num_threads, set_num_threads
+from .sorting import argsort, bucketize, kthvalue, msort, searchsorted, sort, topk
+from .scans import cummax, cummin, cumprod, cumsum, logcumsumexp
+from .sampling import multinomial
+from .rearranging import (diag, diag_embed, equal, flip, ger, outer, repeat_interleave, roll, unique,
+                          unique_consecutive)
 
 bool = bool_  # noqa: A001  (torch.bool)
 float = float32  # noqa: A001
@@ -50,9 +55,8 @@ reshape, permute, transpose, squeeze, unsqueeze, flatten, broadcast_to = (
 softmax, log_softmax, remainder = _T.softmax, _T.log_softmax, _T.remainder
 split, chunk, narrow, gather, index_select, masked_fill = (
     _T.split, _T.chunk, _T.narrow, _T.gather, _T.index_select, _T.masked_fill)
-nonzero, isnan, logical_not, logical_and, logical_or, tril, triu, flip, unbind = (
-    _T.nonzero, _T.isnan, _T.logical_not, _T.logical_and, _T.logical_or, _T.tril, _T.triu,
-    _T.flip, _T.unbind)
+nonzero, isnan, logical_not, logical_and, logical_or, tril, triu, unbind = (
+    _T.nonzero, _T.isnan, _T.logical_not, _T.logical_and, _T.logical_or, _T.tril, _T.triu, _T.unbind)
 eq, ne, lt, le, gt, ge = _T.eq, _T.ne, _T.lt, _T.le, _T.gt, _T.ge
 clamp_min, clamp_max, trace, select, count_nonzero = _T.clamp_min, _T.clamp_max, _T.trace, _T.select, _T.count_nonzero
 del _T

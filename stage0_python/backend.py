@@ -11,6 +11,9 @@ The primitive set, which every stage's backend provides under the same names:
 - elementwise: ``unary(op, x)``, ``binary(op, a, b)`` with NumPy broadcasting, ``where``
 - reductions: ``reduce(op, x, axes, keepdim)`` (sum prod max min any all),
   ``arg_reduce(op, x, axis, keepdim)`` (argmax argmin)
+- along one axis: ``sort(x, axis, descending)`` (stable, NaN largest; values and int64
+  indices), ``scan(op, x, axis)`` (cumulative sum prod max min logsumexp; values, and the
+  int64 indices of the running extreme for max/min, else None)
 - movement: ``reshape permute expand slice diagonal windows contiguous alias copy cat``
   (stage 0 copies; a stage with strided storage returns views where PyTorch does)
 - layout queries: ``is_contiguous strides storage_offset data_ptr storage_id shares_storage``
@@ -538,6 +541,86 @@ def arg_reduce(op, x, axis, keepdim):
     vals, _, group = _group_last(x, (axis,))
     res = [f(vals[i:i + group]) for i in range(0, len(vals), group)]
     return from_list(res, _reduced_shape(x.shape, (axis,), keepdim), int64)
+
+
+# ---------------------------------------------------------------- sort and scan along an axis
+
+def _sort_key(row):
+    # NaN after every number (PyTorch's order); (0, v) never compares a NaN
+    return lambda j: (1, 0.0) if row[j] != row[j] else (0, row[j])
+
+
+def sort_rows(vals, n, descending):
+    """Stable sort of each run of ``n`` consecutive values: (values, indices) as lists.
+    ``reverse=True`` keeps equal keys in their original order, as a stable descending
+    sort must. Shared with stage 1, which hands its rows the same way."""
+    out_v, out_i = [], []
+    for start in range(0, len(vals), n):
+        row = vals[start:start + n]
+        order = sorted(range(n), key=_sort_key(row), reverse=descending)
+        out_i += order
+        out_v += [row[j] for j in order]
+    return out_v, out_i
+
+
+def _logaddexp(a, b):
+    m = a if a > b else b
+    if a != a or b != b:
+        return NAN
+    if m == -INF or m == INF:
+        return m  # exp(-inf - -inf) would be nan; both -inf stays -inf
+    return m + math.log1p(math.exp(-abs(a - b)))
+
+
+def scan_rows(op, vals, n):
+    """Running ``op`` over each run of ``n`` consecutive values: (values, indices or
+    None). Floats accumulate in double (as PyTorch's CPU kernels do); max/min take the
+    latest index of a tie and stay at NaN once one is seen, as PyTorch's cummax does."""
+    out, idx = [], []
+    for start in range(0, len(vals), n):
+        row = vals[start:start + n]
+        if op in ("max", "min"):
+            best, bj = row[0], 0
+            for j, v in enumerate(row):
+                if v != v or (best == best and (v >= best if op == "max" else v <= best)):
+                    best, bj = v, j
+                out.append(best)
+                idx.append(bj)
+            continue
+        acc = row[0]
+        out.append(acc)
+        for v in row[1:]:
+            if op == "sum":
+                acc = acc + v
+            elif op == "prod":
+                acc = acc * v
+            else:
+                acc = _logaddexp(acc, v)
+            out.append(acc)
+    return out, (idx if op in ("max", "min") else None)
+
+
+def _along_last(x, axis):
+    """x's values with ``axis`` moved last, that shape, and the order undoing the move."""
+    order = [d for d in range(len(x.shape)) if d != axis] + [axis]
+    inverse = sorted(range(len(order)), key=order.__getitem__)
+    return permute(x, order).data, tuple(x.shape[d] for d in order), inverse
+
+
+def sort(x, axis, descending):
+    vals, pshape, inverse = _along_last(x, axis)
+    n = x.shape[axis] if x.shape else 1
+    v, i = sort_rows(vals, n, descending) if n else ([], [])
+    return (permute(Buffer(_pack_same(x, v), pshape, x.dtype), inverse),
+            permute(from_list(i, pshape, int64), inverse))
+
+
+def scan(op, x, axis):
+    vals, pshape, inverse = _along_last(x, axis)
+    n = x.shape[axis] if x.shape else 1
+    v, i = scan_rows(op, list(vals), n) if n else ([], [] if op in ("max", "min") else None)
+    out = permute(from_list(v, pshape, x.dtype), inverse)
+    return out, (None if i is None else permute(from_list(i, pshape, int64), inverse))
 
 
 # ---------------------------------------------------------------- movement

@@ -397,6 +397,34 @@ def arg_reduce(op, x, axis, keepdim):
     return _new(int64, _reduced_shape(x.shape, (axis,), keepdim), res)
 
 
+# ---------------------------------------------------------------- sort and scan along an axis
+
+def _along_last(x, axis):
+    """x's elements with ``axis`` moved last (read through a permuted view), that shape,
+    and the order that moves it back."""
+    order = [d for d in range(len(x.shape)) if d != axis] + [axis]
+    inverse = sorted(range(len(order)), key=order.__getitem__)
+    return _flat(permute(x, order)).tolist(), tuple(x.shape[d] for d in order), inverse
+
+
+def _back(dtype, pshape, vals, inverse):
+    return copy(permute(_new(dtype, pshape, vals), inverse))
+
+
+def sort(x, axis, descending):
+    vals, pshape, inverse = _along_last(x, axis)
+    v, i = _s0.sort_rows(vals, x.shape[axis], descending) if vals else ([], [])
+    return _back(x.dtype, pshape, v, inverse), _back(int64, pshape, i, inverse)
+
+
+def scan(op, x, axis):
+    vals, pshape, inverse = _along_last(x, axis)
+    v, i = _s0.scan_rows(op, vals, x.shape[axis]) if vals else ([], [])
+    if op in ("max", "min"):
+        return _back(x.dtype, pshape, v, inverse), _back(int64, pshape, i, inverse)
+    return _back(x.dtype, pshape, v, inverse), None
+
+
 # ---------------------------------------------------------------- movement: views
 
 def reshape(x, shape):

@@ -9,7 +9,7 @@ stage 1's. What changes is where the work happens:
   with the version counter. Both export the buffer protocol: ``np.asarray(buf)`` and
   ``memoryview(buf)`` see the elements in place.
 - every primitive is a typed C loop over strides (``_elementwise``, ``_convert``,
-  ``_reduce``, ``_matmul``, ``_conv``, ``_index``, ``_random``) that runs without the GIL
+  ``_reduce``, ``_matmul``, ``_conv``, ``_index``, ``_random``, ``_sort``) that runs without the GIL
   and touches no Python object per element.
 
 This module only routes: it picks result dtypes and converts arguments, then calls the
@@ -23,7 +23,7 @@ from stage0_python import backend as _s0
 from stage0_python import dtypes as _s0_dtypes
 from stage0_python.backend import (  # noqa: F401  (re-exported: the frontend uses some)
     BOOL_RESULT, INF, NAN, _to_int, diagonal_layout, windows_layout)
-from stage2_cython import _buffer, _conv, _convert, _elementwise, _index, _matmul, _random, _reduce
+from stage2_cython import _buffer, _conv, _convert, _elementwise, _index, _matmul, _random, _reduce, _sort
 from stage2_cython._buffer import (  # noqa: F401  (primitives that are the compiled functions)
     Buffer, alias, broadcast_shapes, contiguous, contiguous_strides, copy, data_ptr, is_contiguous,
     permute, prod, reshape, shares_storage, slice, storage_id, storage_offset, strides)
@@ -121,6 +121,19 @@ def reduce(op, x, axes, keepdim, dtype=None):
 
 def arg_reduce(op, x, axis, keepdim):
     return _reduce.arg_reduce(op, x, axis, keepdim, int64)
+
+
+# ---------------------------------------------------------------- sort and scan along an axis
+
+def sort(x, axis, descending):
+    """(values, int64 indices) along ``axis``: a stable merge sort, NaN largest."""
+    return _sort.sort(x, axis, descending, int64)
+
+
+def scan(op, x, axis):
+    """Running sum, prod, max, min or logsumexp along ``axis``: (values, indices of the
+    running extreme for max/min, else None)."""
+    return _sort.scan(op, x, axis, int64)
 
 
 # ---------------------------------------------------------------- movement: views and copies

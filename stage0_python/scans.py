@@ -1,0 +1,135 @@
+"""Scans along one dim: ``cumsum cumprod cummax cummin logcumsumexp`` (and ``cumsum_``).
+
+One backend primitive, ``scan(op, x, axis)``, computes them; each backward is written
+from Tensor ops, so it is differentiable again. Attached to Tensor as methods here.
+"""
+from . import backend as B
+from .autograd import Function
+from .dtypes import int64
+from .tensor import Tensor, ValuesIndices, _to_dtype, where
+
+wrap = Tensor._make
+
+
+def _reverse_cumsum(g, d):
+    return g.flip(d).cumsum(d).flip(d)
+
+
+class Scan(Function):
+    """cumsum, cumprod and logcumsumexp."""
+
+    @staticmethod
+    def forward(ctx, x, op, dim):
+        y = wrap(B.scan(op, x._data, dim)[0])
+        ctx.op, ctx.dim = op, dim
+        if op != "sum":
+            ctx.save_for_backward(x, y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        d = ctx.dim
+        if ctx.op == "sum":
+            return _reverse_cumsum(g, d), None, None
+        x, y = ctx.saved_tensors
+        if ctx.op == "prod":
+            return _cumprod_grad(x, y, g, d), None, None
+        # logcumsumexp: dx_j = sum_{i>=j} g_i exp(x_j - y_i), summed in log space for the
+        # positive and the negative parts of g apart, so nothing overflows
+        pos, neg = where(g > 0, g, 0.0).log(), where(g < 0, -g, 0.0).log()
+        up = (x + (pos - y).flip(d).logcumsumexp(d).flip(d)).exp()
+        down = (x + (neg - y).flip(d).logcumsumexp(d).flip(d)).exp()
+        return up - down, None, None
+
+
+def _cumprod_grad(x, y, g, d):
+    """The gradient of cumprod without dividing by a zero: before a row's first zero it is
+    reverse_cumsum(g * y) / x (later outputs are 0 and add nothing); at the first zero, the
+    products that skip it; after it, 0 (every output there holds that zero)."""
+    zero = x == 0
+    zeros_so_far = zero.to(int64).cumsum(d)
+    before = zeros_so_far == 0
+    first = zero & (zeros_so_far == 1)
+    g_before = _reverse_cumsum(g * y, d) / where(before, x, 1.0)
+    skipping = where(first, 1.0, x).cumprod(d)  # x_z read as 1: the products that skip it
+    at_first = (g * skipping * (zeros_so_far >= 1).to(g.dtype)).sum(dim=d, keepdim=True)
+    return where(before, g_before, where(first, at_first, 0.0))
+
+
+class ScanExtreme(Function):
+    """cummax and cummin: values and the index each running extreme came from."""
+
+    @staticmethod
+    def forward(ctx, x, op, dim):
+        vals, idx = B.scan(op, x._data, dim)
+        idx = wrap(idx)
+        ctx.shape, ctx.dim, ctx.idx = x.shape, dim, idx
+        ctx.mark_non_differentiable(idx)
+        return wrap(vals), idx
+
+    @staticmethod
+    def backward(ctx, g, _):
+        return wrap(B.scatter_add(ctx.shape, ctx.dim, ctx.idx._data, g._data)), None, None
+
+
+def _check(x, name):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name}: input must be a Tensor, got {type(x).__name__}")
+
+
+def _scan(x, op, dim, name):
+    _check(x, name)
+    d = x._dim(dim, name)
+    if not x.ndim:  # a 0-d tensor scans as one element
+        out = _scan(x.reshape(1), op, 0, name)
+        return ValuesIndices(*(t.reshape(()) for t in out)) if isinstance(out, tuple) else out.reshape(())
+    if op in ("max", "min"):
+        return ValuesIndices(*ScanExtreme.apply(x, op, d))
+    return Scan.apply(x, op, d)
+
+
+def _accumulating(x, dtype, name):
+    """PyTorch's rule: an explicit dtype is cast to first; integers and bool become int64."""
+    _check(x, name)
+    dtype = _to_dtype(dtype)
+    if dtype is None:
+        dtype = x.dtype if x.dtype.is_floating_point else int64
+    return x if x.dtype is dtype else x.to(dtype)
+
+
+def cumsum(input, dim, dtype=None):
+    """See torch.cumsum. Floats accumulate in double, as PyTorch's CPU kernel does."""
+    return _scan(_accumulating(input, dtype, "cumsum"), "sum", dim, "cumsum")
+
+
+def cumprod(input, dim, dtype=None):
+    """See torch.cumprod; the gradient is exact where the input holds zeros."""
+    return _scan(_accumulating(input, dtype, "cumprod"), "prod", dim, "cumprod")
+
+
+def cummax(input, dim):
+    """See torch.cummax: (values, indices); a tie takes the later index, NaN stays."""
+    return _scan(input, "max", dim, "cummax")
+
+
+def cummin(input, dim):
+    """See torch.cummin: (values, indices); a tie takes the later index, NaN stays."""
+    return _scan(input, "min", dim, "cummin")
+
+
+def logcumsumexp(input, dim):
+    """See torch.logcumsumexp: log(cumsum(exp(x))) without overflow or underflow."""
+    if isinstance(input, Tensor) and not input.dtype.is_floating_point:
+        raise TypeError(f"logcumsumexp: expected a floating point tensor, got {input.dtype.name} "
+                        f"(shape {list(input.shape)})")
+    return _scan(input, "logsumexp", dim, "logcumsumexp")
+
+
+def cumsum_(self, dim, dtype=None):
+    """See torch.Tensor.cumsum_: in place, keeping this tensor's dtype."""
+    return self._inplace(lambda x: x.cumsum(dim, dtype=dtype or self.dtype), "cumsum_")
+
+
+for _f in (cumsum, cumprod, cummax, cummin, logcumsumexp, cumsum_):
+    setattr(Tensor, _f.__name__, _f)  # a function's first argument binds as self
+del _f
