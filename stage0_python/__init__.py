@@ -14,7 +14,7 @@ from .creation import (arange, as_tensor, cat, concat, empty, empty_like, eye, f
 from .legacy import BoolTensor, DoubleTensor, FloatTensor, IntTensor, LongTensor
 from .dtypes import bool_, float32, float64, get_default_dtype, int32, int64, set_default_dtype
 from .random import Generator, initial_seed, manual_seed, seed
-from .shapes import ShapeError
+from .shapes import IndexRangeError, ShapeError
 from .tensor import Size, Tensor, ValuesIndices, device, where
 from .threads import get_num_threads, set_num_threads
 
@@ -49,6 +49,9 @@ nonzero, isnan, logical_not, logical_and, logical_or, tril, triu, flip, unbind =
     _T.nonzero, _T.isnan, _T.logical_not, _T.logical_and, _T.logical_or, _T.tril, _T.triu,
     _T.flip, _T.unbind)
 eq, ne, lt, le, gt, ge = _T.eq, _T.ne, _T.lt, _T.le, _T.gt, _T.ge
+scatter, scatter_add, scatter_reduce, index_add, index_copy, index_fill, masked_scatter = (
+    _T.scatter, _T.scatter_add, _T.scatter_reduce, _T.index_add, _T.index_copy, _T.index_fill,
+    _T.masked_scatter)
 del _T
 
 
