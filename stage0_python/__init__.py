@@ -11,6 +11,7 @@ from .autograd import (Function, enable_grad, inference_mode, is_grad_enabled, i
 from .creation import (arange, as_tensor, cat, concat, empty, empty_like, eye, from_numpy, full,
                        full_like, linspace, normal, ones, ones_like, rand, rand_like, randint,
                        randint_like, randn, randn_like, randperm, stack, tensor, zeros, zeros_like)
+from .contractions import addbmm, addmm, addmv, addr, baddbmm, cdist, einsum
 from .legacy import BoolTensor, DoubleTensor, FloatTensor, IntTensor, LongTensor
 from .dtypes import bool_, float32, float64, get_default_dtype, int32, int64, set_default_dtype
 from .random import Generator, initial_seed, manual_seed, seed

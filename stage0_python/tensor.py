@@ -1434,6 +1434,7 @@ def _format(values, dtype):
 
 from . import autograd, functional, indexing, ops  # noqa: E402  (they build on Tensor)
 from . import scatter as _scatter  # noqa: E402,F401  (adds the scatter methods)
+from . import contractions as _contractions  # noqa: E402,F401  (adds addmm, fill_diagonal_, ...)
 from . import random as _random  # noqa: E402
 from . import tensor_core as _core  # noqa: E402
 
