@@ -14,10 +14,11 @@ from .creation import (arange, as_tensor, cat, concat, empty, empty_like, eye, f
 from .legacy import (BFloat16Tensor, BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor,
                      IntTensor, LongTensor, ShortTensor)
 from .capabilities import CapabilityError
+from .contractions import addbmm, addmm, addmv, addr, baddbmm, cdist, einsum
 from .dtypes import (bfloat16, bool_, finfo, float16, float32, float64, get_default_dtype, iinfo, int8,
                      int16, int32, int64, set_default_dtype, uint8)
 from .random import Generator, initial_seed, manual_seed, seed
-from .shapes import ShapeError
+from .shapes import IndexRangeError, ShapeError
 from .tensor import Size, Tensor, ValuesIndices, device, where
 from .threads import get_num_threads, set_num_threads
 from .sorting import argsort, bucketize, kthvalue, msort, searchsorted, sort, topk
@@ -59,6 +60,9 @@ nonzero, isnan, logical_not, logical_and, logical_or, tril, triu, unbind = (
     _T.nonzero, _T.isnan, _T.logical_not, _T.logical_and, _T.logical_or, _T.tril, _T.triu, _T.unbind)
 eq, ne, lt, le, gt, ge = _T.eq, _T.ne, _T.lt, _T.le, _T.gt, _T.ge
 clamp_min, clamp_max, trace, select, count_nonzero = _T.clamp_min, _T.clamp_max, _T.trace, _T.select, _T.count_nonzero
+scatter, scatter_add, scatter_reduce, index_add, index_copy, index_fill, masked_scatter = (
+    _T.scatter, _T.scatter_add, _T.scatter_reduce, _T.index_add, _T.index_copy, _T.index_fill,
+    _T.masked_scatter)
 del _T
 
 

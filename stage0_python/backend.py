@@ -21,8 +21,8 @@ The primitive set, which every stage's backend provides under the same names:
 - indexing: ``take`` (flat gather), ``gather``/``scatter_add`` along an axis
 - ``matmul`` (batched, batch dims already equal)
 - ``unfold``/``fold`` for convolution (im2col and its adjoint)
-- in-place: ``assign`` (write a region), ``put`` (flat scatter, optionally accumulating),
-  ``set_data`` (replace the contents)
+- in-place: ``assign`` (write a region), ``put`` (flat scatter, or combining by sum, prod,
+  amax or amin), ``set_data`` (replace the contents)
 - fused kernels a stage may offer are listed in ``FUSED`` (stage 0 offers none).
 """
 import math
@@ -975,14 +975,24 @@ def assign(dst, starts, steps, counts, src):
     dst.version += 1
 
 
+# how put combines a value with the element it lands on (NaN wins amax and amin, and stays)
+PUT_COMBINE = {True: operator.add, "sum": operator.add, "prod": operator.mul,
+               "amax": lambda a, b: b if b > a or b != b else a,
+               "amin": lambda a, b: b if b < a or b != b else a}
+
+
 def put(dst, index, src, accumulate=False):
-    """``dst.flat[index[i]] = src[i]`` (``+=`` when accumulating); ``src`` is broadcast
-    to ``index``'s shape."""
+    """``dst.flat[index[i]] = src[i]``; ``accumulate`` combines instead: True or "sum"
+    (repeated indices add up), "prod", "amax", "amin". ``src`` is broadcast to ``index``'s
+    shape."""
     vals = _broadcast_values(cast(src, dst.dtype), index.shape)
     data = dst.data.tolist() if accumulate else array(dst.data.typecode, dst.data)
     if accumulate:
+        combine = PUT_COMBINE[accumulate]
         for i, v in zip(index.data, vals):
-            data[i] += v
+            data[i] = combine(data[i], v)
+        if dst.dtype is bool_:
+            data = [bool(v) for v in data]
         dst.data = _pack(data, dst.dtype)
     else:
         for i, v in zip(index.data, vals):

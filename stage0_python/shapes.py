@@ -29,6 +29,12 @@ class ShapeError(ValueError, RuntimeError):
     so that ``except RuntimeError`` written for PyTorch catches it too."""
 
 
+class IndexRangeError(IndexError, RuntimeError):
+    """An index outside the dim it selects along (gather, scatter, index_* ops). An
+    ``IndexError``, the project's error for indices, and a ``RuntimeError``, PyTorch's for
+    the same mistake there."""
+
+
 def memory_bytes():
     """Physical memory of this machine in bytes (the address space where unknown)."""
     if not _memory:

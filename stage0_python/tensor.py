@@ -16,7 +16,7 @@ from . import shapes
 from .capabilities import lacking
 from .device import CPU, DeviceError, check_device, device  # noqa: F401  (device is public here)
 from .dtypes import bool_, float32, float64, int32, int64
-from .shapes import ShapeError
+from .shapes import IndexRangeError, ShapeError
 from .tensor_core import Size, TensorCore  # noqa: F401  (Size is public here)
 
 ValuesIndices = namedtuple("ValuesIndices", ["values", "indices"])
@@ -1196,16 +1196,22 @@ class Tensor(TensorCore):
 
     def gather(self, dim, index):
         d = self._axis_index("gather", dim, index)
-        if not index.ndim or not self.ndim or not index.numel():  # as a 1-d gather
-            return ops.Gather.apply(self.reshape(-1), 0, index.reshape(-1)).reshape(index.shape)
-        return ops.Gather.apply(self, d, index)
+        try:  # the kernels check the range, so the success path pays nothing here
+            if not index.ndim or not self.ndim or not index.numel():  # as a 1-d gather
+                return ops.Gather.apply(self.reshape(-1), 0, index.reshape(-1)).reshape(index.shape)
+            return ops.Gather.apply(self, d, index)
+        except IndexError as e:
+            raise IndexRangeError(f"gather: {e}") from None
 
     def scatter_add(self, dim, index, src):
         d = self._axis_index("scatter_add", dim, index, src)
-        if not index.ndim or not self.ndim or not index.numel():  # as a 1-d scatter
-            x, index, src, d = self.reshape(-1), index.reshape(-1), src.reshape(-1), 0
-            return ops.ScatterAdd.apply(x, d, index, src.to(self.dtype)).reshape(self.shape)
-        return ops.ScatterAdd.apply(self, d, index, src.to(self.dtype))
+        try:
+            if not index.ndim or not self.ndim or not index.numel():  # as a 1-d scatter
+                x, index, src, d = self.reshape(-1), index.reshape(-1), src.reshape(-1), 0
+                return ops.ScatterAdd.apply(x, d, index, src.to(self.dtype)).reshape(self.shape)
+            return ops.ScatterAdd.apply(self, d, index, src.to(self.dtype))
+        except IndexError as e:
+            raise IndexRangeError(f"scatter_add: {e}") from None
 
     def index_select(self, dim, index):
         d = self._dim(dim, "index_select")
@@ -1217,7 +1223,10 @@ class Tensor(TensorCore):
         shape[d] = index.numel()
         full = list(self.shape)
         full[d] = index.numel()
-        return ops.Gather.apply(self, d, index.reshape(shape).expand(full))
+        try:
+            return ops.Gather.apply(self, d, index.reshape(shape).expand(full))
+        except IndexError as e:
+            raise IndexRangeError(f"index_select: {e}") from None
 
     def nonzero(self, as_tuple=False):
         vals = self._data.values()
@@ -1520,6 +1529,8 @@ for _name in ("abs", "log", "log1p", "sigmoid", "tanh", "floor", "ceil", "round"
 del _name
 
 from . import autograd, functional, indexing, ops  # noqa: E402  (they build on Tensor)
+from . import scatter as _scatter  # noqa: E402,F401  (adds the scatter methods)
+from . import contractions as _contractions  # noqa: E402,F401  (adds addmm, fill_diagonal_, ...)
 from . import random as _random  # noqa: E402
 from . import tensor_core as _core  # noqa: E402
 

@@ -612,14 +612,16 @@ def assign(dst, starts, steps, counts, src):
 
 
 def put(dst, index, src, accumulate=False):
-    """``dst.flat[index[i]] = src[i]`` (``+=`` when accumulating), ``flat`` being dst's
-    row-major order whatever its strides; ``src`` is broadcast to ``index``'s shape."""
+    """``dst.flat[index[i]] = src[i]``, ``flat`` being dst's row-major order whatever its
+    strides; ``accumulate`` as stage 0's (True or "sum", "prod", "amax", "amin"); ``src`` is
+    broadcast to ``index``'s shape."""
     vals = _values_as(cast(src, dst.dtype), index.shape)
     positions = _flat(index)
     current = _flat(dst).tolist()
     if accumulate:
+        combine = _s0.PUT_COMBINE[accumulate]
         for i, v in zip(positions, vals):
-            current[i] += v
+            current[i] = combine(current[i], v)
     else:
         for i, v in zip(positions, vals):
             current[i] = v

@@ -116,27 +116,44 @@ cdef inline Py_ssize_t _position(int64_t v, Py_ssize_t n, int ndim, Py_ssize_t* 
     return off
 
 
+# how put combines a value with the element it lands on
+cdef enum PutMode:
+    PUT_SET, PUT_SUM, PUT_PROD, PUT_AMAX, PUT_AMIN
+
+_PUT_MODES = {False: PUT_SET, True: PUT_SUM, "sum": PUT_SUM, "prod": PUT_PROD, "amax": PUT_AMAX,
+              "amin": PUT_AMIN}
+
+
 cdef void _put(any_t* dst, int64_t* idx, any_t* src, NdIter* it, Py_ssize_t n, int ndim,
-               Py_ssize_t* shape, Py_ssize_t* strides, bint contiguous, bint acc) noexcept nogil:
+               Py_ssize_t* shape, Py_ssize_t* strides, bint contiguous, int mode) noexcept nogil:
     cdef Py_ssize_t r, i, p
     cdef any_t v
     for r in range(it.rows):
         for i in range(it.inner):
             p = _position(idx[it.off[0] + i * it.ist[0]], n, ndim, shape, strides, contiguous)
             v = src[it.off[1] + i * it.ist[1]]
-            if not acc:
+            if mode == PUT_SET:
                 dst[p] = v
-            elif any_t is bool_t:
-                dst[p] = dst[p] | v
-            else:
+            elif any_t is bool_t:  # sum and amax are "or", prod and amin "and"
+                dst[p] = (dst[p] | v) if mode == PUT_SUM or mode == PUT_AMAX else (dst[p] & v)
+            elif mode == PUT_SUM:
                 dst[p] = dst[p] + v
+            elif mode == PUT_PROD:
+                dst[p] = dst[p] * v
+            elif mode == PUT_AMAX:
+                if v > dst[p] or (any_t is float32_t or any_t is float64_t) and v != v:  # NaN wins, stays
+                    dst[p] = v
+            elif v < dst[p] or (any_t is float32_t or any_t is float64_t) and v != v:
+                dst[p] = v
         iter_next(it)
 
 
-def put(Buffer dst, Buffer index, Buffer src, bint accumulate):
-    """``dst.flat[index[i]] = src[i]`` (``+=`` when accumulating: repeated indices add up),
-    ``flat`` being dst's row-major order whatever its strides. ``src`` has dst's dtype and
+def put(Buffer dst, Buffer index, Buffer src, accumulate):
+    """``dst.flat[index[i]] = src[i]``, ``flat`` being dst's row-major order whatever its
+    strides; ``accumulate`` combines instead of overwriting: True or "sum" (repeated
+    indices add up), "prod", "amax", "amin" (NaN propagates). ``src`` has dst's dtype and
     broadcasts to ``index``'s shape."""
+    cdef int mode = _PUT_MODES[accumulate]
     index = _as_int64(index)
     _validate(index, dst.numel, "a tensor")
     if src.storage is dst.storage:  # read every value before the first write
@@ -160,15 +177,15 @@ def put(Buffer dst, Buffer index, Buffer src, bint accumulate):
     cdef bint contiguous = contiguous_layout(dst)
     with nogil:
         if code == BOOL:
-            _put(<bool_t*>pd, pi, <bool_t*>ps, &it, n, nd, shape, strides, contiguous, accumulate)
+            _put(<bool_t*>pd, pi, <bool_t*>ps, &it, n, nd, shape, strides, contiguous, mode)
         elif code == INT32:
-            _put(<int32_t*>pd, pi, <int32_t*>ps, &it, n, nd, shape, strides, contiguous, accumulate)
+            _put(<int32_t*>pd, pi, <int32_t*>ps, &it, n, nd, shape, strides, contiguous, mode)
         elif code == INT64:
-            _put(<int64_t*>pd, pi, <int64_t*>ps, &it, n, nd, shape, strides, contiguous, accumulate)
+            _put(<int64_t*>pd, pi, <int64_t*>ps, &it, n, nd, shape, strides, contiguous, mode)
         elif code == FLOAT32:
-            _put(<float32_t*>pd, pi, <float32_t*>ps, &it, n, nd, shape, strides, contiguous, accumulate)
+            _put(<float32_t*>pd, pi, <float32_t*>ps, &it, n, nd, shape, strides, contiguous, mode)
         else:
-            _put(<float64_t*>pd, pi, <float64_t*>ps, &it, n, nd, shape, strides, contiguous, accumulate)
+            _put(<float64_t*>pd, pi, <float64_t*>ps, &it, n, nd, shape, strides, contiguous, mode)
 
 
 # ---------------------------------------------------------------- gather, scatter_add

@@ -216,8 +216,9 @@ def assign(dst, starts, steps, counts, src):
 
 
 def put(dst, index, src, accumulate=False):
-    """``dst.flat[index[i]] = src[i]`` (``+=`` when accumulating), ``flat`` being dst's
-    row-major order whatever its strides; ``src`` is broadcast to ``index``'s shape."""
+    """``dst.flat[index[i]] = src[i]``, ``flat`` being dst's row-major order whatever its
+    strides; ``accumulate`` as stage 0's (True or "sum", "prod", "amax", "amin"); ``src`` is
+    broadcast to ``index``'s shape."""
     _index.put(dst, index, _source(src, dst.dtype), accumulate)
     dst.version += 1
 
