@@ -110,8 +110,9 @@ def test_instance_norm_functional_and_errors(sg):
 
 # ------------------------------------------------------------------ dropout variants
 
+@pytest.mark.filterwarnings("ignore:dropout2d")
 @pytest.mark.parametrize("name,shape", [("dropout1d", (4, 50, 6)), ("dropout1d", (50, 6)),
-                                        ("dropout2d", (4, 50, 3, 2)), ("dropout2d", (50, 2, 3))])
+                                        ("dropout2d", (4, 50, 3, 2)), ("dropout2d", (5, 40, 3))])
 def test_channel_dropout_zeroes_whole_channels(sg, name, shape):
     """Each channel is either all zero or all scaled by 1/(1-p); about p of them drop;
     the gradient carries the same mask; eval mode is the identity, as PyTorch's."""
@@ -122,7 +123,8 @@ def test_channel_dropout_zeroes_whole_channels(sg, name, shape):
     out = getattr(sg.nn.functional, name)(x, p, training=True)
     out.backward(sg.ones(*shape, dtype=sg.float64))
     y, g, xv = out.detach().numpy(), x.grad.numpy(), x.detach().numpy()
-    lead = 2 if len(shape) == {"dropout1d": 3, "dropout2d": 4}[name] else 1
+    # dropout2d reads a 3-D input as (N, C, L), as PyTorch 2.x does (with a warning)
+    lead = 2 if len(shape) == 3 or name == "dropout2d" else 1
     ratio = (y / xv).reshape(int(np.prod(shape[:lead])), -1)
     for row in ratio:
         assert np.allclose(row, 0.0) or np.allclose(row, 1 / (1 - p))

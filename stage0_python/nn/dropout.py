@@ -29,7 +29,7 @@ class Dropout1d(Dropout):
 
 
 class Dropout2d(Dropout):
-    """See torch.nn.Dropout2d: zero whole channels of (N, C, H, W) or (C, H, W)."""
+    """See torch.nn.Dropout2d: zero whole channels of (N, C, H, W) (a 3-D input as (N, C, L))."""
 
     def forward(self, input):
         return F.dropout2d(input, self.p, self.training, self.inplace)

@@ -2,6 +2,7 @@
 and alpha dropout, the bilinear form and bags of embeddings. Composites of
 differentiable ops; ``functional`` re-exports every public name here."""
 import math
+import warnings
 
 from . import functional as F
 from .. import random as _random
@@ -84,6 +85,12 @@ def _channel_dropout(input, p, training, inplace, name, dims):
     if not training or p == 0.0:
         return input
     batched = input.ndim == dims[1]
+    if name == "dropout2d" and not batched:
+        # PyTorch (2.x) still reads a 3-D input as (N, C, L) here, and warns that it will change
+        warnings.warn("dropout2d: received a 3-D input; as PyTorch does, it is read as (N, C, L) and "
+                      "whole (sample, channel) rows are dropped; use dropout1d for that", UserWarning,
+                      stacklevel=3)
+        batched = True
     # one draw per (sample, channel), broadcast over the spatial dims
     lead = tuple(input.shape[:2] if batched else input.shape[:1])
     mask_shape = lead + (1,) * (input.ndim - len(lead))
@@ -101,8 +108,8 @@ def dropout1d(input, p=0.5, training=True, inplace=False):
 
 
 def dropout2d(input, p=0.5, training=True, inplace=False):
-    """See torch.nn.functional.dropout2d: zero whole channels of (N, C, H, W) or (C, H, W)
-    (a 3-D input is taken as unbatched; PyTorch warns and drops its channels the same way)."""
+    """See torch.nn.functional.dropout2d: zero whole channels of (N, C, H, W); a 3-D input
+    is read as (N, C, L) with a warning, as PyTorch 2.x does."""
     return _channel_dropout(input, p, training, inplace, "dropout2d", (3, 4))
 
 
