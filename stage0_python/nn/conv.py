@@ -1,5 +1,5 @@
-"""``Conv1d`` and ``Conv2d``: cross-correlation with stride, padding, dilation and
-groups (``nn.functional.conv1d``/``conv2d`` do the work)."""
+"""``Conv1d``, ``Conv2d`` and their transposes ``ConvTranspose1d``/``2d``: cross-correlation
+with stride, padding, dilation and groups, and its adjoint (``nn.functional`` does the work)."""
 import math
 
 from . import functional as F
@@ -12,6 +12,7 @@ _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 class _ConvNd(Module):
     _nd = 0
     _conv = None
+    _transposed = False
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
                  groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
@@ -39,10 +40,13 @@ class _ConvNd(Module):
         else:
             self.padding = F._ntuple(padding, nd, name, "padding")
         self.output_padding = (0,) * nd
-        self.transposed = False
+        self.transposed = self._transposed
         self.groups = groups
         self.padding_mode = padding_mode
-        shape = (out_channels, in_channels // groups, *self.kernel_size)
+        if self._transposed:  # the adjoint's weight is conv's read the other way: (in, out/g, k...)
+            shape = (in_channels, out_channels // groups, *self.kernel_size)
+        else:
+            shape = (out_channels, in_channels // groups, *self.kernel_size)
         self.weight = Parameter(_empty(shape, dtype, device))
         if bias:
             self.bias = Parameter(_empty((out_channels,), dtype, device))
@@ -109,3 +113,67 @@ class Conv2d(_ConvNd):
     """Input (N, C_in, H, W) or (C_in, H, W); weight (C_out, C_in/groups, kh, kw)."""
     _nd = 2
     _conv = staticmethod(F.conv2d)
+
+
+class _ConvTransposeNd(_ConvNd):
+    _transposed = True
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0,
+                 groups=1, bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
+        name = type(self).__name__
+        if padding_mode != "zeros":
+            raise ValueError(f'{name}: only "zeros" padding_mode is supported, got {padding_mode!r}')
+        if isinstance(padding, str):
+            raise ValueError(f"{name}: padding must be an int or a tuple, got {padding!r}")
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
+                         padding_mode, device, dtype)
+        self.output_padding = F._ntuple(output_padding, self._nd, name, "output_padding")
+
+    def _output_padding(self, input, output_size):
+        """The output_padding that makes the output ``output_size`` (PyTorch accepts sizes
+        from the smallest up to stride - 1 more)."""
+        if output_size is None:
+            return self.output_padding
+        nd = self._nd
+        size = list(output_size)[-nd:]
+        if len(output_size) not in (nd, nd + 1, nd + 2):
+            raise ValueError(f"{self._get_name()}: output_size must have {nd} or {nd + 2} elements, "
+                             f"got {tuple(output_size)}")
+        pads = []
+        for i, want in enumerate(size):
+            least = ((input.shape[-nd + i] - 1) * self.stride[i] - 2 * self.padding[i]
+                     + self.dilation[i] * (self.kernel_size[i] - 1) + 1)
+            if not least <= want < least + self.stride[i]:
+                raise ValueError(f"{self._get_name()}: requested an output size of {tuple(size)}, but "
+                                 f"valid sizes range from {least} to {least + self.stride[i] - 1} in "
+                                 f"dim {i} (for an input of shape {tuple(input.shape)})")
+            pads.append(want - least)
+        return tuple(pads)
+
+    def forward(self, input, output_size=None):
+        nd = self._nd
+        if input.ndim not in (nd + 1, nd + 2) or input.shape[-nd - 1] != self.in_channels:
+            raise ValueError(f"{self._get_name()}({self.extra_repr()}): expected a {nd + 2}-D (batched) "
+                             f"or {nd + 1}-D (unbatched) input with {self.in_channels} channels, got "
+                             f"shape {tuple(input.shape)}")
+        op = self._output_padding(input, output_size)
+        return type(self)._conv(input, self.weight, self.bias, self.stride, self.padding, op,
+                                self.groups, self.dilation)
+
+    def extra_repr(self):
+        s = super().extra_repr()
+        if self.output_padding != (0,) * self._nd:
+            s += f", output_padding={self.output_padding}"
+        return s
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    """See torch.nn.ConvTranspose1d: weight (C_in, C_out/groups, k)."""
+    _nd = 1
+    _conv = staticmethod(F.conv_transpose1d)
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    """See torch.nn.ConvTranspose2d: weight (C_in, C_out/groups, kh, kw)."""
+    _nd = 2
+    _conv = staticmethod(F.conv_transpose2d)

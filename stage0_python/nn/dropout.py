@@ -1,4 +1,4 @@
-"""``Dropout``."""
+"""``Dropout`` and its channel-wise and alpha variants."""
 from . import functional as F
 from .module import Module
 
@@ -19,3 +19,24 @@ class Dropout(Module):
 
     def extra_repr(self):
         return f"p={self.p}, inplace={self.inplace}"
+
+
+class Dropout1d(Dropout):
+    """See torch.nn.Dropout1d: zero whole channels of (N, C, L) or (C, L)."""
+
+    def forward(self, input):
+        return F.dropout1d(input, self.p, self.training, self.inplace)
+
+
+class Dropout2d(Dropout):
+    """See torch.nn.Dropout2d: zero whole channels of (N, C, H, W) (a 3-D input as (N, C, L))."""
+
+    def forward(self, input):
+        return F.dropout2d(input, self.p, self.training, self.inplace)
+
+
+class AlphaDropout(Dropout):
+    """See torch.nn.AlphaDropout: dropout that keeps SELU's zero mean and unit variance."""
+
+    def forward(self, input):
+        return F.alpha_dropout(input, self.p, self.training)

@@ -392,6 +392,12 @@ def _pad_constant(x, dim, lo, hi, value):
 
 
 def _pad_index(x, dim, lo, hi, mode):
+    """Reflect and replicate map each output position through the original edges, so a
+    negative side just starts or stops inside; circular crops first and wraps what is
+    left, as PyTorch does."""
+    if mode == "circular" and (lo < 0 or hi < 0):
+        x = _narrow(x, dim, max(-lo, 0), x.shape[dim] + min(lo, 0) + min(hi, 0))
+        lo, hi = max(lo, 0), max(hi, 0)
     n = x.shape[dim]
     if mode == "reflect" and (lo >= n or hi >= n):
         raise ShapeError(f"pad: reflect padding ({lo}, {hi}) must be smaller than the dimension "
@@ -439,8 +445,6 @@ def pad(input, pad, mode="constant", value=None):
         if mode == "constant":
             x = _pad_constant(x, dim, lo, hi, 0.0 if value is None else value)
         else:
-            if lo < 0 or hi < 0:
-                raise ValueError(f"pad: negative padding is only valid with mode 'constant', got {pad}")
             x = _pad_index(x, dim, lo, hi, mode)
     return x
 
@@ -1015,3 +1019,11 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     """``||x1 - x2 + eps||_p`` over the last dimension (after broadcasting)."""
     diff = x1 - x2 + eps
     return _vector_norm(diff, p, max(diff.ndim - 1, 0), keepdim)
+
+
+# the resampling, transposed-convolution, unpooling and remaining layers' forms live in
+# their own modules (imported last: they build on the helpers above)
+from . import functional_extra as _extra, functional_spatial as _spatial  # noqa: E402
+
+globals().update({k: getattr(m, k) for m in (_extra, _spatial) for k in m.__all__})
+__all__ = sorted(set(__all__) | set(_extra.__all__) | set(_spatial.__all__))

@@ -1,4 +1,4 @@
-"""Normalization layers: batch, layer, group and RMS norm."""
+"""Normalization layers: batch, instance, layer, group, RMS and local response norm."""
 import numbers
 
 from . import functional as F
@@ -174,3 +174,51 @@ class RMSNorm(_Affine):
 
     def extra_repr(self):
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+
+
+class _InstanceNorm(_BatchNorm):
+    """Per-(sample, channel) normalisation over the spatial dims; PyTorch's defaults
+    differ from batch norm's (no affine, no running statistics), and an unbatched input
+    is taken as a batch of one."""
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False,
+                 device=None, dtype=None):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+
+    def forward(self, input):
+        nd = self._dims[1]
+        if input.ndim not in self._dims:
+            raise ShapeError(f"{self._get_name()}({self.num_features}): expected a {nd - 1}-D (unbatched) or "
+                             f"{nd}-D (batched) input, got shape {tuple(input.shape)}")
+        if input.ndim == nd - 1:
+            return self.forward(input.unsqueeze(0)).squeeze(0)
+        if input.shape[1] != self.num_features and self.affine:
+            raise ShapeError(f"{self._get_name()}({self.num_features}): expected {self.num_features} "
+                             f"channels in dim 1, got input of shape {tuple(input.shape)}")
+        return F.instance_norm(input, self.running_mean, self.running_var, self.weight, self.bias,
+                               self.training or not self.track_running_stats,
+                               0.0 if self.momentum is None else self.momentum, self.eps)
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """See torch.nn.InstanceNorm1d: input (N, C, L) or (C, L)."""
+    _dims = (2, 3)
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """See torch.nn.InstanceNorm2d: input (N, C, H, W) or (C, H, W)."""
+    _dims = (3, 4)
+
+
+class LocalResponseNorm(Module):
+    """See torch.nn.LocalResponseNorm."""
+
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1.0):
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input):
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self):
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

@@ -92,3 +92,73 @@ class AdaptiveAvgPool2d(Module):
 
     def extra_repr(self):
         return f"output_size={self.output_size}"
+
+
+class AdaptiveAvgPool1d(Module):
+    """See torch.nn.AdaptiveAvgPool1d."""
+
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, input):
+        _check(self, input, 1)
+        return F.adaptive_avg_pool1d(input, self.output_size)
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"
+
+
+class _AdaptiveMaxPoolNd(Module):
+    _nd = 0
+
+    def __init__(self, output_size, return_indices=False):
+        super().__init__()
+        self.output_size = output_size
+        self.return_indices = return_indices
+
+    def forward(self, input):
+        _check(self, input, self._nd)
+        fn = F.adaptive_max_pool1d if self._nd == 1 else F.adaptive_max_pool2d
+        return fn(input, self.output_size, self.return_indices)
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
+    """See torch.nn.AdaptiveMaxPool1d."""
+    _nd = 1
+
+
+class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
+    """See torch.nn.AdaptiveMaxPool2d (``None`` in output_size keeps that input size)."""
+    _nd = 2
+
+
+class _MaxUnpoolNd(Module):
+    _nd = 0
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        name, nd = type(self).__name__, self._nd
+        self.kernel_size = F._ntuple(kernel_size, nd, name, "kernel_size")
+        self.stride = F._ntuple(stride if stride is not None else kernel_size, nd, name, "stride")
+        self.padding = F._ntuple(padding, nd, name, "padding")
+
+    def forward(self, input, indices, output_size=None):
+        fn = F.max_unpool1d if self._nd == 1 else F.max_unpool2d
+        return fn(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    """See torch.nn.MaxUnpool1d: places values at MaxPool1d's indices, zeros elsewhere."""
+    _nd = 1
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    """See torch.nn.MaxUnpool2d: places values at MaxPool2d's indices, zeros elsewhere."""
+    _nd = 2
