@@ -96,6 +96,10 @@ def site(tmp_path_factory):
     pytest.importorskip("asv", reason="asv is not installed (pip install -e '.[test]' installs it)")
     if find_chromium() is None:
         pytest.skip("Chromium is not installed (apt-get install chromium; ./dev test installs it)")
+    absent = sorted({lib.package for lib in bench_site.LIBRARIES
+                     if lib.path is not None and not (bench_site.SYSTEM_JS / lib.path).exists()})
+    if absent:
+        pytest.skip(f"apt-get install {' '.join(absent)} (./dev test installs them)")
     root = tmp_path_factory.mktemp("asvproject")
     config = _make_project(root)
     proc = subprocess.run([sys.executable, "-m", "stagegrad", "bench-site", "--config", str(config)],
@@ -205,15 +209,28 @@ def test_grid_and_graph_render_offline(site, server, browser):
     fills = browser.evaluate("$('#main-graph .legend rect.background').map(function () {"
                              " return getComputedStyle(this).fill; }).get()")
     assert fills and all(f not in ("rgb(0, 0, 0)", "black") for f in fills), f"legend fill {fills}"
-    browser.wait_for("false", timeout=0.5)  # let late loads report before the check below
-    problems = _problems(browser, server)
-    assert not problems, "the site did not load cleanly offline:\n" + "\n".join(problems)
     shot = site[0] / "graph.png"
     browser.screenshot(shot)
     assert shot.stat().st_size > 10000
     keep = os.environ.get("STAGEGRAD_BENCH_SITE_SCREENSHOT")
     if keep:
         shutil.copyfile(shot, keep)
+    # the same benchmark over its parameter: a bar chart on a category axis (Flot's
+    # categories plugin), a series of bars per commit shown (the latest by default), a bar
+    # per stage
+    browser.evaluate("location.hash = '#bench_demo.Add.time_add?x-axis=stage'")
+    bars = browser.wait_for(
+        "(function () { var p = $('#main-graph').data('plot');"
+        " if (!p || !p.getData().length || !p.getData()[0].bars.show) return null;"
+        " return p.getData().map(function (s) { return s.data.length; }); })()")
+    assert bars and all(n == len(STAGES) for n in bars), f"bar chart series lengths {bars}"
+    ticks = browser.evaluate("$('#main-graph').data('plot').getAxes().xaxis.ticks"
+                             ".map(function (t) { return t.label; })")
+    assert sorted(ticks) == sorted(s.strip("'") for s in STAGES), f"category axis ticks {ticks}"
+    browser.screenshot(site[0] / "bars.png")
+    browser.wait_for("false", timeout=0.5)  # let late loads report before the check below
+    problems = _problems(browser, server)
+    assert not problems, "the site did not load cleanly offline:\n" + "\n".join(problems)
 
 
 def location_is_index(browser):
