@@ -235,3 +235,25 @@ def test_grid_and_graph_render_offline(site, server, browser):
 
 def location_is_index(browser):
     return browser.evaluate("location.pathname").endswith("/index.html")
+
+
+def test_missing_and_incompatible_libraries_are_reported(tmp_path):
+    """Without the packages, each library is named with what the page lacks; none stays remote."""
+    asv = pytest.importorskip("asv", reason="asv is not installed (pip install -e '.[test]' installs it)")
+    html = tmp_path / "html"
+    html.mkdir()
+    shutil.copyfile(Path(asv.__file__).parent / "www" / "index.html", html / "index.html")
+    system_js = tmp_path / "js"
+    (system_js / "jquery").mkdir(parents=True)
+    (system_js / "jquery" / "jquery.min.js").write_text("/*! jQuery v1.12.4 | (c) */\n")
+    report = {e["name"]: e for e in bench_site.make_self_contained(html, system_js)}
+    assert report["jQuery"]["status"] == "missing" and "1.12.4" in report["jQuery"]["detail"]
+    for lib in bench_site.LIBRARIES:
+        assert report[lib.name]["status"] == "missing", lib.name
+        if lib.package and lib.name != "jQuery":
+            assert f"apt-get install {lib.package}" in report[lib.name]["detail"]
+    lines = "\n".join(bench_site.report_lines(list(report.values())))
+    assert "MISSING Flot: " in lines and "every graph" in lines
+    head = (html / "index.html").read_text().split("<body", 1)[0]
+    assert "https://" not in head and "vendor/" not in head
+    assert not (html / "vendor").exists()

@@ -60,7 +60,8 @@ LIBRARIES = (
     Library("stupidtable", r"/stupidtable/[\d.]+/stupidtable(\.min)?\.js$", "libjs-jquery-stupidtable",
             "jquery-stupidtable/stupidtable.min.js", (1,), "sorting the benchmark list's columns"),
     Library("blueimp-md5", r"/blueimp-md5/[\d.]+/js/md5(\.min)?\.js$", "node-blueimp-md5",
-            "blueimp-md5/md5.min.js", (2,), "hiding a regression on the regressions page (it names each by an md5 hash)"),
+            "blueimp-md5/md5.min.js", (2,),
+            "hiding a regression on the regressions page (it names each by an md5 hash)"),
     Library("Bootstrap (script)", r"/bootstrap@3[\d.]*/dist/js/bootstrap(\.min)?\.js$", "libjs-bootstrap",
             "bootstrap/js/bootstrap.min.js", (3,), "tooltips, popovers and the error dialog"),
     Library("Bootstrap (style)", r"/bootstrap@3[\d.]*/dist/css/bootstrap(\.min)?\.css$", "libjs-bootstrap",
@@ -124,9 +125,14 @@ def run(args):
 
 
 def html_dir(config):
-    """The site folder that ``config`` (asv.conf.json, which allows // comments) names."""
-    text = "\n".join(re.sub(r"^\s*//.*$", "", line) for line in config.read_text().splitlines())
-    return (config.parent / json.loads(text).get("html_dir", "html")).resolve()
+    """The site folder that ``config`` (asv.conf.json: JSON5, as asv reads it) names."""
+    try:
+        import json5  # asv's own reader, installed with it
+        data = json5.loads(config.read_text())
+    except ImportError:  # plain JSON with whole-line // comments, as the project's file has
+        data = json.loads("\n".join(re.sub(r"^\s*//.*$", "", line)
+                                    for line in config.read_text().splitlines()))
+    return (config.parent / data.get("html_dir", "html")).resolve()
 
 
 def local_version(lib, path):
@@ -147,7 +153,7 @@ def local_version(lib, path):
 
 def _bundled_plugins(system_js):
     """The Flot plugins that the installed Flot file registers itself (Debian's bundles them)."""
-    core = system_js / "jquery-flot" / "jquery.flot.js"
+    core = system_js / next(lib.path for lib in LIBRARIES if lib.name == "Flot")
     if not core.exists():
         return set()
     return set(re.findall(r"\bname:\s*[\"'](\w+)[\"']", core.read_text(errors="replace")))
