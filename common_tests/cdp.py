@@ -12,6 +12,7 @@ import shutil
 import socket
 import struct
 import subprocess
+import threading
 import time
 import urllib.request
 
@@ -91,7 +92,10 @@ class Browser:
         exe = find_chromium()
         # every host name but the local one fails to resolve: the browser has no network
         # whatever the machine has, and a load from a CDN shows up as a failed request
-        args = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+        # --no-sandbox: CI runs as root, where Chromium's sandbox refuses to start;
+        # --disable-dev-shm-usage: containers often have a tiny /dev/shm
+        args = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--no-first-run",
                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
                 "--disable-extensions", "--disable-default-apps", "--window-size=1280,800",
                 f"--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE {allowed_host}",
@@ -125,6 +129,8 @@ class Browser:
             lines.append(line)
             m = re.search(r"DevTools listening on ws://[^:]+:(\d+)/", line)
             if m:
+                # keep reading what it logs, or a full pipe would stall the browser
+                threading.Thread(target=self.proc.stderr.read, daemon=True).start()
                 return int(m.group(1))
         raise RuntimeError("Chromium did not open its DevTools port:\n" + "".join(lines[-20:]))
 
@@ -166,4 +172,3 @@ class Browser:
             self.ws.close()
         self.proc.kill()
         self.proc.wait(timeout=30)
-        self.proc.stderr.close()
