@@ -2,7 +2,7 @@
 import argparse
 import sys
 
-from . import docs, gemm_ladder, journey, profile, simd_paths, train
+from . import bench_site, docs, gemm_ladder, journey, profile, simd_paths, train
 
 
 def main(argv=None):
@@ -29,6 +29,10 @@ def main(argv=None):
     p = sub.add_parser("docs", help="build the documentation site (Sphinx, warnings as errors)")
     docs.add_arguments(p)
     p.set_defaults(run=docs.run)
+    p = sub.add_parser("bench-site", help="publish the asv benchmark site, self-contained so that it "
+                                          "works offline")
+    bench_site.add_arguments(p)
+    p.set_defaults(run=bench_site.run)
     args = parser.parse_args(argv)
     try:
         args.run(args)
