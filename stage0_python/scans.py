@@ -126,7 +126,7 @@ def logcumsumexp(input, dim):
 
 
 def cumsum_(self, dim, dtype=None):
-    """See torch.Tensor.cumsum_: in place, keeping this tensor's dtype."""
+    """See ``torch.Tensor.cumsum_``: in place, keeping this tensor's dtype."""
     return self._inplace(lambda x: x.cumsum(dim, dtype=dtype or self.dtype), "cumsum_")
 
 
