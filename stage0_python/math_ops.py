@@ -35,7 +35,7 @@ def _inplace(name):
     def method(self, *args):
         return self._inplace(lambda x: getattr(x, name)(*args), name + "_")
     method.__name__ = name + "_"
-    method.__doc__ = f"In-place {name}: see torch.Tensor.{name}_."
+    method.__doc__ = f"In-place {name}: see ``torch.Tensor.{name}_``."
     return method
 
 
@@ -127,6 +127,7 @@ def _operator(op, reverse):
     def method(self, other):
         return _bitwise(self, other, op, reverse)
     method.__name__ = f"__{'r' if reverse else ''}{op}__"
+    method.__doc__ = f"{'Reflected ' if reverse else ''}{op}: see torch.Tensor.{op if op.startswith('bitwise') else 'bitwise_' + op}."
     return method
 
 
@@ -187,7 +188,7 @@ def remainder(input, other):
     """See torch.remainder: Python's modulo (the divisor's sign); ``input`` may be a Python
     number when ``other`` is a tensor."""
     if isinstance(input, Tensor):
-        return input.remainder(other)
+        return input % other
     if not isinstance(other, Tensor):
         raise TypeError(f"remainder: expected a Tensor operand, got {type(input).__name__} and "
                         f"{type(other).__name__}")
@@ -198,7 +199,7 @@ def pow(input, exponent):  # noqa: A001
     """See torch.pow: ``input`` may be a Python number (the base) when ``exponent`` is a
     tensor."""
     if isinstance(input, Tensor):
-        return input.pow(exponent)
+        return input ** exponent
     if not isinstance(exponent, Tensor):
         raise TypeError(f"pow: expected a Tensor operand, got {type(input).__name__} and "
                         f"{type(exponent).__name__}")
