@@ -432,3 +432,25 @@ def test_predicates_record_no_graph(sg):
         out = getattr(x, name)()
         assert out.grad_fn is None and not out.requires_grad
         assert_close(out, getattr(torch.tensor([1.0, INF, NAN]), name)())
+
+
+def test_integer_promotion_follows_the_default_dtype(sg):
+    """Integer inputs of the float ops take the default float dtype, whatever it is set to."""
+    torch = need_torch()
+    i = np.array([[1, -2, 3]], dtype="int64")
+    j = np.array([2, 5, -1], dtype="int32")
+    before, tbefore = sg.get_default_dtype(), torch.get_default_dtype()
+    try:
+        sg.set_default_dtype(sg.float64)
+        torch.set_default_dtype(torch.float64)
+        for name in ("tan", "expm1", "log2", "erfc"):
+            out = getattr(sg, name)(T(sg, i))
+            assert out.dtype == sg.float64
+            assert_close(out, getattr(torch, name)(torch.tensor(i)))
+        for name in ("atan2", "copysign"):
+            out = getattr(sg, name)(T(sg, i), T(sg, j))
+            assert out.dtype == sg.float64
+            assert_close(out, getattr(torch, name)(torch.tensor(i), torch.tensor(j)))
+    finally:
+        sg.set_default_dtype(before)
+        torch.set_default_dtype(tbefore)
