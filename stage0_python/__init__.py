@@ -17,6 +17,11 @@ from .capabilities import CapabilityError
 from .contractions import addbmm, addmm, addmv, addr, baddbmm, cdist, einsum
 from .dtypes import (bfloat16, bool_, finfo, float16, float32, float64, get_default_dtype, iinfo, int8,
                      int16, int32, int64, set_default_dtype, uint8)
+from .math_ops import (acos, acosh, arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh, asin,  # noqa: A004
+                       asinh, atan, atan2, atanh, bitwise_and, bitwise_left_shift, bitwise_not,
+                       bitwise_or, bitwise_right_shift, bitwise_xor, copysign, cosh, erfc, exp2, expm1,
+                       fix, fmod, hypot, isfinite, isinf, isneginf, isposinf, log2, log10, logaddexp,
+                       logaddexp2, pow, remainder, sinh, tan, trunc)
 from .random import Generator, initial_seed, manual_seed, seed
 from .shapes import IndexRangeError, ShapeError
 from .tensor import Size, Tensor, ValuesIndices, device, where
@@ -45,15 +50,15 @@ exp, log, log1p, sqrt, rsqrt, sin, cos, tanh, sigmoid = (
     _T.exp, _T.log, _T.log1p, _T.sqrt, _T.rsqrt, _T.sin, _T.cos, _T.tanh, _T.sigmoid)
 relu, abs, sign, reciprocal, erf, floor, ceil, round, square, neg = (  # noqa: A001
     _T.relu, _T.abs, _T.sign, _T.reciprocal, _T.erf, _T.floor, _T.ceil, _T.round, _T.square, _T.neg)
-maximum, minimum, clamp, clip, pow, add, sub, mul, div = (  # noqa: A001
-    _T.maximum, _T.minimum, _T.clamp, _T.clamp, _T.pow, _T.add, _T.sub, _T.mul, _T.div)
+maximum, minimum, clamp, clip, add, sub, mul, div = (
+    _T.maximum, _T.minimum, _T.clamp, _T.clamp, _T.add, _T.sub, _T.mul, _T.div)
 matmul, mm, bmm, dot = _T.matmul, _T.mm, _T.bmm, _T.dot
 sum, mean, prod, max, min, amax, amin, argmax, argmin = (  # noqa: A001
     _T.sum, _T.mean, _T.prod, _T.max, _T.min, _T.amax, _T.amin, _T.argmax, _T.argmin)
 var, std, logsumexp, norm, any, all = _T.var, _T.std, _T.logsumexp, _T.norm, _T.any, _T.all  # noqa: A001
 reshape, permute, transpose, squeeze, unsqueeze, flatten, broadcast_to = (
     _T.reshape, _T.permute, _T.transpose, _T.squeeze, _T.unsqueeze, _T.flatten, _T.broadcast_to)
-softmax, log_softmax, remainder = _T.softmax, _T.log_softmax, _T.remainder
+softmax, log_softmax = _T.softmax, _T.log_softmax
 split, chunk, narrow, gather, index_select, masked_fill = (
     _T.split, _T.chunk, _T.narrow, _T.gather, _T.index_select, _T.masked_fill)
 nonzero, isnan, logical_not, logical_and, logical_or, tril, triu, unbind = (

@@ -8,7 +8,9 @@ The primitive set, which every stage's backend provides under the same names:
 
 - creation: ``from_list full arange uniform normal randint``
 - ``cast``
-- elementwise: ``unary(op, x)``, ``binary(op, a, b)`` with NumPy broadcasting, ``where``
+- elementwise: ``unary(op, x)``, ``binary(op, a, b)`` with NumPy broadcasting, ``where``;
+  the ops are the keys of ``UNARY`` and ``BINARY`` below (float-only ones such as ``atan2``
+  get float operands from the frontend; ``bitwise_*`` and the shifts get integers)
 - reductions: ``reduce(op, x, axes, keepdim)`` (sum prod max min any all),
   ``arg_reduce(op, x, axis, keepdim)`` (argmax argmin)
 - along one axis: ``sort(x, axis, descending)`` (stable, NaN largest; values and int64
@@ -278,6 +280,33 @@ def _trig(f):
     return safe
 
 
+def _domain(f):
+    """``f`` with IEEE results where Python's math raises: outside the domain nan, at a
+    pole or on overflow +-inf with the sign of the limit (math.atanh(1) raises, C gives inf)."""
+    def safe(x):
+        try:
+            return f(x)
+        except ValueError:
+            if f is math.atanh and abs(x) == 1:
+                return math.copysign(INF, x)
+            return NAN
+        except OverflowError:
+            return -INF if f is math.sinh and x < 0 else INF
+    return safe
+
+
+def _log_base(f):
+    def safe(x):
+        if x > 0:
+            return f(x)
+        return -INF if x == 0 else NAN  # log2(-0.0) is -inf, as log's
+    return safe
+
+
+def _bitwise_not(x):
+    return ~x if isinstance(x, int) else NAN  # the frontend lets no float reach here
+
+
 UNARY = {
     "neg": operator.neg,
     "abs": abs,
@@ -299,11 +328,31 @@ UNARY = {
     "floor": _integral(math.floor),
     "ceil": _integral(math.ceil),
     "round": _integral(round),
+    "tan": _trig(math.tan),
+    "asin": _domain(math.asin),
+    "acos": _domain(math.acos),
+    "atan": math.atan,
+    "sinh": _domain(math.sinh),
+    "cosh": _domain(math.cosh),
+    "asinh": math.asinh,
+    "acosh": _domain(math.acosh),
+    "atanh": _domain(math.atanh),
+    "exp2": _domain(math.exp2),
+    "expm1": _domain(math.expm1),
+    "log2": _log_base(math.log2),
+    "log10": _log_base(math.log10),
+    "trunc": _integral(math.trunc),
+    "erfc": math.erfc,
     "isnan": lambda x: x != x,
+    "isinf": lambda x: x in (INF, -INF),
+    "isfinite": lambda x: x - x == 0,  # inf - inf and nan - nan are nan
+    "isposinf": lambda x: x == INF,
+    "isneginf": lambda x: x == -INF,
     "logical_not": operator.not_,
+    "bitwise_not": _bitwise_not,
 }
 # ops whose result is always bool, whatever the input
-BOOL_RESULT = frozenset({"isnan", "logical_not", "eq", "ne", "lt", "le", "gt", "ge",
+BOOL_RESULT = frozenset({"isnan", "isinf", "isfinite", "isposinf", "isneginf", "logical_not", "eq", "ne", "lt", "le", "gt", "ge",
                          "logical_and", "logical_or", "logical_xor"})
 
 
@@ -368,6 +417,35 @@ def _remainder(a, b):
         return NAN
 
 
+def _fmod(a, b):
+    """C's fmod: the remainder takes the sign of the dividend (``remainder``'s, the divisor's)."""
+    if isinstance(a, int):
+        if b == 0:
+            raise ZeroDivisionError("fmod: integer division by zero")
+        r = abs(a) % abs(b)
+        return -r if a < 0 else r
+    try:
+        return math.fmod(a, b)
+    except ValueError:  # x % 0 and inf % y
+        return NAN
+
+
+def _hypot(a, b):
+    try:
+        return math.hypot(a, b)
+    except OverflowError:
+        return INF
+
+
+def _shift(op, dtype):
+    """The shift ``op`` for ``dtype``'s width: a count outside [0, width) shifts every bit
+    out, as PyTorch defines it (0, or -1 for a negative number shifted right)."""
+    bits = 32 if dtype is int32 else 64
+    if op == "left_shift":
+        return lambda a, s: a << s if 0 <= s < bits else 0  # from_list wraps to the width
+    return lambda a, s: a >> s if 0 <= s < bits else (-1 if a < 0 else 0)
+
+
 BINARY = {
     "add": operator.add,
     "sub": operator.sub,
@@ -378,6 +456,15 @@ BINARY = {
     "minimum": _minimum,
     "floordiv": _floordiv,
     "remainder": _remainder,
+    "atan2": math.atan2,
+    "copysign": math.copysign,
+    "fmod": _fmod,
+    "hypot": _hypot,
+    "bitwise_and": operator.and_,
+    "bitwise_or": operator.or_,
+    "bitwise_xor": operator.xor,
+    "left_shift": None,  # per dtype: see _shift
+    "right_shift": None,
     "eq": operator.eq,
     "ne": operator.ne,
     "lt": operator.lt,
@@ -424,6 +511,8 @@ def binary(op, a, b, dtype):
     f = BINARY[op]
     if op == "pow" and not dtype.is_floating_point:
         f = _int_pow
+    elif f is None:
+        f = _shift(op, dtype)
     if b.numel == 1 and a.numel != 1 or a.numel == 1 and b.numel != 1:
         # the scalar case, common enough for its own loop
         if b.numel == 1:

@@ -48,9 +48,23 @@ DERIVATIVES = {
     "gelu": lambda x, y, g: g * (0.5 * (1 + (x * (0.5 ** 0.5)).erf()) + x * (x * x * -0.5).exp() * _INV_SQRT_2PI),
     "silu": lambda x, y, g: g * x.sigmoid() * (1 + x * (1 - x.sigmoid())),
     "erf": lambda x, y, g: g * (x * x * -1).exp() * (2 / math.sqrt(math.pi)),
+    "erfc": lambda x, y, g: g * (x * x * -1).exp() * (-2 / math.sqrt(math.pi)),
+    "tan": lambda x, y, g: g * (1 + y * y),
+    "asin": lambda x, y, g: g * (1 - x * x).rsqrt(),
+    "acos": lambda x, y, g: -g * (1 - x * x).rsqrt(),
+    "atan": lambda x, y, g: g / (1 + x * x),
+    "sinh": lambda x, y, g: g * x.cosh(),
+    "cosh": lambda x, y, g: g * x.sinh(),
+    "asinh": lambda x, y, g: g * (x * x + 1).rsqrt(),
+    "acosh": lambda x, y, g: g * (x * x - 1).rsqrt(),
+    "atanh": lambda x, y, g: g / (1 - x * x),
+    "exp2": lambda x, y, g: g * y * math.log(2.0),
+    "expm1": lambda x, y, g: g * (y + 1),
+    "log2": lambda x, y, g: g / (x * math.log(2.0)),
+    "log10": lambda x, y, g: g / (x * math.log(10.0)),
 }
 # piecewise-constant ops: zero gradient almost everywhere
-FLAT = frozenset({"sign", "floor", "ceil", "round"})
+FLAT = frozenset({"sign", "floor", "ceil", "round", "trunc"})
 
 
 class Unary(Function):
@@ -184,6 +198,90 @@ class Maximum(Function):
 
 class Minimum(Maximum):
     op = "minimum"
+
+
+class BinaryMath(Function):
+    """A float binary op whose gradients are ``rule(a, b, y, g)``: the pair before
+    unbroadcasting (``Atan2``, ``Copysign``, ``Fmod``, ``Hypot`` below)."""
+    op = None
+
+    @classmethod
+    def forward(cls, ctx, a, b):
+        y = wrap(B.binary(cls.op, a._data, b._data, a.dtype))
+        ctx.save_for_backward(a, b, y)
+        return y
+
+    @classmethod
+    def backward(cls, ctx, g):
+        a, b, y = ctx.saved_tensors
+        ga, gb = cls.rule(a, b, y, g)
+        return (unbroadcast(ga, a.shape) if ctx.needs_input_grad[0] else None,
+                unbroadcast(gb, b.shape) if ctx.needs_input_grad[1] else None)
+
+
+class Atan2(BinaryMath):
+    op = "atan2"
+
+    @staticmethod
+    def rule(a, b, y, g):
+        r2 = a * a + b * b
+        return g * b / r2, -g * a / r2
+
+
+class Copysign(BinaryMath):
+    op = "copysign"
+
+    @staticmethod
+    def rule(a, b, y, g):
+        # +-1 where the sign flips or not; PyTorch's gradient is 0 at a == 0, and the sign
+        # operand gets none
+        return where(a == 0, 0.0, g * (y / a)), g * 0
+
+
+class Fmod(BinaryMath):
+    op = "fmod"
+
+    @staticmethod
+    def rule(a, b, y, g):
+        return g, -g * (a / b).trunc()  # a - b * trunc(a / b)
+
+
+class Hypot(BinaryMath):
+    op = "hypot"
+
+    @staticmethod
+    def rule(a, b, y, g):
+        return g * a / y, g * b / y
+
+
+class LogAddExp(BinaryMath):
+    """log(exp(a) + exp(b)) without overflow: the larger plus log1p of the smaller's share.
+    ``base`` 2 gives logaddexp2."""
+    base = math.e
+
+    @classmethod
+    def forward(cls, ctx, a, b):
+        # grad mode is off here: these Tensor ops record nothing
+        d = -(a - b).abs()
+        if cls.base == 2:
+            soft = (d * math.log(2.0)).exp().log1p() / math.log(2.0)
+        else:
+            soft = d.exp().log1p()
+        # equal infinities make d nan; their sum is that infinity
+        y = where(a == b, a + (1.0 if cls.base == 2 else math.log(2.0)), a.maximum(b) + soft)
+        ctx.save_for_backward(a, b, y)
+        return y
+
+    @classmethod
+    def rule(cls, a, b, y, g):
+        # PyTorch's form: g / (1 + base**(other - self)), nan for two equal infinities
+        if cls.base == 2:
+            return g / (1 + (b - a).exp2()), g / (1 + (a - b).exp2())
+        return g / (1 + (b - a).exp()), g / (1 + (a - b).exp())
+
+
+class LogAddExp2(LogAddExp):
+    base = 2
 
 
 class Where(Function):

@@ -563,26 +563,7 @@ class Tensor(TensorCore):
     def __abs__(self):
         return self.abs()
 
-    def __invert__(self):
-        if self.dtype is not bool_:
-            raise TypeError(f"invert: ~ is only supported on bool tensors here, got {self.dtype.name}")
-        return Tensor._make(B.unary("logical_not", self._data))
-
-    def __and__(self, o):
-        return self._logical(o, "logical_and")
-
-    def __or__(self, o):
-        return self._logical(o, "logical_or")
-
-    def __xor__(self, o):
-        return self._logical(o, "logical_xor")
-
-    __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
-
-    def _logical(self, o, op):
-        if self.dtype is not bool_ or (isinstance(o, Tensor) and o.dtype is not bool_):
-            raise TypeError(f"{op}: &, | and ^ are only supported on bool tensors here")
-        return self._binary(o, op, None)
+    # ~ & | ^ << >> and the rest of elementwise math: see math_ops.py
 
     eq, ne, lt, le, gt, ge = (TensorCore.__eq__, TensorCore.__ne__, TensorCore.__lt__, TensorCore.__le__,
                               TensorCore.__gt__, TensorCore.__ge__)
@@ -1535,3 +1516,4 @@ from . import random as _random  # noqa: E402
 from . import tensor_core as _core  # noqa: E402
 
 _core.bind(Tensor, ops)
+from . import math_ops  # noqa: E402,F401  (attaches its methods to Tensor)

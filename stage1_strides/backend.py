@@ -26,7 +26,7 @@ from itertools import repeat
 from stage0_python import backend as _s0
 from stage0_python import dtypes as _s0_dtypes
 from stage0_python.backend import (  # noqa: F401  (re-exported: the frontend uses some)
-    BINARY, BOOL_RESULT, REDUCE, UNARY, _argmax, _argmin, _axis_positions, _int_pow,
+    BINARY, BOOL_RESULT, REDUCE, UNARY, _argmax, _argmin, _axis_positions, _int_pow, _shift,
     _map_safe, _reduced_shape, _to_int, arange_values, broadcast_shapes, contiguous_strides,
     diagonal_layout, fold_values, normal_values, prod, strided_indices, unfold_values,
     uniform_values, view_strides, windows_layout)
@@ -353,6 +353,8 @@ def binary(op, a, b, dtype):
     f = BINARY[op]
     if op == "pow" and not dtype.is_floating_point:
         f = _int_pow
+    elif f is None:
+        f = _shift(op, _TO_S0[dtype.name])
     na, nb = a.numel, b.numel
     if nb == 1 and na != 1:
         xs, y = _values_as(a, shape), b.storage.data[b.offset]

@@ -6,10 +6,12 @@
 #
 # Integers wrap on overflow (two's complement: the extensions are compiled with
 # -fwrapv), as PyTorch's and NumPy's integer tensors do: int32 2**31 - 1 + 1 is -2**31.
-from libc.math cimport (ceil, copysign, cos, erf, erfc, exp, fabs, floor, fmod, log, log1p, pow, rint, sin,
-                        sqrt, tanh)
+from libc.math cimport (INFINITY, acos, acosh, asin, asinh, atan, atan2, atanh, ceil, copysign, cos, cosh,
+                        erf, erfc, exp, exp2, expm1, fabs, floor, fmod, hypot, log, log1p, log2, log10, pow,
+                        rint, sin, sinh, sqrt, tan, tanh, trunc)
 
-from stage2_cython._types cimport any_t, bool_t, float32_t, float64_t, float_t, int64_t, is_nan, num_t
+from stage2_cython._types cimport (any_t, bool_t, float32_t, float64_t, float_t, int64_t, int_t, is_nan, num_t,
+                                   uint64_t)
 
 # ---------------------------------------------------------------- binary, arithmetic
 
@@ -112,6 +114,60 @@ cdef inline num_t b_remainder(num_t x, num_t y) noexcept nogil:
         return r
 
 
+cdef inline num_t b_fmod(num_t x, num_t y) noexcept nogil:
+    # the sign of the dividend (C's %, with cdivision); integer divisors of 0 are
+    # rejected before the loop runs
+    if num_t is float32_t or num_t is float64_t:
+        return <num_t>fmod(x, y)
+    else:
+        if y == -1:
+            return 0  # INT_MIN % -1 would trap
+        return x % y
+
+
+# ---------------------------------------------------------------- binary, floating only
+
+cdef inline float_t b_atan2(float_t x, float_t y) noexcept nogil:
+    return <float_t>atan2(x, y)
+
+
+cdef inline float_t b_copysign(float_t x, float_t y) noexcept nogil:
+    return <float_t>copysign(x, y)
+
+
+cdef inline float_t b_hypot(float_t x, float_t y) noexcept nogil:
+    return <float_t>hypot(x, y)
+
+
+# ---------------------------------------------------------------- binary, integers only
+
+cdef inline int_t b_bitwise_and(int_t x, int_t y) noexcept nogil:
+    return x & y
+
+
+cdef inline int_t b_bitwise_or(int_t x, int_t y) noexcept nogil:
+    return x | y
+
+
+cdef inline int_t b_bitwise_xor(int_t x, int_t y) noexcept nogil:
+    return x ^ y
+
+
+cdef inline int_t b_left_shift(int_t x, int_t s) noexcept nogil:
+    # a count outside [0, width) is undefined in C: PyTorch gives 0. Shifted as unsigned,
+    # since shifting a negative signed value left is undefined too; the cast back wraps
+    if s < 0 or s >= <int_t>(8 * sizeof(int_t)):
+        return 0
+    return <int_t>((<uint64_t>x) << s)
+
+
+cdef inline int_t b_right_shift(int_t x, int_t s) noexcept nogil:
+    # every bit shifted out: the sign fills the result, as PyTorch gives
+    if s < 0 or s >= <int_t>(8 * sizeof(int_t)):
+        return -1 if x < 0 else 0
+    return x >> s  # arithmetic for signed values (GCC and Clang define it so)
+
+
 # ---------------------------------------------------------------- binary, to bool
 
 cdef inline bool_t b_eq(any_t x, any_t y) noexcept nogil:
@@ -189,6 +245,13 @@ cdef inline num_t u_ceil(num_t x) noexcept nogil:
         return x
 
 
+cdef inline num_t u_trunc(num_t x) noexcept nogil:
+    if num_t is float32_t or num_t is float64_t:
+        return trunc(x)
+    else:
+        return x
+
+
 cdef inline num_t u_round(num_t x) noexcept nogil:
     # half to even, as Python's round, NumPy and PyTorch
     if num_t is float32_t or num_t is float64_t:
@@ -260,10 +323,100 @@ cdef inline float_t u_reciprocal(float_t x) noexcept nogil:
     return 1 / x
 
 
+cdef inline float_t u_tan(float_t x) noexcept nogil:
+    return <float_t>tan(x)
+
+
+cdef inline float_t u_asin(float_t x) noexcept nogil:
+    return <float_t>asin(x)
+
+
+cdef inline float_t u_acos(float_t x) noexcept nogil:
+    return <float_t>acos(x)
+
+
+cdef inline float_t u_atan(float_t x) noexcept nogil:
+    return <float_t>atan(x)
+
+
+cdef inline float_t u_sinh(float_t x) noexcept nogil:
+    return <float_t>sinh(x)
+
+
+cdef inline float_t u_cosh(float_t x) noexcept nogil:
+    return <float_t>cosh(x)
+
+
+cdef inline float_t u_asinh(float_t x) noexcept nogil:
+    return <float_t>asinh(x)
+
+
+cdef inline float_t u_acosh(float_t x) noexcept nogil:
+    return <float_t>acosh(x)
+
+
+cdef inline float_t u_atanh(float_t x) noexcept nogil:
+    return <float_t>atanh(x)
+
+
+cdef inline float_t u_exp2(float_t x) noexcept nogil:
+    return <float_t>exp2(x)
+
+
+cdef inline float_t u_expm1(float_t x) noexcept nogil:
+    return <float_t>expm1(x)
+
+
+cdef inline float_t u_log2(float_t x) noexcept nogil:
+    return <float_t>log2(x)
+
+
+cdef inline float_t u_log10(float_t x) noexcept nogil:
+    return <float_t>log10(x)
+
+
+cdef inline float_t u_erfc(float_t x) noexcept nogil:
+    return <float_t>erfc(x)
+
+
+# ---------------------------------------------------------------- unary, integers only
+
+cdef inline int_t u_bitwise_not(int_t x) noexcept nogil:
+    return ~x
+
+
 # ---------------------------------------------------------------- unary, to bool
 
 cdef inline bool_t u_isnan(any_t x) noexcept nogil:
     return is_nan(x)
+
+
+cdef inline bool_t u_isinf(any_t x) noexcept nogil:
+    if any_t is float32_t or any_t is float64_t:
+        return x == INFINITY or x == -INFINITY
+    else:
+        return False
+
+
+cdef inline bool_t u_isfinite(any_t x) noexcept nogil:
+    if any_t is float32_t or any_t is float64_t:
+        return x - x == 0  # nan for inf and nan (no -ffast-math, see DESIGN.md)
+    else:
+        return True
+
+
+cdef inline bool_t u_isposinf(any_t x) noexcept nogil:
+    if any_t is float32_t or any_t is float64_t:
+        return x == INFINITY
+    else:
+        return False
+
+
+cdef inline bool_t u_isneginf(any_t x) noexcept nogil:
+    if any_t is float32_t or any_t is float64_t:
+        return x == -INFINITY
+    else:
+        return False
 
 
 cdef inline bool_t u_logical_not(any_t x) noexcept nogil:

@@ -42,6 +42,10 @@ ctypedef fused num_t:
     float32_t
     float64_t
 
+ctypedef fused int_t:  # what bitwise ops apply to (bool gets the logical ones)
+    int32_t
+    int64_t
+
 ctypedef fused intlike_t:  # what integer sums and products accumulate from
     bool_t
     int32_t
