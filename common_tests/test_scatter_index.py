@@ -80,6 +80,7 @@ def test_scatter_reduce_nan_propagates(sg):
         assert_close(out, torch.tensor(a).scatter_reduce(0, torch.tensor(idx), torch.tensor(src), reduce))
 
 
+@pytest.mark.filterwarnings("ignore:The reduce argument of torch.scatter")  # PyTorch's own deprecation
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_scatter_with_src_value_and_reduce(sg, dtype):
     torch = need_torch()
