@@ -248,3 +248,44 @@ def test_getitem_and_setitem_with_nested_sequences(sg, make):
     y[key] = -1.0
     u[tkey] = -1.0
     assert_close(y, u, rtol=0, atol=0)
+
+
+# ------------------------------------------------------------------ view(dtype)
+
+PAIRS = [("float32", "int32"), ("int32", "float32"), ("float64", "int64"), ("int64", "float64"),
+         ("float32", "float64"), ("float32", "int64"), ("float64", "int32"), ("int64", "float32")]
+
+
+@pytest.mark.parametrize("src,dst", PAIRS)
+def test_view_dtype_reads_the_same_bits_as_torch(sg, src, dst):
+    torch = need_torch()
+    a = np.array([[1.5, -2.0, 0.0, -0.0], [np.inf, np.nan, 3.25, -1e-30]]).astype(src) if "float" in src \
+        else np.array([[1, -2, 0, 2**30], [-1, 7, 123456, -99]]).astype(src)
+    x, t = T(sg, a), torch.tensor(a)
+    out, expected = x.view(getattr(sg, dst)), t.view(getattr(torch, dst))
+    assert out.dtype is getattr(sg, dst) and tuple(out.shape) == tuple(expected.shape)
+    np.testing.assert_array_equal(out.numpy().view(np.uint8), expected.numpy().view(np.uint8))
+    np.testing.assert_array_equal(out.view(getattr(sg, src)).numpy(), a)  # and back
+
+
+def test_view_dtype_refuses_what_torch_refuses_and_never_loses_a_write(sg):
+    torch = need_torch()
+    with pytest.raises(sg.ShapeError, match="view"):
+        sg.ones(2, 3).view(sg.float64)  # 3 float32 are not a whole number of float64
+    with pytest.raises(RuntimeError):
+        torch.ones(2, 3).view(torch.float64)
+    with pytest.raises(sg.ShapeError, match="view"):
+        sg.ones(4, 2).t().view(sg.float64)  # the last dim is not contiguous
+    with pytest.raises(TypeError, match="view"):
+        sg.ones(2).view(sg.bool_)
+    x = sg.zeros(2, 2)
+    bits = x.view(sg.int32)
+    if "dtype_views" in sg.LACKS:
+        with pytest.raises(sg.CapabilityError, match="lacks (dtype_)?views"):
+            bits.add_(1)
+        assert x.tolist() == [[0.0, 0.0], [0.0, 0.0]]
+    else:  # a stage that aliases across dtypes must show the write through the view, as PyTorch
+        bits.add_(1)
+        t = torch.zeros(2, 2)
+        t.view(torch.int32).add_(1)
+        assert_close(x, t)

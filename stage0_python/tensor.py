@@ -8,6 +8,7 @@ is touched), promote dtypes and compose primitives.
 import functools
 import math
 import operator
+from array import array
 from collections import namedtuple
 
 from . import backend as B
@@ -958,7 +959,10 @@ class Tensor(TensorCore):
         return ops.Reshape.apply(self, shape)
 
     def view(self, *shape):
-        """``reshape`` that must not copy: an error where the strides do not allow it."""
+        """``reshape`` that must not copy: an error where the strides do not allow it.
+        ``view(dtype)`` reinterprets the bits, as PyTorch's (see ``view_dtype``)."""
+        if len(shape) == 1 and (isinstance(shape[0], D.DType) or shape[0] in D.BY_NAME):
+            return self._view_dtype(_to_dtype(shape[0], "view"))
         out = self.reshape(*shape)
         # a copy standing for a view (stage 0) is viewable exactly where PyTorch's view is
         copied = self._view is not None and self._view[0] is None
@@ -968,6 +972,32 @@ class Tensor(TensorCore):
             raise ShapeError(f"view: size {list(out.shape)} is not compatible with the input's size "
                              f"{list(self.shape)} and stride {list(strides)} (at least one "
                              f"dimension spans two contiguous subspaces); use .reshape(...) instead")
+        return out
+
+    def _view_dtype(self, dtype):
+        """The same bytes read as ``dtype``: the last dim scales by the ratio of the
+        element sizes, as in PyTorch. No stage aliases storage across dtypes yet (each
+        LACKS ``dtype_views``): the result is a copy, and an in-place write into it is
+        refused rather than lost. Not differentiable."""
+        if dtype is self.dtype:
+            return self
+        kinds = (int32, int64, float32, float64)
+        if self.dtype not in kinds or dtype not in kinds:
+            raise TypeError(f"view: reinterpreting {self.dtype.name} as {dtype.name} is not supported "
+                            f"(int32, int64, float32 and float64 are)")
+        old, new = self.dtype.itemsize, dtype.itemsize
+        shape = list(self.shape)
+        if old != new:
+            # on a stage without views, the strides the PyTorch view would have
+            strides = self._view[2][1] if self._view is not None and self._view[0] is None else self.stride()
+            if not shape or (shape[-1] * old) % new or (strides[-1] != 1 and shape[-1] != 1):
+                raise ShapeError(f"view: a tensor of shape {shape} and dtype {self.dtype.name} cannot be "
+                                 f"read as {dtype.name}: the last dim must be contiguous and hold a whole "
+                                 f"number of {dtype.name} elements")
+            shape[-1] = shape[-1] * old // new
+        raw = array(self.dtype.typecode, self.detach().reshape(-1).tolist()).tobytes()
+        out = Tensor._make(B.from_list(array(dtype.typecode, raw).tolist(), tuple(shape), dtype))
+        out._view = (None, None, (tuple(shape), B.contiguous_strides(shape), 0))
         return out
 
     def view_as(self, other):
@@ -1303,7 +1333,8 @@ class Tensor(TensorCore):
         """Refuse to write into a copy that stands for a view (a stage without views): in
         PyTorch the write would reach the tensor it was taken from; here it could not."""
         if self._view is not None and self._view[0] is None:
-            raise lacking(__name__, "views",
+            # with views, the only copies marked so are reinterpretations of the bits
+            raise lacking(__name__, "views" if not B.VIEWS else "dtype_views",
                           f"{op}: this tensor (shape {list(self.shape)}) would be a view of another "
                           f"in PyTorch; it is a copy here, so an in-place write could not reach the "
                           f"tensor it was taken from. Write through indexing on that tensor "

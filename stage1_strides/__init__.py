@@ -22,4 +22,4 @@ del _f
 __doc__ = _STAGE1_DOC  # the source run above set stage 0's
 
 # views alias their base here; arrays are not exported
-LACKS = frozenset({"buffer_protocol"}) | dtypes.LACKING
+LACKS = frozenset({"buffer_protocol", "dtype_views"}) | dtypes.LACKING
