@@ -12,6 +12,10 @@ from collections import Counter
 
 from .optimizer import Optimizer
 
+__all__ = ["LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR", "PolynomialLR",
+           "ExponentialLR", "LinearLR", "CosineAnnealingLR", "SequentialLR", "ReduceLROnPlateau",
+           "ChainedScheduler", "CyclicLR", "CosineAnnealingWarmRestarts", "OneCycleLR"]
+
 
 def _lrs(optimizer):
     return [group["lr"] for group in optimizer.param_groups]
