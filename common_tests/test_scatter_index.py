@@ -70,6 +70,14 @@ def test_scatter_reduce_reads_only_the_corner_of_a_larger_src(sg):
                      torch.tensor(a).scatter_reduce(0, torch.tensor(idx), torch.tensor(src), reduce))
 
 
+def test_scatter_add_reads_src_by_position_when_src_is_larger(sg):
+    torch = need_torch()
+    src, idx = data((3, 4), "float64", seed=30), np.array([[0, 1, 1], [1, 0, 0]])
+    for dim in (0, 1):
+        x, t = T(sg, np.zeros((2, 4))), torch.zeros(2, 4, dtype=torch.float64)
+        assert_close(x.scatter_add(dim, T(sg, idx), T(sg, src)), t.scatter_add(dim, torch.tensor(idx), torch.tensor(src)))
+
+
 def test_scatter_reduce_nan_propagates(sg):
     torch = need_torch()
     a = np.array([1.0, 2.0, 3.0])

@@ -1216,6 +1216,8 @@ class Tensor(TensorCore):
 
     def scatter_add(self, dim, index, src):
         d = self._axis_index("scatter_add", dim, index, src)
+        if index.ndim and src.ndim == index.ndim and tuple(src.shape) != tuple(index.shape):
+            src = src[tuple(slice(0, n) for n in index.shape)]  # only this corner is read, by position
         try:
             if not index.ndim or not self.ndim or not index.numel():  # as a 1-d scatter
                 x, index, src, d = self.reshape(-1), index.reshape(-1), src.reshape(-1), 0
