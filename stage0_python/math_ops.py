@@ -10,7 +10,7 @@ from . import backend as B
 from . import dtypes as D
 from . import ops
 from .dtypes import bool_
-from .tensor import Tensor
+from .tensor import Tensor, inplace_form
 
 _NUMBER = (bool, int, float)
 
@@ -28,14 +28,6 @@ def _float_unary(op):
         return self._unary(op)
     method.__name__ = op
     method.__doc__ = f"See torch.{op}: integer and bool tensors give the default float dtype."
-    return method
-
-
-def _inplace(name):
-    def method(self, *args):
-        return self._inplace(lambda x: getattr(x, name)(*args), name + "_")
-    method.__name__ = name + "_"
-    method.__doc__ = f"In-place {name}: see ``torch.Tensor.{name}_``."
     return method
 
 
@@ -170,7 +162,7 @@ def _attach():
                "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift",
                "bitwise_right_shift", "remainder"))
     for name in inplace:
-        setattr(Tensor, name + "_", _inplace(name))
+        setattr(Tensor, name + "_", inplace_form(name))
     for dunder, name in (("and", "bitwise_and"), ("or", "bitwise_or"), ("xor", "bitwise_xor"),
                          ("lshift", "bitwise_left_shift"), ("rshift", "bitwise_right_shift"),
                          ("mod", "remainder")):

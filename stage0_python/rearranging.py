@@ -46,26 +46,7 @@ def roll(input, shifts, dims=None):
     return x if x is not input else input.clone()
 
 
-def flip(input, *dims):
-    """See torch.flip: ``flip(x, (0, 1))``, ``x.flip(0, 1)`` and ``x.flip(dims=(0, 1))``."""
-    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
-        dims = tuple(dims[0])
-    return _flip(input, dims)
-
-
-_flip = Tensor.flip
-
-
-def _flip_method(self, *dims, **kwargs):
-    if kwargs:
-        if set(kwargs) != {"dims"} or dims:
-            raise TypeError(f"flip: takes dims as arguments or as dims=, got {sorted(kwargs)}")
-        dims = (kwargs["dims"],)
-    return flip(self, *dims)
-
-
-_flip_method.__doc__ = flip.__doc__
-_flip_method.__name__ = "flip"
+flip = Tensor.flip  # sg.flip(x, dims) is the method called with x first
 
 
 def diag_embed(input, offset=0, dim1=-2, dim2=-1):
@@ -218,4 +199,3 @@ def equal(input, other):
 for _f in (roll, diag, diag_embed, outer, ger, repeat_interleave, unique, unique_consecutive, equal):
     setattr(Tensor, _f.__name__, _f)  # a function's first argument binds as self
 del _f
-Tensor.flip = _flip_method

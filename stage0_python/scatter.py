@@ -10,7 +10,7 @@ from . import backend as B
 from .autograd import Function
 from .dtypes import bool_, int64
 from .shapes import IndexRangeError, ShapeError
-from .tensor import Tensor, where
+from .tensor import Tensor, inplace_form, where
 from . import ops
 
 REDUCES = ("sum", "prod", "mean", "amax", "amin")
@@ -233,15 +233,7 @@ def masked_scatter(self, mask, source):
     return ops.IndexPut.apply(self, pos, source.reshape(-1)[:pos.numel()])
 
 
-def _inplace(name, fn):
-    def method(self, *args, **kwargs):
-        return self._inplace(lambda x: fn(x, *args, **kwargs), name)
-    method.__name__ = method.__qualname__ = name
-    method.__doc__ = f"In place: see ``torch.Tensor.{name}``."
-    return method
-
-
 for _fn in (scatter, scatter_reduce, index_add, index_copy, index_fill, masked_scatter):
     setattr(Tensor, _fn.__name__, _fn)
-    setattr(Tensor, _fn.__name__ + "_", _inplace(_fn.__name__ + "_", _fn))
+    setattr(Tensor, _fn.__name__ + "_", inplace_form(_fn.__name__))
 del _fn

@@ -1173,7 +1173,14 @@ class Tensor(TensorCore):
         x = x.expand([v for r, n in zip(sizes, shape) for v in (r, n)])
         return x.reshape([r * n for r, n in zip(sizes, shape)])
 
-    def flip(self, dims):
+    def flip(self, *dims, **kwargs):
+        """See torch.flip: ``x.flip(0, 1)``, ``x.flip((0, 1))`` or ``x.flip(dims=(0, 1))``."""
+        if kwargs:
+            if set(kwargs) != {"dims"} or dims:
+                raise TypeError(f"flip: takes dims as arguments or as dims=, got {sorted(kwargs)}")
+            dims = (kwargs["dims"],)
+        if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+            dims = tuple(dims[0])
         # a reversed index is a gather (positive-step slices only, as in PyTorch)
         x = self
         for d in self._dims(dims, "flip"):
@@ -1527,7 +1534,9 @@ for _name in ("sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "ar
     setattr(Tensor, _name, accepts_axis(getattr(Tensor, _name)))
 
 
-def _inplace_form(name):
+def inplace_form(name):
+    """The in-place twin ``name_`` of the method ``name``: computed out of place, then
+    written into the tensor (``Tensor._inplace``)."""
     def method(self, *args, **kwargs):
         return self._inplace(lambda x: getattr(x, name)(*args, **kwargs), name + "_")
     method.__name__ = method.__qualname__ = name + "_"
@@ -1539,7 +1548,7 @@ def _inplace_form(name):
 for _name in ("abs", "log", "log1p", "sigmoid", "tanh", "floor", "ceil", "round", "sign", "reciprocal",
               "square", "rsqrt", "erf", "sin", "cos", "clamp_min", "clamp_max"):
     if not hasattr(Tensor, _name + "_"):
-        setattr(Tensor, _name + "_", _inplace_form(_name))
+        setattr(Tensor, _name + "_", inplace_form(_name))
 del _name
 
 from . import autograd, functional, indexing, ops  # noqa: E402  (they build on Tensor)

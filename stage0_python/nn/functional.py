@@ -681,6 +681,15 @@ def _normalize(x, dims, eps):
     return centered * (var + eps).rsqrt(), mean, var
 
 
+def _check_per_channel(op, input, **tensors):
+    """Each of ``tensors`` that is given must hold one value per channel (dim 1)."""
+    C = input.shape[1]
+    for what, t in tensors.items():
+        if t is not None and tuple(t.shape) != (C,):
+            raise ShapeError(f"{op}: {what} must have shape ({C},) for input of shape "
+                             f"{tuple(input.shape)}, got {tuple(t.shape)}")
+
+
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
                momentum=0.1, eps=1e-5):
     """Normalise each channel (dim 1) over the batch and spatial dims. In training, batch
@@ -688,11 +697,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     if input.ndim < 2:
         raise ShapeError(f"batch_norm: expected an input with a channel dim, got shape {tuple(input.shape)}")
     C = input.shape[1]
-    for t, what in ((running_mean, "running_mean"), (running_var, "running_var"),
-                    (weight, "weight"), (bias, "bias")):
-        if t is not None and tuple(t.shape) != (C,):
-            raise ShapeError(f"batch_norm: {what} must have shape ({C},) for input of shape "
-                             f"{tuple(input.shape)}, got {tuple(t.shape)}")
+    _check_per_channel("batch_norm", input, running_mean=running_mean, running_var=running_var,
+                       weight=weight, bias=bias)
     shape = (C,) + (1,) * (input.ndim - 2)
     dims = (0,) + tuple(range(2, input.ndim))
     if training:

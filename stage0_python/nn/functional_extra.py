@@ -25,11 +25,8 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
         raise ShapeError(f"instance_norm: expected an input of shape (N, C, *spatial), got shape "
                          f"{tuple(input.shape)}")
     N, C = input.shape[:2]
-    for t, what in ((running_mean, "running_mean"), (running_var, "running_var"),
-                    (weight, "weight"), (bias, "bias")):
-        if t is not None and tuple(t.shape) != (C,):
-            raise ShapeError(f"instance_norm: {what} must have shape ({C},) for input of shape "
-                             f"{tuple(input.shape)}, got {tuple(t.shape)}")
+    F._check_per_channel("instance_norm", input, running_mean=running_mean, running_var=running_var,
+                         weight=weight, bias=bias)
     shape = (C,) + (1,) * (input.ndim - 2)
     dims = tuple(range(2, input.ndim))
     if use_input_stats:
