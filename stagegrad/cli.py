@@ -2,15 +2,19 @@
 import argparse
 import sys
 
-from . import bench_site, docs, gemm_ladder, journey, profile, simd_paths, train
+from . import bench_site, docs, gemm_ladder, journey, profile, simd_paths, train, train_text
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="stagegrad", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("train", help="train an MLP or CNN on MNIST with any installed stage")
+    p = sub.add_parser("train", help="train a model of the zoo with any installed stage: an MLP, CNN, "
+                                     "ResNet-18 or MobileNetV2 on MNIST, a GPT or LSTM on Shakespeare")
     train.add_arguments(p)
     p.set_defaults(run=train.run)
+    p = sub.add_parser("sample", help="generate text from a GPT or LSTM checkpoint")
+    train_text.add_sample_arguments(p)
+    p.set_defaults(run=train_text.sample)
     p = sub.add_parser("journey", help="measure every installed stage against NumPy and PyTorch: "
                                        "table, JSON and plots")
     journey.add_arguments(p)

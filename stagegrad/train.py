@@ -32,12 +32,21 @@ import os
 import pickle
 import time
 
-from . import load_stage
+from . import load_stage, train_text, zoo
 from .progress import Progress
 
 
-def build_model(sg, kind):
+IMAGE_MODELS = ("mlp", "cnn", "resnet18", "mobilenetv2")
+TEXT_MODELS = ("gpt", "lstm")
+
+
+def build_model(sg, kind, width=1.0):
+    """An MNIST classifier; ``width`` scales the zoo models' channels."""
     nn = sg.nn
+    if kind == "resnet18":
+        return zoo.models(sg).resnet.resnet18(10, in_channels=1, small_input=True, width=max(1, round(64 * width)))
+    if kind == "mobilenetv2":
+        return zoo.models(sg).mobilenet.mobilenet_v2(10, in_channels=1, width_mult=width, small_input=True)
     if kind == "mlp":
         return nn.Sequential(nn.Flatten(), nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 10))
     if kind == "cnn":  # LeNet's layout, twice as wide: 99% test accuracy in three epochs
@@ -45,14 +54,18 @@ def build_model(sg, kind):
             nn.Conv2d(1, 16, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
             nn.Conv2d(16, 32, 5), nn.ReLU(), nn.MaxPool2d(2),
             nn.Flatten(), nn.Linear(32 * 5 * 5, 128), nn.ReLU(), nn.Linear(128, 10))
-    raise ValueError(f"unknown model {kind!r}: expected 'mlp' or 'cnn'")
+    raise ValueError(f"unknown model {kind!r}: expected one of {', '.join(IMAGE_MODELS)}")
 
 
 def add_arguments(p):
     p.add_argument("--stage", default="0",
                    help="stage number or package (default 0), or 'torch' for PyTorch itself")
-    p.add_argument("--model", default="mlp", choices=["mlp", "cnn"])
-    p.add_argument("--epochs", type=_positive, default=1)
+    p.add_argument("--model", default="mlp", choices=IMAGE_MODELS + TEXT_MODELS,
+                   help="mlp, cnn, resnet18 or mobilenetv2 train on MNIST; gpt and lstm on Shakespeare's "
+                        "plays (default mlp)")
+    p.add_argument("--width", type=_width, default=1.0,
+                   help="channel multiplier of resnet18 and mobilenetv2 (default 1.0, the papers' width)")
+    p.add_argument("--epochs", type=_positive, default=1, help="passes over the MNIST subset (default 1)")
     p.add_argument("--batch-size", type=_positive, default=64)
     p.add_argument("--lr", type=_learning_rate, default=2e-3,
                    help="AdamW's learning rate at the start of the cosine schedule (default 0.002)")
@@ -62,11 +75,13 @@ def add_arguments(p):
                         "keeps the pure-Python stages to about a minute per epoch)")
     p.add_argument("--test-subset", type=_count, default=None,
                    help="evaluate on the first N test images, or 'all' (default: all 10,000)")
-    p.add_argument("--data", default=None, help="directory holding the MNIST IDX files")
+    p.add_argument("--data", default=None, help="directory holding the MNIST IDX files, or the "
+                                                 "Shakespeare archive for gpt and lstm")
     p.add_argument("--seed", type=_seed, default=0, help="an integer in [0, 2**64) (default 0)")
     p.add_argument("--save", type=_writable_file, default=None,
                    help="write a checkpoint here after every epoch")
     p.add_argument("--resume", default=None, help="continue from this checkpoint")
+    train_text.add_arguments(p.add_argument_group("language models (gpt, lstm)"))
 
 
 # argument types: each raises ArgumentTypeError, whose text argparse shows as it is
@@ -102,6 +117,10 @@ def _real(text, ok, expected):
     if not (math.isfinite(x) and ok(x)):
         raise argparse.ArgumentTypeError(f"expected {expected}, got {text}")
     return x
+
+
+def _width(text):
+    return _real(text, lambda x: 0 < x <= 4, "a channel multiplier in (0, 4]")
 
 
 def _learning_rate(text):
@@ -236,6 +255,8 @@ def evaluate(sg, model, dataset, batch_size=500):
 
 
 def run(args):
+    if args.model in TEXT_MODELS:
+        return train_text.run(args)
     sg = load_stage(args.stage, peers=True)  # a stage, or PyTorch itself
     if args.epochs < 1 or args.batch_size < 1:
         raise ValueError("--epochs and --batch-size must be positive")
@@ -248,7 +269,7 @@ def run(args):
         test_set = data.Subset(test_set, range(min(args.test_subset, len(test_set))))
 
     sg.manual_seed(args.seed)
-    model = build_model(sg, args.model)
+    model = build_model(sg, args.model, args.width)
     opt = sg.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
     shuffle = sg.Generator().manual_seed(args.seed)
     loader = data.DataLoader(train_set, batch_size=args.batch_size, shuffle=True, generator=shuffle)
