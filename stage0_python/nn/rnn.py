@@ -126,8 +126,8 @@ def _check_size(layer, name, value, minimum=1):
     if not isinstance(value, numbers.Integral) or isinstance(value, bool):
         raise TypeError(f"{layer}: {name} should be of type int, got: {type(value).__name__}")
     if value < minimum:
-        raise ValueError(f"{layer}: {name} must be "
-                         + ("greater than zero" if minimum == 1 else f"at least {minimum}") + f", got {value}")
+        bound = "greater than zero" if minimum == 1 else f"at least {minimum}"
+        raise ValueError(f"{layer}: {name} must be {bound}, got {value}")
 
 
 def _check_dtype(layer, what, t, weight):
@@ -247,8 +247,10 @@ class RNNBase(Module):
             if not isinstance(hx, (tuple, list)) or len(hx) != 2:
                 raise TypeError(f"LSTM: hx must be a tuple (h_0, c_0), got {type(hx).__name__}")
             dims = [getattr(t, "ndim", None) for t in hx]
+        elif not isinstance(hx, Tensor):
+            raise TypeError(f"{self._get_name()}: hx must be a Tensor, got {type(hx).__name__}")
         else:
-            dims = [getattr(hx, "ndim", None)]
+            dims = [hx.ndim]
         if any(d != ndim for d in dims):
             kind = "unbatched 2-D" if input_ndim == 2 else "batched 3-D"
             raise ShapeError(f"{self._get_name()}: For {kind} input, hx should also be {ndim}-D but got "
@@ -275,8 +277,6 @@ class RNNBase(Module):
             batch_sizes = input.batch_sizes.tolist()
             batch = batch_sizes[0]
             self._check_hx_dims(hx, 3, 3)
-            if hx is not None and input.sorted_indices is not None:  # into the packed (sorted) order
-                hx = self._map_states(hx, lambda t: t.index_select(1, input.sorted_indices))
         else:
             self._check_hx_dims(hx, 2 if unbatched else 3, x.ndim)
             if unbatched:  # a batch of one
@@ -291,6 +291,8 @@ class RNNBase(Module):
             x = x.reshape(T * batch, self.input_size)
             batch_sizes = [batch] * T
         state = self._initial_state(hx, batch, x)
+        if packed and hx is not None and input.sorted_indices is not None:  # into the packed order
+            state = [s.index_select(1, input.sorted_indices) for s in state]
         out, final = self._layers(x, batch_sizes, state)
         h_n = final[0] if self.mode != "LSTM" else tuple(final)
         if packed:
@@ -463,6 +465,7 @@ class RNNCell(RNNCellBase):
         self._mode = "RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU"
 
     def forward(self, input, hx=None):
+        """``input`` (B, input_size) or (input_size,); returns h', (B, hidden_size) or (hidden_size,)."""
         return self._step(input, hx)[0]
 
 
@@ -475,6 +478,7 @@ class LSTMCell(RNNCellBase):
         super().__init__(input_size, hidden_size, bias, 4, device, dtype)
 
     def forward(self, input, hx=None):
+        """``input`` (B, input_size) or (input_size,), ``hx`` (h, c); returns (h', c')."""
         return self._step(input, hx)
 
 
@@ -486,4 +490,5 @@ class GRUCell(RNNCellBase):
         super().__init__(input_size, hidden_size, bias, 3, device, dtype)
 
     def forward(self, input, hx=None):
+        """``input`` (B, input_size) or (input_size,); returns h', (B, hidden_size) or (hidden_size,)."""
         return self._step(input, hx)[0]
