@@ -1,9 +1,11 @@
-"""Gradient clipping and flat parameter vectors, as in ``torch.nn.utils``."""
+"""Gradient clipping and flat parameter vectors, as in ``torch.nn.utils``; variable-length
+sequences for the recurrent layers in ``nn.utils.rnn``."""
 import math
 
-from ..autograd import no_grad
-from ..creation import cat, stack
-from ..tensor import Tensor
+from ...autograd import no_grad
+from ...creation import cat, stack
+from ...tensor import Tensor
+from . import rnn  # noqa: F401  (nn.utils.rnn, as in torch)
 
 
 def _grads(parameters):
