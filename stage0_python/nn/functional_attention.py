@@ -271,7 +271,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
             weights = weights.mean(dim=1)
     else:
         if attn_mask is not None:
-            attn_mask = attn_mask.unsqueeze(0) if attn_mask.shape[0] == 1 else attn_mask.reshape(N, H, L, S)
+            attn_mask = attn_mask.unsqueeze(0) if attn_mask.shape[0] == 1 else attn_mask.reshape(N, H, -1, S)
         out = scaled_dot_product_attention(q.reshape(N, H, L, hd), k.reshape(N, H, S, hd),
                                            v.reshape(N, H, S, hd), attn_mask, dropout_p, is_causal)
         out, weights = out.permute(2, 0, 1, 3).reshape(L * N, E), None
