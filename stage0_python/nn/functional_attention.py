@@ -54,9 +54,9 @@ def _repeat_kv(query, key, value):
     return key.repeat_interleave(hq // hk, dim=-3), value.repeat_interleave(hq // hk, dim=-3)
 
 
-def _masked(op, scores, mask, take_part):
-    """``scores`` with ``mask`` applied: a bool mask drops the positions where it is not
-    ``take_part`` (to -inf), a float mask is added. It must broadcast to ``scores``."""
+def _masked(op, scores, mask):
+    """``scores`` with ``mask`` applied: a bool mask sends its False positions to -inf, a
+    float mask is added. It must broadcast to ``scores``."""
     try:
         full = B.broadcast_shapes(_shape(mask), _shape(scores))
     except (ValueError, RuntimeError):
@@ -65,7 +65,7 @@ def _masked(op, scores, mask, take_part):
         raise ShapeError(f"{op}: attn_mask of shape {_shape(mask)} does not broadcast to the attention "
                          f"scores' shape {_shape(scores)} (..., L, S)")
     if mask.dtype.name == "bool":
-        return scores.masked_fill(~mask if take_part else mask, _NEG_INF)
+        return scores.masked_fill(~mask, _NEG_INF)
     return scores + mask
 
 
@@ -114,7 +114,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         attn_mask = ones(L, S, dtype=bool_).tril()  # query i sees keys 0..i
     if attn_mask is not None:
         _check_mask_dtype(op, "attn_mask", attn_mask, query)
-        scores = _masked(op, scores, attn_mask, take_part=True)
+        scores = _masked(op, scores, attn_mask)
     weights = _safe_softmax(scores)
     if dropout_p > 0.0:
         weights = F.dropout(weights, dropout_p, training=True)
@@ -123,7 +123,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 
 # ------------------------------------------------------------------ multi-head attention
 
-def _mha_batched(op, query, key, value, key_padding_mask, attn_mask, num_heads):
+def _mha_batched(op, query, key, value, key_padding_mask, attn_mask):
     """True for (L, N, E) inputs, False for unbatched (L, E) ones; the dims of key, value
     and the masks must agree with the query's."""
     shapes = f"query {_shape(query)}, key {_shape(key)}, value {_shape(value)}"
@@ -197,7 +197,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     it gives zeros (PyTorch then goes through scaled_dot_product_attention)."""
     op = "multi_head_attention_forward"
     _check_qkv(op, query, key, value)
-    batched = _mha_batched(op, query, key, value, key_padding_mask, attn_mask, num_heads)
+    batched = _mha_batched(op, query, key, value, key_padding_mask, attn_mask)
     if not batched:  # a batch of one; a 3-D mask (heads, L, S) is then (N * heads, L, S) already
         query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
         if key_padding_mask is not None:
