@@ -1027,9 +1027,10 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     return _vector_norm(diff, p, max(diff.ndim - 1, 0), keepdim)
 
 
-# the resampling, transposed-convolution, unpooling and remaining layers' forms live in
+# the resampling, transposed-convolution, unpooling, attention and remaining layers' forms live in
 # their own modules (imported last: they build on the helpers above)
 from . import functional_extra as _extra, functional_spatial as _spatial  # noqa: E402
+from . import functional_attention as _attention  # noqa: E402
 
-globals().update({k: getattr(m, k) for m in (_extra, _spatial) for k in m.__all__})
-__all__ = sorted(set(__all__) | set(_extra.__all__) | set(_spatial.__all__))
+globals().update({k: getattr(m, k) for m in (_extra, _spatial, _attention) for k in m.__all__})
+__all__ = sorted(set(__all__) | set(_extra.__all__) | set(_spatial.__all__) | set(_attention.__all__))
