@@ -101,6 +101,23 @@ def test_repr_matches_torch(sg, make):
     assert repr(make(sg.nn)) == repr(make(torch.nn))
 
 
+def test_reassigning_a_parameter_or_module_keeps_its_place(sg):
+    """Tying weights (``head.weight = emb.weight``) or swapping a child keeps the name where
+    it stands in the state_dict, as PyTorch's."""
+    torch = need_torch()
+    names = []
+    for nn in (torch.nn, sg.nn):
+        head, emb = nn.Linear(3, 5), nn.Embedding(5, 3)
+        head.weight = emb.weight
+        model = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+        model[0] = nn.Linear(2, 2)
+        model.first = nn.Identity()
+        model.first = nn.Tanh()
+        names.append((list(head.state_dict()), list(model.state_dict()), [n for n, _ in model.named_children()]))
+        assert head.weight is emb.weight
+    assert names[0] == names[1]
+
+
 def test_train_eval_propagates(sg):
     model = net(sg.nn)
     assert all(m.training for m in model.modules())

@@ -183,15 +183,16 @@ class Module:
         d = self.__dict__
         params, modules, buffers = d.get("_parameters"), d.get("_modules"), d.get("_buffers")
 
-        def forget():
+        def forget(keep):
+            # the registry assigned to keeps the name where it stands (state_dict order, as PyTorch)
             for registry in (d, params, modules, buffers):
-                if registry is not None:
+                if registry is not None and registry is not keep:
                     registry.pop(name, None)
 
         if isinstance(value, Parameter):
             if params is None:
                 raise AttributeError("cannot assign parameters before Module.__init__() call")
-            forget()
+            forget(params)
             self.register_parameter(name, value)
         elif params is not None and name in params:
             if value is not None:
@@ -201,7 +202,7 @@ class Module:
         elif isinstance(value, Module):
             if modules is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
-            forget()
+            forget(modules)
             modules[name] = value
         elif modules is not None and name in modules:
             if value is not None:
