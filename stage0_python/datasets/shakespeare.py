@@ -21,7 +21,7 @@ from ..dtypes import int64
 from .mnist import DatasetError
 
 ARCHIVE = "shakespeare-plays-gutenberg.tar.gz"
-_ACT = re.compile(r"^\s*act\s+(\w+)\.?\s*$", re.IGNORECASE)
+_ACT = re.compile(r"^\s*act\s+\w+\.?(\s+scene\b.*)?\s*$", re.IGNORECASE)
 _FIRST_ACT = re.compile(r"^\s*act\s+(i|1|first)\.?\s*$", re.IGNORECASE | re.MULTILINE)
 _SCENE = re.compile(r"^\s*scene\s+\w+\b.*$", re.IGNORECASE)
 _DIRECTION = re.compile(r"\[[^\]]*\]")
