@@ -20,6 +20,7 @@ TESTS = Path(__file__).resolve().parent.parent / "common_tests"
 # (title, path from the package; "Tensor" is the class, the others modules), PyTorch's twin
 NAMESPACES = (("sg", "", ""), ("Tensor", "Tensor", "Tensor"), ("sg.nn", "nn", "nn"),
               ("sg.nn.functional", "nn.functional", "nn.functional"), ("sg.nn.init", "nn.init", "nn.init"),
+              ("sg.nn.utils.rnn", "nn.utils.rnn", "nn.utils.rnn"),
               ("sg.optim", "optim", "optim"), ("sg.optim.lr_scheduler", "optim.lr_scheduler",
                                                "optim.lr_scheduler"),
               ("sg.utils.data", "utils.data", "utils.data"))
