@@ -18,7 +18,7 @@ class MultiheadAttention(Module):
     Parameters as PyTorch's: ``in_proj_weight`` (3E, E) when ``kdim == vdim == embed_dim``,
     else ``q_proj_weight``/``k_proj_weight``/``v_proj_weight``; ``in_proj_bias`` (3E);
     ``out_proj``; with ``add_bias_kv``, ``bias_k``/``bias_v`` (1, 1, E). Initialised as
-    PyTorch does (xavier_uniform_ projections, zero biases, xavier_normal_ bias_k/v) from
+    PyTorch does (``xavier_uniform_`` projections, zero biases, ``xavier_normal_`` bias_k/v) from
     the stage's generator. Bool masks mark with True what is *masked out*; float masks
     are added to the scores. Differs from PyTorch in its errors: ``ShapeError`` (a
     ``ValueError`` and ``RuntimeError``) where PyTorch asserts."""

@@ -211,7 +211,7 @@ class Transformer(Module):
     """See torch.nn.Transformer: an encoder of ``num_encoder_layers`` layers and a decoder
     of ``num_decoder_layers``, each stack ending in a LayerNorm (``encoder.norm``,
     ``decoder.norm``), or the given ``custom_encoder``/``custom_decoder``. Every parameter
-    with more than one dim is re-initialised with xavier_uniform_, as PyTorch does."""
+    with more than one dim is re-initialised with ``xavier_uniform_``, as PyTorch does."""
 
     def __init__(self, d_model=512, nhead=8, num_encoder_layers=6, num_decoder_layers=6,
                  dim_feedforward=2048, dropout=0.1, activation="relu", custom_encoder=None,

@@ -1,6 +1,6 @@
 """Variable-length sequences for the recurrent layers, as in ``torch.nn.utils.rnn``.
 
-A batch of sequences of different lengths is either *padded*, one (T, B, *) tensor with
+A batch of sequences of different lengths is either *padded*, one ``(T, B, *)`` tensor with
 filler after each sequence's end, or *packed*: a ``PackedSequence`` whose ``data`` holds,
 time step after time step, only the rows still running (sorted longest first), and whose
 ``batch_sizes[t]`` says how many rows step t has. The recurrent layers run a packed batch
@@ -49,7 +49,7 @@ _Fields = namedtuple("PackedSequence", ["data", "batch_sizes", "sorted_indices",
 
 
 class PackedSequence(_Fields):
-    """See torch.nn.utils.rnn.PackedSequence: ``data`` (sum(batch_sizes), *) holds the
+    """See torch.nn.utils.rnn.PackedSequence: ``data`` ``(sum(batch_sizes), *)`` holds the
     running rows of every time step in turn; ``batch_sizes`` (int64, one per step, never
     increasing) how many; ``sorted_indices`` the batch order that sorted the sequences by
     length (``None``: they came sorted) and ``unsorted_indices`` its inverse. Make one with
@@ -107,7 +107,7 @@ def _lengths(lengths, op):
 
 
 def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True):
-    """See torch.nn.utils.rnn.pack_padded_sequence: ``input`` (T, B, *) (or (B, T, *) with
+    """See torch.nn.utils.rnn.pack_padded_sequence: ``input`` ``(T, B, *)`` (or ``(B, T, *)`` with
     ``batch_first``) holding B sequences of the given lengths, packed. With
     ``enforce_sorted`` the lengths must not increase; otherwise the batch is sorted here and
     ``sorted_indices`` records how. Unlike PyTorch, a number of lengths other than B is an
@@ -153,7 +153,7 @@ def _padded(data, rows, shape, padding_value):
 
 def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_length=None):
     """See torch.nn.utils.rnn.pad_packed_sequence: the inverse of ``pack_padded_sequence``.
-    Returns the padded tensor (T, B, *) (or (B, T, *)), in the batch order before packing,
+    Returns the padded tensor ``(T, B, *)`` (or ``(B, T, *)``), in the batch order before packing,
     and the lengths (int64); ``total_length`` pads T further."""
     data, sizes = sequence.data, sequence.batch_sizes.tolist()
     T = len(sizes)
@@ -185,8 +185,8 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
 
 
 def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="right"):
-    """See torch.nn.utils.rnn.pad_sequence: tensors (L_i, *) padded to the longest L and
-    stacked into (L, B, *) (or (B, L, *)); ``padding_side="left"`` puts the filler first."""
+    """See torch.nn.utils.rnn.pad_sequence: tensors ``(L_i, *)`` padded to the longest L and
+    stacked into ``(L, B, *)`` (or ``(B, L, *)``); ``padding_side="left"`` puts the filler first."""
     if isinstance(sequences, Tensor):
         sequences = list(sequences.unbind(0))
     sequences = list(sequences)
@@ -228,7 +228,7 @@ def unpad_sequence(padded_sequences, lengths, batch_first=False):
 
 
 def pack_sequence(sequences, enforce_sorted=True):
-    """See torch.nn.utils.rnn.pack_sequence: tensors (L_i, *) packed, as
+    """See torch.nn.utils.rnn.pack_sequence: tensors ``(L_i, *)`` packed, as
     ``pack_padded_sequence(pad_sequence(sequences), lengths, enforce_sorted=...)``."""
     sequences = list(sequences)
     lengths = [s.shape[0] if isinstance(s, Tensor) and s.ndim else 0 for s in sequences]
