@@ -66,9 +66,11 @@ SCENE 2
 
 def test_normalise_gives_the_tiny_shakespeare_layout(sg):
     text = sg.datasets.shakespeare.normalise(PLAY)
-    assert text == ("Duke:\nSpeak, my lord.   Or hold thy peace.\n\nFirst Lord:\nI will speak\nand speak again.\n\n"
+    assert text == ("Duke:\nSpeak, my lord.   Or hold thy peace.\n\n"
+                    "First Lord:\nI will speak\nand speak again.\n\n"
                     "Duke:\nGo.\n")
-    assert sg.datasets.shakespeare.normalise("SONNET I.\n\nFrom fairest creatures we desire increase,\n") is None
+    poem = "SONNET I.\n\nFrom fairest creatures we desire increase,\n"
+    assert sg.datasets.shakespeare.normalise(poem) is None
 
 
 def test_corpus_splits_and_windows(sg):
@@ -97,7 +99,8 @@ def test_corpus_splits_and_windows(sg):
 def test_missing_archive_names_where_it_looked(sg, tmp_path, monkeypatch):
     monkeypatch.setenv("STAGEGRAD_DATA", str(tmp_path / "data"))
     dirs = sg.datasets.shakespeare.search_dirs(tmp_path / "root")
-    assert dirs[:3] == [tmp_path / "root", tmp_path / "root" / "shakespeare", tmp_path / "data" / "shakespeare"]
+    root = tmp_path / "root"
+    assert dirs[:3] == [root, root / "shakespeare", tmp_path / "data" / "shakespeare"]
     monkeypatch.setattr(sg.datasets.shakespeare, "search_dirs", lambda root=None: dirs[:3])
     with pytest.raises(FileNotFoundError, match=f"looked in: {tmp_path / 'root'}, .*--data DIR"):
         sg.datasets.Shakespeare(tmp_path / "root")
@@ -187,8 +190,9 @@ def test_zoo_image_models_train_from_the_command(sg, model, width, capsys):
                     "tests compare these models with PyTorch on every stage at small sizes")
     args = argparse.ArgumentParser()
     train.add_arguments(args)
-    args = args.parse_args(["--stage", sg.__name__, "--model", model, "--width", str(width), "--data", str(MNIST),
-                            "--subset", "128", "--test-subset", "100", "--batch-size", "32"])
+    args = args.parse_args(["--stage", sg.__name__, "--model", model, "--width", str(width),
+                            "--data", str(MNIST), "--subset", "128", "--test-subset", "100",
+                            "--batch-size", "32"])
     out = train.run(args)
     assert out["model"] == model and out["train_images_seen"] == 128 and 0 <= out["test_accuracy"] <= 1
     assert f"model {model}" in capsys.readouterr().out

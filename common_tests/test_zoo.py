@@ -52,7 +52,7 @@ def _compare(sg, ours, theirs, x, train=True):
 
 @pytest.mark.parametrize("train", [True, False])
 def test_resnet18_matches_torch(sg, train):
-    ours, theirs = _pair(sg, lambda z: z.resnet.resnet18(num_classes=5, in_channels=1, small_input=True, width=4))
+    ours, theirs = _pair(sg, lambda z: z.resnet.resnet18(5, in_channels=1, small_input=True, width=4))
     _compare(sg, ours, theirs, rand((2, 1, 12, 12)), train)
 
 
@@ -91,7 +91,8 @@ def test_full_size_names_and_counts_are_torchvisions():
 
 def test_the_same_file_builds_the_same_names_on_the_stage(sg):
     torch = need_torch()
-    for build in (lambda z: z.resnet.resnet18(10, 1, True, 8), lambda z: z.mobilenet.mobilenet_v2(10, 1, 0.25)):
+    for build in (lambda z: z.resnet.resnet18(10, 1, True, 8),
+                  lambda z: z.mobilenet.mobilenet_v2(10, 1, 0.25)):
         ours, theirs = build(zoo.models(sg)), build(zoo.models(torch))
         assert list(ours.state_dict()) == list(theirs.state_dict())
         assert [tuple(p.shape) for p in ours.parameters()] == [tuple(p.shape) for p in theirs.parameters()]
@@ -157,7 +158,8 @@ def test_gpt_generate_is_reproducible_and_respects_top_k(sg):
             assert model(a[:, :t])[:, -1].argmax(dim=-1).tolist() == a[:, t].tolist()
     c = model.generate(prompt, 12, temperature=2.0, generator=sg.Generator().manual_seed(5))
     d = model.generate(prompt, 12, temperature=2.0, generator=sg.Generator().manual_seed(5))
-    assert c.tolist() == d.tolist() and 0 <= min(min(r) for r in c.tolist()) and max(max(r) for r in c.tolist()) < 11
+    tokens = [t for row in c.tolist() for t in row]
+    assert c.tolist() == d.tolist() and 0 <= min(tokens) and max(tokens) < 11
     with pytest.raises(ValueError, match="temperature"):
         model.generate(prompt, 1, temperature=0.0)
 
@@ -175,7 +177,8 @@ def test_rotary_and_sinusoidal_match_their_formulas(sg):
     out = z.RotaryEmbedding(dim, 16)(T(sg, x), start=2)
     angle = (pos + 2) * freq  # (length, dim/2): pair (i, i + dim/2) turns by angle i
     a, b = x[..., :dim // 2], x[..., dim // 2:]
-    rotated = np.concatenate([a * np.cos(angle) - b * np.sin(angle), b * np.cos(angle) + a * np.sin(angle)], -1)
+    cos, sin = np.cos(angle), np.sin(angle)
+    rotated = np.concatenate([a * cos - b * sin, b * cos + a * sin], -1)
     assert_close(out, rotated.astype(np.float32), rtol=1e-5, atol=1e-5)
     # a rotation: norms are kept, and the score of two rotated vectors depends on distance only
     q, k = rand((1, 1, 1, dim), seed=1), rand((1, 1, 1, dim), seed=2)

@@ -44,7 +44,8 @@ def build_model(sg, kind, width=1.0):
     """An MNIST classifier; ``width`` scales the zoo models' channels."""
     nn = sg.nn
     if kind == "resnet18":
-        return zoo.models(sg).resnet.resnet18(10, in_channels=1, small_input=True, width=max(1, round(64 * width)))
+        width = max(1, round(64 * width))
+        return zoo.models(sg).resnet.resnet18(10, in_channels=1, small_input=True, width=width)
     if kind == "mobilenetv2":
         return zoo.models(sg).mobilenet.mobilenet_v2(10, in_channels=1, width_mult=width, small_input=True)
     if kind == "mlp":

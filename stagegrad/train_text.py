@@ -29,7 +29,8 @@ def add_arguments(g):
     g.add_argument("--steps", type=train._positive, default=2000, help="optimizer steps (default 2000)")
     g.add_argument("--context", type=train._positive, default=64,
                    help="characters per training window, the GPT's context (default 64)")
-    g.add_argument("--n-layer", type=train._positive, default=4, help="transformer or LSTM layers (default 4)")
+    g.add_argument("--n-layer", type=train._positive, default=4,
+                   help="transformer or LSTM layers (default 4)")
     g.add_argument("--n-head", type=train._positive, default=4, help="attention heads (default 4)")
     g.add_argument("--n-kv-head", type=train._positive, default=None,
                    help="key/value heads for grouped-query attention (default: --n-head)")
@@ -89,6 +90,11 @@ def logits_of(model, x):
     return out[0] if isinstance(out, tuple) else out
 
 
+def _loss(sg, logits, targets):
+    """The mean next-character cross-entropy over every position of the batch."""
+    return sg.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+
 def get_batch(sg, tokens, batch_size, context, generator):
     """``batch_size`` random windows of ``tokens`` and the same windows one character on."""
     start = sg.randint(0, tokens.shape[0] - context, (batch_size,), generator=generator)
@@ -104,8 +110,7 @@ def estimate_loss(sg, model, tokens, batch_size, context, batches):
     with sg.no_grad():
         for _ in range(batches):
             x, y = get_batch(sg, tokens, batch_size, context, generator)
-            logits = logits_of(model, x)
-            total += sg.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1)).item()
+            total += _loss(sg, logits_of(model, x), y).item()
     model.train()
     return total / batches
 
@@ -164,8 +169,7 @@ def run(args):
     model.train()
     while step < args.steps:
         x, y = get_batch(sg, train_tokens, args.batch_size, args.context, batches)
-        logits = logits_of(model, x)
-        loss = sg.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+        loss = _loss(sg, logits_of(model, x), y)
         opt.zero_grad()
         loss.backward()
         sg.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

@@ -47,7 +47,8 @@ class RotaryEmbedding(nn.Module):
         """``x`` (..., T, head_dim) at positions ``start .. start + T - 1``, rotated."""
         t, half = x.shape[-2], x.shape[-1] // 2
         if start + t > self.cos.shape[0]:
-            raise ValueError(f"RotaryEmbedding: positions up to {start + t} exceed max_len {self.cos.shape[0]}")
+            raise ValueError(f"RotaryEmbedding: positions up to {start + t} exceed max_len "
+                             f"{self.cos.shape[0]}")
         cos, sin = self.cos[start:start + t], self.sin[start:start + t]
         rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
         return x * cos + rotated * sin
@@ -157,7 +158,8 @@ class GPT(nn.Module):
         # one rotary table, shared by every layer (it holds no parameters)
         rotary = RotaryEmbedding(n_embd // n_head, block_size) if positions == "rotary" else None
         self.drop = nn.Dropout(dropout)
-        self.h = nn.ModuleList(Block(n_embd, n_head, n_kv_head, dropout, rotary, bias) for _ in range(n_layer))
+        self.h = nn.ModuleList(Block(n_embd, n_head, n_kv_head, dropout, rotary, bias)
+                               for _ in range(n_layer))
         self.ln_f = nn.LayerNorm(n_embd)
         self.lm_head = nn.Linear(n_embd, vocab_size, bias=False)
         self.apply(self._init_weights)
