@@ -1,4 +1,6 @@
-"""``stagegrad train``: train on MNIST with any installed stage.
+"""``stagegrad train``: train on MNIST with any installed stage: an MLP, a CNN, or the zoo's
+ResNet-18 and MobileNetV2 (``--model``). ``--model gpt`` and ``lstm`` train a language model
+on Shakespeare's plays instead: ``train_text`` runs those.
 
 The same program runs on every stage: only ``sg`` changes. Progress shows live loss and
 throughput; the summary gives test accuracy, samples/s and wall time. ``--save`` writes a
