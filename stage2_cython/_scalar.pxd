@@ -400,7 +400,7 @@ cdef inline bool_t u_isinf(any_t x) noexcept nogil:
 
 cdef inline bool_t u_isfinite(any_t x) noexcept nogil:
     if any_t is float32_t or any_t is float64_t:
-        return x - x == 0  # nan for inf and nan (no -ffast-math, see DESIGN.md)
+        return x - x == 0  # nan for inf and nan (fast math would break this; see DESIGN.md)
     else:
         return True
 
