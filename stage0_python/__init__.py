@@ -104,7 +104,7 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     return a.isclose(b, rtol, atol, equal_nan)
 
 
-_SUBMODULES = ("functional", "nn", "optim", "data", "datasets", "serialization", "utils", "memory",
+_SUBMODULES = ("functional", "nn", "onnx", "optim", "data", "datasets", "serialization", "utils", "memory",
                "backends", "cuda")
 
 

@@ -1,0 +1,328 @@
+"""ONNX export against ONNX Runtime: every layer type, written out by ``sg.onnx.export``,
+checked by ``onnx.checker``, run by ONNX Runtime on the example input and, for dynamic
+axes, on inputs of other sizes; its outputs must equal the stage's within float32
+tolerance. Then the zoo's models, the ops a forward composes by hand, and the errors for
+what cannot be exported."""
+import numpy as np
+import pytest
+
+from stagegrad import zoo
+
+from .oracle import assert_close
+
+onnx = pytest.importorskip("onnx", reason="ONNX export needs the onnx extra: pip install 'stagegrad[onnx]'")
+ort = pytest.importorskip("onnxruntime", reason="the export's oracle is ONNX Runtime: pip install "
+                          "'stagegrad[onnx]'")
+
+RTOL, ATOL = 1e-4, 1e-5
+
+
+def _inputs(sg, specs, seed=0):
+    rng = np.random.default_rng(seed)
+    out = []
+    for spec in specs:
+        if spec[0] == "i":  # ("i", shape, high): integer tokens
+            out.append(sg.tensor(rng.integers(0, spec[2], spec[1]).tolist(), dtype=sg.int64))
+        else:
+            out.append(sg.tensor(rng.standard_normal(spec[1]).astype(np.float32).tolist()))
+    return out
+
+
+def _flat(sg, out):
+    if isinstance(out, sg.Tensor):
+        return [out]
+    return [t for o in (out.values() if isinstance(out, dict) else out) for t in _flat(sg, o)]
+
+
+def roundtrip(sg, model, specs, dynamic_axes=None, other_specs=(), **kw):
+    """Export ``model`` on inputs made from ``specs``, run it in ONNX Runtime on those and
+    on each of ``other_specs`` (other sizes of the dynamic axes), compare with the stage."""
+    if hasattr(model, "eval"):
+        model.eval()
+    inputs = _inputs(sg, specs)
+    proto = sg.onnx.export(model, tuple(inputs), dynamic_axes=dynamic_axes, **kw)
+    onnx.checker.check_model(proto, full_check=True)
+    session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    names = [i.name for i in session.get_inputs()]
+    for k, s in enumerate((specs,) + tuple(other_specs)):
+        args = inputs if k == 0 else _inputs(sg, s, seed=k)
+        with sg.no_grad():
+            ours = _flat(sg, model(*args))
+        theirs = session.run(None, {n: np.array(a.tolist(), dtype=np.float32 if a.dtype.is_floating_point
+                                                else np.int64) for n, a in zip(names, args)})
+        assert len(ours) == len(theirs)
+        for a, b in zip(ours, theirs):
+            assert tuple(a.shape) == b.shape
+            assert_close(a, b, rtol=RTOL, atol=ATOL, check_dtype=False)
+    return proto
+
+
+def _ops(proto):
+    return {n.op_type for n in proto.graph.node}
+
+
+F = ("f", (2, 3, 9, 9))
+BATCH = {"x": {0: "batch"}}
+LAYERS = {
+    "linear": (lambda nn: nn.Linear(6, 5), [("f", (4, 6))], BATCH, [[("f", (7, 6))]], {"Gemm"}),
+    "linear_3d_nobias": (lambda nn: nn.Linear(6, 5, bias=False), [("f", (2, 3, 6))], None, (), {"MatMul"}),
+    "conv1d": (lambda nn: nn.Conv1d(3, 4, 3, stride=2, padding=1), [("f", (2, 3, 11))], None, (), {"Conv"}),
+    "conv2d_grouped_dilated": (lambda nn: nn.Conv2d(4, 6, 3, padding=2, dilation=2, groups=2),
+                               [("f", (2, 4, 9, 9))], BATCH, [[("f", (3, 4, 9, 9))]], {"Conv"}),
+    "conv2d_same": (lambda nn: nn.Conv2d(3, 2, (4, 3), padding="same"), [F], None, (), {"Conv"}),
+    "conv2d_reflect": (lambda nn: nn.Conv2d(3, 2, 3, padding=1, padding_mode="reflect"), [F], None, (),
+                       {"Conv"}),
+    "conv2d_unbatched": (lambda nn: nn.Conv2d(3, 2, 3, stride=2), [("f", (3, 9, 9))], None, (), {"Conv"}),
+    "conv_transpose1d": (lambda nn: nn.ConvTranspose1d(3, 4, 3, stride=2, padding=1, output_padding=1),
+                         [("f", (2, 3, 7))], None, (), {"ConvTranspose"}),
+    "conv_transpose2d_grouped": (lambda nn: nn.ConvTranspose2d(4, 6, 3, stride=2, groups=2, dilation=2),
+                                 [("f", (2, 4, 5, 5))], BATCH, [[("f", (1, 4, 5, 5))]], {"ConvTranspose"}),
+    "max_pool2d": (lambda nn: nn.MaxPool2d(3, stride=2, padding=1), [F], BATCH, [[("f", (5, 3, 9, 9))]],
+                   {"MaxPool"}),
+    "max_pool2d_ceil_dilated": (lambda nn: nn.MaxPool2d(2, stride=2, dilation=2, ceil_mode=True), [F], None,
+                                (), {"MaxPool"}),
+    "max_pool1d": (lambda nn: nn.MaxPool1d(2), [("f", (2, 3, 9))], None, (), {"MaxPool"}),
+    "avg_pool2d": (lambda nn: nn.AvgPool2d(3, stride=2, padding=1, count_include_pad=False), [F], None, (),
+                   {"AveragePool"}),
+    "avg_pool2d_ceil": (lambda nn: nn.AvgPool2d(2, ceil_mode=True), [F], None, (), {"AveragePool"}),
+    "avg_pool1d": (lambda nn: nn.AvgPool1d(3, stride=1, padding=1), [("f", (2, 3, 9))], None, (),
+                   {"AveragePool"}),
+    "adaptive_avg_pool2d": (lambda nn: nn.AdaptiveAvgPool2d((3, 2)), [F], BATCH, [[("f", (1, 3, 9, 9))]], None),
+    "adaptive_avg_pool_global": (lambda nn: nn.AdaptiveAvgPool2d(1), [F], None, (), None),
+    "adaptive_max_pool2d": (lambda nn: nn.AdaptiveMaxPool2d((2, 4)), [F], None, (), None),
+    "batch_norm2d": (lambda nn: nn.BatchNorm2d(3), [F], BATCH, [[("f", (4, 3, 9, 9))]],
+                     {"BatchNormalization"}),
+    "batch_norm1d": (lambda nn: nn.BatchNorm1d(6), [("f", (4, 6))], None, (), {"BatchNormalization"}),
+    "batch_norm_no_affine": (lambda nn: nn.BatchNorm2d(3, affine=False), [F], None, (), {"BatchNormalization"}),
+    "batch_norm_batch_stats": (lambda nn: nn.BatchNorm2d(3, track_running_stats=False), [F], None, (), None),
+    "layer_norm": (lambda nn: nn.LayerNorm((9, 9)), [F], BATCH, [[("f", (1, 3, 9, 9))]], {"LayerNormalization"}),
+    "group_norm": (lambda nn: nn.GroupNorm(3, 6), [("f", (2, 6, 5))], BATCH, [[("f", (3, 6, 5))]], None),
+    "instance_norm": (lambda nn: nn.InstanceNorm2d(3, affine=True), [F], None, (), None),
+    "rms_norm": (lambda nn: nn.RMSNorm(9), [F], None, (), None),
+    "embedding": (lambda nn: nn.Embedding(10, 4, padding_idx=0), [("i", (3, 5), 10)], BATCH,
+                  [[("i", (6, 5), 10)]], {"Gather"}),
+    "dropout_eval": (lambda nn: nn.Sequential(nn.Dropout(0.5), nn.Linear(4, 3)), [("f", (2, 4))], None, (), None),
+    "flatten": (lambda nn: nn.Flatten(), [F], BATCH, [[("f", (1, 3, 9, 9))]], None),
+    "upsample_nearest": (lambda nn: nn.Upsample(scale_factor=2), [("f", (1, 2, 3, 4))], None, (), None),
+    "upsample_bilinear": (lambda nn: nn.Upsample(size=(5, 7), mode="bilinear", align_corners=False),
+                          [("f", (1, 2, 3, 4))], None, (), None),
+    "pixel_shuffle": (lambda nn: nn.PixelShuffle(2), [("f", (1, 8, 3, 3))], None, (), None),
+    "zero_pad": (lambda nn: nn.ZeroPad2d((1, 2, 0, 1)), [F], None, (), None),
+}
+ACTIVATIONS = ["ReLU", "GELU", "SiLU", "Sigmoid", "Tanh", "LeakyReLU", "ELU", "SELU", "CELU", "Softplus",
+               "Hardswish", "Hardsigmoid", "Hardtanh", "ReLU6", "Mish", "Softsign", "Tanhshrink", "PReLU",
+               "LogSigmoid"]
+for _name in ACTIVATIONS:
+    LAYERS[_name] = (lambda nn, n=_name: getattr(nn, n)(), [("f", (3, 7))], BATCH, [[("f", (5, 7))]], None)
+LAYERS["gelu_tanh"] = (lambda nn: nn.GELU(approximate="tanh"), [("f", (3, 7))], None, (), None)
+LAYERS["Softmin"] = (lambda nn: nn.Softmin(dim=1), [("f", (3, 7))], None, (), None)
+LAYERS["softmax"] = (lambda nn: nn.Softmax(dim=1), [("f", (3, 7))], BATCH, [[("f", (5, 7))]], {"Softmax"})
+LAYERS["log_softmax"] = (lambda nn: nn.LogSoftmax(dim=-1), [("f", (3, 7))], None, (), {"LogSoftmax"})
+
+
+@pytest.mark.parametrize("name", list(LAYERS))
+def test_layer_runs_in_onnxruntime(sg, name):
+    make, specs, dynamic, others, ops = LAYERS[name]
+    sg.manual_seed(0)
+    proto = roundtrip(sg, make(sg.nn), specs, dynamic, others, input_names=["x"])
+    if ops:
+        assert ops <= _ops(proto)
+
+
+# ------------------------------------------------------------------ sequences and attention
+
+SEQ = {"x": {0: "seq", 1: "batch"}}
+
+
+@pytest.mark.parametrize("kind", ["RNN", "LSTM", "GRU"])
+def test_recurrent_layers(sg, kind):
+    sg.manual_seed(0)
+    layer = getattr(sg.nn, kind)(5, 6, num_layers=2, bidirectional=True)
+
+    class Outputs(sg.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = layer
+
+        def forward(self, x):
+            out, state = self.rnn(x)
+            return (out,) + (state if isinstance(state, tuple) else (state,))
+
+    # the time loop unrolls: the batch may change, the sequence length is fixed
+    roundtrip(sg, Outputs(), [("f", (4, 3, 5))], {"x": {1: "batch"}}, [[("f", (4, 2, 5))]])
+
+
+def test_lstm_batch_first_with_projection(sg):
+    sg.manual_seed(0)
+    roundtrip(sg, sg.nn.LSTM(4, 8, batch_first=True, proj_size=3), [("f", (2, 5, 4))])
+
+
+def test_multihead_attention_with_masks(sg):
+    sg.manual_seed(0)
+    nn = sg.nn
+
+    class Attend(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.mha = nn.MultiheadAttention(8, 2, batch_first=True)
+
+        def forward(self, x):
+            T = x.shape[1]
+            causal = sg.ones(T, T, dtype=sg.bool).triu(1)
+            return self.mha(x, x, x, attn_mask=causal)
+
+    roundtrip(sg, Attend(), [("f", (2, 5, 8))], {"x": {0: "batch", 1: "seq"}},
+              [[("f", (3, 4, 8))], [("f", (1, 6, 8))]])
+
+
+def test_transformer_layers(sg):
+    sg.manual_seed(0)
+    nn = sg.nn
+    enc = nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.1, batch_first=True, norm_first=True)
+    roundtrip(sg, nn.TransformerEncoder(enc, 2), [("f", (2, 5, 8))], {"src": {0: "batch", 1: "seq"}},
+              [[("f", (3, 7, 8))]])
+    dec = nn.TransformerDecoderLayer(8, 2, dim_feedforward=16, dropout=0.0, activation="gelu")
+    roundtrip(sg, dec, [("f", (4, 2, 8)), ("f", (5, 2, 8))])
+
+
+# ------------------------------------------------------------------ composed by hand
+
+def test_tensor_ops_a_forward_composes(sg):
+    """Reshape, permute, slice, concat, gather, indexing, reductions, comparisons and
+    elementwise ops written directly in a forward."""
+
+    class Mixed(sg.nn.Module):
+        def forward(self, x, idx):
+            B = x.shape[0]
+            y = x.reshape(B, 3, 4).permute(0, 2, 1)                 # (B, 4, 3)
+            z = sg.cat([y[:, 1:, :], y[:, :1, :] * 2.0], dim=1)      # rotate rows
+            g = z.gather(2, idx.reshape(B, 1, 1).expand(B, 4, 1))       # one column per row
+            m = z.max(dim=-1).values - z.mean(dim=(1, 2), keepdim=True).squeeze(-1)  # (B, 4)
+            w = sg.where(z > 0, z.exp(), -z.abs().sqrt())
+            s = (w.sum(-1) / (1 + z.var(-1))).clamp(-3, 3)
+            c = z.cumsum(1)[:, -1].sum(-1) + z.argmax(-1).float().sum(-1)
+            return g.squeeze(-1) + m + s + c.sin().unsqueeze(-1) ** 2, z.flatten(1)[:, ::2]
+
+    roundtrip(sg, Mixed(), [("f", (2, 12)), ("i", (2,), 3)], {"x": {0: "b"}, "idx": {0: "b"}},
+              [[("f", (5, 12)), ("i", (5,), 3)]])
+
+
+def test_indexed_writes(sg):
+    class Writes(sg.nn.Module):
+        def forward(self, x):
+            y = x.clone()
+            y[0, 1:] = 0.0
+            y[:, 0] = x[:, 2] * 2
+            return y.index_add(0, sg.tensor([1, 1, 0]), x[:3])
+
+    roundtrip(sg, Writes(), [("f", (4, 3))])
+
+
+def test_in_place_activation_and_constants(sg):
+    nn = sg.nn
+
+    class InPlace(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+            self.register_buffer("offset", sg.arange(4).float())
+
+        def forward(self, x):
+            h = self.fc(x)
+            h.relu_()
+            return h + self.offset + sg.ones(x.shape[0], 1)
+
+    roundtrip(sg, InPlace(), [("f", (3, 4))], BATCH, [[("f", (6, 4))]])
+
+
+# ------------------------------------------------------------------ the zoo
+
+def _zoo_cases():
+    return {
+        "resnet18": (lambda z: z.resnet.resnet18(5, in_channels=1, small_input=True, width=4),
+                     [("f", (2, 1, 12, 12))], {"x": {0: "batch"}}, [[("f", (3, 1, 12, 12))]]),
+        "mobilenet_v2": (lambda z: z.mobilenet.mobilenet_v2(num_classes=4, in_channels=1, width_mult=0.1,
+                                                            small_input=True),
+                         [("f", (2, 1, 16, 16))], None, ()),
+        "gpt": (lambda z: z.gpt.GPT(vocab_size=11, block_size=8, n_layer=2, n_head=4, n_embd=16),
+                [("i", (2, 8), 11)], {"idx": {0: "batch", 1: "seq"}}, [[("i", (3, 5), 11)]]),
+        "gpt_rotary_gqa": (lambda z: z.gpt.GPT(vocab_size=11, block_size=8, n_layer=1, n_head=4, n_embd=16,
+                                               n_kv_head=2, positions="rotary"),
+                           [("i", (2, 6), 11)], {"idx": {0: "batch", 1: "seq"}}, [[("i", (1, 8), 11)]]),
+        "lstm_lm": (lambda z: z.lstm_lm.LSTMLanguageModel(11, n_embd=8, hidden_size=12, num_layers=2),
+                    [("i", (2, 6), 11)], {"idx": {0: "batch"}}, [[("i", (3, 6), 11)]]),
+    }
+
+
+@pytest.mark.parametrize("name", list(_zoo_cases()))
+def test_zoo_model_runs_in_onnxruntime(sg, name):
+    build, specs, dynamic, others = _zoo_cases()[name]
+    sg.manual_seed(0)
+    roundtrip(sg, build(zoo.models(sg)), specs, dynamic, others)
+
+
+# ------------------------------------------------------------------ the file, names, opsets, errors
+
+def test_writes_a_file_with_names_and_opset(sg, tmp_path):
+    sg.manual_seed(0)
+    model = sg.nn.Sequential(sg.nn.Linear(3, 2), sg.nn.Tanh())
+    path = tmp_path / "m.onnx"
+    sg.onnx.export(model, (sg.randn(4, 3),), path, input_names=["features"], output_names=["scores"],
+                   opset_version=17, dynamic_axes={"features": {0: "n"}, "scores": {0: "n"}})
+    proto = onnx.load(str(path))
+    assert proto.opset_import[0].version == 17
+    assert [i.name for i in proto.graph.input] == ["features"]
+    assert [o.name for o in proto.graph.output] == ["scores"]
+    assert proto.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "n"
+    assert proto.graph.output[0].type.tensor_type.shape.dim[0].dim_param == "n"
+    assert {t.name for t in proto.graph.initializer} == {"0.weight", "0.bias"}  # state_dict names
+    assert model.training  # the mode is restored
+
+
+def test_unsupported_operations_raise_naming_them(sg):
+    ExportError = sg.onnx.ExportError
+
+    class Reads(sg.nn.Module):
+        def forward(self, x):
+            return x * 2 if x.sum().item() > 0 else x
+
+    with pytest.raises(ExportError, match="item"):
+        sg.onnx.export(Reads(), (sg.randn(3),))
+
+    class Masks(sg.nn.Module):  # the result's shape depends on the values
+        def forward(self, x):
+            return x[x > 0]
+
+    with pytest.raises(ExportError, match="nonzero"):
+        sg.onnx.export(Masks(), (sg.randn(3),))
+
+    class Unfolds(sg.nn.Module):
+        def forward(self, x):
+            return sg.nn.functional.unfold(x, 2)
+
+    with pytest.raises(ExportError, match="unfold"):
+        sg.onnx.export(Unfolds(), (sg.randn(1, 1, 4, 4),))
+
+    class Atan2(sg.nn.Module):
+        def forward(self, x):
+            return sg.atan2(x, x + 1)
+
+    with pytest.raises(ExportError, match="atan2"):
+        sg.onnx.export(Atan2(), (sg.randn(3),))
+
+    class Branches(sg.nn.Module):
+        def forward(self, x):
+            return x.sum(0) if x.shape[0] > 2 else x.mean(0)
+
+    with pytest.raises(ExportError, match="other operations"):
+        sg.onnx.export(Branches(), (sg.randn(2, 2),), dynamic_axes={"x": [0]})
+
+
+def test_bad_arguments(sg):
+    model = sg.nn.Linear(2, 2)
+    with pytest.raises(ValueError, match="opset_version"):
+        sg.onnx.export(model, (sg.randn(1, 2),), opset_version=9)
+    with pytest.raises(ValueError, match="neither inputs"):
+        sg.onnx.export(model, (sg.randn(1, 2),), dynamic_axes={"nope": [0]})
+    with pytest.raises(sg.onnx.ExportError, match="tensors"):
+        sg.onnx.export(model, (sg.randn(1, 2), 3))
