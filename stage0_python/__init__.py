@@ -114,4 +114,6 @@ def __getattr__(name):
         return importlib.import_module(f".{name}", __name__)
     if name in ("save", "load"):
         return getattr(importlib.import_module(".serialization", __name__), name)
+    if name in ("save_safetensors", "load_safetensors", "safetensors_metadata"):
+        return getattr(importlib.import_module(".safetensors_io", __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
