@@ -105,7 +105,7 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 
 _SUBMODULES = ("functional", "nn", "optim", "data", "datasets", "serialization", "utils", "memory",
-               "backends", "cuda")
+               "backends", "cuda", "viz")
 
 
 def __getattr__(name):
