@@ -105,7 +105,7 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 
 _SUBMODULES = ("functional", "nn", "onnx", "optim", "data", "datasets", "serialization", "utils", "memory",
-               "backends", "cuda")
+               "backends", "cuda", "viz")
 
 
 def __getattr__(name):
@@ -114,4 +114,6 @@ def __getattr__(name):
         return importlib.import_module(f".{name}", __name__)
     if name in ("save", "load"):
         return getattr(importlib.import_module(".serialization", __name__), name)
+    if name in ("save_safetensors", "load_safetensors", "safetensors_metadata"):
+        return getattr(importlib.import_module(".safetensors_io", __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

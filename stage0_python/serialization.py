@@ -1,5 +1,12 @@
 """``save(obj, path)`` and ``load(path)``: checkpoints that never unpickle anything.
 
+Three formats, told apart by ``load`` from a file's first bytes (``format=`` insists on
+one): stagegrad's own checkpoint, described below, the default for ``save``; safetensors
+(``save(..., format="safetensors")``, ``save_safetensors``: a flat dict of tensors, see
+``safetensors_io``); and, for ``load`` only, PyTorch's ``.pt`` files, which PyTorch itself
+reads with ``weights_only=True`` (see ``torch_checkpoint``; PyTorch must be installed).
+The rest of this docstring is about the stagegrad format.
+
 What can be saved: tensors, ``None``, bools, ints, floats (including inf and nan),
 strings, dtypes, and lists, tuples and dicts of these (dict keys: str, int, float, bool
 or None), nested up to ``MAX_DEPTH`` (200) containers deep: ``save`` refuses deeper
@@ -62,7 +69,7 @@ import tempfile
 import time
 from array import array
 
-from . import creation
+from . import backend as B
 from .device import CPU, check_device, device
 from .dtypes import BY_NAME, DType
 from .tensor import Tensor
@@ -78,6 +85,8 @@ _TEMP_NAME = re.compile(r"\..*\.sgsave\.(?P<host>[A-Za-z0-9_-]+)-(?P<pid>[0-9]+)
                         re.DOTALL)
 _TYPECODES = {"bool": "B", "int32": "i", "int64": "q", "float32": "f", "float64": "d"}
 _ITEMSIZE = {name: array(code).itemsize for name, code in _TYPECODES.items()}
+# torch.save's two layouts: a zip archive, or (before PyTorch 1.6) pickles led by this one
+_TORCH_LEGACY = b"\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19"
 # file signatures worth naming when a foreign file is passed to load()
 _KNOWN = ((b"PK\x03\x04", "a zip archive (a PyTorch .pt file?)"), (b"\x80", "a Python pickle"),
           (b"\x93NUMPY", "a NumPy .npy file"), (b"\x1f\x8b", "a gzip file"), (b"\x89HDF", "an HDF5 file"))
@@ -89,8 +98,18 @@ class CheckpointError(ValueError):
 
 # ------------------------------------------------------------------ save
 
-def save(obj, f):
-    """Write ``obj`` to ``f`` (a path, written atomically, or a binary file object)."""
+FORMATS = ("stagegrad", "safetensors")  # what save writes; load also reads "torch"
+
+
+def save(obj, f, *, format="stagegrad"):  # noqa: A002  (PyTorch-style keyword)
+    """Write ``obj`` to ``f`` (a path, written atomically, or a binary file object), as
+    torch.save. ``format="safetensors"`` writes a flat dict of str -> Tensor as
+    ``save_safetensors`` does; the default, ``"stagegrad"``, holds any nesting."""
+    if format == "safetensors":
+        from .safetensors_io import save_safetensors  # here: it imports this module
+        return save_safetensors(obj, f)
+    if format != "stagegrad":
+        raise ValueError(f"save: format must be one of {FORMATS}, got {format!r}")
     plan = _Plan()
     root = _encode(obj, plan, "obj", set())
     header = json.dumps({"format": "stagegrad", "root": root}, allow_nan=False,
@@ -311,8 +330,15 @@ def _fsync_dir(directory):
 
 # ------------------------------------------------------------------ load
 
-def load(f, map_location=None, weights_only=None):
-    """Read a checkpoint written by ``save`` from a path or a binary file object.
+def load(f, map_location=None, weights_only=None, *, format=None):  # noqa: A002
+    """Read a checkpoint from a path or a binary file object, as torch.load.
+
+    ``format=None`` tells the file's kind by its first bytes: a stagegrad checkpoint
+    (``save``), a safetensors file (loads as a dict of tensors, as ``load_safetensors``) or
+    a PyTorch ``.pt`` file (``torch.save``'s zip archive, or its pre-1.6 pickles; needs
+    PyTorch, which reads it with ``weights_only=True``; its tensors become this stage's, see
+    ``torch_checkpoint``). Any other pickle is refused unread.
+    ``format="stagegrad"``, ``"safetensors"`` or ``"torch"`` insists on that kind.
 
     ``map_location`` is PyTorch's: ``None``, ``"cpu"``, ``"cpu:0"`` or ``sg.device("cpu")``
     keep every tensor on the CPU, where checkpoints are saved from; a dict maps saved
@@ -325,13 +351,45 @@ def load(f, map_location=None, weights_only=None):
     """
     if weights_only not in (None, True, False):
         raise TypeError(f"load: weights_only must be a bool or None, got {weights_only!r}")
+    if format not in (None, "stagegrad", "safetensors", "torch"):
+        raise ValueError(f"load: format must be None (detect it), 'stagegrad', 'safetensors' or "
+                         f"'torch', got {format!r}")
     relocate = _relocation(map_location)
-    if hasattr(f, "read"):
-        blob, name = f.read(), getattr(f, "name", "<file object>")
+    blob, name = _read_all(f)
+    kind = format or _sniff(blob)
+    if kind == "stagegrad":
+        root = _decode_checkpoint(blob, name)
+    elif kind == "safetensors":
+        from .safetensors_io import decode  # here: it imports this module
+        root = decode(blob, name)[0]
     else:
-        name = os.fspath(f)
-        with open(name, "rb") as fh:
-            blob = fh.read()
+        from .torch_checkpoint import load_pt
+        root = load_pt(blob, name)
+    return root if relocate is None else _relocated(root, relocate)
+
+
+def _read_all(f):
+    """The bytes of ``f`` (a path or a binary file object) and the name errors give it."""
+    if hasattr(f, "read"):
+        return f.read(), getattr(f, "name", "<file object>")
+    name = os.fspath(f)
+    with open(name, "rb") as fh:
+        return fh.read(), name
+
+
+def _sniff(blob):
+    """The format ``blob`` is written in, by its first bytes; an unknown file counts as a
+    stagegrad checkpoint, whose errors describe what it looks like."""
+    if blob.startswith(MAGIC):
+        return "stagegrad"
+    if blob[8:9] == b"{":  # a safetensors header length, then its JSON
+        return "safetensors"
+    if blob.startswith(b"PK\x03\x04") or blob.startswith(_TORCH_LEGACY):
+        return "torch"
+    return "stagegrad"
+
+
+def _decode_checkpoint(blob, name):
     header, data = _verified_sections(blob, name)
     try:
         doc = json.loads(header.decode("utf-8"))
@@ -345,7 +403,7 @@ def load(f, map_location=None, weights_only=None):
                               f"decode; a checkpoint nests at most {MAX_DEPTH} containers)") from None
     except (ValueError, KeyError, TypeError, IndexError) as e:
         raise CheckpointError(f"{name}: malformed checkpoint header ({e})") from None
-    return root if relocate is None else _relocated(root, relocate)
+    return root
 
 
 def _relocation(map_location):
@@ -449,23 +507,31 @@ def _dtype(name):
 def _decode_tensor(spec, data):
     name, shape = spec["dtype"], tuple(spec["shape"])
     offset, nbytes = spec["offset"], spec["nbytes"]
-    dtype = _dtype(name)
+    _dtype(name)  # refuses an unknown one
     if not all(isinstance(s, int) and s >= 0 for s in shape):
         raise ValueError(f"bad tensor shape {list(shape)}")
     if nbytes != _numel(shape) * _ITEMSIZE[name] or not 0 <= offset <= len(data) - nbytes:
         raise ValueError(f"tensor of shape {list(shape)} and dtype {name} does not fit the data section "
                          f"(offset {offset}, {nbytes} bytes, section of {len(data)} bytes)")
-    arr = array(_TYPECODES[name])
-    arr.frombytes(data[offset:offset + nbytes])
-    if sys.byteorder == "big":
-        arr.byteswap()
-    values = arr.tolist()
-    if name == "bool":
-        values = [bool(v) for v in values]
-    if not values:
-        t = creation.zeros(shape, dtype=dtype)
-    else:
-        t = creation.tensor(values, dtype=dtype).reshape(shape)
+    t = _tensor_from_bytes(data[offset:offset + nbytes], name, shape)
     if spec.get("requires_grad"):
         t.requires_grad_(True)
     return t
+
+
+def _tensor_from_bytes(raw, dtype_name, shape):
+    """A fresh tensor of this stage from ``raw``: the elements of dtype ``dtype_name``
+    (one of ``_TYPECODES``), row-major, little-endian; ``len(raw)`` must fit ``shape``."""
+    arr = array(_TYPECODES[dtype_name])
+    arr.frombytes(raw)
+    if sys.byteorder == "big":
+        arr.byteswap()
+    # bool bytes stay ints: every backend's from_list stores any nonzero as True
+    return _tensor_from_values(arr.tolist(), BY_NAME[dtype_name], shape)
+
+
+def _tensor_from_values(values, dtype, shape):
+    """A fresh tensor of ``shape`` holding the flat list ``values`` (which fit ``dtype``).
+    Made with its shape, not reshaped: on a stage without views a reshaped tensor counts
+    as a view, and would refuse in-place updates (of a loaded optimizer buffer, say)."""
+    return Tensor._make(B.from_list(values, tuple(shape), dtype))

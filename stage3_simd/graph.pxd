@@ -1,6 +1,6 @@
 cdef class Context:
     cdef dict __dict__
-    cdef tuple _saved
+    cdef readonly tuple _saved  # readable, as stage 0's attribute, for sg.viz's saved-tensor nodes
     cdef tuple _versions
     cdef bint _freed
     cdef public tuple needs_input_grad

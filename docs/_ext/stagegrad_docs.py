@@ -17,7 +17,7 @@ from pathlib import Path
 
 from stagegrad import STAGES, coverage
 from stagegrad import report as R
-from stagegrad.workloads import stage_packages
+from stagegrad.workloads import MLP_SHAPE, stage_packages
 
 GENERATED = "_generated"
 _REPORT = {}
@@ -102,6 +102,32 @@ def primitives_table():
     return "\n".join(lines)
 
 
+# ------------------------------------------------------------------ introspection
+
+def introspection_fragments(gen, batch=8):
+    """The stage 0 chapter's picture of the journey's MLP loss graph (``sg.viz``) and its
+    ``sg.nn.summary`` table. A small batch: only the shapes matter, and stage 0 is slow.
+    Without Graphviz the chapter shows the DOT text instead, with a note."""
+    sg = importlib.import_module("stage0_python")
+    sg.manual_seed(0)
+    d_in, d_hidden, d_out = MLP_SHAPE
+    model = sg.nn.Sequential(sg.nn.Linear(d_in, d_hidden), sg.nn.ReLU(), sg.nn.Linear(d_hidden, d_out))
+    x, y = sg.randn(batch, d_in), sg.randint(0, d_out, (batch,))
+    loss = sg.nn.functional.cross_entropy(model(x), y)
+    picture = sg.viz.graph(loss, params=dict(model.named_parameters()))
+    try:
+        picture.render(gen / "mlp_graph.svg")
+        shown = ("```{image} /_generated/mlp_graph.svg\n:alt: the autograd graph of the MLP's loss\n"
+                 ":align: center\n```\n")
+    except sg.viz.GraphvizNotFoundError:
+        shown = ("*Graphviz's `dot` was not installed where this site was built, so here is the DOT "
+                 "text that it would have drawn (paste it into any Graphviz viewer).*\n\n"
+                 f"```text\n{picture.source}```\n")
+    (gen / "mlp_graph.md").write_text(shown)
+    table = sg.nn.summary(model, input_size=(batch, d_in), verbose=0)
+    (gen / "mlp_summary.md").write_text(f"```text\n{table}\n```\n")
+
+
 # ------------------------------------------------------------------ fragments
 
 def write_fragments(gen, report):
@@ -119,6 +145,7 @@ def write_fragments(gen, report):
         (gen / f"results_{pkg}.md").write_text(R.table(report, impls=shown + peers) + "\n")
     (gen / "primitives.md").write_text(primitives_table() + "\n")
     (gen / "coverage.md").write_text(coverage.markdown() + "\n")
+    introspection_fragments(gen)
 
 
 def _packages(report):
