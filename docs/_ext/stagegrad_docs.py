@@ -128,6 +128,47 @@ def introspection_fragments(gen, batch=8):
     (gen / "mlp_summary.md").write_text(f"```text\n{table}\n```\n")
 
 
+def onnx_fragment(gen):
+    """The interop page's round trip: the journey's MLP and a small CNN exported from the
+    fastest installed stage with a dynamic batch, run in ONNX Runtime at two batch sizes
+    and compared with the stage's own outputs."""
+    try:
+        import numpy as np
+        import onnxruntime as ort
+    except ImportError as e:
+        (gen / "onnx_roundtrip.md").write_text(f"*Not run: {e.name} is not installed where this site was "
+                                               f"built (`pip install 'stagegrad[onnx]'`).*\n")
+        return
+    name = stage_packages()[-1]
+    sg = importlib.import_module(name)
+    sg.manual_seed(0)
+    nn = sg.nn
+    d_in, d_hidden, d_out = MLP_SHAPE
+    models = {
+        "MLP": (nn.Sequential(nn.Linear(d_in, d_hidden), nn.ReLU(), nn.Linear(d_hidden, d_out)), (d_in,)),
+        "CNN": (nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
+                              nn.Flatten(), nn.Linear(8 * 14 * 14, d_out)), (1, 28, 28)),
+    }
+    lines = [f"Exported from `{name}` with `dynamic_axes={{\"x\": {{0: \"batch\"}}}}`, run by ONNX Runtime "
+             f"{ort.__version__}:", "",
+             "| model | ONNX operators | parameters | largest difference, batch 4 | batch 9 |",
+             "|---|---|---:|---:|---:|"]
+    for label, (model, shape) in models.items():
+        model.eval()
+        proto = sg.onnx.export(model, (sg.randn(4, *shape),), input_names=["x"],
+                               dynamic_axes={"x": {0: "batch"}})
+        session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+        diffs = []
+        for batch in (4, 9):
+            x = sg.randn(batch, *shape)
+            theirs = session.run(None, {"x": np.array(x.tolist(), dtype=np.float32)})[0]
+            diffs.append(float(np.abs(np.array(model(x).tolist()) - theirs).max()))
+        ops = sorted({n.op_type for n in proto.graph.node} - {"Identity"})
+        params = sum(p.numel() for p in model.parameters())
+        lines.append(f"| {label} | {', '.join(ops)} | {params:,} | {diffs[0]:.1e} | {diffs[1]:.1e} |")
+    (gen / "onnx_roundtrip.md").write_text("\n".join(lines) + "\n")
+
+
 # ------------------------------------------------------------------ fragments
 
 def write_fragments(gen, report):
@@ -146,6 +187,7 @@ def write_fragments(gen, report):
     (gen / "primitives.md").write_text(primitives_table() + "\n")
     (gen / "coverage.md").write_text(coverage.markdown() + "\n")
     introspection_fragments(gen)
+    onnx_fragment(gen)
 
 
 def _packages(report):
