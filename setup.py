@@ -33,7 +33,7 @@ DEBUG = os.environ.get("STAGEGRAD_CYTHON_DEBUG") == "1"
 SANITIZE = (["-fsanitize=" + os.environ["STAGEGRAD_SANITIZE"], "-fno-omit-frame-pointer"]
             if os.environ.get("STAGEGRAD_SANITIZE") else [])
 STAGE2 = ("_storage", "_buffer", "_convert", "_elementwise", "_reduce", "_matmul", "_conv", "_index",
-          "_random", "_sort")
+          "_random", "_sort", "_dlpack")
 X86_ISAS = {
     "sse2": [],
     "avx2": ["-mavx2", "-mfma"],

@@ -8,8 +8,8 @@ from . import tensor as _tensor  # first: autograd, ops and creation build on Te
 from . import autograd, dtypes, random
 from .autograd import (Function, enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled,
                        no_grad, set_grad_enabled)
-from .creation import (arange, as_tensor, cat, concat, empty, empty_like, eye, from_numpy, full,
-                       full_like, linspace, normal, ones, ones_like, rand, rand_like, randint,
+from .creation import (arange, as_tensor, cat, concat, empty, empty_like, eye, from_dlpack, from_numpy,
+                       full, full_like, linspace, normal, ones, ones_like, rand, rand_like, randint,
                        randint_like, randn, randn_like, randperm, stack, tensor, zeros, zeros_like)
 from .legacy import (BFloat16Tensor, BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor,
                      IntTensor, LongTensor, ShortTensor)
@@ -43,7 +43,7 @@ DType = dtypes.DType
 dtype = dtypes.DType
 
 # what this stage cannot do that later ones can (see common_tests/conftest.py)
-LACKS = frozenset({"views", "dtype_views", "pool", "buffer_protocol"}) | dtypes.LACKING
+LACKS = frozenset({"views", "dtype_views", "pool", "buffer_protocol", "dlpack"}) | dtypes.LACKING
 
 _T = Tensor
 exp, log, log1p, sqrt, rsqrt, sin, cos, tanh, sigmoid = (

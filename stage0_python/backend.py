@@ -25,12 +25,17 @@ The primitive set, which every stage's backend provides under the same names:
 - ``unfold``/``fold`` for convolution (im2col and its adjoint)
 - in-place: ``assign`` (write a region), ``put`` (flat scatter, or combining by sum, prod,
   amax or amin), ``set_data`` (replace the contents)
+- DLPack: ``to_dlpack(x, versioned)`` (a capsule sharing x's memory, DLPack 1.0's when
+  ``versioned``) and
+  ``from_dlpack(obj)`` (a buffer over the memory of an object with ``__dlpack__``, or of a
+  capsule), both zero-copy; a stage that cannot share memory raises CapabilityError
 - fused kernels a stage may offer are listed in ``FUSED`` (stage 0 offers none).
 """
 import math
 import operator
 from array import array
 
+from .capabilities import lacking
 from .dtypes import bool_, float64, int32, int64
 from .memory import track as _track
 from .shapes import check as _check_shape
@@ -1095,3 +1100,20 @@ def set_data(dst, src):
     """Replace the contents of ``dst`` with ``src`` (same shape and dtype)."""
     dst.data = src.data
     dst.version += 1
+
+
+# ---------------------------------------------------------------- DLPack
+
+_NO_DLPACK = ("stage 0 cannot share memory: its arrays are immutable and every in-place write "
+              "replaces a tensor's array, so no memory stays put for another library to read or "
+              "write; np.asarray(t) or t.numpy() copies")
+
+
+def to_dlpack(x, versioned=False):
+    """Refused: see ``_NO_DLPACK``."""
+    raise lacking(__name__, "dlpack", f"__dlpack__: {_NO_DLPACK}")
+
+
+def from_dlpack(obj):
+    """Refused: see ``_NO_DLPACK`` (``sg.tensor(np_array)`` copies instead)."""
+    raise lacking(__name__, "dlpack", f"from_dlpack: {_NO_DLPACK}")

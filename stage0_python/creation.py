@@ -47,6 +47,18 @@ def from_numpy(array):
     return Tensor._infer(array)
 
 
+def from_dlpack(ext_tensor):
+    """A tensor sharing the memory of ``ext_tensor``: any object with ``__dlpack__`` (a NumPy
+    array, a PyTorch CPU tensor, another stage's tensor) or a ``"dltensor"`` capsule, which
+    it consumes. No copy: writes through either side are seen by the other, and the producer
+    frees the memory when the last tensor over it dies. Its strides are kept (a transposed
+    or sliced array becomes a strided view). A dtype this stage lacks (float16, uint8...)
+    raises CapabilityError, as does a stage that cannot share memory; memory on another
+    device, or a read-only NumPy array (stagegrad tensors are always writable), raises
+    BufferError."""
+    return Tensor._make(B.from_dlpack(ext_tensor))
+
+
 def full(size, fill_value, dtype=None, requires_grad=False, device=None):
     check_device(device, "full")
     dtype = _to_dtype(dtype) or D.result_type(fill_value)

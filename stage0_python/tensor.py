@@ -159,6 +159,9 @@ def _legacy_buffer(args, dtype, op):
     return _buffer_from(data, dtype or D.get_default_dtype())
 
 
+_DLPACK_CPU = (1, 0)  # DLPack's (device type, index): kDLCPU
+
+
 class Tensor(TensorCore):
     """An n-dimensional array with reverse-mode autograd."""
 
@@ -332,6 +335,28 @@ class Tensor(TensorCore):
         if dtype is not None:
             a = a.astype(dtype, copy=False)
         return a.copy() if copy else a
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule sharing this tensor's memory (``np.from_dlpack(t)``,
+        ``torch.from_dlpack(t)``): writes through either side are seen by the other, and the
+        storage lives until the consumer is done. A DLPack 1.0 capsule when ``max_version``
+        allows one (NumPy makes a legacy one's array read-only), else the legacy
+        ``"dltensor"``; ``copy=True`` exports a copy. A stage that cannot share memory raises
+        CapabilityError (its LACKS names ``dlpack``)."""
+        if self.requires_grad:
+            raise RuntimeError("__dlpack__: can't export a tensor that requires grad; use "
+                               "tensor.detach()")
+        if stream is not None:  # the array API's rule for CPU memory
+            raise BufferError(f"__dlpack__: stream must be None for a CPU tensor, got {stream!r}")
+        if dl_device is not None and tuple(dl_device) != _DLPACK_CPU:
+            raise BufferError(f"__dlpack__: cannot export to DLPack device {tuple(dl_device)}; this "
+                              f"tensor is on the CPU {_DLPACK_CPU}")
+        versioned = max_version is not None and tuple(max_version) >= (1, 0)
+        return B.to_dlpack(B.copy(self._data) if copy else self._data, versioned)
+
+    def __dlpack_device__(self):
+        """``(1, 0)``: DLPack's kDLCPU, device 0 (every tensor here is on the CPU)."""
+        return _DLPACK_CPU
 
     def __float__(self):
         return float(self.item())

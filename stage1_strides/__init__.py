@@ -21,5 +21,6 @@ with open(_os.path.join(_PREVIOUS, "__init__.py"), encoding="utf-8") as _f:
 del _f
 __doc__ = _STAGE1_DOC  # the source run above set stage 0's
 
-# views alias their base here; arrays are not exported
-LACKS = frozenset({"buffer_protocol", "dtype_views"}) | dtypes.LACKING
+# views alias their base here; arrays are not exported (nor shared through DLPack: an
+# array.array cannot wrap another library's memory)
+LACKS = frozenset({"buffer_protocol", "dtype_views", "dlpack"}) | dtypes.LACKING

@@ -32,6 +32,7 @@ from stage0_python.backend import (  # noqa: F401  (re-exported: the frontend us
     uniform_values, view_strides, windows_layout)
 
 from . import dtypes
+from .capabilities import lacking
 from .dtypes import bool_, float64, int64
 from .pool import POOL
 
@@ -636,3 +637,23 @@ def set_data(dst, src):
     frontend refuses a write into elements sharing memory unless it is a fill)."""
     _write(dst, _flat(src))
     dst.version += 1
+
+
+# ---------------------------------------------------------------- DLPack
+
+# An array.array can lend its memory but never adopt another library's, so an import
+# could only copy; and an export would need DLPack's C structs and a C-callable deleter
+# built through ctypes (stage 1 exports no memory at all: it lacks buffer_protocol too).
+_NO_DLPACK = ("stage 1's storage is an array.array, which owns its memory and cannot wrap another "
+              "library's, so tensors cannot be shared both ways without a copy; stage 2 shares "
+              "them (sg.tensor(np_array) and t.numpy() copy here)")
+
+
+def to_dlpack(x, versioned=False):
+    """Refused: see ``_NO_DLPACK``."""
+    raise lacking(__name__, "dlpack", f"__dlpack__: {_NO_DLPACK}")
+
+
+def from_dlpack(obj):
+    """Refused: see ``_NO_DLPACK``."""
+    raise lacking(__name__, "dlpack", f"from_dlpack: {_NO_DLPACK}")

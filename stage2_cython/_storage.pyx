@@ -11,7 +11,11 @@ every pool function runs with the GIL held and calls no Python code, so each one
 atomic with respect to other threads: a Storage dying in another thread, or inside a
 garbage collection, cannot interleave with an allocation. A block goes back to the pool
 only from ``__dealloc__``, when no Buffer and no exported buffer (NumPy array,
-memoryview) can reach it any more.
+memoryview, DLPack capsule) can reach it any more.
+
+A Storage may also wrap *foreign* memory (``foreign_storage``: a DLPack import). Its
+``klass`` is ``FOREIGN``, so its block never reaches the pool or ``free``: dropping its
+``owner`` when the storage dies is what hands the memory back to its producer.
 """
 cimport cython
 from cpython.bytes cimport PyBytes_FromStringAndSize
@@ -190,8 +194,14 @@ cdef class Storage:
         return _rebuild, (PyBytes_FromStringAndSize(self.ptr, self.nbytes), self.code, self.version)
 
     def __dealloc__(self):
-        if self.ptr != NULL:
+        # klass, not owner, tells foreign memory: a garbage collection may clear owner first
+        if self.ptr != NULL and self.klass != FOREIGN:
             _give(self.ptr, self.klass, self.nbytes)
+
+    @property
+    def is_foreign(self):
+        """True when the memory belongs to another library (a DLPack import)."""
+        return self.klass == FOREIGN
 
     @property
     def address(self):
@@ -231,6 +241,20 @@ cdef Storage new_storage(Py_ssize_t n, int code):
     s.length = n
     s.code = code
     s.stride = itemsize_of(code)
+    return s
+
+
+cdef Storage foreign_storage(char* ptr, Py_ssize_t n, int code, object owner):
+    """A Storage over ``n`` elements at ``ptr`` that it does not own: ``owner`` keeps them
+    alive and is released (so the producer frees them) when the storage dies."""
+    cdef Storage s = Storage.__new__(Storage)
+    s.ptr = ptr
+    s.nbytes = n * itemsize_of(code)
+    s.klass = FOREIGN
+    s.length = n
+    s.code = code
+    s.stride = itemsize_of(code)
+    s.owner = owner
     return s
 
 

@@ -8,6 +8,9 @@ stage 1's. What changes is where the work happens:
   ``Storage`` (``_storage.pyx``), 64-byte-aligned memory from a pool of size classes,
   with the version counter. Both export the buffer protocol: ``np.asarray(buf)`` and
   ``memoryview(buf)`` see the elements in place.
+- ``to_dlpack``/``from_dlpack`` (``_dlpack.pyx``) share a storage with NumPy, PyTorch or
+  any DLPack library without a copy, both ways; an imported one wraps foreign memory
+  that the pool never takes.
 - every primitive is a typed C loop over strides (``_elementwise``, ``_convert``,
   ``_reduce``, ``_matmul``, ``_conv``, ``_index``, ``_random``, ``_sort``) that runs without the GIL
   and touches no Python object per element.
@@ -23,13 +26,15 @@ from stage0_python import backend as _s0
 from stage0_python import dtypes as _s0_dtypes
 from stage0_python.backend import (  # noqa: F401  (re-exported: the frontend uses some)
     BOOL_RESULT, INF, NAN, _to_int, diagonal_layout, windows_layout)
-from stage2_cython import _buffer, _conv, _convert, _elementwise, _index, _matmul, _random, _reduce, _sort
+from stage2_cython import (_buffer, _conv, _convert, _dlpack, _elementwise, _index, _matmul, _random,
+                           _reduce, _sort)
 from stage2_cython._buffer import (  # noqa: F401  (primitives that are the compiled functions)
     Buffer, alias, broadcast_shapes, contiguous, contiguous_strides, copy, data_ptr, is_contiguous,
     permute, prod, reshape, shares_storage, slice, storage_id, storage_offset, strides)
 from stage2_cython._storage import Storage  # noqa: F401
 
 from . import dtypes
+from .capabilities import lacking
 from .dtypes import bool_, int32, int64
 
 FUSED = frozenset()
@@ -227,3 +232,35 @@ def set_data(dst, src):
     """Write the contents of ``src`` (same shape and dtype) into ``dst``'s elements."""
     _write(dst, src)
     dst.version += 1
+
+
+# ---------------------------------------------------------------- DLPack (_dlpack.pyx)
+
+def to_dlpack(x, versioned=False):
+    """A DLPack capsule over ``x``'s elements in place (its strides, its offset): DLPack
+    1.0's ``"dltensor_versioned"`` when ``versioned``, else the legacy ``"dltensor"``;
+    ``x``'s storage lives until the consumer is done with it."""
+    return _dlpack.to_capsule(x, versioned)
+
+
+def from_dlpack(obj):
+    """A buffer over the memory of ``obj`` (an object with ``__dlpack__``, or a
+    ``"dltensor"`` capsule), without a copy: the producer frees it when our storage dies."""
+    capsule = obj
+    if hasattr(obj, "__dlpack__"):
+        try:
+            capsule = obj.__dlpack__()  # no max_version: the legacy capsule, which we read
+        except BufferError as e:
+            # NumPy refuses a read-only array here: the legacy capsule cannot mark it so
+            raise BufferError(f"from_dlpack: {type(obj).__name__} would not share its memory ({e}); "
+                              f"stagegrad tensors are always writable, so a read-only array cannot "
+                              f"be shared: pass a writable copy (NumPy: arr.copy())") from e
+    name = _dlpack.capsule_dtype_name(capsule)
+    if name in dtypes.LACKING:
+        raise lacking(__name__, name, f"from_dlpack: cannot import a tensor of dtype {name}; this stage "
+                      f"computes in {', '.join(d.name for d in dtypes.ALL)}")
+    dtype = {d.name: d for d in dtypes.ALL}.get(name)
+    if dtype is None:
+        raise TypeError(f"from_dlpack: unsupported dtype {name}; stagegrad computes in "
+                        f"{', '.join(d.name for d in dtypes.ALL)}")
+    return _dlpack.from_capsule(capsule, dtype)
