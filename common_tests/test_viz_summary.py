@@ -246,3 +246,14 @@ def test_summary_quiet_and_errors(sg, capsys):
         sg.nn.summary(model, input_size=(2, 4), input_data=sg.randn(2, 4))
     with pytest.raises(ValueError, match="unknown columns"):
         sg.nn.summary(model, input_size=(2, 4), col_names=("bogus",))
+
+
+def test_to_graphviz(sg, monkeypatch):
+    graphviz = pytest.importorskip("graphviz", reason="the graphviz extra is not installed")
+    _, _, loss = mlp_loss(sg)
+    g = sg.viz.graph(loss)
+    source = g.to_graphviz()
+    assert isinstance(source, graphviz.Source) and source.source == g.source
+    monkeypatch.setitem(__import__("sys").modules, "graphviz", None)
+    with pytest.raises(ImportError, match=r"stagegrad\[graphviz\]"):
+        g.to_graphviz()

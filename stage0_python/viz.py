@@ -68,6 +68,16 @@ class Graph:
             f.write(data)
         return path
 
+    def to_graphviz(self):
+        """The graph as a ``graphviz.Source``, for that package's tools (viewing, layouts,
+        other engines); needs the ``graphviz`` extra."""
+        try:
+            import graphviz
+        except ImportError:
+            raise ImportError("to_graphviz needs the graphviz package: pip install 'stagegrad[graphviz]' "
+                              "(it draws through Graphviz's dot program: " + _INSTALL_HINT + ")") from None
+        return graphviz.Source(self.source)
+
     def _repr_svg_(self):
         # notebooks: the picture where Graphviz is installed, else (None) the plain repr
         try:
