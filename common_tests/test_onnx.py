@@ -87,21 +87,25 @@ LAYERS = {
     "avg_pool2d_ceil": (lambda nn: nn.AvgPool2d(2, ceil_mode=True), [F], None, (), {"AveragePool"}),
     "avg_pool1d": (lambda nn: nn.AvgPool1d(3, stride=1, padding=1), [("f", (2, 3, 9))], None, (),
                    {"AveragePool"}),
-    "adaptive_avg_pool2d": (lambda nn: nn.AdaptiveAvgPool2d((3, 2)), [F], BATCH, [[("f", (1, 3, 9, 9))]], None),
+    "adaptive_avg_pool2d": (lambda nn: nn.AdaptiveAvgPool2d((3, 2)), [F], BATCH, [[("f", (1, 3, 9, 9))]],
+                            None),
     "adaptive_avg_pool_global": (lambda nn: nn.AdaptiveAvgPool2d(1), [F], None, (), None),
     "adaptive_max_pool2d": (lambda nn: nn.AdaptiveMaxPool2d((2, 4)), [F], None, (), None),
     "batch_norm2d": (lambda nn: nn.BatchNorm2d(3), [F], BATCH, [[("f", (4, 3, 9, 9))]],
                      {"BatchNormalization"}),
     "batch_norm1d": (lambda nn: nn.BatchNorm1d(6), [("f", (4, 6))], None, (), {"BatchNormalization"}),
-    "batch_norm_no_affine": (lambda nn: nn.BatchNorm2d(3, affine=False), [F], None, (), {"BatchNormalization"}),
+    "batch_norm_no_affine": (lambda nn: nn.BatchNorm2d(3, affine=False), [F], None, (),
+                             {"BatchNormalization"}),
     "batch_norm_batch_stats": (lambda nn: nn.BatchNorm2d(3, track_running_stats=False), [F], None, (), None),
-    "layer_norm": (lambda nn: nn.LayerNorm((9, 9)), [F], BATCH, [[("f", (1, 3, 9, 9))]], {"LayerNormalization"}),
+    "layer_norm": (lambda nn: nn.LayerNorm((9, 9)), [F], BATCH, [[("f", (1, 3, 9, 9))]],
+                   {"LayerNormalization"}),
     "group_norm": (lambda nn: nn.GroupNorm(3, 6), [("f", (2, 6, 5))], BATCH, [[("f", (3, 6, 5))]], None),
     "instance_norm": (lambda nn: nn.InstanceNorm2d(3, affine=True), [F], None, (), None),
     "rms_norm": (lambda nn: nn.RMSNorm(9), [F], None, (), None),
     "embedding": (lambda nn: nn.Embedding(10, 4, padding_idx=0), [("i", (3, 5), 10)], BATCH,
                   [[("i", (6, 5), 10)]], {"Gather"}),
-    "dropout_eval": (lambda nn: nn.Sequential(nn.Dropout(0.5), nn.Linear(4, 3)), [("f", (2, 4))], None, (), None),
+    "dropout_eval": (lambda nn: nn.Sequential(nn.Dropout(0.5), nn.Linear(4, 3)), [("f", (2, 4))], None, (),
+                     None),
     "flatten": (lambda nn: nn.Flatten(), [F], BATCH, [[("f", (1, 3, 9, 9))]], None),
     "upsample_nearest": (lambda nn: nn.Upsample(scale_factor=2), [("f", (1, 2, 3, 4))], None, (), None),
     "upsample_bilinear": (lambda nn: nn.Upsample(size=(5, 7), mode="bilinear", align_corners=False),
@@ -326,3 +330,29 @@ def test_bad_arguments(sg):
         sg.onnx.export(model, (sg.randn(1, 2),), dynamic_axes={"nope": [0]})
     with pytest.raises(sg.onnx.ExportError, match="tensors"):
         sg.onnx.export(model, (sg.randn(1, 2), 3))
+
+
+def test_the_stage_is_left_as_it_was(sg):
+    """Tracing wraps the backend's functions, nn.functional's and the Tensor's reads for one
+    export; after it, and after an export that failed, every one is the original again."""
+    import importlib
+    B = importlib.import_module(sg.__name__ + ".backend")
+    F = importlib.import_module(sg.__name__ + ".nn.functional")
+    owners = (B, F, sg.Tensor, sg.nn.Conv1d, sg.nn.Conv2d)
+    before = [dict(vars(o)) for o in owners]
+
+    class Fails(sg.nn.Module):
+        def forward(self, x):
+            return sg.atan2(self.conv(x), x)
+
+    model = Fails()
+    model.conv = sg.nn.Conv2d(1, 1, 1)
+    sg.onnx.export(model.conv, (sg.randn(1, 1, 2, 2),))
+    with pytest.raises(sg.onnx.ExportError):
+        sg.onnx.export(model, (sg.randn(1, 1, 2, 2),))
+    after = [dict(vars(o)) for o in owners]
+    for old, new in zip(before, after):
+        assert old.keys() == new.keys()
+        assert all(new[k] is old[k] for k in old)
+    y = model.conv(sg.randn(1, 1, 2, 2))  # and the stage still computes
+    assert tuple(y.shape) == (1, 1, 2, 2)

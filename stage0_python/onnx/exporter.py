@@ -1,7 +1,8 @@
 """``export``: trace, merge the traces into one graph with symbolic sizes, write ONNX."""
 import inspect
-import io
 import os
+import sys
+import threading
 
 from . import trace as _trace
 from .errors import ExportError
@@ -12,6 +13,8 @@ from .sizes import Sym, fit
 
 OPSETS = range(17, 22)
 DEFAULT_OPSET = 18
+# tracing swaps functions of the stage's modules for the duration of one export
+_TRACING = threading.Lock()
 
 
 def export(model, args, f=None, *, input_names=None, output_names=None, opset_version=None,
@@ -24,7 +27,8 @@ def export(model, args, f=None, *, input_names=None, output_names=None, opset_ve
     ``{"x": {0: "batch"}}`` or ``{"x": [0]}``; an axis named on two inputs is one size.
     The model runs in eval mode while it is traced (its mode is restored after), with
     this stage's fused kernels off, so that every operation it runs is recorded.
-    ``check`` runs ``onnx.checker`` on the result."""
+    ``check`` runs ``onnx.checker`` on the result. While it traces, the stage's functions
+    are wrapped process-wide: other threads should not run the stage meanwhile."""
     import onnx
     from onnx import helper
 
@@ -32,8 +36,8 @@ def export(model, args, f=None, *, input_names=None, output_names=None, opset_ve
     if opset not in OPSETS:
         raise ValueError(f"export: opset_version {opset} is not supported; choose one of "
                          f"{OPSETS.start}..{OPSETS.stop - 1}")
-    sg = _stage_of(model, args)
     inputs = tuple(args) if isinstance(args, (tuple, list)) else (args,)
+    sg = _stage_of(model, inputs)
     for i, t in enumerate(inputs):
         if not isinstance(t, sg.Tensor):
             raise ExportError(f"export: example input {i} is a {type(t).__name__}; inputs must be tensors "
@@ -47,14 +51,16 @@ def export(model, args, f=None, *, input_names=None, output_names=None, opset_ve
     if training:
         model.eval()
     try:
-        traces, sizes = _traces(sg, model, inputs, input_names, params, axes, places)
+        with _TRACING:
+            traces, sizes = _traces(sg, model, inputs, input_names, params, axes, places)
     finally:
         if training:
             model.train()
     records, shapes = _merge(traces, sizes, [a[0] for a in axes])
     base = traces[0]
     if output_names is None:
-        output_names = ["output"] if len(base.outputs) == 1 else [f"output_{i}" for i in range(len(base.outputs))]
+        n = len(base.outputs)
+        output_names = ["output"] if n == 1 else [f"output_{i}" for i in range(n)]
     if len(output_names) != len(base.outputs):
         raise ValueError(f"export: {len(output_names)} output_names for {len(base.outputs)} outputs")
     unknown = set(dynamic_axes or {}) - set(input_names) - set(output_names)
@@ -75,7 +81,7 @@ def export(model, args, f=None, *, input_names=None, output_names=None, opset_ve
             g.initializer(name, _array(buf))
     dims = [name for name, _ in axes]
     graph = helper.make_graph(
-        g.nodes, getattr(model, "__class__", type(model)).__name__,
+        g.nodes, type(model).__name__,
         [_value_info(n, v.dtype, shapes[v.name], dims) for n, v in zip(input_names, base.inputs)],
         [_value_info(n, v.dtype, shapes[v.name], dims, out_axes=(dynamic_axes or {}).get(n))
          for n, v in zip(output_names, base.outputs)],
@@ -93,10 +99,14 @@ def export(model, args, f=None, *, input_names=None, output_names=None, opset_ve
     return proto
 
 
-def _stage_of(model, args):
-    import importlib
-    first = next(iter(args)) if isinstance(args, (tuple, list)) and args else args
-    return importlib.import_module(type(first).__module__.partition(".")[0])
+def _stage_of(model, inputs):
+    """The stage whose tensors the inputs (or else the model's parameters) are."""
+    params = model.parameters() if hasattr(model, "parameters") else ()
+    for obj in (*inputs, *params):
+        stage = sys.modules.get(type(obj).__module__.partition(".")[0])
+        if isinstance(obj, getattr(stage, "Tensor", ())):
+            return stage
+    raise ExportError("export: found no stagegrad tensor among the example inputs or the model's parameters")
 
 
 def _default_input_names(model, n):

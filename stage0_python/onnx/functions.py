@@ -112,15 +112,16 @@ def avg_pool2d(g, a, out):
     g.node("Identity", [y], [out.name])
 
 
-def _ones_or(g, v, value, shape, dtype):
-    return v.name if v is not None else g.const(value, dtype.name, shape) if shape else g.const(value, dtype.name)
+def _given_or(g, v, values, shape, dtype):
+    """The parameter ``v``, or a constant of ``values`` where the layer has none."""
+    return v.name if v is not None else g.const(values, dtype.name, shape)
 
 
 def batch_norm(g, a, out):
     x, mean, var = a["input"], a["running_mean"], a["running_var"]
     C = (mean.shape[0],)
-    scale = _ones_or(g, a["weight"], [1.0] * C[0], C, x.dtype)
-    bias = _ones_or(g, a["bias"], [0.0] * C[0], C, x.dtype)
+    scale = _given_or(g, a["weight"], [1.0] * C[0], C, x.dtype)
+    bias = _given_or(g, a["bias"], [0.0] * C[0], C, x.dtype)
     g.node("BatchNormalization", [x.name, scale, bias, mean.name, var.name], [out.name],
            epsilon=float(a["eps"]))
 
@@ -131,7 +132,7 @@ def layer_norm(g, a, out):
     n = 1
     for s in shape:
         n *= s
-    scale = _ones_or(g, a["weight"], [1.0] * n, shape, x.dtype)
+    scale = _given_or(g, a["weight"], [1.0] * n, shape, x.dtype)
     inputs = [x.name, scale] + ([] if a["bias"] is None else [a["bias"].name])
     g.node("LayerNormalization", inputs, [out.name], axis=-len(shape), epsilon=float(a["eps"]))
 
@@ -156,8 +157,8 @@ def _no_operator(name):
 
 # keyed by where the function lives in a stage: "<module>.<function>"
 FUNCTIONS = {
-    "nn.functional._linear": linear,
-    "nn.functional_attention._safe_softmax": safe_softmax, "nn.functional.conv1d": _conv(1), "nn.functional.conv2d": _conv(2),
+    "nn.functional._linear": linear, "nn.functional_attention._safe_softmax": safe_softmax,
+    "nn.functional.conv1d": _conv(1), "nn.functional.conv2d": _conv(2),
     "nn.functional_spatial.conv_transpose1d": _conv_transpose(1),
     "nn.functional_spatial.conv_transpose2d": _conv_transpose(2),
     "nn.functional.max_pool2d": max_pool2d, "nn.functional.avg_pool2d": avg_pool2d,

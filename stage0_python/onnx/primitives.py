@@ -191,7 +191,8 @@ def expand(g, args, out):
 def slice_(g, args, out):
     x, starts, steps, counts = args
     shape = g.shapes[x.name]
-    axes = [d for d in range(len(shape)) if not (starts[d] == 0 and steps[d] == 1 and same(counts[d], shape[d]))]
+    axes = [d for d in range(len(shape))
+            if not (starts[d] == 0 and steps[d] == 1 and same(counts[d], shape[d]))]
     if not axes:
         return _out(g, "Identity", [x.name], out)
     ends = [starts[d] + steps[d] * counts[d] for d in axes]
@@ -231,7 +232,8 @@ def assign(g, args, out):
     """A write into a basic-slice region: ``ScatterND`` at every index of the region."""
     import numpy as np
     dst, starts, steps, counts, src = args
-    starts, steps, counts = ([g.static(v, "an indexed write's region") for v in vs] for vs in (starts, steps, counts))
+    starts, steps, counts = ([g.static(v, "an indexed write's region") for v in vs]
+                             for vs in (starts, steps, counts))
     grid = np.stack(np.meshgrid(*[s + st * np.arange(n) for s, st, n in zip(starts, steps, counts)],
                                 indexing="ij"), axis=-1)
     updates = g.node("Expand", [g.cast(src.name, src.dtype, dst.dtype), g.ints(counts)])

@@ -217,7 +217,7 @@ class Trace:
         undo = []
 
         def swap(owner, attr, new):
-            undo.append((owner, attr, getattr(owner, attr)))
+            undo.append((owner, attr, vars(owner)[attr]))  # a class's staticmethod, not its function
             setattr(owner, attr, new)
 
         for name, fn in list(vars(B).items()):
