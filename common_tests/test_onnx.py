@@ -191,9 +191,10 @@ def test_transformer_layers(sg):
 
 # ------------------------------------------------------------------ composed by hand
 
-def test_tensor_ops_a_forward_composes(sg):
+@pytest.mark.parametrize("opset", [17, 18, 21])
+def test_tensor_ops_a_forward_composes(sg, opset):
     """Reshape, permute, slice, concat, gather, indexing, reductions, comparisons and
-    elementwise ops written directly in a forward."""
+    elementwise ops written directly in a forward, at each opset's form of the reductions."""
 
     class Mixed(sg.nn.Module):
         def forward(self, x, idx):
@@ -207,8 +208,9 @@ def test_tensor_ops_a_forward_composes(sg):
             c = z.cumsum(1)[:, -1].sum(-1) + z.argmax(-1).float().sum(-1)
             return g.squeeze(-1) + m + s + c.sin().unsqueeze(-1) ** 2, z.flatten(1)[:, ::2]
 
-    roundtrip(sg, Mixed(), [("f", (2, 12)), ("i", (2,), 3)], {"x": {0: "b"}, "idx": {0: "b"}},
-              [[("f", (5, 12)), ("i", (5,), 3)]])
+    proto = roundtrip(sg, Mixed(), [("f", (2, 12)), ("i", (2,), 3)], {"x": {0: "b"}, "idx": {0: "b"}},
+                      [[("f", (5, 12)), ("i", (5,), 3)]], opset_version=opset)
+    assert proto.opset_import[0].version == opset
 
 
 def test_indexed_writes(sg):
