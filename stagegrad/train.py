@@ -173,7 +173,9 @@ def mnist(sg, root, train):
 
 def _load(sg, path):
     if not is_torch(sg):
-        return sg.load(path)
+        # a training checkpoint is the stage's own format: sg.load would also read a
+        # PyTorch file's weights, but not resume PyTorch's generator and optimizer from it
+        return sg.load(path, format="stagegrad")
     try:
         return sg.load(path, weights_only=True)  # never runs code from the file
     except (pickle.UnpicklingError, EOFError, RuntimeError, ValueError) as e:
