@@ -78,7 +78,7 @@ def export(model, args, f=None, *, input_names=None, output_names=None, opset_ve
     used = {i for n in g.nodes for i in n.input}
     for name, buf in base.constants.items():
         if name in used:
-            g.initializer(name, _array(buf))
+            g.initializer(name, _array(sg, buf))
     dims = [name for name, _ in axes]
     graph = helper.make_graph(
         g.nodes, type(model).__name__,
@@ -239,10 +239,13 @@ def _merge(traces, sizes, axis_names):
     return records, shapes
 
 
-def _array(buf):
+def _array(sg, buf):
+    """A constant's values as a NumPy array: through DLPack where the stage shares its
+    memory (a copy, since the buffer is the model's), else element by element."""
     import numpy as np
-    values = buf.tolist()
-    return np.array(values, dtype=NP_DTYPES[buf.dtype.name]).reshape(buf.shape)
+    if "dlpack" not in sg.LACKS:
+        return np.from_dlpack(sg.Tensor._make(buf)).copy()
+    return np.array(buf.tolist(), dtype=NP_DTYPES[buf.dtype.name]).reshape(buf.shape)
 
 
 def _value_info(name, dtype, shape, axis_names, out_axes=None):
