@@ -35,7 +35,7 @@ import math
 import operator
 from array import array
 
-from .capabilities import lacking
+from .capabilities import refusal
 from .dtypes import bool_, float64, int32, int64
 from .memory import track as _track
 from .shapes import check as _check_shape
@@ -1109,11 +1109,5 @@ _NO_DLPACK = ("stage 0 cannot share memory: its arrays are immutable and every i
               "write; np.asarray(t) or t.numpy() copies")
 
 
-def to_dlpack(x, versioned=False):
-    """Refused: see ``_NO_DLPACK``."""
-    raise lacking(__name__, "dlpack", f"__dlpack__: {_NO_DLPACK}")
-
-
-def from_dlpack(obj):
-    """Refused: see ``_NO_DLPACK`` (``sg.tensor(np_array)`` copies instead)."""
-    raise lacking(__name__, "dlpack", f"from_dlpack: {_NO_DLPACK}")
+to_dlpack = refusal(__name__, "dlpack", "__dlpack__", _NO_DLPACK)
+from_dlpack = refusal(__name__, "dlpack", "from_dlpack", _NO_DLPACK)

@@ -7,6 +7,15 @@ class CapabilityError(NotImplementedError):
     PyTorch raises for a dtype an operation does not implement."""
 
 
+def refusal(stage_module_name, capability, call, why):
+    """A function that raises, for ``call``, the CapabilityError saying ``why`` the stage
+    lacks ``capability``: what a backend offers in place of a primitive it cannot have."""
+    def refuse(*args, **kwargs):
+        raise lacking(stage_module_name, capability, f"{call}: {why}")
+    refuse.__doc__ = f"Refused: {why}."
+    return refuse
+
+
 def lacking(stage_module_name, capability, message):
     """A CapabilityError that names the stage and the capability after ``message``."""
     stage = stage_module_name.partition(".")[0]

@@ -21,13 +21,12 @@ does not parse or has repeated names, an unknown dtype, a size that is not
 after the last tensor (the rules the reference implementation applies).
 """
 import json
-import os
 import struct
 
 from .capabilities import CapabilityError, lacking
 from .device import check_device
 from .dtypes import ALL
-from .serialization import (CheckpointError, _atomic_write, _numel, _read_all, _tensor_bytes,
+from .serialization import (CheckpointError, _write, _numel, _read_all, _tensor_bytes,
                             _tensor_from_bytes)
 from .tensor import Tensor
 
@@ -56,12 +55,7 @@ def save_safetensors(state_dict, path, metadata=None):
     """
     items = _flat_tensors(state_dict)
     header = _header(items, _checked_metadata(metadata))
-    chunks = _chunks(header, items)
-    if hasattr(path, "write"):
-        for c in chunks:
-            path.write(c)
-        return
-    _atomic_write(os.fspath(path), chunks)
+    _write(path, _chunks(header, items))
 
 
 def _flat_tensors(state_dict):

@@ -114,7 +114,11 @@ def save(obj, f, *, format="stagegrad"):  # noqa: A002  (PyTorch-style keyword)
     root = _encode(obj, plan, "obj", set())
     header = json.dumps({"format": "stagegrad", "root": root}, allow_nan=False,
                         separators=(",", ":")).encode("utf-8")
-    chunks = _chunks(header, plan)
+    _write(f, _chunks(header, plan))
+
+
+def _write(f, chunks):
+    """Write ``chunks`` to a binary file object, or atomically to the path ``f``."""
     if hasattr(f, "write"):
         for c in chunks:
             f.write(c)

@@ -32,7 +32,7 @@ from stage0_python.backend import (  # noqa: F401  (re-exported: the frontend us
     uniform_values, view_strides, windows_layout)
 
 from . import dtypes
-from .capabilities import lacking
+from .capabilities import refusal
 from .dtypes import bool_, float64, int64
 from .pool import POOL
 
@@ -649,11 +649,5 @@ _NO_DLPACK = ("stage 1's storage is an array.array, which owns its memory and ca
               "them (sg.tensor(np_array) and t.numpy() copy here)")
 
 
-def to_dlpack(x, versioned=False):
-    """Refused: see ``_NO_DLPACK``."""
-    raise lacking(__name__, "dlpack", f"__dlpack__: {_NO_DLPACK}")
-
-
-def from_dlpack(obj):
-    """Refused: see ``_NO_DLPACK``."""
-    raise lacking(__name__, "dlpack", f"from_dlpack: {_NO_DLPACK}")
+to_dlpack = refusal(__name__, "dlpack", "__dlpack__", _NO_DLPACK)
+from_dlpack = refusal(__name__, "dlpack", "from_dlpack", _NO_DLPACK)
