@@ -138,22 +138,55 @@ def test_layer_runs_in_onnxruntime(sg, name):
 SEQ = {"x": {0: "seq", 1: "batch"}}
 
 
-@pytest.mark.parametrize("kind", ["RNN", "LSTM", "GRU"])
-def test_recurrent_layers(sg, kind):
+RECURRENT = [("RNN", {}), ("RNN", {"nonlinearity": "relu", "bias": False}), ("LSTM", {}),
+             ("LSTM", {"batch_first": True, "bidirectional": False}), ("GRU", {}),
+             ("GRU", {"num_layers": 1, "batch_first": True})]
+
+
+@pytest.mark.parametrize("kind,kw", RECURRENT, ids=[f"{k}-{','.join(kw) or 'default'}" for k, kw in RECURRENT])
+def test_recurrent_layers(sg, kind, kw):
+    """ONNX's RNN, LSTM and GRU operators, one a layer, both directions in one: the
+    sequence length and the batch both stay dynamic; initial states given or zeros."""
     sg.manual_seed(0)
-    layer = getattr(sg.nn, kind)(5, 6, num_layers=2, bidirectional=True)
+    kw = {"num_layers": 2, "bidirectional": True, **kw}
+    layer = getattr(sg.nn, kind)(5, 6, **kw)
+    dirs = 2 if kw["bidirectional"] else 1
 
     class Outputs(sg.nn.Module):
         def __init__(self):
             super().__init__()
             self.rnn = layer
 
-        def forward(self, x):
-            out, state = self.rnn(x)
+        def forward(self, x, h0=None):
+            out, state = self.rnn(x, None if h0 is None else (h0, h0 * 0.5) if kind == "LSTM" else h0)
             return (out,) + (state if isinstance(state, tuple) else (state,))
 
-    # the time loop unrolls: the batch may change, the sequence length is fixed
-    roundtrip(sg, Outputs(), [("f", (4, 3, 5))], {"x": {1: "batch"}}, [[("f", (4, 2, 5))]])
+    seq = (1, 0) if kw.get("batch_first") else (0, 1)
+    shape = lambda T, B: (B, T, 5) if kw.get("batch_first") else (T, B, 5)  # noqa: E731
+    axes = {"x": {seq[0]: "seq", seq[1]: "batch"}}
+    proto = roundtrip(sg, Outputs(), [("f", shape(4, 3))], axes, [[("f", shape(7, 2))], [("f", shape(1, 5))]])
+    assert {kind} <= _ops(proto)
+    state = ("f", (kw["num_layers"] * dirs, 3, 6))
+    roundtrip(sg, Outputs(), [("f", shape(4, 3)), state], None)
+
+
+def test_packed_sequences_unroll(sg):
+    """A PackedSequence runs the stage's own loop, whose steps are recorded one by one."""
+    sg.manual_seed(0)
+    nn = sg.nn
+
+    class Packed(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = nn.LSTM(3, 4)
+
+        def forward(self, x):
+            packed = nn.utils.rnn.pack_padded_sequence(x, [4, 2, 1])
+            out, (h, c) = self.lstm(packed)
+            return nn.utils.rnn.pad_packed_sequence(out)[0], h, c
+
+    proto = roundtrip(sg, Packed(), [("f", (4, 3, 3))])
+    assert "LSTM" not in _ops(proto)
 
 
 def test_lstm_batch_first_with_projection(sg):

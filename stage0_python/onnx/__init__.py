@@ -4,7 +4,7 @@ runtime that reads the format.
 ``sg.onnx.export(model, example_inputs, "model.onnx", dynamic_axes={"x": {0: "batch"}})``
 traces one forward (``trace.py``), maps each recorded operation to ONNX operators
 (``primitives.py`` for the backend primitives, ``functions.py`` for convolution, pooling,
-normalisation, softmax and embedding) and writes the model with the ``onnx`` package,
+normalisation, softmax, embedding and the recurrent layers) and writes the model with the ``onnx`` package,
 checked by ``onnx.checker``. Sizes that change with a dynamic axis are found by tracing
 again at other sizes (``sizes.py``). Needs the ``onnx`` extra: ``pip install
 stagegrad[onnx]``.

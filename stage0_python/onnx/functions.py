@@ -155,22 +155,95 @@ def _no_operator(name):
     return emit
 
 
-# keyed by where the function lives in a stage: "<module>.<function>"
+def rnn(g, a, out):
+    """A whole ``RNN``/``LSTM``/``GRU`` as ONNX's operator of the same name, one per layer,
+    both directions in one: the sequence length stays dynamic, where the unrolled loop
+    would fix it. PyTorch's gate blocks are reordered to ONNX's (LSTM i,f,g,o -> i,o,f,c;
+    GRU r,z,n -> z,r,n with ``linear_before_reset``, PyTorch's formula) by slicing the
+    weights in the graph."""
+    layer, x, hx, w = a["self"], a["input"], a["hx"], a["weights"]
+    op, order = _RNN_OPS[layer.mode]
+    H, dirs = layer.hidden_size, 2 if layer.bidirectional else 1
+    hx = [] if hx is None else list(hx) if isinstance(hx, (tuple, list)) else [hx]
+    y = g.node("Transpose", [x.name], perm=[1, 0, 2]) if layer.batch_first else x.name
+    attrs = dict(hidden_size=H, direction="bidirectional" if dirs == 2 else "forward")
+    if op == "RNN":
+        attrs["activations"] = ["Relu" if layer.mode == "RNN_RELU" else "Tanh"] * dirs
+    if op == "GRU":
+        attrs["linear_before_reset"] = 1
+    finals = [[] for _ in hx or range(2 if op == "LSTM" else 1)]
+
+    def stacked(names, blocks):  # per direction, gate blocks reordered, then stacked
+        parts = []
+        for name in names:
+            rows = [g.node("Slice", [name, g.const([k * H], "int64"), g.const([(k + 1) * H], "int64"),
+                                     g.const([0], "int64")]) for k in order]
+            parts.append(g.node("Unsqueeze", [g.node("Concat", rows, axis=0) if blocks > 1 else rows[0],
+                                              g.const([0], "int64")]))
+        return parts[0] if len(parts) == 1 else g.node("Concat", parts, axis=0)
+
+    for k in range(layer.num_layers):
+        suffixes = layer._suffixes(k)
+        W = stacked([w["weight_ih" + s].name for s in suffixes], len(order))
+        R = stacked([w["weight_hh" + s].name for s in suffixes], len(order))
+        inputs = [y, W, R]
+        if layer.bias:
+            biases = [g.node("Concat", [stacked([w["bias_ih" + s].name], len(order)),
+                                        stacked([w["bias_hh" + s].name], len(order))], axis=1)
+                      for s in suffixes]
+            inputs.append(biases[0] if dirs == 1 else g.node("Concat", biases, axis=0))
+        else:
+            inputs.append("")
+        inputs.append("")  # sequence lengths: every sequence is full
+        for state in hx:
+            inputs.append(g.node("Slice", [state.name, g.const([k * dirs], "int64"),
+                                           g.const([(k + 1) * dirs], "int64"), g.const([0], "int64")]))
+        outs = g.node(op, inputs, n_out=3 if op == "LSTM" else 2, **attrs)
+        # (T, dirs, B, H) -> (T, B, dirs * H), the next layer's input
+        y = g.node("Reshape", [g.node("Transpose", [outs[0]], perm=[0, 2, 1, 3]),
+                               g.const([0, 0, -1], "int64")])
+        for f, name in zip(finals, outs[1:]):
+            f.append(name)
+    if layer.batch_first:
+        y = g.node("Transpose", [y], perm=[1, 0, 2])
+    y_out, states = out
+    states = list(states) if isinstance(states, tuple) else [states]
+    g.node("Identity", [y], [y_out.name])
+    for f, val in zip(finals, states):
+        g.node("Concat" if len(f) > 1 else "Identity", f, [val.name], **({"axis": 0} if len(f) > 1 else {}))
+
+
+# ONNX's operator and the PyTorch gate blocks in ONNX's order
+_RNN_OPS = {"RNN_TANH": ("RNN", [0]), "RNN_RELU": ("RNN", [0]), "LSTM": ("LSTM", [0, 3, 1, 2]),
+            "GRU": ("GRU", [1, 0, 2])}
+
+
+# keyed by where the function lives in a stage: "<module>:<name in it>"
 FUNCTIONS = {
-    "nn.functional._linear": linear, "nn.functional_attention._safe_softmax": safe_softmax,
-    "nn.functional.conv1d": _conv(1), "nn.functional.conv2d": _conv(2),
-    "nn.functional_spatial.conv_transpose1d": _conv_transpose(1),
-    "nn.functional_spatial.conv_transpose2d": _conv_transpose(2),
-    "nn.functional.max_pool2d": max_pool2d, "nn.functional.avg_pool2d": avg_pool2d,
-    "nn.functional.batch_norm": batch_norm, "nn.functional.layer_norm": layer_norm,
-    "nn.functional.embedding": embedding, "functional.softmax": _softmax("Softmax"),
-    "functional.log_softmax": _softmax("LogSoftmax"),
-    "nn.functional.unfold": _no_operator("unfold"), "nn.functional.fold": _no_operator("fold"),
+    "nn.functional:_linear": linear, "nn.functional_attention:_safe_softmax": safe_softmax,
+    "nn.functional:conv1d": _conv(1), "nn.functional:conv2d": _conv(2),
+    "nn.functional_spatial:conv_transpose1d": _conv_transpose(1),
+    "nn.functional_spatial:conv_transpose2d": _conv_transpose(2),
+    "nn.functional:max_pool2d": max_pool2d, "nn.functional:avg_pool2d": avg_pool2d,
+    "nn.functional:batch_norm": batch_norm, "nn.functional:layer_norm": layer_norm,
+    "nn.functional:embedding": embedding, "functional:softmax": _softmax("Softmax"),
+    "functional:log_softmax": _softmax("LogSoftmax"),
+    "nn.functional:unfold": _no_operator("unfold"), "nn.functional:fold": _no_operator("fold"),
+    "nn.rnn:RNNBase.forward": rnn,
 }
 
 APPLIES = {
     # batch statistics (training, or no running stats) are left to the primitives
-    "nn.functional.batch_norm": lambda a: not a["training"] and a["running_mean"] is not None,
+    "nn.functional:batch_norm": lambda a: not a["training"] and a["running_mean"] is not None,
     # max_norm renormalises the weight in place: the primitives report that
-    "nn.functional.embedding": lambda a: a["max_norm"] is None,
+    "nn.functional:embedding": lambda a: a["max_norm"] is None,
+    # ONNX's operators have no projection and take padded batches: the rest is unrolled
+    "nn.rnn:RNNBase.forward": lambda a: (a["self"].proj_size == 0 and hasattr(a["input"], "ndim")
+                                         and a["input"].ndim == 3),
+}
+
+# what an entry point reads besides its arguments: the recurrent layers' parameters
+EXTRA = {
+    "nn.rnn:RNNBase.forward": lambda a: {"weights": {n: getattr(a["self"], n)
+                                                     for n in a["self"]._flat_weights_names}},
 }

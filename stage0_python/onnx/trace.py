@@ -6,9 +6,10 @@ Design: every stage's frontend reaches memory only through its backend's primiti
 While tracing, each primitive of the backend module is replaced by a wrapper that runs it
 and appends a record ``(kind, args, outputs)``, with every buffer among the arguments
 replaced by the ``Val`` naming it. A few ``nn.functional`` functions (convolution,
-pooling, normalisation, softmax, embedding) are wrapped the same way one level up, so
-that they become one ONNX operator each instead of the im2col and window primitives ONNX
-has no operator for; the primitives they call inside are then not recorded (``depth``).
+pooling, normalisation, softmax, embedding) and the recurrent layers' forward are wrapped
+the same way one level up (``functions.FUNCTIONS``), so that they become one ONNX operator
+each instead of im2col and window primitives ONNX has no operator for, or a loop unrolled
+over time; the primitives they call inside are then not recorded (``depth``).
 
 A buffer the trace has not produced is a constant: a parameter (named from the model's
 state_dict), a registered buffer, or a tensor the forward made from Python values. Its
@@ -27,7 +28,7 @@ import inspect
 import sys
 
 from .errors import ExportError
-from .functions import APPLIES, FUNCTIONS
+from .functions import APPLIES, EXTRA, FUNCTIONS
 
 # the primitives with an ONNX mapping (emit.py), and those that only answer questions
 # about layout: anything else that makes a buffer from a traced one is refused
@@ -195,7 +196,9 @@ class Trace:
                 result = fn(*args, **kwargs)
             finally:
                 self.depth -= 1
-            self.record(kind, dict(bound.arguments), result)
+            recorded = dict(bound.arguments)
+            recorded.update(EXTRA.get(kind, lambda a: {})(recorded))
+            self.record(kind, recorded, result)
             return result
         traced.__wrapped__ = fn
         return traced
@@ -226,8 +229,10 @@ class Trace:
                 swap(B, name, self._primitive(name, fn))
         swap(B, "FUSED", frozenset())  # trace the composites: fused kernels are one backend call
         for kind in FUNCTIONS:
-            module_name, _, name = kind.rpartition(".")
-            fn = getattr(importlib.import_module(f"{sg.__name__}.{module_name}"), name)
+            module_name, _, path = kind.partition(":")
+            fn = importlib.import_module(f"{sg.__name__}.{module_name}")
+            for name in path.split("."):
+                fn = vars(fn)[name]
             for owner, attr, new in list(_references(sg.__name__, fn, self._function(kind, fn))):
                 swap(owner, attr, new)
         for name in _READS:
