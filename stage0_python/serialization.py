@@ -219,6 +219,11 @@ def _chunks(header, plan):
 
 
 def _tensor_bytes(t):
+    if sys.byteorder == "little":
+        try:  # a stage whose storage exports the buffer protocol hands over its bytes at once
+            return memoryview(t.detach()._data).tobytes()
+        except TypeError:
+            pass
     name = t.dtype.name
     values = t.detach().reshape(-1).tolist()
     if name == "bool":
@@ -526,6 +531,14 @@ def _decode_tensor(spec, data):
 def _tensor_from_bytes(raw, dtype_name, shape):
     """A fresh tensor of this stage from ``raw``: the elements of dtype ``dtype_name``
     (one of ``_TYPECODES``), row-major, little-endian; ``len(raw)`` must fit ``shape``."""
+    dtype = BY_NAME[dtype_name]
+    if sys.byteorder == "little" and dtype_name != "bool":  # a bool byte may be any nonzero
+        buf = B.full(tuple(shape), 0, dtype)
+        try:  # written in place where the storage exports the buffer protocol
+            memoryview(buf).cast("B")[:] = raw
+            return Tensor._make(buf)
+        except (TypeError, ValueError, NotImplementedError):
+            pass
     arr = array(_TYPECODES[dtype_name])
     arr.frombytes(raw)
     if sys.byteorder == "big":
