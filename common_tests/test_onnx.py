@@ -124,11 +124,64 @@ LAYERS["softmax"] = (lambda nn: nn.Softmax(dim=1), [("f", (3, 7))], BATCH, [[("f
 LAYERS["log_softmax"] = (lambda nn: nn.LogSoftmax(dim=-1), [("f", (3, 7))], None, (), {"LogSoftmax"})
 
 
+X = ("f", (3, 7))
+LAYERS.update({
+    "identity": (lambda nn: nn.Identity(), [X], None, (), None),
+    "unflatten": (lambda nn: nn.Unflatten(1, (7, 1)), [X], None, (), None),
+    "glu": (lambda nn: nn.GLU(), [("f", (3, 8))], None, (), None),
+    "threshold": (lambda nn: nn.Threshold(0.1, 20.0), [X], None, (), None),
+    "hardshrink": (lambda nn: nn.Hardshrink(), [X], None, (), None),
+    "softshrink": (lambda nn: nn.Softshrink(0.3), [X], None, (), None),
+    "alpha_dropout_eval": (lambda nn: nn.AlphaDropout(0.2), [X], None, (), None),
+    "dropout2d_eval": (lambda nn: nn.Dropout2d(0.2), [F], None, (), None),
+    "dropout1d_eval": (lambda nn: nn.Dropout1d(0.2), [("f", (2, 3, 5))], None, (), None),
+    "instance_norm1d": (lambda nn: nn.InstanceNorm1d(3), [("f", (2, 3, 6))], None, (), None),
+    "local_response_norm": (lambda nn: nn.LocalResponseNorm(2), [F], None, (), None),
+    "adaptive_avg_pool1d": (lambda nn: nn.AdaptiveAvgPool1d(4), [("f", (2, 3, 9))], None, (), None),
+    "adaptive_max_pool1d": (lambda nn: nn.AdaptiveMaxPool1d(3), [("f", (2, 3, 9))], None, (), None),
+    "pixel_unshuffle": (lambda nn: nn.PixelUnshuffle(2), [("f", (1, 2, 4, 6))], None, (), None),
+    "upsampling_nearest2d": (lambda nn: nn.UpsamplingNearest2d(scale_factor=2), [("f", (1, 2, 3, 4))], None,
+                             (), None),
+    "upsampling_bilinear2d": (lambda nn: nn.UpsamplingBilinear2d(size=(5, 6)), [("f", (1, 2, 3, 4))], None,
+                              (), None),
+    "upsample_nearest_exact": (lambda nn: nn.Upsample(scale_factor=1.5, mode="nearest-exact"),
+                               [("f", (1, 2, 4, 4))], None, (), None),
+    "zero_pad1d": (lambda nn: nn.ZeroPad1d(2), [("f", (2, 3, 5))], None, (), None),
+    "constant_pad1d": (lambda nn: nn.ConstantPad1d((1, 2), 0.5), [("f", (2, 3, 5))], None, (), None),
+    "constant_pad2d": (lambda nn: nn.ConstantPad2d((1, 0, 2, 1), -1.0), [F], BATCH, [[("f", (1, 3, 9, 9))]],
+                       None),
+    "reflection_pad1d": (lambda nn: nn.ReflectionPad1d(2), [("f", (2, 3, 5))], None, (), None),
+    "reflection_pad2d": (lambda nn: nn.ReflectionPad2d((1, 2, 2, 1)), [F], None, (), None),
+    "replication_pad1d": (lambda nn: nn.ReplicationPad1d((3, 1)), [("f", (2, 3, 5))], None, (), None),
+    "replication_pad2d": (lambda nn: nn.ReplicationPad2d(2), [F], None, (), None),
+    "circular_pad1d": (lambda nn: nn.CircularPad1d(2), [("f", (2, 3, 5))], None, (), None),
+    "circular_pad2d": (lambda nn: nn.CircularPad2d((1, 1, 2, 0)), [F], None, (), None),
+    "bilinear": (lambda nn: nn.Bilinear(4, 5, 3), [("f", (2, 4)), ("f", (2, 5))], None, (), None),
+    "cosine_similarity": (lambda nn: nn.CosineSimilarity(dim=1), [X, X], None, (), None),
+    "pairwise_distance": (lambda nn: nn.PairwiseDistance(), [X, X], None, (), None),
+    "rnn_cell": (lambda nn: nn.RNNCell(7, 4), [X], None, (), None),
+    "lstm_cell": (lambda nn: nn.LSTMCell(7, 4), [X], None, (), None),
+    "gru_cell": (lambda nn: nn.GRUCell(7, 4), [X], None, (), None),
+    "transformer": (lambda nn: nn.Transformer(8, 2, 1, 1, dim_feedforward=16, dropout=0.0),
+                    [("f", (4, 2, 8)), ("f", (3, 2, 8))], None, (), None),
+    "mse_loss": (lambda nn: nn.MSELoss(), [X, X], None, (), None),
+    "l1_loss": (lambda nn: nn.L1Loss(reduction="sum"), [X, X], None, (), None),
+    "smooth_l1_loss": (lambda nn: nn.SmoothL1Loss(beta=0.5), [X, X], None, (), None),
+    "huber_loss": (lambda nn: nn.HuberLoss(reduction="none"), [X, X], None, (), None),
+    "cross_entropy_loss": (lambda nn: nn.CrossEntropyLoss(label_smoothing=0.1), [X, ("i", (3,), 7)], None, (),
+                           None),
+    "nll_loss": (lambda nn: nn.NLLLoss(), [X, ("i", (3,), 7)], None, (), None),
+    "kl_div_loss": (lambda nn: nn.KLDivLoss(reduction="batchmean", log_target=True), [X, X], None, (), None),
+    "bce_with_logits_loss": (lambda nn: nn.BCEWithLogitsLoss(), [X, X], None, (), None),
+})
+
+
 @pytest.mark.parametrize("name", list(LAYERS))
 def test_layer_runs_in_onnxruntime(sg, name):
     make, specs, dynamic, others, ops = LAYERS[name]
     sg.manual_seed(0)
-    proto = roundtrip(sg, make(sg.nn), specs, dynamic, others, input_names=["x"])
+    names = ["x", "y"][:len(specs)]
+    proto = roundtrip(sg, make(sg.nn), specs, dynamic, others, input_names=names)
     if ops:
         assert ops <= _ops(proto)
 
@@ -246,6 +299,20 @@ def test_tensor_ops_a_forward_composes(sg, opset):
     assert proto.opset_import[0].version == opset
 
 
+def test_index_tensors_from_the_inputs(sg):
+    """Indices the caller passes in: advanced indexing, index_select, scatter_add and a
+    loss over targets. The stage checks their range on the example; the graph leaves it
+    to the runtime."""
+
+    class Picks(sg.nn.Module):
+        def forward(self, x, idx):
+            rows = x[idx] + x.index_select(0, idx)
+            spread = sg.zeros(4, 3).scatter_add(0, idx.unsqueeze(1).expand(-1, 3), rows)
+            return spread, sg.nn.functional.cross_entropy(rows, idx % 3)
+
+    roundtrip(sg, Picks(), [("f", (4, 3)), ("i", (4,), 4)], {"idx": {0: "n"}}, [[("f", (4, 3)), ("i", (6,), 4)]])
+
+
 def test_indexed_writes(sg):
     class Writes(sg.nn.Module):
         def forward(self, x):
@@ -341,6 +408,10 @@ def test_unsupported_operations_raise_naming_them(sg):
 
     with pytest.raises(ExportError, match="unfold"):
         sg.onnx.export(Unfolds(), (sg.randn(1, 1, 4, 4),))
+
+    bags = sg.nn.EmbeddingBag(10, 4)  # its bags are Python lists built from the indices
+    with pytest.raises(ExportError, match="tolist"):
+        sg.onnx.export(bags, (sg.tensor([[1, 2], [3, 4]]),))
 
     class Atan2(sg.nn.Module):
         def forward(self, x):

@@ -182,11 +182,10 @@ def _nll_loss(input, target, weight, ignore_index, reduction, op):
     if weight is not None and tuple(weight.shape) != (C,):
         raise ShapeError(f"{op}: weight must have shape [{C}], got {list(weight.shape)}")
     keep = target != ignore_index
-    bad = keep & ((target < 0) | (target >= C))
-    if bad.any():
-        raise IndexError(f"{op}: target {target[bad].reshape(-1)[0].item()} is out of bounds "
-                         f"for {C} classes")
     safe = where(keep, target, 0).long()
+    bad = shapes.out_of_range(safe, 0, C)
+    if bad is not None:
+        raise IndexError(f"{op}: target {bad} is out of bounds for {C} classes")
     logp = input if input.ndim > 1 else input.unsqueeze(0)
     idx = safe if input.ndim > 1 else safe.unsqueeze(0)
     picked = logp.gather(1, idx.unsqueeze(1)).squeeze(1)

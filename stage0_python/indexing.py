@@ -11,7 +11,7 @@ from . import autograd, ops
 from . import backend as B
 from . import dtypes as D
 from .dtypes import bool_, int32, int64
-from .shapes import ShapeError
+from .shapes import ShapeError, out_of_range
 from .tensor import Tensor, where
 
 
@@ -165,8 +165,8 @@ def advanced(x, adv):
     sizes = [x.shape[d] for d in dims]
     lin = None
     for t, n, stride in zip(idx, sizes, B.contiguous_strides(sizes)):
-        if t.numel() and ((t >= n).any() or (t < -n).any()):
-            bad = [v for v in t.reshape(-1).tolist() if not -n <= v < n][0]
+        bad = out_of_range(t, -n, n)
+        if bad is not None:
             raise IndexError(f"index {bad} is out of bounds for dimension with size {n}")
         t = where(t < 0, t + n, t) * stride
         lin = t if lin is None else lin + t

@@ -9,7 +9,7 @@ forms are scatters with an expanded index, so their gradients come from it.
 from . import backend as B
 from .autograd import Function
 from .dtypes import bool_, int64
-from .shapes import IndexRangeError, ShapeError
+from .shapes import IndexRangeError, ShapeError, out_of_range
 from .tensor import Tensor, inplace_form, where
 from . import ops
 
@@ -39,11 +39,9 @@ def positions(x, d, index, op):
     ``[0, size)``, before anything is written."""
     index = index.to(int64)
     n = x.shape[d] if x.ndim else 1
-    if index.numel():
-        lo, hi = index.min().item(), index.max().item()
-        if lo < 0 or hi >= n:
-            raise IndexRangeError(f"{op}: index {lo if lo < 0 else hi} is out of bounds for dimension "
-                                  f"{d} with size {n}")
+    bad = out_of_range(index, 0, n)
+    if bad is not None:
+        raise IndexRangeError(f"{op}: index {bad} is out of bounds for dimension {d} with size {n}")
     strides, s = [1] * x.ndim, 1
     for k in range(x.ndim - 1, -1, -1):
         strides[k], s = s, s * x.shape[k]

@@ -29,6 +29,17 @@ class ShapeError(ValueError, RuntimeError):
     so that ``except RuntimeError`` written for PyTorch catches it too."""
 
 
+def out_of_range(index, low, high):
+    """The smallest or largest value of the integer tensor ``index`` when it lies outside
+    ``[low, high)``, else None. The frontend's checks of index values ask through here, so
+    that the ONNX exporter, whose graph cannot branch on values, can run them on its
+    example without taking them for the model's own reads."""
+    if not index.numel():
+        return None
+    lo, hi = index.min().item(), index.max().item()
+    return lo if lo < low else hi if hi >= high else None
+
+
 class IndexRangeError(IndexError, RuntimeError):
     """An index outside the dim it selects along (gather, scatter, index_* ops). An
     ``IndexError``, the project's error for indices, and a ``RuntimeError``, PyTorch's for

@@ -863,11 +863,9 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
         if not -V <= padding_idx < V:
             raise ValueError(f"embedding: padding_idx {padding_idx} must be within num_embeddings {V}")
         padding_idx %= V
-    if input.numel():
-        lo, hi = input.min().item(), input.max().item()
-        if lo < 0 or hi >= V:
-            raise IndexError(f"embedding: index {lo if lo < 0 else hi} is out of range for "
-                             f"{V} embeddings")
+    bad = shapes.out_of_range(input, 0, V)
+    if bad is not None:
+        raise IndexError(f"embedding: index {bad} is out of range for {V} embeddings")
     if max_norm is not None:
         _embedding_renorm_(weight, input, max_norm, norm_type)
     return _Embedding.apply(weight, input, padding_idx, scale_grad_by_freq)

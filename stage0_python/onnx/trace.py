@@ -212,6 +212,17 @@ class Trace:
             return fn(tensor, *args, **kwargs)
         return traced
 
+    def _check(self, fn):
+        """The frontend's checks of index values: run on the example, as reads the model
+        does not make (the graph leaves the bounds to the runtime)."""
+        def traced(*args):
+            self.depth += 1
+            try:
+                return fn(*args)
+            finally:
+                self.depth -= 1
+        return traced
+
     @contextlib.contextmanager
     def installed(self):
         """Wrap the backend's functions, the exported nn.functional entry points and the
@@ -235,6 +246,9 @@ class Trace:
                 fn = vars(fn)[name]
             for owner, attr, new in list(_references(sg.__name__, fn, self._function(kind, fn))):
                 swap(owner, attr, new)
+        checks = importlib.import_module(sg.__name__ + ".shapes").out_of_range
+        for owner, attr, new in list(_references(sg.__name__, checks, self._check(checks))):
+            swap(owner, attr, new)
         for name in _READS:
             if name in vars(sg.Tensor):
                 swap(sg.Tensor, name, self._read(name, vars(sg.Tensor)[name]))
