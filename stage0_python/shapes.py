@@ -30,14 +30,15 @@ class ShapeError(ValueError, RuntimeError):
 
 
 def out_of_range(index, low, high):
-    """The smallest or largest value of the integer tensor ``index`` when it lies outside
-    ``[low, high)``, else None. The frontend's checks of index values ask through here, so
+    """The first value (in row-major order) of the integer tensor ``index`` outside
+    ``[low, high)``, or None. The frontend's checks of index values ask through here, so
     that the ONNX exporter, whose graph cannot branch on values, can run them on its
     example without taking them for the model's own reads."""
     if not index.numel():
         return None
-    lo, hi = index.min().item(), index.max().item()
-    return lo if lo < low else hi if hi >= high else None
+    if low <= index.min().item() and index.max().item() < high:
+        return None
+    return next(v for v in index.reshape(-1).tolist() if not low <= v < high)
 
 
 class IndexRangeError(IndexError, RuntimeError):

@@ -46,16 +46,22 @@ def export(model, args, f=None, *, input_names=None, output_names=None, opset_ve
     if len(input_names) != len(inputs):
         raise ValueError(f"export: {len(input_names)} input_names for {len(inputs)} inputs")
     axes, places = _parse_dynamic_axes(dynamic_axes or {}, input_names, inputs)
-    params = list(model.state_dict(keep_vars=True).items()) if hasattr(model, "state_dict") else []
-    training = getattr(model, "training", False)
-    if training:
-        model.eval()
+    state = list(model.state_dict(keep_vars=True).items()) if hasattr(model, "state_dict") else []
+    clash = set(input_names) & {name for name, _ in state}
+    if clash:
+        raise ValueError(f"export: input names {sorted(clash)} are also names of the model's state")
+    snapshot = lambda buf: _array(sg, buf)  # noqa: E731
+    # the state as it was: every trace starts from it, and the graph holds it
+    params = [(name, t, snapshot(t._data)) for name, t in state]
+    modes = [(m, m.training) for m in model.modules()] if hasattr(model, "modules") else []
     try:
+        for m, _ in modes:
+            m.training = False
         with _TRACING:
-            traces, sizes = _traces(sg, model, inputs, input_names, params, axes, places)
+            traces, sizes = _traces(sg, model, inputs, input_names, params, axes, places, snapshot)
     finally:
-        if training:
-            model.train()
+        for m, mode in modes:  # each module's own, as a frozen submodule may be in eval
+            m.training = mode
     records, shapes = _merge(traces, sizes, [a[0] for a in axes])
     base = traces[0]
     if output_names is None:
@@ -76,9 +82,9 @@ def export(model, args, f=None, *, input_names=None, output_names=None, opset_ve
     for name, val in zip(output_names, base.outputs):
         g.node("Identity", [val.name], [name])
     used = {i for n in g.nodes for i in n.input}
-    for name, buf in base.constants.items():
+    for name, values in base.constants.items():
         if name in used:
-            g.initializer(name, _array(sg, buf))
+            g.initializer(name, values)
     dims = [name for name, _ in axes]
     graph = helper.make_graph(
         g.nodes, type(model).__name__,
@@ -121,6 +127,9 @@ def _default_input_names(model, n):
 def _parse_dynamic_axes(spec, input_names, inputs):
     """``(axes, places)``: each dynamic axis's name and example size, and for each the
     (input index, dim) pairs that carry it."""
+    for key, dims in spec.items():
+        if not isinstance(dims, (dict, list, tuple)):
+            raise TypeError(f"export: dynamic_axes[{key!r}] must be a dict or a list of axes, got {dims!r}")
     axes, places = [], []
     for key, dims in spec.items():
         if key not in input_names:
@@ -144,16 +153,14 @@ def _parse_dynamic_axes(spec, input_names, inputs):
             else:
                 axes.append((axis_name, size))
                 places.append([(i, dim)])
-    for key, dims in spec.items():
-        if not isinstance(dims, (dict, list, tuple)):
-            raise TypeError(f"export: dynamic_axes[{key!r}] must be a dict or a list of axes")
     return axes, places
 
 
 def _alternatives(size):
-    """Two other sizes for an axis of ``size``: smaller where the model allows (a sequence
-    may be at its maximum length), and never 1, whose broadcasting is special."""
-    return (size - 1, size - 2) if size >= 4 else (size + 1, size + 2)
+    """Two other sizes for an axis of ``size``, both larger (never 1, whose broadcasting
+    is special): the second well above, so that a slice the stage clamps to the axis
+    (``x[:, :5]`` traced at 3) shows its constant end instead of passing for the size."""
+    return size + 1, 2 * size + 3
 
 
 def _resized(sg, inputs, places, new_sizes):
@@ -166,8 +173,9 @@ def _resized(sg, inputs, places, new_sizes):
     return out
 
 
-def _traces(sg, model, inputs, names, params, axes, places):
-    """The base trace, one per dynamic axis moved alone, and one with all moved."""
+def _traces(sg, model, inputs, names, params, axes, places, snapshot):
+    """The base trace, one per dynamic axis moved alone, and one with all moved; each
+    starts from the model's state as it was."""
     base = [size for _, size in axes]
     plans = [base]
     for k, (_, size) in enumerate(axes):
@@ -177,8 +185,30 @@ def _traces(sg, model, inputs, names, params, axes, places):
     traces = []
     for plan in plans:
         args = inputs if plan is base else _resized(sg, inputs, places, plan)
-        traces.append(_trace.run(sg, model, args, names, params))
+        try:
+            traces.append(_trace.run(sg, model, args, names, params, snapshot))
+        except ExportError:
+            raise
+        except Exception as e:
+            if plan is base:
+                raise
+            sizes = ", ".join(f"{a}={n}" for (a, _), n in zip(axes, plan))
+            raise ExportError(f"export traces the model again with its dynamic axes at other sizes, and "
+                              f"the forward failed at {sizes}: {type(e).__name__}: {e}. Give an example "
+                              f"well inside the sizes the model accepts, or fix that axis") from e
+        finally:
+            _restore(sg, params)
     return traces, [tuple(p) for p in plans]
+
+
+def _restore(sg, params):
+    """Put back any state the forward wrote into, so every trace sees the same model."""
+    import numpy as np
+    with sg.no_grad():
+        for _, t, values in params:
+            now = _array(sg, t._data)
+            if not np.array_equal(now, values, equal_nan=now.dtype.kind == "f"):
+                t.copy_(sg.tensor(values.tolist(), dtype=t.dtype).reshape(t.shape))
 
 
 def _merge(traces, sizes, axis_names):
@@ -204,7 +234,7 @@ def _merge(traces, sizes, axis_names):
                 raise ExportError(f"an argument of {kind} changes with a dynamic axis: {objs}")
             return first
         if isinstance(first, (int, float)):
-            if all(o == first for o in objs):
+            if all(o == first or (o != o and first != first) for o in objs):  # nan is itself here
                 return first
             if isinstance(first, float) and all(float(o).is_integer() for o in objs):
                 objs = [int(o) for o in objs]

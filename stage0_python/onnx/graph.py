@@ -17,6 +17,10 @@ NP_DTYPES = {"uint8": np.uint8, "float32": np.float32, "float64": np.float64, "i
              "int64": np.int64, "bool": np.bool_}
 
 
+# operators newer than the oldest opset export supports
+_SINCE = {"BitwiseAnd": 18, "BitwiseOr": 18, "BitwiseXor": 18, "BitwiseNot": 18}
+
+
 class Graph:
     """Nodes and initializers of one ONNX graph. ``axes[i]`` is ``(input name, dim)``
     where dynamic axis ``i`` can be read at run time."""
@@ -31,14 +35,17 @@ class Graph:
         self._cache = {}
 
     def fresh(self, hint):
+        """A new internal name (``sg/`` first, as the trace's: never a user's name)."""
         n = len(self._names)
-        while f"{hint}_{n}" in self._names:
+        while f"sg/{hint}_{n}" in self._names:
             n += 1
-        self._names.add(f"{hint}_{n}")
-        return f"{hint}_{n}"
+        self._names.add(f"sg/{hint}_{n}")
+        return f"sg/{hint}_{n}"
 
     def node(self, op, inputs, outputs=None, n_out=1, **attrs):
         """Add ``op``; return its output name (a list when it has several)."""
+        if self.opset < _SINCE.get(op, 0):
+            raise ExportError(f"{op} needs opset {_SINCE[op]} or later (exporting {self.opset})")
         if outputs is None:
             outputs = [self.fresh(op.lower()) for _ in range(n_out)]
         attrs = {k: v for k, v in attrs.items() if v is not None}

@@ -6,6 +6,8 @@ primitive produced. Each function adds the nodes computing ``out.name``.
 """
 import math
 
+import numpy as np
+
 from .errors import ExportError
 from .graph import ONNX_DTYPES
 from .sizes import same
@@ -23,8 +25,15 @@ def full(g, args, out):
 
 
 def arange(g, args, out):
+    """Integers through ``Range``; floats as ``start + i * step`` in double over an integer
+    ``i``, as the stage computes them (ONNX Runtime's float Range accumulates its step)."""
     start, stop, step, dtype = args
-    _out(g, "Range", [g.scalar(v, dtype.name) for v in (start, stop, step)], out)
+    if not dtype.is_floating_point:
+        return _out(g, "Range", [g.scalar(v, dtype.name) for v in (start, stop, step)], out)
+    i = g.node("Range", [g.scalar(0, "int64"), g.scalar(g.shapes[out.name][0], "int64"), g.scalar(1, "int64")])
+    x = g.node("Add", [g.node("Mul", [g.cast(i, "int64", "float64"), g.scalar(step, "float64")]),
+                       g.scalar(start, "float64")])
+    g.node("Identity", [g.cast(x, "float64", dtype)], [out.name])
 
 
 def from_list(g, args, out):
@@ -56,10 +65,18 @@ def composite_unary(g, op, x, dtype):
     if op == "gelu":  # x * (1 + erf(x / sqrt 2)) / 2, the exact form PyTorch's default computes
         erf = g.node("Erf", [g.node("Mul", [x, c(1 / math.sqrt(2))])])
         return g.node("Mul", [g.node("Mul", [x, c(0.5)]), g.node("Add", [erf, c(1.0)])])
-    if op == "log1p":
-        return g.node("Log", [g.node("Add", [x, c(1.0)])])
-    if op == "expm1":
-        return g.node("Sub", [g.node("Exp", [x]), c(1.0)])
+    if op == "log1p":  # log(u) * x / (u - 1) with u = 1 + x keeps the digits 1 + x loses
+        u = g.node("Add", [x, c(1.0)])
+        scaled = g.node("Mul", [g.node("Log", [u]), g.node("Div", [x, g.node("Sub", [u, c(1.0)])])])
+        exact = g.node("Or", [g.node("Equal", [u, c(1.0)]), g.node("IsInf", [x], detect_negative=0)])
+        return g.node("Where", [exact, x, scaled])
+    if op == "expm1":  # (u - 1) * x / log(u) with u = exp(x), for the same reason
+        u = g.node("Exp", [x])
+        um1 = g.node("Sub", [u, c(1.0)])
+        scaled = g.node("Mul", [um1, g.node("Div", [x, g.node("Log", [u])])])
+        exact = g.node("Or", [g.node("Equal", [u, c(1.0)]), g.node("IsInf", [u])])
+        return g.node("Where", [exact, g.node("Where", [g.node("Equal", [u, c(1.0)]), x, um1]),
+                                g.node("Where", [g.node("Equal", [um1, c(-1.0)]), um1, scaled])])
     if op == "exp2":
         return g.node("Pow", [c(2.0), x])
     if op in ("log2", "log10"):
@@ -68,6 +85,10 @@ def composite_unary(g, op, x, dtype):
         return g.node("Sub", [c(1.0), g.node("Erf", [x])])
     if op == "trunc":  # toward zero: floor of |x| with the sign put back
         return g.node("Mul", [g.node("Sign", [x]), g.node("Floor", [g.node("Abs", [x])])])
+    if op in ("isinf", "isposinf", "isneginf", "isnan") and not dtype.startswith("float"):
+        return g.node("Not", [g.node("Equal", [x, x])])  # an integer is never inf or nan
+    if op == "isfinite" and not dtype.startswith("float"):
+        return g.node("Equal", [x, x])
     if op == "isinf":
         return g.node("IsInf", [x])
     if op == "isposinf":
@@ -87,7 +108,7 @@ def unary(g, args, out):
         name = g.cast(name, x.dtype, out.dtype)
     elif dtype is not None:
         name = g.cast(name, x.dtype, dtype)
-    if op in _SIMPLE_UNARY:
+    if op in _SIMPLE_UNARY and not (op == "isnan" and not x.dtype.is_floating_point):
         return _out(g, _SIMPLE_UNARY[op], [name], out)
     g.node("Identity", [composite_unary(g, op, name, (dtype or x.dtype).name)], [out.name])
 
@@ -104,28 +125,50 @@ def binary(g, args, out):
     if dtype.name == "bool" and op in _ON_BOOL:
         op = _ON_BOOL[op]
     logical = op.startswith("logical_")
-    want = out.dtype if logical else dtype
+    want = out.dtype.name if logical else dtype.name
+    if want == "bool" and op in _COMPARE:  # ONNX Runtime orders no bools: compare 0/1 bytes
+        want = "uint8"
     x, y = g.cast(a.name, a.dtype, want), g.cast(b.name, b.dtype, want)
-    floating = want.is_floating_point
     if op in _SIMPLE_BINARY:
         return _out(g, _SIMPLE_BINARY[op], [x, y], out)
     if op == "ne":
         return _out(g, "Not", [g.node("Equal", [x, y])], out)
     if op == "fmod":
         return _out(g, "Mod", [x, y], out, fmod=1)
-    if op == "remainder" and not floating:
-        return _out(g, "Mod", [x, y], out, fmod=0)
     if op in ("floordiv", "remainder"):
-        # floor(a / b) in double, exact for int32 and for int64 up to 2**53
-        fa, fb = (g.cast(v, want, "float64") for v in (x, y))
-        q = g.node("Floor", [g.node("Div", [fa, fb])])
-        if op == "floordiv":
-            return _out(g, "Cast", [q], out, to=ONNX_DTYPES[want.name])
-        r = g.node("Sub", [fa, g.node("Mul", [q, fb])])
-        return _out(g, "Cast", [r], out, to=ONNX_DTYPES[want.name])
+        name = (_floor_division if want.startswith("float") else _int_division)(g, op, x, y, want)
+        return _out(g, "Identity", [name], out)
     if op == "hypot":
         return _out(g, "Sqrt", [g.node("Add", [g.node("Mul", [x, x]), g.node("Mul", [y, y])])], out)
     raise ExportError(f"the elementwise operation {op!r} has no ONNX mapping")
+
+
+_COMPARE = frozenset({"lt", "le", "gt", "ge"})
+
+
+def _int_division(g, op, a, b, dtype):
+    """Python's floor division and remainder on integers, exactly: ``Mod`` with
+    ``fmod=0`` takes the divisor's sign, and ``a - a mod b`` divides evenly."""
+    mod = g.node("Mod", [a, b], fmod=0)
+    return mod if op == "remainder" else g.node("Div", [g.node("Sub", [a, mod]), b])
+
+
+def _floor_division(g, op, a, b, dtype):
+    """Python's (and the stage's) float floor division and remainder, step by step: from
+    C's fmod, moved to the divisor's sign; the quotient rounded from the exact difference.
+    A zero divisor gives the plain quotient (inf or nan), as the stage does."""
+    c = lambda v: g.const(v, dtype)  # noqa: E731
+    fmod = g.node("Mod", [a, b], fmod=1)
+    other_sign = g.node("And", [g.node("Not", [g.node("Equal", [fmod, c(0.0)])]),
+                                g.node("Xor", [g.node("Less", [b, c(0.0)]), g.node("Less", [fmod, c(0.0)])])])
+    if op == "remainder":
+        mod = g.node("Where", [other_sign, g.node("Add", [fmod, b]), fmod])
+        return g.node("Where", [g.node("Equal", [b, c(0.0)]), c(float("nan")), mod])
+    div = g.node("Div", [g.node("Sub", [a, fmod]), b])
+    div = g.node("Where", [other_sign, g.node("Sub", [div, c(1.0)]), div])
+    q = g.node("Floor", [div])
+    q = g.node("Where", [g.node("Greater", [g.node("Sub", [div, q]), c(0.5)]), g.node("Add", [q, c(1.0)]), q])
+    return g.node("Where", [g.node("Equal", [b, c(0.0)]), g.node("Div", [a, b]), q])
 
 
 def where(g, args, out):
@@ -145,17 +188,39 @@ def reduce(g, args, out):
     if not axes:
         return _out(g, "Cast", [x.name], out, to=ONNX_DTYPES[out.dtype.name])
     name = g.cast(x.name, x.dtype, dtype) if dtype is not None else x.name
-    if op in ("any", "all"):  # over 0/1 ints: any is a max, all a min
-        ints = g.node("Cast", [name], to=ONNX_DTYPES["int32"])
-        r = g.reduce("Max" if op == "any" else "Min", ints, axes, keepdim)
-        return _out(g, "Cast", [r], out, to=ONNX_DTYPES["bool"])
+    if op in ("any", "all"):  # over 0/1: any counts the ones (none over an empty group), all is a min
+        ones = g.node("Cast", [g.cast(name, dtype or x.dtype, "bool")], to=ONNX_DTYPES["int64"])
+        if op == "any":
+            r = g.node("Greater", [g.reduce("Sum", ones, axes, keepdim), g.const(0, "int64")])
+        else:
+            r = g.cast(g.reduce("Min", ones, axes, keepdim), "int64", "bool")
+        return _out(g, "Identity", [r], out)
+    kind = (dtype or x.dtype).name
+    if kind == "bool":  # ONNX Runtime reduces no bools: 0/1 bytes
+        name = g.cast(name, kind, "uint8")
     r = g.reduce(op.capitalize(), name, axes, keepdim)
-    g.node("Identity", [r], [out.name])
+    if op in ("max", "min") and kind.startswith("float"):
+        r = g.node("Where", [_any_nan(g, name, lambda m: g.reduce("Max", m, axes, keepdim)),
+                             g.const(float("nan"), kind), r])
+    g.node("Identity", [g.cast(r, "uint8", "bool") if kind == "bool" else r], [out.name])
+
+
+def _any_nan(g, x, reduce):
+    """Whether a NaN is in each group: ONNX Runtime's max, min and arg-extremes skip NaN,
+    where the stage (as PyTorch) lets it win."""
+    return g.node("Greater", [reduce(g.node("Cast", [g.node("IsNaN", [x])], to=ONNX_DTYPES["int32"])),
+                              g.const(0, "int32")])
 
 
 def arg_reduce(g, args, out):
     op, x, axis, keepdim = args
-    _out(g, "ArgMax" if op == "argmax" else "ArgMin", [x.name], out, axis=axis, keepdims=int(keepdim))
+    name = g.cast(x.name, x.dtype, "uint8") if x.dtype.name == "bool" else x.name
+    r = g.node("ArgMax" if op == "argmax" else "ArgMin", [name], axis=axis, keepdims=int(keepdim))
+    if x.dtype.is_floating_point:  # the first NaN is the extreme, as in the stage
+        nan = g.node("Cast", [g.node("IsNaN", [name])], to=ONNX_DTYPES["int32"])
+        first = g.node("ArgMax", [nan], axis=axis, keepdims=int(keepdim))
+        r = g.node("Where", [_any_nan(g, name, lambda m: g.reduce("Max", m, [axis], keepdim)), first, r])
+    g.node("Identity", [r], [out.name])
 
 
 def sort(g, args, outs):
@@ -175,7 +240,7 @@ def scan(g, args, outs):
 
 def reshape(g, args, out):
     x, shape = args
-    _out(g, "Reshape", [x.name, g.ints(shape)], out)
+    _out(g, "Reshape", [x.name, g.ints(shape)], out, allowzero=1)  # a 0 is a size, not "keep"
 
 
 def permute(g, args, out):
@@ -230,7 +295,6 @@ def scatter_add(g, args, out):
 
 def assign(g, args, out):
     """A write into a basic-slice region: ``ScatterND`` at every index of the region."""
-    import numpy as np
     dst, starts, steps, counts, src = args
     starts, steps, counts = ([g.static(v, "an indexed write's region") for v in vs]
                              for vs in (starts, steps, counts))
@@ -249,8 +313,11 @@ def put(g, args, out):
     accumulate = args[3] if len(args) > 3 else False
     flat = lambda name: g.node("Reshape", [name, g.const([-1], "int64")])  # noqa: E731
     updates = g.node("Expand", [g.cast(src.name, src.dtype, dst.dtype), g.node("Shape", [index.name])])
+    reduction = _PUT_REDUCTION[accumulate]
+    if reduction in ("max", "min") and g.opset < 18:
+        raise ExportError(f"a scatter combining by {accumulate} needs opset 18 or later (exporting {g.opset})")
     y = g.node("ScatterElements", [flat(dst.name), flat(index.name), flat(updates)], axis=0,
-               reduction=_PUT_REDUCTION[accumulate])
+               reduction=reduction)
     _out(g, "Reshape", [y, g.ints(g.shapes[dst.name])], out)
 
 

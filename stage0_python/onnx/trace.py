@@ -13,8 +13,9 @@ over time; the primitives they call inside are then not recorded (``depth``).
 
 A buffer the trace has not produced is a constant: a parameter (named from the model's
 state_dict), a registered buffer, or a tensor the forward made from Python values. Its
-contents are captured when the trace first meets it. The wrappers are installed for one
-trace and removed after it, so tracing costs nothing when not in use.
+values are taken before the forward runs (the model's state) or when the trace first
+meets it. The wrappers are installed for one trace and removed after it, so tracing costs
+nothing when not in use.
 
 Three things cannot be recorded and raise ``ExportError`` instead of exporting a graph
 that would silently compute something else: a backend function with no ONNX mapping
@@ -30,7 +31,7 @@ import sys
 from .errors import ExportError
 from .functions import APPLIES, EXTRA, FUNCTIONS
 
-# the primitives with an ONNX mapping (emit.py), and those that only answer questions
+# the primitives with an ONNX mapping (primitives.py), and those that only answer questions
 # about layout: anything else that makes a buffer from a traced one is refused
 RECORDED = frozenset({
     "from_list", "full", "arange", "cast", "unary", "binary", "where", "reduce", "arg_reduce",
@@ -41,6 +42,7 @@ RANDOM = frozenset({"uniform", "normal", "randint"})
 INPLACE = frozenset({"assign", "put"})  # they write into their first argument
 NO_MAPPING = frozenset({"diagonal", "windows", "unfold", "fold"})
 
+PREFIX = "sg/"  # internal value names: a state_dict or input name never has a slash
 _READS = ("item", "tolist", "__bool__", "__float__", "__int__", "__index__", "numpy", "nonzero")
 
 
@@ -59,10 +61,11 @@ class Val:
 
 class Trace:
     """What one run of the forward did: ``records`` in order, ``constants`` (name ->
-    buffer, in the order met), ``inputs`` and ``outputs`` (Vals)."""
+    values, in the order met), ``inputs`` and ``outputs`` (Vals)."""
 
-    def __init__(self, sg):
+    def __init__(self, sg, snapshot):
         self.sg = sg
+        self.snapshot = snapshot  # a buffer's values as the graph will hold them
         self.B = importlib.import_module(sg.__name__ + ".backend")
         self.buffer_type = type(self.B.full((), 0, sg.float32))
         self.vals = {}  # id(buffer) -> Val
@@ -85,11 +88,12 @@ class Trace:
         return val
 
     def val(self, buf):
-        """The Val of ``buf``; a buffer not produced by the trace becomes a constant."""
+        """The Val of ``buf``; a buffer not produced by the trace becomes a constant, its
+        values taken now (the forward may write into it later)."""
         val = self.vals.get(id(buf))
         if val is None:
-            name = f"const_{len(self.constants)}"
-            self.constants[name] = buf
+            name = f"{PREFIX}const_{len(self.constants)}"
+            self.constants[name] = self.snapshot(buf)
             val = self.bind(buf, name, False)
         return val
 
@@ -126,7 +130,7 @@ class Trace:
             result = result._data
         if isinstance(result, self.buffer_type):
             self._counter += 1
-            return self.bind(result, f"v{self._counter}", dynamic)
+            return self.bind(result, f"{PREFIX}v{self._counter}", dynamic)
         if isinstance(result, (tuple, list)):
             return tuple(self._outputs(r, dynamic) for r in result)
         return None
@@ -167,7 +171,7 @@ class Trace:
             elif name in INPLACE:
                 refs = self.ref(args)
                 self._counter += 1
-                new = Val(f"v{self._counter}", args[0].shape, args[0].dtype,
+                new = Val(f"{PREFIX}v{self._counter}", args[0].shape, args[0].dtype,
                           any(v.dynamic for v in _vals(refs)))
                 self.records.append((name, refs, new))
                 self.made.append(new)
@@ -223,15 +227,12 @@ class Trace:
                 self.depth -= 1
         return traced
 
-    @contextlib.contextmanager
-    def installed(self):
-        """Wrap the backend's functions, the exported nn.functional entry points and the
-        Tensor's value reads; restore them all on exit."""
+    def _install(self, remember):
+        """Swap in every wrapper, handing ``remember`` each (owner, name, old value)."""
         sg, B = self.sg, self.B
-        undo = []
 
         def swap(owner, attr, new):
-            undo.append((owner, attr, vars(owner)[attr]))  # a class's staticmethod, not its function
+            remember((owner, attr, vars(owner)[attr]))  # a class's staticmethod, not its function
             setattr(owner, attr, new)
 
         for name, fn in list(vars(B).items()):
@@ -252,10 +253,18 @@ class Trace:
         for name in _READS:
             if name in vars(sg.Tensor):
                 swap(sg.Tensor, name, self._read(name, vars(sg.Tensor)[name]))
+
+    @contextlib.contextmanager
+    def installed(self):
+        """Wrap the backend's functions, the exported nn.functional entry points and the
+        Tensor's value reads; restore them all on exit."""
+        sg = self.sg
+        undo = []
         core = importlib.import_module(sg.__name__ + ".tensor_core")
         ops = importlib.import_module(sg.__name__ + ".ops")
-        core.bind(sg.Tensor, ops)  # a compiled core keeps its own references to primitives
         try:
+            self._install(undo.append)
+            core.bind(sg.Tensor, ops)  # a compiled core keeps its own references to primitives
             yield self
         finally:
             for owner, attr, old in reversed(undo):
@@ -297,14 +306,18 @@ def _vals(obj):
             yield from _vals(o)
 
 
-def run(sg, model, inputs, input_names, params):
+def run(sg, model, inputs, input_names, params, snapshot):
     """Trace ``model(*inputs)``: a Trace whose inputs are named ``input_names`` and whose
-    parameters and registered buffers keep their state_dict names (``params``)."""
-    trace = Trace(sg)
-    for name, t in params:
+    parameters and registered buffers keep their state_dict names. ``params`` pairs each
+    name with its tensor and the values it had before any trace."""
+    trace = Trace(sg, snapshot)
+    for name, t, values in params:
         if id(t._data) not in trace.vals:  # a tied parameter keeps its first name
-            trace.constants[name] = t._data
+            trace.constants[name] = values
             trace.bind(t._data, name, False)
+    # one tensor passed twice (attention's (x, x, x)) is two inputs of the graph
+    seen = set()
+    inputs = [t.clone() if id(t._data) in seen or seen.add(id(t._data)) else t for t in inputs]
     # an input that is also a parameter's tensor still enters the graph as an input
     trace.inputs = [trace.bind(t._data, name, True) for name, t in zip(input_names, inputs)]
     with sg.no_grad(), trace.installed():
