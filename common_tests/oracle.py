@@ -34,6 +34,17 @@ def need_torch():
     return torch
 
 
+def random_array(dtype, shape=(3, 4, 5), seed=0):
+    """A NumPy array of random values of ``dtype`` (by name): coin flips, integers in
+    [-1000, 1000) or standard normals."""
+    rng = np.random.default_rng(seed)
+    if dtype == "bool":
+        return rng.random(shape) < 0.5
+    if dtype.startswith("int"):
+        return rng.integers(-1000, 1000, shape).astype(dtype)
+    return rng.standard_normal(shape).astype(dtype)
+
+
 def randn(sg, *shape, dtype="float32", requires_grad=False):
     """The same random data as a stage tensor and a NumPy array."""
     x = np.random.default_rng(abs(hash(shape)) % 2**32).standard_normal(shape).astype(dtype)

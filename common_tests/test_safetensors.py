@@ -11,7 +11,7 @@ import zipfile
 import numpy as np
 import pytest
 
-from .oracle import assert_close, need_torch, np_
+from .oracle import assert_close, need_torch, np_, random_array
 
 DTYPES = {"bool": "BOOL", "int32": "I32", "int64": "I64", "float32": "F32", "float64": "F64"}
 VALUES = {
@@ -54,13 +54,7 @@ def _file(header, data=b"", length=None):
 @pytest.mark.parametrize("dtype", list(DTYPES))
 def test_round_trip_of_every_dtype_matches_the_reference(sg, tmp_path, dtype):
     st = _oracle()
-    rng = np.random.default_rng(0)
-    if dtype == "bool":
-        random = rng.random((3, 4, 5)) < 0.5
-    elif dtype.startswith("int"):
-        random = rng.integers(-1000, 1000, (3, 4, 5)).astype(dtype)
-    else:
-        random = rng.standard_normal((3, 4, 5)).astype(dtype)
+    random = random_array(dtype)
     cases = {"special": VALUES[dtype], "random": random, "scalar": np.array(VALUES[dtype][2]),
              "empty": np.zeros((0, 3), dtype), "empty1": np.zeros(0, dtype)}
     sd = {k: sg.tensor(v.tolist(), dtype=_sgdtype(sg, dtype)) for k, v in cases.items()}

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from .helpers_optim import Pair, stage_tensor
-from .oracle import need_torch, np_
+from .oracle import need_torch, np_, random_array
 
 SPECIALS = {
     "float32": np.array([0.0, -0.0, 1.5, -3.25e-38, 1e-45, 3.4028235e38, np.inf, -np.inf, np.nan,
@@ -36,13 +36,7 @@ def _bits_equal(t, expected):
 
 @pytest.mark.parametrize("dtype", list(SPECIALS))
 def test_round_trip_is_bit_identical_for_every_dtype(sg, tmp_path, dtype):
-    rng = np.random.default_rng(0)
-    if dtype == "bool":
-        random = rng.random((3, 4, 5)) < 0.5
-    elif dtype.startswith("int"):
-        random = rng.integers(-1000, 1000, (3, 4, 5)).astype(dtype)
-    else:
-        random = rng.standard_normal((3, 4, 5)).astype(dtype)
+    random = random_array(dtype)
     cases = {"special": SPECIALS[dtype], "random": random, "scalar": SPECIALS[dtype][2].reshape(()),
              "empty": np.zeros((0, 3), dtype)}
     obj = {k: sg.tensor(v.tolist(), dtype=_sgdtype(sg, dtype)) for k, v in cases.items()}
