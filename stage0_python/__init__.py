@@ -43,7 +43,7 @@ DType = dtypes.DType
 dtype = dtypes.DType
 
 # what this stage cannot do that later ones can (see common_tests/conftest.py)
-LACKS = frozenset({"views", "dtype_views", "pool", "buffer_protocol", "dlpack"}) | dtypes.LACKING
+LACKS = frozenset({"views", "dtype_views", "pool", "buffer_protocol", "dlpack", "devices"}) | dtypes.LACKING
 
 _T = Tensor
 exp, log, log1p, sqrt, rsqrt, sin, cos, tanh, sigmoid = (

@@ -7,13 +7,13 @@ from . import dtypes as D
 from . import random as R
 from . import shapes
 from .dtypes import int64
-from .device import check_device
+from .device import check_device, place
 from .shapes import ShapeError
 from .tensor import Tensor, _shape_arg, _to_dtype, accepts_axis
 
 
-def _finish(buf, requires_grad):
-    t = Tensor._make(buf)
+def _finish(buf, requires_grad, device):
+    t = Tensor._make(place(buf, device))
     return t.requires_grad_(True) if requires_grad else t
 
 
@@ -30,16 +30,15 @@ def _sizes(size, op, dtype):
 
 
 def tensor(data, dtype=None, requires_grad=False, device=None):
-    check_device(device, "tensor")
-    t = Tensor._infer(data, dtype)
-    return t.requires_grad_(True) if requires_grad else t
+    device = check_device(device, "tensor")
+    return _finish(Tensor._infer(data, dtype)._data, requires_grad, device)
 
 
 def as_tensor(data, dtype=None, device=None):
-    check_device(device, "as_tensor")
+    device = check_device(device, "as_tensor")
     if isinstance(data, Tensor):
-        return data.to(dtype) if dtype is not None else data
-    return Tensor._infer(data, dtype)
+        return data.to(dtype=dtype, device=device)
+    return _finish(Tensor._infer(data, dtype)._data, False, device)
 
 
 def from_numpy(array):
@@ -60,32 +59,32 @@ def from_dlpack(ext_tensor):
 
 
 def full(size, fill_value, dtype=None, requires_grad=False, device=None):
-    check_device(device, "full")
+    device = check_device(device, "full")
     dtype = _to_dtype(dtype) or D.result_type(fill_value)
-    return _finish(B.full(_sizes((size,), "full", dtype), fill_value, dtype), requires_grad)
+    return _finish(B.full(_sizes((size,), "full", dtype), fill_value, dtype), requires_grad, device)
 
 
 def zeros(*size, dtype=None, requires_grad=False, device=None):
-    check_device(device, "zeros")
+    device = check_device(device, "zeros")
     dtype = _to_dtype(dtype) or D.get_default_dtype()
-    return _finish(B.full(_sizes(size, "zeros", dtype), 0, dtype), requires_grad)
+    return _finish(B.full(_sizes(size, "zeros", dtype), 0, dtype), requires_grad, device)
 
 
 def ones(*size, dtype=None, requires_grad=False, device=None):
-    check_device(device, "ones")
+    device = check_device(device, "ones")
     dtype = _to_dtype(dtype) or D.get_default_dtype()
-    return _finish(B.full(_sizes(size, "ones", dtype), 1, dtype), requires_grad)
+    return _finish(B.full(_sizes(size, "ones", dtype), 1, dtype), requires_grad, device)
 
 
 def empty(*size, dtype=None, requires_grad=False, device=None):
     """Zero-filled: unlike C, Python cannot hand out uninitialised memory."""
-    check_device(device, "empty")
+    device = check_device(device, "empty")
     dtype = _to_dtype(dtype) or D.get_default_dtype()
-    return _finish(B.full(_sizes(size, "empty", dtype), 0, dtype), requires_grad)
+    return _finish(B.full(_sizes(size, "empty", dtype), 0, dtype), requires_grad, device)
 
 
 def arange(start, end=None, step=1, dtype=None, requires_grad=False, device=None):
-    check_device(device, "arange")
+    device = check_device(device, "arange")
     if end is None:
         start, end = 0, start
     if not all(math.isfinite(v) for v in (start, end, step)):
@@ -98,12 +97,12 @@ def arange(start, end=None, step=1, dtype=None, requires_grad=False, device=None
                          f"(start={start}, end={end}, step={step})")
     dtype = _to_dtype(dtype) or D.result_type(start, end, step)
     shapes.check((max(0, math.ceil((end - start) / step)),), "arange", dtype)
-    return _finish(B.arange(start, end, step, dtype), requires_grad)
+    return _finish(B.arange(start, end, step, dtype), requires_grad, device)
 
 
 def linspace(start, end, steps, dtype=None, requires_grad=False, device=None):
     """``steps`` values evenly spaced from ``start`` to ``end`` inclusive."""
-    check_device(device, "linspace")
+    device = check_device(device, "linspace")
     if steps < 0:
         raise ValueError(f"linspace: number of steps must be non-negative, got {steps}")
     dtype = _to_dtype(dtype) or D.get_default_dtype()
@@ -117,41 +116,44 @@ def linspace(start, end, steps, dtype=None, requires_grad=False, device=None):
         # fill from both ends, as PyTorch does, so the last value is exactly ``end``
         half = steps // 2
         vals = [start + i * step if i < half else end - (steps - 1 - i) * step for i in range(steps)]
-    return _finish(B.from_list(vals, (steps,), dtype), requires_grad)
+    return _finish(B.from_list(vals, (steps,), dtype), requires_grad, device)
 
 
 def eye(n, m=None, dtype=None, requires_grad=False, device=None):
-    check_device(device, "eye")
+    device = check_device(device, "eye")
     m = n if m is None else m
     dtype = _to_dtype(dtype) or D.get_default_dtype()
     shapes.check((n, m), "eye", dtype)
     vals = [1 if i == j else 0 for i in range(n) for j in range(m)]
-    return _finish(B.from_list(vals, (n, m), dtype), requires_grad)
+    return _finish(B.from_list(vals, (n, m), dtype), requires_grad, device)
 
 
 def rand(*size, dtype=None, generator=None, requires_grad=False, device=None):
-    check_device(device, "rand")
+    device = check_device(device, "rand")
     dtype = _float_dtype(dtype, "rand")
     gen = generator or R.default_generator
-    return _finish(B.uniform(_sizes(size, "rand", dtype), 0.0, 1.0, dtype, gen), requires_grad)
+    buf = B.uniform(_sizes(size, "rand", dtype), 0.0, 1.0, dtype, gen)
+    return _finish(buf, requires_grad, device)
 
 
 def randn(*size, dtype=None, generator=None, requires_grad=False, device=None):
-    check_device(device, "randn")
+    device = check_device(device, "randn")
     dtype = _float_dtype(dtype, "randn")
     gen = generator or R.default_generator
-    return _finish(B.normal(_sizes(size, "randn", dtype), 0.0, 1.0, dtype, gen), requires_grad)
+    buf = B.normal(_sizes(size, "randn", dtype), 0.0, 1.0, dtype, gen)
+    return _finish(buf, requires_grad, device)
 
 
 def normal(mean, std, size, dtype=None, generator=None, device=None):
-    check_device(device, "normal")
+    device = check_device(device, "normal")
     dtype = _float_dtype(dtype, "normal")
     gen = generator or R.default_generator
-    return Tensor._make(B.normal(_sizes((size,), "normal", dtype), mean, std, dtype, gen))
+    buf = B.normal(_sizes((size,), "normal", dtype), mean, std, dtype, gen)
+    return _finish(buf, False, device)
 
 
 def randint(low, high=None, size=None, dtype=None, generator=None, device=None):
-    check_device(device, "randint")
+    device = check_device(device, "randint")
     if high is None or size is None and isinstance(high, (tuple, list)):
         # randint(high, size) as well as randint(low, high, size)
         low, high, size = 0, low, high if size is None else size
@@ -161,21 +163,24 @@ def randint(low, high=None, size=None, dtype=None, generator=None, device=None):
         raise ValueError(f"randint: expected low < high, got low={low}, high={high}")
     gen = generator or R.default_generator
     dtype = _to_dtype(dtype) or int64
-    return Tensor._make(B.randint(_sizes((size,), "randint", dtype), low, high, dtype, gen))
+    buf = B.randint(_sizes((size,), "randint", dtype), low, high, dtype, gen)
+    return _finish(buf, False, device)
 
 
 def randperm(n, dtype=None, generator=None, device=None):
-    check_device(device, "randperm")
+    device = check_device(device, "randperm")
     gen = generator or R.default_generator
     dtype = _to_dtype(dtype) or int64
     (n,) = shapes.check((n,), "randperm", dtype)
-    return Tensor._make(B.from_list(gen.randperm(n), (n,), dtype))
+    return _finish(B.from_list(gen.randperm(n), (n,), dtype), False, device)
 
 
 def _like(fn):
     def like(input, dtype=None, requires_grad=False, device=None, **kwargs):
-        check_device(device, like.__name__)
-        return fn(input.shape, dtype=dtype or input.dtype, requires_grad=requires_grad, **kwargs)
+        # by default, input's device
+        device = input.device if device is None else check_device(device, like.__name__)
+        return fn(input.shape, dtype=dtype or input.dtype, requires_grad=requires_grad,
+                  device=device, **kwargs)
     like.__name__ = fn.__name__ + "_like"
     like.__doc__ = f"``{fn.__name__}`` with the shape (and by default the dtype) of ``input``."
     return like
@@ -189,13 +194,13 @@ randn_like = _like(randn)
 
 
 def full_like(input, fill_value, dtype=None, requires_grad=False, device=None):
-    check_device(device, "full_like")
-    return full(input.shape, fill_value, dtype=dtype or input.dtype, requires_grad=requires_grad)
+    return full(input.shape, fill_value, dtype=dtype or input.dtype, requires_grad=requires_grad,
+                device=input.device if device is None else check_device(device, "full_like"))
 
 
 def randint_like(input, low, high=None, dtype=None, device=None):
-    check_device(device, "randint_like")
-    return randint(low, high, input.shape, dtype=dtype or input.dtype)
+    return randint(low, high, input.shape, dtype=dtype or input.dtype,
+                   device=input.device if device is None else check_device(device, "randint_like"))
 
 
 def _sequence(tensors, op):

@@ -5,7 +5,7 @@ the CPU; asking for another device raises ``DeviceError`` naming it."""
 
 # the device types PyTorch accepts in a device string
 _TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve", "fpga",
-          "maia", "xla", "lazy", "vulkan", "mps", "meta", "hpu", "mtia", "privateuseone")
+          "maia", "xla", "lazy", "vulkan", "mps", "meta", "hpu", "mtia", "privateuseone", "webgpu")
 
 
 class DeviceError(RuntimeError, ValueError):
@@ -78,3 +78,21 @@ def check_device(dev, op):
         raise DeviceError(f"{op}: device {str(d)!r} is not available: this stage runs on the CPU "
                           f"only (use device='cpu')")
     return d  # any CPU index is the one CPU, as in PyTorch
+
+
+def device_of(buf):
+    """The device a backend buffer lives on: the CPU, on every stage before stage 4."""
+    return CPU
+
+
+def place(buf, dev):
+    """``buf`` on ``dev`` (a device ``check_device`` returned): ``buf`` itself here."""
+    return buf
+
+
+def fused(name, *bufs):
+    """Whether the backend's fused kernel ``name`` takes these buffers (see ``FUSED``)."""
+    return name in _B.FUSED
+
+
+from . import backend as _B  # noqa: E402  (the backend imports nothing from here)

@@ -11,6 +11,7 @@ import math
 from . import backend as B
 from . import shapes
 from .autograd import Function
+from .device import fused
 from .dtypes import int32, int64
 from .shapes import ShapeError
 from .tensor import Tensor, where
@@ -26,7 +27,7 @@ def _shift(x, dim):
 class LogSoftmax(Function):
     @staticmethod
     def forward(ctx, x, dim):
-        if "log_softmax" in B.FUSED:
+        if fused("log_softmax", x._data):
             y = wrap(B.log_softmax(x._data, dim))
         else:
             s = _shift(x, dim)
@@ -38,7 +39,7 @@ class LogSoftmax(Function):
     @staticmethod
     def backward(ctx, g):
         (y,) = ctx.saved_tensors
-        if "log_softmax" in B.FUSED:
+        if fused("log_softmax", y._data):
             return wrap(B.softmax_backward(g._data, y._data, ctx.dim, True)), None
         return g - y.exp() * g.sum(dim=ctx.dim, keepdim=True), None
 
@@ -46,7 +47,7 @@ class LogSoftmax(Function):
 class Softmax(Function):
     @staticmethod
     def forward(ctx, x, dim):
-        if "softmax" in B.FUSED:
+        if fused("softmax", x._data):
             y = wrap(B.softmax(x._data, dim))
         else:
             e = _shift(x, dim).exp()
@@ -58,7 +59,7 @@ class Softmax(Function):
     @staticmethod
     def backward(ctx, g):
         (y,) = ctx.saved_tensors
-        if "softmax" in B.FUSED:
+        if fused("softmax", y._data):
             return wrap(B.softmax_backward(g._data, y._data, ctx.dim, False)), None
         return y * (g - (g * y).sum(dim=ctx.dim, keepdim=True)), None
 
@@ -228,7 +229,7 @@ class CrossEntropy(Function):
 def _fused_cross_entropy(input, target, weight):
     """Whether the fused kernel computes this loss: logits (N, C) and class indices, with
     a weight (if any) of the input's dtype that needs no gradient."""
-    return ("cross_entropy" in B.FUSED and input.ndim == 2 and not target.dtype.is_floating_point
+    return (fused("cross_entropy", input._data) and input.ndim == 2 and not target.dtype.is_floating_point
             and (weight is None or (weight.dtype is input.dtype and not weight.requires_grad)))
 
 

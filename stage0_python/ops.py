@@ -8,6 +8,7 @@ import math
 
 from . import backend as B
 from .autograd import Function
+from .device import place
 from .dtypes import int64
 from .tensor import Tensor, where
 
@@ -330,6 +331,18 @@ class Cast(Function):
     @staticmethod
     def backward(ctx, g):
         return g.to(ctx.dtype), None
+
+
+class ToDevice(Function):
+    """A copy on another device; the gradient goes back to the source's."""
+    @staticmethod
+    def forward(ctx, x, dev):
+        ctx.source = x.device
+        return wrap(place(x._data, dev))
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.to(ctx.source), None
 
 
 class Contiguous(Function):

@@ -15,7 +15,7 @@ from . import backend as B
 from . import dtypes as D
 from . import shapes
 from .capabilities import lacking
-from .device import CPU, DeviceError, check_device, device  # noqa: F401  (device is public here)
+from .device import DeviceError, check_device, device, device_of, place  # noqa: F401  (device is public here)
 from .dtypes import bool_, float32, float64, int32, int64
 from .shapes import IndexRangeError, ShapeError
 from .tensor_core import Size, TensorCore  # noqa: F401  (Size is public here)
@@ -23,7 +23,6 @@ from .tensor_core import Size, TensorCore  # noqa: F401  (Size is public here)
 ValuesIndices = namedtuple("ValuesIndices", ["values", "indices"])
 
 
-_CPU = CPU
 _Device = device
 
 
@@ -196,24 +195,24 @@ class Tensor(TensorCore):
 
     @staticmethod
     def _make_ones_like(t):
-        return Tensor._make(B.full(t.shape, 1, t.dtype))
+        return Tensor._make(place(B.full(t.shape, 1, t.dtype), t.device))
 
     # ------------------------------------------------------------ metadata
 
     @property
     def device(self):
-        """Where the tensor lives: always ``device(type='cpu')`` on this stage."""
-        return _CPU
+        """Where the tensor lives: ``device(type='cpu')`` on every stage before stage 4."""
+        return device_of(self._data)
 
     @property
     def is_cuda(self):
-        """False: this stage's tensors live on the CPU."""
-        return False
+        """Whether the tensor lives on a CUDA device."""
+        return self.device.type == "cuda"
 
     @property
     def is_cpu(self):
-        """True: this stage's tensors live on the CPU."""
-        return True
+        """Whether the tensor lives on the CPU."""
+        return self.device.type == "cpu"
 
     @property
     def data(self):
@@ -379,7 +378,8 @@ class Tensor(TensorCore):
         """This tensor with another dtype and/or on another device, as PyTorch's ``to``:
         ``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other)`` (other's dtype and
         device), or the keywords. The same tensor comes back when nothing changes (a copy with
-        ``copy=True``). Only the CPU exists here: another device raises DeviceError."""
+        ``copy=True``). A device the stage cannot use raises DeviceError; moving to another
+        device is recorded by autograd (the gradient moves back)."""
         for a in args:
             if isinstance(a, Tensor):
                 dtype, device = a.dtype, a.device
@@ -387,11 +387,14 @@ class Tensor(TensorCore):
                 device = a
             else:
                 dtype = a
-        check_device(device, "to")
+        target = None if device is None else check_device(device, "to")
         dtype = _to_dtype(dtype, "to")
-        if dtype is None or dtype is self.dtype:
-            return self.clone() if copy else self
-        return ops.Cast.apply(self, dtype)
+        t = self
+        if target is not None and target != self.device:
+            t = ops.ToDevice.apply(t, target)
+        if dtype is not None and dtype is not t.dtype:
+            return ops.Cast.apply(t, dtype)
+        return t.clone() if copy and t is self else t
 
     def type(self, dtype=None):
         """Without an argument, the legacy type name: ``'<stage>.FloatTensor'`` (PyTorch
@@ -440,8 +443,8 @@ class Tensor(TensorCore):
         return self.to(D.int16)
 
     def cpu(self):
-        """This tensor: it is already on the CPU."""
-        return self
+        """This tensor on the CPU (itself when it is there already)."""
+        return self.to("cpu")
 
     def cuda(self, device=None, non_blocking=False):
         """Refused: this stage runs on the CPU only (DeviceError naming the device)."""
@@ -526,34 +529,32 @@ class Tensor(TensorCore):
             raise ShapeError(f"{op}: dim {list(dims)} appears multiple times in the list of dims")
         return out
 
-    def _new(self, shape, value, dtype, op):
+    def _new(self, shape, value, dtype, device, op):
+        dev = self.device if device is None else check_device(device, op)
         dtype = _to_dtype(dtype) or self.dtype
-        return Tensor._make(B.full(shapes.check(_shape_arg(shape, op), op, dtype), value, dtype))
+        buf = B.full(shapes.check(_shape_arg(shape, op), op, dtype), value, dtype)
+        return Tensor._make(place(buf, dev))
 
     def new_zeros(self, *shape, dtype=None, device=None):
-        check_device(device, "new_zeros")
-        return self._new(shape, 0, dtype, "new_zeros")
+        return self._new(shape, 0, dtype, device, "new_zeros")
 
     def new_ones(self, *shape, dtype=None, device=None):
-        check_device(device, "new_ones")
-        return self._new(shape, 1, dtype, "new_ones")
+        return self._new(shape, 1, dtype, device, "new_ones")
 
     def new_full(self, shape, value, dtype=None, device=None):
-        check_device(device, "new_full")
-        return self._new((shape,), value, dtype, "new_full")
+        return self._new((shape,), value, dtype, device, "new_full")
 
     def new_empty(self, *shape, dtype=None, device=None):
         """See torch.Tensor.new_empty; the contents here are zeros."""
-        check_device(device, "new_empty")
-        return self._new(shape, 0, dtype, "new_empty")
+        return self._new(shape, 0, dtype, device, "new_empty")
 
     def type_as(self, other):
         """This tensor with ``other``'s dtype (see torch.Tensor.type_as)."""
         return self.to(other.dtype)
 
     def new_tensor(self, data, dtype=None, device=None):
-        check_device(device, "new_tensor")
-        return Tensor._infer(data, dtype=dtype or self.dtype)
+        dev = self.device if device is None else check_device(device, "new_tensor")
+        return Tensor._make(place(Tensor._infer(data, dtype=dtype or self.dtype)._data, dev))
 
     # ------------------------------------------------------------ elementwise
 

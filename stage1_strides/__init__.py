@@ -23,4 +23,4 @@ __doc__ = _STAGE1_DOC  # the source run above set stage 0's
 
 # views alias their base here; arrays are not exported (nor shared through DLPack: an
 # array.array cannot wrap another library's memory)
-LACKS = frozenset({"buffer_protocol", "dtype_views", "dlpack"}) | dtypes.LACKING
+LACKS = frozenset({"buffer_protocol", "dtype_views", "dlpack", "devices"}) | dtypes.LACKING

@@ -22,4 +22,4 @@ with open(os.path.join(_PREVIOUS, "__init__.py"), encoding="utf-8") as _init:
 del _init
 __doc__ = _STAGE2_DOC  # the sources run above set their own
 
-LACKS = dtypes.LACKING | {"dtype_views"}  # views alias their base; storages export the buffer protocol
+LACKS = dtypes.LACKING | {"dtype_views", "devices"}  # views alias their base; storages export the buffer protocol

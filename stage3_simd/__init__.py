@@ -64,4 +64,4 @@ __doc__ = _STAGE3_DOC
 
 from ._kernels import simd_info  # noqa: E402
 
-LACKS = dtypes.LACKING | {"dtype_views"}
+LACKS = dtypes.LACKING | {"dtype_views", "devices"}  # stage 4 brings devices

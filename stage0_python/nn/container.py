@@ -4,8 +4,8 @@ from collections import OrderedDict
 from itertools import islice
 import operator
 
-from .. import backend as B
 from .module import Module, _addindent
+from ..device import fused
 
 
 def _index(idx, n, what):
@@ -20,7 +20,9 @@ def _fused_activation(first, second):
     neither subclassed nor hooked, on a backend that fuses them; else None."""
     from .activation import GELU, ReLU  # (this module is imported by module.py, before them)
     from .linear import Linear
-    if "linear" not in B.FUSED or type(first) is not Linear or first._forward_hooks or first._forward_pre_hooks:
+    if type(first) is not Linear or not fused("linear", first.weight._data):
+        return None
+    if first._forward_hooks or first._forward_pre_hooks:
         return None
     if second._forward_hooks or second._forward_pre_hooks:
         return None

@@ -249,7 +249,7 @@ def _linear(input, weight, bias, act):
     if bias is not None and tuple(bias.shape) != (weight.shape[0],):
         raise ShapeError(f"linear: bias of shape {tuple(bias.shape)} does not fit weight of shape "
                          f"{tuple(weight.shape)}")
-    if "linear" in B.FUSED and input.dtype is weight.dtype and weight.dtype.is_floating_point and (
+    if fused("linear", input._data, weight._data) and input.dtype is weight.dtype and weight.dtype.is_floating_point and (
             bias is None or bias.dtype is weight.dtype):
         return _Linear.apply(input, weight, bias, act)
     out = input.matmul(weight.transpose(0, 1))
@@ -755,7 +755,7 @@ class _LayerNorm(Function):
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalise over the trailing ``normalized_shape`` dims, then scale and shift."""
     ns, dims = _trailing(input, normalized_shape, "layer_norm")
-    if "layer_norm" in B.FUSED and input.dtype.is_floating_point and all(
+    if fused("layer_norm", input._data) and input.dtype.is_floating_point and all(
             t is None or (t.dtype is input.dtype and tuple(t.shape) == ns) for t in (weight, bias)):
         return _LayerNorm.apply(input, weight, bias, ns, float(eps))
     y = _normalize(input, dims, eps)[0]
@@ -1029,6 +1029,7 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 # their own modules (imported last: they build on the helpers above)
 from . import functional_extra as _extra, functional_spatial as _spatial  # noqa: E402
 from . import functional_attention as _attention  # noqa: E402
+from ..device import fused
 
 globals().update({k: getattr(m, k) for m in (_extra, _spatial, _attention) for k in m.__all__})
 __all__ = sorted(set(__all__) | set(_extra.__all__) | set(_spatial.__all__) | set(_attention.__all__))

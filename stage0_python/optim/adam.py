@@ -1,6 +1,7 @@
 """Adam and AdamW, following the order of operations of PyTorch's single-tensor path,
 so float32 results agree to rounding."""
 from .optimizer import B, Optimizer, lerp_, path_options
+from ..device import fused
 
 
 class Adam(Optimizer):
@@ -49,7 +50,7 @@ class Adam(Optimizer):
         p.addcdiv_(exp_avg, denom, value=-step_size)
 
     def _step_group(self, group, params):
-        if "adam" not in B.FUSED:
+        if not params or not fused("adam", params[0]._data):
             return False
         states = self._states(group, params)
         amsgrad = group["amsgrad"]

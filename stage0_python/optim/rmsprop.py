@@ -1,5 +1,6 @@
 """RMSprop, as ``torch.optim.RMSprop`` computes it (Hinton's lecture 6e; centered per Graves)."""
 from .optimizer import B, Optimizer, lerp_, path_options
+from ..device import fused
 
 
 class RMSprop(Optimizer):
@@ -43,7 +44,7 @@ class RMSprop(Optimizer):
             p.addcdiv_(grad, avg, value=-group["lr"])
 
     def _step_group(self, group, params):
-        if "rmsprop" not in B.FUSED:
+        if not params or not fused("rmsprop", params[0]._data):
             return False
         states = self._states(group, params)
 

@@ -1,6 +1,7 @@
 """Stochastic gradient descent with momentum, as ``torch.optim.SGD`` computes it."""
 from .. import creation
 from .optimizer import B, Optimizer, path_options
+from ..device import fused
 
 
 class SGD(Optimizer):
@@ -32,7 +33,7 @@ class SGD(Optimizer):
         p.add_(grad, alpha=-group["lr"])
 
     def _step_group(self, group, params):
-        if "sgd" not in B.FUSED:
+        if not params or not fused("sgd", params[0]._data):
             return False
         bufs = first = None
         if group["momentum"] != 0:

@@ -1,0 +1,275 @@
+"""The webgpu device against the CPU: every elementwise op, cast, reduction, product and
+movement primitive computed by the project's WGSL kernels and compared with NumPy (and
+with the same stage's CPU kernels, which the rest of the suite checks); moves between
+devices, the errors for mixed devices and for dtypes WGSL lacks, and a training step.
+
+In CI the device is Mesa's software Vulkan driver (lavapipe): the same kernels, compiled
+for the CPU. A stage without devices declares it (``LACKS`` names ``devices``); a machine
+without a Vulkan, Metal or D3D12 driver skips with the adapter's reason.
+"""
+import numpy as np
+import pytest
+
+from .oracle import assert_close
+
+pytestmark = [pytest.mark.capability("devices"), pytest.mark.xdist_group("webgpu")]
+
+SPECIAL = np.array([0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 2.5, -3.7, 1e-7, -1e-6, 20.0, -20.0, 100.0,
+                    -100.0, np.inf, -np.inf, np.nan, 0.999, -0.999, 3.0], dtype=np.float32)
+
+
+@pytest.fixture
+def gpu(sg):
+    if not sg.webgpu.is_available():
+        pytest.skip(sg.webgpu.unavailable_reason())
+    return sg
+
+
+def on(sg, array):
+    return sg.from_numpy(np.ascontiguousarray(array)).to("webgpu")
+
+
+def same(sg, gpu_result, cpu_result, rtol=2e-6, atol=1e-6):
+    assert gpu_result.device == sg.device("webgpu", 0)
+    assert gpu_result.dtype == cpu_result.dtype
+    assert_close(gpu_result.cpu().numpy(), cpu_result.numpy(), rtol=rtol, atol=atol)
+
+
+UNARY_FLOAT = ["neg", "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "relu",
+               "sign", "reciprocal", "erf", "log1p", "floor", "ceil", "round", "tan", "asin",
+               "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "exp2", "expm1", "log2",
+               "log10", "trunc", "erfc", "isnan", "isinf", "isfinite", "isposinf", "isneginf",
+               "logical_not"]
+# what the float32 kernels of a GPU's math library may differ by, in ulps of the result
+LOOSE = {"tan": 3e-5, "sinh": 1e-5, "cosh": 1e-5, "exp2": 1e-5, "asinh": 1e-5, "acosh": 1e-5,
+         "atanh": 1e-5, "erf": 1e-6, "erfc": 1e-5, "expm1": 1e-5, "log1p": 1e-5, "pow": 1e-5}
+
+
+@pytest.mark.parametrize("op", UNARY_FLOAT)
+def test_unary_float_ops_match_the_cpu(gpu, op):
+    x = np.concatenate([SPECIAL, np.random.default_rng(0).standard_normal(60).astype(np.float32)])
+    cpu = gpu.from_numpy(x)
+    got = getattr(gpu, op)(cpu.to("webgpu"))
+    same(gpu, got, getattr(gpu, op)(cpu), rtol=LOOSE.get(op, 4e-6), atol=1e-6)
+
+
+@pytest.mark.parametrize("op", ["gelu", "silu"])
+def test_activations_match_the_cpu(gpu, op):
+    x = gpu.from_numpy(np.concatenate([SPECIAL, np.linspace(-8, 8, 101, dtype=np.float32)]))
+    f = getattr(gpu.nn.functional, op)
+    same(gpu, f(x.to("webgpu")), f(x), rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+@pytest.mark.parametrize("op", ["neg", "abs", "sign", "bitwise_not", "logical_not"])
+def test_unary_integer_ops_match_the_cpu(gpu, op, dtype):
+    x = gpu.from_numpy(np.array([0, 1, -1, 7, -8, 2**30, -2**30, 123456], dtype=dtype))
+    same(gpu, getattr(gpu, op)(x.to("webgpu")), getattr(gpu, op)(x))
+
+
+BINARY_FLOAT = ["add", "sub", "mul", "div", "pow", "maximum", "minimum", "floor_divide",
+                "remainder", "atan2", "copysign", "fmod", "hypot", "eq", "ne", "lt", "le", "gt",
+                "ge", "logical_and", "logical_or", "logical_xor"]
+
+
+@pytest.mark.parametrize("op", BINARY_FLOAT)
+def test_binary_float_ops_broadcast_and_match_the_cpu(gpu, op):
+    a = np.repeat(SPECIAL[:, None], 4, 1)
+    b = np.array([2.0, -0.5, 0.0, np.nan], dtype=np.float32)  # broadcast along rows
+    ca, cb = gpu.from_numpy(a), gpu.from_numpy(b)
+    f = getattr(gpu, op)
+    same(gpu, f(ca.to("webgpu"), cb.to("webgpu")), f(ca, cb), rtol=LOOSE.get(op, 4e-6))
+    same(gpu, f(ca.to("webgpu").T, cb[:, None].to("webgpu")), f(ca.T, cb[:, None]),
+         rtol=LOOSE.get(op, 4e-6))  # a transposed operand is read through its strides
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "pow", "maximum", "minimum", "floor_divide",
+                                "remainder", "fmod", "bitwise_and", "bitwise_or", "bitwise_xor",
+                                "bitwise_left_shift", "bitwise_right_shift", "eq", "lt", "ge"])
+def test_binary_integer_ops_match_the_cpu(gpu, op, dtype):
+    rng = np.random.default_rng(1)
+    a = rng.integers(-50, 50, (6, 5)).astype(dtype)
+    b = rng.integers(1, 9, (5,)).astype(dtype)
+    if op in ("fmod", "remainder", "floor_divide"):
+        b[1] = -b[1]
+    ca, cb = gpu.from_numpy(a), gpu.from_numpy(b)
+    f = getattr(gpu, op)
+    same(gpu, f(ca.to("webgpu"), cb.to("webgpu")), f(ca, cb))
+
+
+def test_integer_division_by_zero_is_refused_as_on_the_cpu(gpu):
+    a, b = gpu.tensor([4, 5]), gpu.tensor([1, 0])
+    with pytest.raises(ZeroDivisionError):
+        gpu.floor_divide(a, b)
+    with pytest.raises(ZeroDivisionError):
+        gpu.floor_divide(a.to("webgpu"), b.to("webgpu"))
+    with pytest.raises(ValueError, match="negative"):
+        gpu.pow(a.to("webgpu"), gpu.tensor([2, -1]).to("webgpu"))
+
+
+@pytest.mark.parametrize("op", ["logical_and", "logical_or", "logical_xor", "eq", "ne",
+                                "bitwise_and", "bitwise_or", "bitwise_xor", "add", "mul"])
+def test_bool_ops_match_the_cpu(gpu, op):
+    a = gpu.tensor([[True, False, True, False]])
+    b = gpu.tensor([[True], [False]])
+    same(gpu, getattr(gpu, op)(a.to("webgpu"), b.to("webgpu")), getattr(gpu, op)(a, b))
+
+
+def test_python_numbers_and_cpu_scalars_meet_device_tensors(gpu):
+    x = gpu.from_numpy(SPECIAL[:8])
+    g = x.to("webgpu")
+    same(gpu, g * 3 + 1, x * 3 + 1)
+    same(gpu, g / gpu.tensor(2.0), x / 2.0)  # a zero-dim CPU tensor joins, as in PyTorch
+    same(gpu, gpu.where(g > 0, g, gpu.zeros(8, device="webgpu")), gpu.where(x > 0, x, gpu.zeros(8)))
+
+
+@pytest.mark.parametrize("src", ["bool", "int32", "int64", "float32"])
+@pytest.mark.parametrize("dst", ["bool", "int32", "int64", "float32"])
+def test_casts_match_the_cpu(gpu, src, dst):
+    x = gpu.from_numpy(np.array([0, 1, -2, 3.75, -4.5, 100], dtype=np.float32)).to(
+        getattr(gpu, src))
+    same(gpu, x.to("webgpu").to(getattr(gpu, dst)), x.to(getattr(gpu, dst)))
+
+
+def test_float_to_int_refuses_nan_as_the_cpu_does(gpu):
+    x = gpu.tensor([1.0, float("nan")])
+    with pytest.raises(ValueError, match="nan"):
+        x.to("webgpu").to(gpu.int64)
+
+
+@pytest.mark.parametrize("op", ["sum", "prod", "amax", "amin", "any", "all", "mean"])
+@pytest.mark.parametrize("dim", [None, 0, 1, (0, 2), -1])
+def test_reductions_match_the_cpu(gpu, op, dim):
+    x = np.random.default_rng(2).standard_normal((5, 70, 3)).astype(np.float32) * 0.3 + 1
+    cx = gpu.from_numpy(x)
+    if op in ("any", "all"):
+        cx = cx > 1
+    f = getattr(gpu, op)
+    args = {} if dim is None else {"dim": dim}
+    same(gpu, f(cx.to("webgpu"), **args), f(cx, **args), rtol=1e-5, atol=1e-5)
+    same(gpu, f(cx.to("webgpu").transpose(0, 2), **args), f(cx.transpose(0, 2), **args),
+         rtol=1e-5, atol=1e-5)
+
+
+def test_reductions_propagate_nan_and_handle_integers(gpu):
+    x = gpu.tensor([[1.0, float("nan"), 3.0], [2.0, 5.0, -1.0]])
+    same(gpu, x.to("webgpu").amax(1), x.amax(1))
+    same(gpu, x.to("webgpu").argmax(1), x.argmax(1))
+    same(gpu, x.to("webgpu").argmin(1), x.argmin(1))
+    i = gpu.tensor([[3, 9, 9, -2], [7, 7, 1, 7]], dtype=gpu.int32)
+    same(gpu, i.to("webgpu").sum(1), i.sum(1))
+    same(gpu, i.to("webgpu").argmax(1), i.argmax(1))  # the first of equal maxima
+    same(gpu, i.to("webgpu").amin(0), i.amin(0))
+
+
+def test_argmax_over_many_elements(gpu):
+    x = gpu.from_numpy(np.random.default_rng(3).standard_normal((3, 5000)).astype(np.float32))
+    same(gpu, x.to("webgpu").argmax(1), x.argmax(1))
+    same(gpu, x.to("webgpu").argmin(), x.argmin())
+
+
+@pytest.mark.parametrize("shape_a, shape_b", [((3, 4), (4, 5)), ((33, 17), (17, 40)),
+                                              ((2, 3, 20, 18), (2, 3, 18, 7)), ((1, 1), (1, 1)),
+                                              ((64, 64), (64, 64))])
+def test_matmul_matches_the_cpu(gpu, shape_a, shape_b):
+    rng = np.random.default_rng(4)
+    a = gpu.from_numpy(rng.standard_normal(shape_a).astype(np.float32))
+    b = gpu.from_numpy(rng.standard_normal(shape_b).astype(np.float32))
+    same(gpu, a.to("webgpu") @ b.to("webgpu"), a @ b, rtol=1e-5, atol=1e-5)
+    bt = b.transpose(-1, -2).contiguous()  # a transposed view, read through its strides
+    same(gpu, a.to("webgpu") @ bt.to("webgpu").transpose(-1, -2), a @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_integer_and_empty_matmul(gpu):
+    a = gpu.arange(12).reshape(3, 4)
+    same(gpu, a.to("webgpu") @ a.T.to("webgpu"), a @ a.T)
+    e = gpu.zeros(3, 0)
+    same(gpu, e.to("webgpu") @ gpu.zeros(0, 2, device="webgpu"), e @ gpu.zeros(0, 2))
+
+
+def test_views_alias_the_device_buffer(gpu):
+    x = gpu.arange(24.0).reshape(2, 3, 4)
+    g = x.to("webgpu")
+    v = g.permute(2, 0, 1)[1:3, :, ::2]
+    same(gpu, v, x.permute(2, 0, 1)[1:3, :, ::2])
+    assert not v.is_contiguous() and v.storage_offset() == x.permute(2, 0, 1)[1:3, :, ::2].storage_offset()
+    same(gpu, v.contiguous(), x.permute(2, 0, 1)[1:3, :, ::2].contiguous())
+    same(gpu, g.diagonal(0, 1, 2), x.diagonal(0, 1, 2))
+    same(gpu, g[:, 0].unfold(0, 2, 1), x[:, 0].unfold(0, 2, 1))
+    same(gpu, g.expand(3, 2, 3, 4).sum(0), x.expand(3, 2, 3, 4).sum(0))
+    same(gpu, gpu.cat([g, g * 2], 1), gpu.cat([x, x * 2], 1))
+    same(gpu, g.transpose(1, 2).reshape(2, 12), x.transpose(1, 2).reshape(2, 12))  # a copy
+
+
+def test_in_place_writes_reach_every_view(gpu):
+    x = gpu.zeros(4, 5)
+    g = x.to("webgpu")
+    row = g[1]
+    g[1:3, ::2] = 7.0
+    x[1:3, ::2] = 7.0
+    same(gpu, row, x[1])
+    g.add_(1)
+    x.add_(1)
+    same(gpu, g, x)
+    g.copy_(x.to("webgpu") * 3)
+    same(gpu, g, x * 3)
+
+
+def test_moves_between_devices(gpu):
+    x = gpu.randn(3, 4)
+    g = x.to("webgpu")
+    assert g.device.type == "webgpu" and not g.is_cpu and x.to("cpu") is x
+    assert g.to("webgpu") is g
+    assert g.tolist() == x.tolist() and g.sum().item() == pytest.approx(x.sum().item(), rel=1e-6)
+    assert g.cpu().device == gpu.device("cpu")
+    assert gpu.zeros(2, 3, device="webgpu").device.type == "webgpu"
+    assert gpu.zeros_like(g).device.type == "webgpu"
+    assert g.new_ones(2).device.type == "webgpu"
+    b = gpu.tensor([True, False])
+    assert b.to("webgpu").tolist() == [True, False]
+
+
+def test_mixing_devices_names_both(gpu):
+    g = gpu.ones(3, device="webgpu")
+    with pytest.raises(RuntimeError, match="add.*webgpu:0.*cpu"):
+        g + gpu.ones(3)
+    with pytest.raises(RuntimeError, match="matmul.*webgpu:0.*cpu"):
+        gpu.ones(2, 3, device="webgpu") @ gpu.ones(3, 2)
+
+
+def test_float64_is_refused_with_the_reason(gpu):
+    with pytest.raises(gpu.CapabilityError, match="float64.*WGSL"):
+        gpu.zeros(3, dtype=gpu.float64).to("webgpu")
+    with pytest.raises(gpu.CapabilityError, match="float64"):
+        gpu.ones(2, device="webgpu").double()
+
+
+def test_gradients_flow_back_across_the_move(gpu):
+    x = gpu.randn(5, 3, requires_grad=True)
+    g = x.to("webgpu")
+    ((g * g).sum() + (g.exp() * 2).mean()).backward()
+    assert x.grad.device.type == "cpu"
+    expected = 2 * x + x.exp() * 2 / 15
+    assert_close(x.grad.numpy(), expected.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_a_training_step_matches_the_cpu(gpu):
+    def step(device):
+        gpu.manual_seed(0)
+        model = gpu.nn.Sequential(gpu.nn.Linear(12, 16), gpu.nn.ReLU(), gpu.nn.Linear(16, 3))
+        model.to(device)
+        opt = gpu.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        x = gpu.randn(8, 12).to(device)
+        y = gpu.randn(8, 3).to(device)
+        for _ in range(3):
+            opt.zero_grad()
+            loss = ((model(x) - y) ** 2).mean()
+            loss.backward()
+            opt.step()
+        return [p.detach().cpu().numpy() for p in model.parameters()], loss.item()
+
+    (cpu_params, cpu_loss), (gpu_params, gpu_loss) = step("cpu"), step("webgpu")
+    assert gpu_loss == pytest.approx(cpu_loss, rel=1e-5)
+    for a, b in zip(gpu_params, cpu_params):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

@@ -1,0 +1,98 @@
+"""Stage 4's backend: the seam, now routing each primitive to the device its buffers live
+on.
+
+``cpu`` is stage 3's backend, run here as a module of this stage (so its relative
+imports reach stage 4's dtypes). A primitive whose buffers are all on the host runs
+there; one whose buffers are on the webgpu device runs ``webgpu/backend.py``'s kernel. A
+zero-dim host buffer may join device buffers (the frontend makes Python numbers into
+those, and PyTorch lets a CPU scalar tensor meet a CUDA one): it is copied over. Any
+other mix raises DeviceError naming the operation and both devices; nothing moves
+between devices unless the program asks (``to``, ``cpu``).
+
+The primitive set and its signatures are stage 0's (``stage0_python/backend.py``);
+creation primitives make host buffers, which the frontend then places on the device it
+was asked for.
+"""
+import importlib.util as _util
+import sys as _sys
+import types as _types
+
+from .device import DeviceError, device_of
+from .webgpu import backend as gpu
+from .webgpu.buffer import Buffer as _GpuBuffer
+
+cpu = _types.ModuleType(__name__ + "_cpu", "stage 3's backend, as stage 4's cpu device")
+cpu.__package__ = __package__
+_sys.modules[cpu.__name__] = cpu
+with open(_util.find_spec("stage3_simd.backend").origin, encoding="utf-8") as _f:
+    exec(compile(_f.read(), _f.name, "exec"), cpu.__dict__)  # noqa: S102
+del _f
+_STAGE4_DOC = __doc__
+globals().update({k: v for k, v in vars(cpu).items() if not k.startswith("__")})
+__doc__ = _STAGE4_DOC
+
+
+def _route(op, bufs):
+    """The device backend for ``bufs`` (None: all on the host), and the buffers with any
+    zero-dim host scalar among device buffers copied over."""
+    if not any(type(b) is _GpuBuffer for b in bufs):
+        return None, bufs
+    out = []
+    for b in bufs:
+        if b is not None and type(b) is not _GpuBuffer:
+            if b.shape != ():
+                first = next(x for x in bufs if type(x) is _GpuBuffer)
+                raise DeviceError(f"{op}: expected all tensors on one device, but found tensors "
+                                  f"on {device_of(first)} and on {device_of(b)}")
+            b = gpu.upload(b)
+        out.append(b)
+    return gpu, out
+
+
+def _routed(name, positions):
+    """Primitive ``name`` routed by its buffer arguments at ``positions``."""
+    on_cpu = getattr(cpu, name)
+
+    def primitive(*args, **kwargs):
+        args = list(args)
+        for i in positions:
+            if i < len(args) and type(args[i]) is _GpuBuffer:
+                break
+            if i < len(args) and isinstance(args[i], (list, tuple)) and any(
+                    type(b) is _GpuBuffer for b in args[i]):
+                break
+        else:
+            return on_cpu(*args, **kwargs)
+        lists = {i for i in positions if i < len(args) and isinstance(args[i], (list, tuple))}
+        flat = [b for i in positions if i < len(args)
+                for b in (args[i] if i in lists else [args[i]])]
+        label = args[0] if isinstance(args[0], str) else name
+        impl, moved = _route(label, flat)
+        it = iter(moved)
+        for i in positions:
+            if i < len(args):
+                args[i] = [next(it) for _ in args[i]] if i in lists else next(it)
+        f = getattr(impl, name, None)
+        if f is None:
+            raise NotImplementedError(f"{label}: the webgpu device has no kernel for the "
+                                      f"{name} primitive yet (move the tensors to the CPU)")
+        return f(*args, **kwargs)
+
+    primitive.__name__ = name
+    primitive.__doc__ = on_cpu.__doc__
+    return primitive
+
+
+# each primitive and the positions of its buffer arguments
+_BUFFERS = {
+    "cast": (0,), "unary": (1,), "binary": (1, 2), "where": (0, 1, 2),
+    "reduce": (1,), "arg_reduce": (1,), "sort": (0,), "scan": (1,),
+    "reshape": (0,), "permute": (0,), "expand": (0,), "slice": (0,), "diagonal": (0,),
+    "windows": (0,), "contiguous": (0,), "alias": (0,), "copy": (0,), "cat": (0,),
+    "is_contiguous": (0,), "strides": (0,), "storage_offset": (0,), "data_ptr": (0,),
+    "storage_id": (0,), "shares_storage": (0, 1),
+    "take": (0, 1), "gather": (0, 2), "scatter_add": (2, 3), "matmul": (0, 1),
+    "unfold": (0,), "fold": (0,), "assign": (0, 4), "put": (0, 1, 2), "set_data": (0, 1),
+    "to_dlpack": (0,),
+}
+globals().update({name: _routed(name, pos) for name, pos in _BUFFERS.items()})

@@ -1,0 +1,61 @@
+"""Stage 4's device layer: ``cpu`` and ``webgpu`` devices, and the moves between them.
+
+Stage 0's ``device.py`` (the ``device`` class, PyTorch's device strings) is run here as
+this module's first part; what stage 4 rewrites is which devices a tensor may live on
+(``check_device``), where a buffer lives (``device_of``), the move (``place``), and which
+fused kernels a device offers (``fused``).
+"""
+import importlib.util as _util
+
+_STAGE4_DOC = __doc__
+with open(_util.find_spec("stage0_python.device").origin, encoding="utf-8") as _f:
+    exec(compile(_f.read(), _f.name, "exec"))  # noqa: S102
+del _f
+__doc__ = _STAGE4_DOC
+
+WEBGPU = device("webgpu", 0)  # noqa: F821  (from stage 0's part, run above)
+
+
+def check_device(dev, op):
+    """``dev`` (a device, a string, or None for the CPU) made a device this stage can put a
+    tensor on; a DeviceError naming ``op``, the device and why otherwise."""
+    if dev is None:
+        return CPU  # noqa: F821
+    d = dev if isinstance(dev, device) else device(dev)  # noqa: F821
+    if d.type == "cpu":
+        return d
+    if d.type == "webgpu":
+        if d.index not in (None, 0):
+            raise DeviceError(f"{op}: device {str(d)!r} does not exist: there is one webgpu "  # noqa: F821
+                              f"device, 'webgpu' (or 'webgpu:0')")
+        from .webgpu.runtime import runtime
+        try:
+            runtime()
+        except DeviceError as e:  # noqa: F821
+            raise DeviceError(f"{op}: device 'webgpu' is not available: {e}") from None  # noqa: F821
+        return WEBGPU
+    raise DeviceError(f"{op}: device {str(d)!r} is not available: this stage runs on the CPU "  # noqa: F821
+                      f"and on 'webgpu' (see sg.webgpu.is_available())")
+
+
+def device_of(buf):
+    """The device a backend buffer lives on."""
+    return getattr(buf, "device", CPU)  # noqa: F821  (host buffers have no such attribute)
+
+
+def place(buf, dev):
+    """``buf`` on ``dev``: itself when it is there already, else a copy there."""
+    src = device_of(buf)
+    if src.type == dev.type:
+        return buf
+    from .webgpu import backend as gpu
+    if dev.type == "webgpu":
+        return gpu.upload(buf)
+    from . import backend
+    host = gpu.to_host_array(buf)
+    return backend.cpu.from_list(host.tolist(), buf.shape, buf.dtype)
+
+
+def fused(name, *bufs):
+    """Whether the fused kernel ``name`` takes these buffers: stage 3's, on the CPU."""
+    return name in _B.FUSED and all(not hasattr(b, "device") for b in bufs)  # noqa: F821

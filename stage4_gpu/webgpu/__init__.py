@@ -1,0 +1,34 @@
+"""``sg.webgpu``: the WebGPU device's questions and controls, as ``sg.cuda`` answers them
+for CUDA. The kernels are in this folder (``kernels/*.wgsl``, filled in and launched by
+the modules beside them); ``backend.py`` is the device's primitive set."""
+from .runtime import is_available, runtime, unavailable_reason
+
+
+def device_name():
+    """The adapter's name (Mesa's software driver calls itself ``llvmpipe``)."""
+    return runtime().name
+
+
+def is_software():
+    """Whether the adapter is a software rasteriser running on the CPU: its timings are
+    never GPU speed."""
+    return runtime().software
+
+
+def synchronize():
+    """Wait until every kernel submitted to the device has finished."""
+    runtime().synchronize()
+
+
+def empty_cache():
+    """Free the GPU buffers the caching allocator keeps for reuse."""
+    runtime().empty_cache()
+
+
+def memory_cached():
+    """Bytes held by the caching allocator for reuse."""
+    return runtime().pooled_bytes
+
+
+__all__ = ["is_available", "unavailable_reason", "device_name", "is_software", "synchronize",
+           "empty_cache", "memory_cached"]

@@ -1,0 +1,171 @@
+"""Tensors' memory on the WebGPU device: a ``Storage`` owns one GPU buffer; a ``Buffer`` is
+a strided view of it (shape, strides and offset in elements), as stage 1's and stage 2's
+are over host memory, so every view is free here too.
+
+Element types: WGSL has 32-bit integers and floats in its core, 64-bit integers where the
+adapter offers ``shader-int64`` (nearly every desktop GPU, and Mesa's software driver),
+and no 64-bit floats at all, so float64 tensors stay on the CPU. A bool is one 32-bit word
+on the device (WGSL has no byte-sized storage) and one byte on the host.
+"""
+import array
+
+from ..capabilities import CapabilityError
+from ..device import device as _device
+from ..dtypes import bool_, float32, float64, int32, int64
+from .runtime import runtime
+
+DEVICE = _device("webgpu", 0)
+# dtype name -> (WGSL type, bytes per element on the device)
+WGSL = {"bool": ("u32", 4), "int32": ("i32", 4), "int64": ("i64", 8), "float32": ("f32", 4)}
+_HOST_CODE = {"bool": "I", "int32": "i", "int64": "q", "float32": "f"}  # the device's layout
+
+
+def check_dtype(dtype, op):
+    """Refuse a dtype the device cannot hold, naming it and why."""
+    if dtype is float64:
+        raise CapabilityError(f"{op}: float64 tensors cannot live on the webgpu device: WGSL has "
+                              f"no 64-bit floats (use float32, or keep this tensor on the CPU)")
+    if dtype is int64 and not runtime().int64:
+        raise CapabilityError(f"{op}: int64 tensors need the shader-int64 feature, which "
+                              f"{runtime().name} lacks")
+    if dtype.name not in WGSL:
+        raise CapabilityError(f"{op}: {dtype.name} tensors are not supported on the webgpu device")
+
+
+class Storage:
+    """One GPU buffer, shared by every view of it; back to the pool when the last view dies.
+    ``version`` counts in-place writes, as on the host."""
+    __slots__ = ("gbuf", "version", "__weakref__")
+
+    def __init__(self, gbuf):
+        self.gbuf = gbuf
+        self.version = 0
+
+    def __del__(self):
+        if _RT:
+            _RT[0].release(self.gbuf)
+
+
+_RT = []  # the runtime, once opened, for Storage.__del__ (which must not open it)
+
+
+class Buffer:
+    """A strided view of a Storage on the webgpu device (see the module's docstring)."""
+    __slots__ = ("storage", "shape", "strides", "offset", "dtype", "numel", "__weakref__")
+    device = DEVICE
+
+    def __init__(self, storage, shape, strides, offset, dtype):
+        self.storage = storage
+        self.shape = shape
+        self.strides = strides
+        self.offset = offset
+        self.dtype = dtype
+        n = 1
+        for s in shape:
+            n *= s
+        self.numel = n
+
+    @property
+    def version(self):
+        return self.storage.version
+
+    @version.setter
+    def version(self, value):
+        self.storage.version = value
+
+    @property
+    def itemsize(self):
+        return WGSL[self.dtype.name][1]
+
+    @property
+    def nbytes(self):
+        return self.numel * self.dtype.itemsize
+
+    @property
+    def wgsl(self):
+        return WGSL[self.dtype.name][0]
+
+    def is_contiguous(self):
+        expected = 1
+        for n, s in zip(reversed(self.shape), reversed(self.strides)):
+            if n != 1 and s != expected:
+                return False
+            expected *= n
+        return True
+
+    # reading a value back is where the host waits for the device
+    def values(self):
+        """The elements as Python numbers, row-major (a download)."""
+        vals = to_host_array(self).tolist()
+        return [bool(v) for v in vals] if self.dtype is bool_ else vals
+
+    def item(self):
+        return self.values()[0]
+
+    def tolist(self):
+        vals = self.values()
+        if not self.shape:
+            return vals[0]
+
+        def build(off, dims):
+            if len(dims) == 1:
+                return vals[off:off + dims[0]]
+            step = 1
+            for d in dims[1:]:
+                step *= d
+            return [build(off + i * step, dims[1:]) for i in range(dims[0])]
+        return build(0, list(self.shape))
+
+    def __repr__(self):
+        return f"webgpu.Buffer(shape={self.shape}, dtype={self.dtype.name})"
+
+
+def contiguous_strides(shape):
+    strides, s = [], 1
+    for n in reversed(shape):
+        strides.append(s)
+        s *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def empty(shape, dtype):
+    """A new contiguous buffer (contents undefined)."""
+    rt = runtime()
+    if not _RT:
+        _RT.append(rt)
+    n = 1
+    for s in shape:
+        n *= s
+    return Buffer(Storage(rt.alloc(n * WGSL[dtype.name][1])), tuple(shape),
+                  contiguous_strides(shape), 0, dtype)
+
+
+def from_host(data, shape, dtype):
+    """Upload ``data`` (an array in the device's layout for ``dtype``) as a new buffer."""
+    check_dtype(dtype, "to(device='webgpu')")
+    out = empty(shape, dtype)
+    if out.numel:
+        runtime().queue.write_buffer(out.storage.gbuf, 0, _padded(data))
+    return out
+
+
+def _padded(data):
+    raw = memoryview(data).cast("B")
+    return raw if len(raw) % 4 == 0 else bytes(raw) + bytes(4 - len(raw) % 4)
+
+
+def host_array(values, dtype):
+    """An array in the device's layout holding ``values`` (Python numbers or an array)."""
+    return array.array(_HOST_CODE[dtype.name], values)
+
+
+def to_host_array(x):
+    """The elements of ``x``, row-major, as an array in the device's layout (a download)."""
+    from .movement import contiguous  # the movement kernels build on this module
+    c = x if x.is_contiguous() else contiguous(x)
+    size = WGSL[c.dtype.name][1]
+    raw = runtime().download(c.storage.gbuf, c.offset * size, c.numel * size)
+    out = array.array(_HOST_CODE[c.dtype.name])
+    out.frombytes(raw)
+    return out
+

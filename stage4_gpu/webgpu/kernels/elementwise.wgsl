@@ -1,0 +1,34 @@
+// Design: one kernel for every strided elementwise operation: a unary or binary op, a
+// cast, `where`, and the strided copy that materialises a view. One thread per output
+// element: it turns its linear index into the offset of each operand through the shape
+// and that operand's strides (a broadcast dimension has stride 0), so no operand is ever
+// made contiguous first. The host merges dimensions that are contiguous in every operand
+// before the launch, so a plain contiguous op runs one division per operand.
+//
+// Filled in by elementwise.py (the names in braces below): the bindings, `out` at 0 and
+// the inputs x1, x2, ... after it; the loads of the inputs into v1, v2, ...; and the
+// expression that computes the output element from them.
+// Parameters `p`: [n, ndim, shape..., then for out and each input: offset, strides...].
+
+{BINDINGS}
+
+fn at(i: i32, k: i32) -> i32 {
+  let nd = p[1];
+  let base = 2 + nd + k * (nd + 1);
+  var rem = i;
+  var off = p[base];
+  for (var d = nd - 1; d >= 0; d--) {
+    let s = p[2 + d];
+    off += (rem % s) * p[base + 1 + d];
+    rem /= s;
+  }
+  return off;
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {
+  let i = i32(g.x + g.y * nw.x * 256u);
+  if (i >= p[0]) { return; }
+  {LOADS}
+  out[at(i, 0)] = {EXPR};
+}

@@ -1,0 +1,204 @@
+"""The WebGPU device: one adapter, its compiled pipelines, a caching allocator, and the
+dispatch of one kernel.
+
+Design: a kernel launch here is a bind group (the buffers it reads and writes, plus a
+small buffer of int32 parameters: sizes, strides, offsets) and a compute pass in a command
+buffer submitted to the queue. Submitting does not wait: the host goes on while the device
+works, and waits only when it reads a buffer back (``download``). Pipelines are compiled
+once per WGSL source. Freed buffers go to a pool keyed by size class and are reused, as
+a caching allocator does on CUDA, because creating a GPU buffer costs far more than a
+kernel on a small tensor.
+"""
+import array
+import os
+import threading
+
+from ..device import DeviceError
+
+WORKGROUP = 256  # threads per workgroup of the one-thread-per-element kernels
+MAX_GROUPS = 65535  # workgroups per dispatch dimension, WebGPU's guaranteed minimum
+_MIN_BYTES = 16
+
+
+class Runtime:
+    """The adapter and device, opened once (``runtime()``), and what is built on them."""
+
+    def __init__(self):
+        import wgpu  # the optional dependency: imported only when the device is used
+        self._wgpu = wgpu
+        adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+        if adapter is None:
+            raise DeviceError("webgpu: no WebGPU adapter (install a Vulkan or Metal driver; "
+                              "Mesa's software Vulkan, mesa-vulkan-drivers, runs anywhere)")
+        info = adapter.info
+        self.name = info.get("device") or info.get("description") or "WebGPU adapter"
+        self.backend = info.get("backend_type", "")
+        # a software rasteriser (Mesa's lavapipe) runs on the CPU: its timings are never GPU speed
+        self.software = info.get("adapter_type") == "CPU"
+        features = [f for f in ("shader-int64", "shader-f16") if f in adapter.features]
+        self.int64 = "shader-int64" in features
+        limits = adapter.limits
+        self.max_binding = limits["max-storage-buffer-binding-size"]
+        self.device = adapter.request_device_sync(
+            required_features=features,
+            required_limits={"max-storage-buffer-binding-size": self.max_binding,
+                             "max-buffer-size": limits["max-buffer-size"]})
+        self.queue = self.device.queue
+        self.usage = (wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC
+                      | wgpu.BufferUsage.COPY_DST)
+        self._pipelines = {}
+        self._free = {}  # size class -> GPU buffers ready for reuse
+        self.pooled_bytes = 0
+        self.launches = 0  # kernels dispatched, for the overhead measurements
+
+    # ------------------------------------------------------------ memory
+
+    @staticmethod
+    def size_class(nbytes):
+        """Bytes actually allocated for a request: a power of two up to 1 MiB, then whole
+        MiB, so that buffers of nearby sizes are interchangeable in the pool."""
+        n = max(nbytes, _MIN_BYTES)
+        if n <= 1 << 20:
+            return 1 << (n - 1).bit_length()
+        return -(-n // (1 << 20)) << 20
+
+    def alloc(self, nbytes):
+        """A GPU buffer of at least ``nbytes`` (contents undefined), from the pool when one
+        of its size class is free."""
+        size = self.size_class(nbytes)
+        if size > self.max_binding:
+            raise MemoryError(f"webgpu: {nbytes} bytes exceed the largest buffer a kernel can "
+                              f"bind on {self.name} ({self.max_binding} bytes)")
+        free = self._free.get(size)
+        if free:
+            self.pooled_bytes -= size
+            return free.pop()
+        return self.device.create_buffer(size=size, usage=self.usage)
+
+    def release(self, gbuf):
+        """Give a buffer back to the pool."""
+        self._free.setdefault(gbuf.size, []).append(gbuf)
+        self.pooled_bytes += gbuf.size
+
+    def empty_cache(self):
+        """Destroy the pooled buffers (``sg.webgpu.empty_cache()``)."""
+        for bufs in self._free.values():
+            for b in bufs:
+                b.destroy()
+        self._free.clear()
+        self.pooled_bytes = 0
+
+    def upload(self, data):
+        """A GPU buffer holding the bytes of ``data`` (anything with the buffer protocol)."""
+        view = memoryview(data).cast("B")
+        gbuf = self.alloc(len(view))
+        if len(view):
+            if len(view) % 4:  # writes are in whole 4-byte words
+                view = memoryview(bytes(view) + bytes(4 - len(view) % 4))
+            self.queue.write_buffer(gbuf, 0, view)
+        return gbuf
+
+    def download(self, gbuf, offset, nbytes):
+        """``nbytes`` bytes of ``gbuf`` from ``offset``: the host waits for every kernel
+        queued before. Offsets and sizes are widened to the 4-byte words a copy moves."""
+        if nbytes == 0:
+            return b""
+        start, end = offset & ~3, -(-(offset + nbytes) // 4) * 4
+        data = self.queue.read_buffer(gbuf, start, end - start)
+        return bytes(data)[offset - start:offset - start + nbytes]
+
+    # ------------------------------------------------------------ kernels
+
+    def pipeline(self, source):
+        """The compute pipeline of a WGSL source, compiled on first use."""
+        pipe = self._pipelines.get(source)
+        if pipe is None:
+            module = self.device.create_shader_module(code=source)
+            pipe = self.device.create_compute_pipeline(
+                layout="auto", compute={"module": module, "entry_point": "main"})
+            self._pipelines[source] = pipe
+        return pipe
+
+    def launch(self, source, buffers, params, groups):
+        """Run ``source``'s ``main`` over ``groups`` workgroups (spread over two dispatch
+        dimensions past 65535) with ``buffers`` bound at 0, 1, ... and the int32
+        ``params`` bound after them."""
+        if groups <= 0:
+            return
+        pipe = self.pipeline(source)
+        pbuf = self.upload(array.array("i", params))
+        entries = [{"binding": i, "resource": {"buffer": b}}
+                   for i, b in enumerate(buffers + [pbuf])]
+        group = self.device.create_bind_group(layout=pipe.get_bind_group_layout(0),
+                                              entries=entries)
+        encoder = self.device.create_command_encoder()
+        compute = encoder.begin_compute_pass()
+        compute.set_pipeline(pipe)
+        compute.set_bind_group(0, group)
+        x = min(groups, MAX_GROUPS)
+        compute.dispatch_workgroups(x, -(-groups // x), 1)
+        compute.end()
+        self.queue.submit([encoder.finish()])
+        self.launches += 1
+        self.release(pbuf)  # reused only by later submissions, which run after this one
+
+    def copy(self, src, src_offset, dst, dst_offset, nbytes):
+        """A device-side copy of whole 4-byte words."""
+        encoder = self.device.create_command_encoder()
+        encoder.copy_buffer_to_buffer(src, src_offset, dst, dst_offset, nbytes)
+        self.queue.submit([encoder.finish()])
+
+    def synchronize(self):
+        """Wait until every submitted kernel has finished."""
+        probe = self.alloc(4)
+        self.queue.read_buffer(probe, 0, 4)
+        self.release(probe)
+
+
+_RUNTIME = []
+_FAILED = []
+_LOCK = threading.Lock()
+
+
+def runtime():
+    """The one Runtime, opened on first use; a DeviceError saying why when it cannot be."""
+    if _RUNTIME:
+        return _RUNTIME[0]
+    with _LOCK:
+        if not _RUNTIME:
+            if _FAILED:
+                raise DeviceError(_FAILED[0])
+            if os.environ.get("STAGEGRAD_WEBGPU") == "0":
+                _FAILED.append("webgpu: turned off by STAGEGRAD_WEBGPU=0")
+                raise DeviceError(_FAILED[0])
+            try:
+                _RUNTIME.append(Runtime())
+            except ImportError as e:
+                _FAILED.append(f"webgpu: the wgpu package is not installed ({e}); install the "
+                               f"'webgpu' extra: pip install 'stagegrad[webgpu]'")
+                raise DeviceError(_FAILED[0]) from None
+            except DeviceError as e:
+                _FAILED.append(str(e))
+                raise
+            except Exception as e:  # a driver that fails to open: report it, never crash
+                _FAILED.append(f"webgpu: the adapter could not be opened: {type(e).__name__}: {e}")
+                raise DeviceError(_FAILED[0]) from None
+    return _RUNTIME[0]
+
+
+def is_available():
+    """Whether a WebGPU adapter can be opened here."""
+    try:
+        runtime()
+    except DeviceError:
+        return False
+    return True
+
+
+def unavailable_reason():
+    """Why ``is_available()`` is False ('' when it is True)."""
+    try:
+        runtime()
+    except DeviceError as e:
+        return str(e)
+    return ""
