@@ -8,6 +8,7 @@ and no 64-bit floats at all, so float64 tensors stay on the CPU. A bool is one 3
 on the device (WGSL has no byte-sized storage) and one byte on the host.
 """
 import array
+import itertools
 
 from ..capabilities import CapabilityError
 from ..device import device as _device
@@ -34,19 +35,29 @@ def check_dtype(dtype, op):
 
 class Storage:
     """One GPU buffer, shared by every view of it; back to the pool when the last view dies.
-    ``version`` counts in-place writes, as on the host."""
-    __slots__ = ("gbuf", "version", "__weakref__")
+    ``version`` counts in-place writes, as on the host.
 
-    def __init__(self, gbuf):
-        self.gbuf = gbuf
+    The storage holds the buffer's key in the runtime's table, not the buffer: a tensor
+    can die in a reference cycle (autograd makes them), and the collector finalises every
+    object of a cycle in any order, so a buffer held here could be released by wgpu before
+    this storage hands it back to the pool."""
+    __slots__ = ("key", "version", "__weakref__")
+
+    def __init__(self, key):
+        self.key = key
         self.version = 0
 
+    @property
+    def gbuf(self):
+        return _OWNED[self.key]
+
     def __del__(self):
-        if _RT:
-            _RT[0].release(self.gbuf)
+        _RT[0].release(_OWNED.pop(self.key))
 
 
-_RT = []  # the runtime, once opened, for Storage.__del__ (which must not open it)
+_RT = []  # the runtime, for Storage.__del__
+_OWNED = {}  # key -> the GPU buffer of a live Storage
+_KEYS = itertools.count()
 
 
 class Buffer:
@@ -136,8 +147,9 @@ def empty(shape, dtype):
     n = 1
     for s in shape:
         n *= s
-    return Buffer(Storage(rt.alloc(n * WGSL[dtype.name][1])), tuple(shape),
-                  contiguous_strides(shape), 0, dtype)
+    key = next(_KEYS)
+    _OWNED[key] = rt.alloc(n * WGSL[dtype.name][1])
+    return Buffer(Storage(key), tuple(shape), contiguous_strides(shape), 0, dtype)
 
 
 def from_host(data, shape, dtype):

@@ -33,7 +33,7 @@ _FLOAT_UNARY = {
     "silu": "v1 * sigmoid_f(v1)", "erf": "erf_f(v1)", "erfc": "erfc_f(v1)",
     "log1p": "log1p_f(v1)", "expm1": "expm1_f(v1)", "floor": "floor(v1)", "ceil": "ceil(v1)",
     "round": "round(v1)", "trunc": "trunc(v1)", "asin": "asin_f(v1)", "acos": "acos_f(v1)",
-    "atan": "atan(v1)", "sinh": "sinh_f(v1)", "cosh": "cosh_f(v1)", "asinh": "asinh_f(v1)",
+    "atan": "atan_f(v1)", "sinh": "sinh_f(v1)", "cosh": "cosh_f(v1)", "asinh": "asinh_f(v1)",
     "acosh": "acosh_f(v1)", "atanh": "atanh_f(v1)", "exp2": "exp2_f(v1)", "log2": "log2_f(v1)",
     "log10": "log10_f(v1)",
     "isnan": _BOOL_OF.format("is_nan(v1)"), "isinf": _BOOL_OF.format("is_inf(v1)"),
@@ -55,9 +55,13 @@ _COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="
 _LOGICAL = {"logical_and": "&&", "logical_or": "||", "logical_xor": "!="}
 
 
+# WGSL's != on floats may compile to an ordered comparison, false for NaN: IEEE's is
+# unordered (NaN != anything), so float tests for "not equal" are written !(a == b)
 def _common_binary(zero):
     ops = {k: _BOOL_OF.format(f"v1 {s} v2") for k, s in _COMPARE.items()}
-    ops.update({k: _BOOL_OF.format(f"(v1 != {zero}) {s} (v2 != {zero})") for k, s in _LOGICAL.items()})
+    ops["ne"] = _BOOL_OF.format("!(v1 == v2)")
+    ops.update({k: _BOOL_OF.format(f"!(v1 == {zero}) {s} !(v2 == {zero})")
+                for k, s in _LOGICAL.items()})
     return ops
 
 
@@ -121,7 +125,7 @@ def cast_expr(expr, src, dst):
     if src is dst:
         return expr
     if dst is bool_:
-        return expr if src is bool_ else _BOOL_OF.format(f"{expr} != {WGSL[src.name][0]}(0)")
+        return expr if src is bool_ else _BOOL_OF.format(f"!({expr} == {WGSL[src.name][0]}(0))")
     return f"{WGSL[dst.name][0]}({expr})"
 
 

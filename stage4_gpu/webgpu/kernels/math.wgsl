@@ -49,8 +49,30 @@ fn sign_f(x: f32) -> f32 {
   if (is_nan(x)) { return x; }
   return select(select(0.0, 1.0, x > 0.0), -1.0, x < 0.0);
 }
-fn asin_f(x: f32) -> f32 { if (abs(x) > 1.0 || is_nan(x)) { return nan_f(); } return asin(x); }
-fn acos_f(x: f32) -> f32 { if (abs(x) > 1.0 || is_nan(x)) { return nan_f(); } return acos(x); }
+// atan for x >= 0: reduced to |z| <= tan(pi/8) around 0, pi/4 or pi/2, then an odd
+// polynomial (a few ulps; the drivers' own asin/acos/atan may be off by 1e-4)
+fn atan_pos(x: f32) -> f32 {
+  var y = 0.0;
+  var z = x;
+  if (x > 2.414213562373095) {
+    y = 1.5707963267948966;
+    z = -1.0 / x;
+  } else if (x > 0.4142135623730950) {
+    y = 0.7853981633974483;
+    z = (x - 1.0) / (x + 1.0);
+  }
+  let w = z * z;
+  return y + ((((0.0805374449538 * w - 0.138776856032) * w + 0.199777106478) * w - 0.333329491539) * w * z + z);
+}
+fn atan_f(x: f32) -> f32 { if (is_nan(x)) { return x; } return copysign_f(atan_pos(abs(x)), x); }
+fn asin_f(x: f32) -> f32 {
+  if (abs(x) > 1.0 || is_nan(x)) { return nan_f(); }
+  return atan_f(x / sqrt((1.0 - x) * (1.0 + x)));
+}
+fn acos_f(x: f32) -> f32 {
+  if (abs(x) > 1.0 || is_nan(x)) { return nan_f(); }
+  return 2.0 * atan_pos(sqrt((1.0 - x) / (1.0 + x)));
+}
 fn acosh_f(x: f32) -> f32 {
   if (x < 1.0 || is_nan(x)) { return nan_f(); }
   if (is_inf(x)) { return x; }
@@ -178,4 +200,17 @@ fn hypot_f(a: f32, b: f32) -> f32 {
   let y = b / m;
   return m * sqrt(x * x + y * y);
 }
-fn atan2_f(a: f32, b: f32) -> f32 { if (is_nan(a) || is_nan(b)) { return nan_f(); } return atan2(a, b); }
+// atan2 with C's results on zeros and infinities (WGSL leaves atan2(0, 0) undefined)
+fn atan2_f(y: f32, x: f32) -> f32 {
+  let pi = 3.141592653589793;
+  if (is_nan(y) || is_nan(x)) { return nan_f(); }
+  let x_negative = (bitcast<u32>(x) & 0x80000000u) != 0u;
+  if (y == 0.0) { return copysign_f(select(0.0, pi, x_negative), y); }
+  if (is_inf(x)) {
+    if (is_inf(y)) { return copysign_f(select(0.25 * pi, 0.75 * pi, x < 0.0), y); }
+    return copysign_f(select(0.0, pi, x < 0.0), y);
+  }
+  if (x == 0.0 || is_inf(y)) { return copysign_f(0.5 * pi, y); }
+  let r = atan_pos(abs(y / x));
+  return copysign_f(select(r, pi - r, x < 0.0), y);
+}
