@@ -278,3 +278,109 @@ def test_a_training_step_matches_the_cpu(gpu):
     assert gpu_loss == pytest.approx(cpu_loss, rel=1e-5)
     for a, b in zip(gpu_params, cpu_params):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_indexing_gathers_and_scatters_match_the_cpu(gpu):
+    x = gpu.from_numpy(np.random.default_rng(5).standard_normal((6, 7)).astype(np.float32))
+    g = x.to("webgpu")
+    idx = gpu.tensor([[0, 5, 2], [1, 1, 6]])
+    same(gpu, g.gather(1, idx.to("webgpu")), x.gather(1, idx))
+    rows = gpu.tensor([4, 0, 4])
+    same(gpu, g[rows.to("webgpu")], x[rows])
+    same(gpu, g.T[rows.to("webgpu")], x.T[rows])  # through a transposed view
+    flat = gpu.tensor([0, 41, 7])
+    same(gpu, g.reshape(-1)[flat.to("webgpu")], x.reshape(-1)[flat])
+    same(gpu, g[g > 0.5], x[x > 0.5])
+    src = gpu.ones(2, 3)
+    same(gpu, gpu.zeros(3, 7, device="webgpu").scatter_add(1, idx.to("webgpu"), src.to("webgpu")),
+         gpu.zeros(3, 7).scatter_add(1, idx, src))
+
+
+def test_out_of_range_indices_are_refused(gpu):
+    g = gpu.ones(3, 4, device="webgpu")
+    with pytest.raises(IndexError):
+        g.gather(1, gpu.tensor([[0, 4]]).to("webgpu"))
+    with pytest.raises(IndexError):
+        g.reshape(-1)[gpu.tensor([12]).to("webgpu")]
+
+
+@pytest.mark.parametrize("accumulate", [False, True])
+def test_index_put_matches_the_cpu(gpu, accumulate):
+    x = gpu.zeros(5, 3)
+    g = x.to("webgpu")
+    where = gpu.tensor([1, 3, 1])
+    vals = gpu.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]])
+    if accumulate:
+        g.index_add_(0, where.to("webgpu"), vals.to("webgpu"))
+        x.index_add_(0, where, vals)
+    else:
+        g[where.to("webgpu")] = vals.to("webgpu")
+        x[where] = vals
+    same(gpu, g, x)
+    g[g > 4] = -1.0
+    x[x > 4] = -1.0
+    same(gpu, g, x)
+
+
+@pytest.mark.parametrize("dims", [1, 2])
+def test_convolution_and_pooling_forward_and_backward_match_the_cpu(gpu, dims):
+    rng = np.random.default_rng(6)
+    shape = (2, 3, 9) if dims == 1 else (2, 3, 9, 8)
+    conv = (gpu.nn.Conv1d if dims == 1 else gpu.nn.Conv2d)(3, 4, 3, stride=2, padding=1, dilation=1)
+    pool = (gpu.nn.MaxPool1d if dims == 1 else gpu.nn.MaxPool2d)(2)
+    x = gpu.from_numpy(rng.standard_normal(shape).astype(np.float32))
+    results = []
+    for device in ("cpu", "webgpu"):
+        conv.to(device)
+        conv.zero_grad()
+        xd = x.to(device).requires_grad_(True) if device == "cpu" else x.to(device)
+        xd = xd.detach().requires_grad_(True)
+        y = pool(gpu.relu(conv(xd)))
+        (y * y).sum().backward()
+        results.append([t.detach().cpu().numpy() for t in (y, xd.grad, conv.weight.grad, conv.bias.grad)])
+    for a, b in zip(*results):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("descending", [False, True])
+def test_sort_is_stable_and_orders_nan_last_as_the_cpu(gpu, descending):
+    x = gpu.tensor([[3.0, float("nan"), 1.0, 3.0, -0.0, 0.0, 1.0], [5.0, 4.0, 4.0, 4.0, 9.0, -1.0, 2.0]])
+    for dim in (1, 0):
+        got, want = x.to("webgpu").sort(dim, descending=descending), x.sort(dim, descending=descending)
+        same(gpu, got.values, want.values)
+        same(gpu, got.indices, want.indices)
+    i = gpu.tensor([3, 1, 3, 2, 1], dtype=gpu.int32)
+    same(gpu, i.to("webgpu").argsort(), i.argsort())
+
+
+@pytest.mark.parametrize("op", ["cumsum", "cumprod", "logcumsumexp", "cummax", "cummin"])
+def test_scans_match_the_cpu(gpu, op):
+    x = gpu.tensor([[0.5, 2.0, float("nan"), 1.0], [3.0, 3.0, -1.0, 3.0], [1.0, -2.0, 0.5, 0.25]])
+    for dim in (1, 0):
+        got, want = getattr(x.to("webgpu"), op)(dim), getattr(x, op)(dim)
+        if op in ("cummax", "cummin"):
+            same(gpu, got.values, want.values)
+            same(gpu, got.indices, want.indices)
+        else:
+            same(gpu, got, want, rtol=1e-6)
+
+
+def test_classifier_training_with_embedding_and_cross_entropy_matches_the_cpu(gpu):
+    def train(device):
+        gpu.manual_seed(1)
+        model = gpu.nn.Sequential(gpu.nn.Embedding(20, 8), gpu.nn.Flatten(), gpu.nn.Linear(24, 5))
+        model.to(device)
+        opt = gpu.optim.Adam(model.parameters(), lr=0.05)
+        tokens = gpu.randint(0, 20, (16, 3)).to(device)
+        labels = gpu.randint(0, 5, (16,)).to(device)
+        for _ in range(4):
+            opt.zero_grad()
+            loss = gpu.nn.functional.cross_entropy(model(tokens), labels)
+            loss.backward()
+            opt.step()
+        return loss.item(), [p.detach().cpu().numpy() for p in model.parameters()]
+
+    (cpu_loss, cpu_params), (gpu_loss, gpu_params) = train("cpu"), train("webgpu")
+    assert gpu_loss == pytest.approx(cpu_loss, rel=1e-5)
+    for a, b in zip(gpu_params, cpu_params):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)

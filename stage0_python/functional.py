@@ -11,7 +11,7 @@ import math
 from . import backend as B
 from . import shapes
 from .autograd import Function
-from .device import fused
+from .device import fused, place
 from .dtypes import int32, int64
 from .shapes import ShapeError
 from .tensor import Tensor, where
@@ -147,7 +147,7 @@ def one_hot(tensor, num_classes=-1):
     elif num_classes == -1:
         raise ValueError("one_hot: cannot infer the number of classes from an empty tensor")
     shapes.check((*tensor.shape, num_classes), "one_hot", int64)
-    classes = Tensor._make(B.arange(0, num_classes, 1, int64))
+    classes = Tensor._make(place(B.arange(0, num_classes, 1, int64), tensor.device))
     return (tensor.unsqueeze(-1) == classes).long()
 
 

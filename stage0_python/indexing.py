@@ -13,6 +13,7 @@ from . import dtypes as D
 from .dtypes import bool_, int32, int64
 from .shapes import ShapeError, out_of_range
 from .tensor import Tensor, where
+from .device import place
 
 
 def getitem(t, key):
@@ -58,7 +59,7 @@ def setitem(t, key, value):
             # a view (stages with views): write through it, as PyTorch does
             region._inplace(lambda x: ops.Overwrite.apply(x, value.to(t.dtype)), "setitem")
             return
-    positions = Tensor._make(B.arange(0, t.numel(), 1, int64)).reshape(t.shape)[key]
+    positions = Tensor._make(place(B.arange(0, t.numel(), 1, int64), t.device)).reshape(t.shape)[key]
     if B.broadcast_shapes(positions.shape, value.shape) != tuple(positions.shape):
         raise ShapeError(f"setitem: value of shape {list(value.shape)} cannot be broadcast to "
                          f"the indexed shape {list(positions.shape)}")
@@ -156,7 +157,7 @@ def parse_index(shape, key):
 def advanced(x, adv):
     """NumPy-style advanced indexing of ``x`` by int tensors at view positions."""
     dims = [p for p, _ in adv]
-    idx = [t for _, t in adv]
+    idx = [t.to(x.device) for _, t in adv]  # index tensors go to the data, as in PyTorch
     bshape = B.broadcast_shapes(*(t.shape for t in idx))
     if bshape is None:
         raise IndexError(f"shape mismatch: indexing tensors could not be broadcast together with "

@@ -494,7 +494,7 @@ def _scatter_back(g, shape, fn, args):
     """The adjoint of a view op: ``g`` added into a zero tensor of ``shape`` at the
     positions the view reads (found by applying the op to the positions themselves)."""
     n = B.prod(shape)
-    pos = fn.apply(wrap(B.arange(0, n, 1, int64)).reshape(shape), *args)
+    pos = fn.apply(wrap(place(B.arange(0, n, 1, int64), g.device)).reshape(shape), *args)
     flat = (g.numel(),)
     return wrap(B.scatter_add((n,), 0, B.reshape(pos._data, flat), B.reshape(g._data, flat))).reshape(shape)
 
@@ -540,7 +540,7 @@ class Slice(Function):
 
     @staticmethod
     def backward(ctx, g):
-        out = B.full(ctx.shape, 0, g.dtype)
+        out = place(B.full(ctx.shape, 0, g.dtype), g.device)
         B.assign(out, *ctx.region, g._data)
         return wrap(out), None, None, None
 

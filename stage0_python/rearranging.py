@@ -11,6 +11,7 @@ from .creation import cat
 from .dtypes import bool_, int64
 from .shapes import ShapeError
 from .tensor import Tensor, where
+from .device import place
 
 
 def _tensor(x, op, name="input"):
@@ -67,7 +68,7 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     pad = [d for d in input.shape[:-1]]
     zeros = input.new_zeros([*pad, abs(offset)])
     rows = cat([input, zeros] if offset >= 0 else [zeros, input], -1) if offset else input
-    r = Tensor._make(B.arange(0, n, 1, int64))
+    r = Tensor._make(place(B.arange(0, n, 1, int64), input.device))
     on = r.reshape(n, 1) + offset == r.reshape(1, n)
     out = where(on, rows.unsqueeze(-1), input.new_zeros(()))
     perm = [None] * nd
@@ -110,7 +111,7 @@ def repeat_interleave(input, repeats=None, dim=None, output_size=None):
     op = "repeat_interleave"
     _tensor(input, op)
     if repeats is None:  # the one-argument form: indices 0..n-1, each counts[i] times
-        repeats, input, dim = input, Tensor._make(B.arange(0, input.numel(), 1, int64)), 0
+        repeats, input, dim = input, Tensor._make(place(B.arange(0, input.numel(), 1, int64), input.device)), 0
     x = input.flatten() if dim is None else input
     d = x._dim(0 if dim is None else dim, op)
     n = x.shape[d] if x.ndim else 1
@@ -135,7 +136,7 @@ def repeat_interleave(input, repeats=None, dim=None, output_size=None):
     if not x.ndim:
         x = x.reshape(1)
     index = [i for i, c in enumerate(counts) for _ in range(c)]
-    return x.index_select(d, Tensor._make(B.from_list(index, (len(index),), int64)))
+    return x.index_select(d, Tensor._make(place(B.from_list(index, (len(index),), int64), x.device)))
 
 
 def _groups(keys, order):
@@ -167,13 +168,13 @@ def _unique(input, sort, return_inverse, return_counts, dim, op):
     if sort:  # stable, NaN last; each NaN is its own value (NaN != NaN), as in PyTorch
         order = sorted(order, key=lambda i: [(1, 0.0) if v != v else (0, v) for v in _ints(keys[i])])
     firsts, group, counts = _groups(keys, order)
-    out = x.detach().index_select(d, Tensor._make(B.from_list(firsts, (len(firsts),), int64)))
+    out = x.detach().index_select(d, Tensor._make(place(B.from_list(firsts, (len(firsts),), int64), x.device)))
     res = [out]
     if return_inverse:
-        inv = Tensor._make(B.from_list(group, (n,), int64))
+        inv = Tensor._make(place(B.from_list(group, (n,), int64), x.device))
         res.append(inv.reshape(input.shape) if dim is None else inv)
     if return_counts:
-        res.append(Tensor._make(B.from_list(counts, (len(counts),), int64)))
+        res.append(Tensor._make(place(B.from_list(counts, (len(counts),), int64), x.device)))
     return res[0] if len(res) == 1 else tuple(res)
 
 

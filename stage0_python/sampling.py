@@ -11,6 +11,7 @@ from .dtypes import int64
 from .tensor import Tensor
 from . import backend as B
 from .shapes import ShapeError
+from .device import place
 
 
 class InvalidDistributionError(ValueError, RuntimeError):
@@ -85,7 +86,7 @@ def multinomial(input, num_samples, replacement=False, generator=None):
     for row in rows:  # only once every row is valid: a refused call draws nothing
         out += _draw(row, num_samples, replacement, gen.uniform(num_samples, double=True))
     shape = (num_samples,) if input.ndim == 1 else (len(rows), num_samples)
-    return Tensor._make(B.from_list(out, shape, int64))
+    return Tensor._make(place(B.from_list(out, shape, int64), input.device))
 
 
 Tensor.multinomial = multinomial

@@ -12,6 +12,7 @@ from .dtypes import bool_, int64
 from .shapes import IndexRangeError, ShapeError, out_of_range
 from .tensor import Tensor, inplace_form, where
 from . import ops
+from .device import place
 
 REDUCES = ("sum", "prod", "mean", "amax", "amin")
 wrap = Tensor._make
@@ -50,7 +51,8 @@ def positions(x, d, index, op):
         if k != d and index.shape[k] > 1:
             along = [1] * index.ndim
             along[k] = index.shape[k]
-            pos = pos + wrap(B.arange(0, index.shape[k] * strides[k], strides[k], int64)).reshape(along)
+            step = place(B.arange(0, index.shape[k] * strides[k], strides[k], int64), index.device)
+            pos = pos + wrap(step).reshape(along)
     return pos
 
 

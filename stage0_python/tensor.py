@@ -822,7 +822,7 @@ class Tensor(TensorCore):
         if self.ndim and self.shape[d] == 0:
             raise ValueError(f"{op}: cannot reduce dim {d} of size 0 (shape {list(self.shape)})")
         if not self.ndim:
-            return ValuesIndices(self, Tensor._make(B.full((), 0, int64)))
+            return ValuesIndices(self, Tensor._make(place(B.full((), 0, int64), self.device)))
         return ValuesIndices(*ops.ExtremeDim.apply(self, op, d, keepdim))
 
     def max(self, dim=None, keepdim=False):
@@ -854,7 +854,7 @@ class Tensor(TensorCore):
             out = Tensor._make(B.arg_reduce(op, B.reshape(self._data, (self.numel(),)), 0, False))
             return out.reshape((1,) * self.ndim) if keepdim else out
         if not self.ndim:
-            return Tensor._make(B.full((), 0, int64))
+            return Tensor._make(place(B.full((), 0, int64), self.device))
         return Tensor._make(B.arg_reduce(op, self._data, self._dim(dim, op), keepdim))
 
     def argmax(self, dim=None, keepdim=False):
@@ -1211,7 +1211,7 @@ class Tensor(TensorCore):
         x = self
         for d in self._dims(dims, "flip"):
             n = x.shape[d]
-            x = x.index_select(d, Tensor._make(B.arange(n - 1, -1, -1, int64)))
+            x = x.index_select(d, Tensor._make(place(B.arange(n - 1, -1, -1, int64), self.device)))
         return x
 
     def _axis_index(self, op, dim, index, src=None):
@@ -1284,7 +1284,8 @@ class Tensor(TensorCore):
             for s, n in zip(strides, self.shape):
                 c.append((i // s) % n)
             coords.append(c)
-        out = Tensor._make(B.from_list([v for c in coords for v in c], (len(flat), self.ndim), int64))
+        out = Tensor._make(place(B.from_list([v for c in coords for v in c], (len(flat), self.ndim), int64),
+                                 self.device))
         if as_tuple:
             return tuple(out[:, k] for k in range(self.ndim))
         return out
@@ -1311,7 +1312,7 @@ class Tensor(TensorCore):
         indexing.setitem(self, key, value)
 
     def _set_flat(self, i, value):
-        B.put(self._data, Tensor._make(B.full((1,), i, int64))._data, B.full((), value, self.dtype))
+        B.put(self._data, place(B.full((1,), i, int64), self.device), B.full((), value, self.dtype))
 
     # ------------------------------------------------------------ in place
 
@@ -1380,7 +1381,8 @@ class Tensor(TensorCore):
         the base becomes "old base with the view's elements replaced by ``result``", a
         differentiable IndexPut, and the view is re-derived from the new base."""
         _, steps, _ = self._view
-        positions = _replay(Tensor._make(B.arange(0, base.numel(), 1, int64)).reshape(base.shape), steps)
+        positions = Tensor._make(place(B.arange(0, base.numel(), 1, int64), base.device))
+        positions = _replay(positions.reshape(base.shape), steps)
         base._inplace(lambda b: ops.IndexPut.apply(b, positions, result), op)
         self._view = (base, steps, None)
         self._sync_view()
@@ -1452,7 +1454,9 @@ class Tensor(TensorCore):
         if B.broadcast_shapes(self.shape, src.shape) != tuple(self.shape):
             raise ShapeError(f"copy_: source of shape {list(src.shape)} cannot be broadcast to "
                              f"{list(self.shape)}")
-        return self._inplace(lambda x: ops.Overwrite.apply(x, src.to(self.dtype)), "copy_")
+        # from any device, as PyTorch's copy_ (the one in-place write that moves data)
+        return self._inplace(lambda x: ops.Overwrite.apply(x, src.to(self.device, self.dtype)),
+                             "copy_")
 
     def fill_(self, value):
         value = value.item() if isinstance(value, Tensor) else value
@@ -1465,13 +1469,14 @@ class Tensor(TensorCore):
     def uniform_(self, a=0.0, b=1.0, generator=None):
         gen = generator or _random.default_generator
         with autograd.no_grad():
-            return self._inplace(lambda x: Tensor._make(B.uniform(self.shape, a, b, self.dtype, gen)),
+            return self._inplace(lambda x: Tensor._make(place(B.uniform(self.shape, a, b, self.dtype, gen), x.device)),
                                  "uniform_")
 
     def normal_(self, mean=0.0, std=1.0, generator=None):
         gen = generator or _random.default_generator
         with autograd.no_grad():
-            return self._inplace(lambda x: Tensor._make(B.normal(self.shape, mean, std, self.dtype, gen)),
+            return self._inplace(lambda x: Tensor._make(place(B.normal(self.shape, mean, std, self.dtype, gen),
+                                                               x.device)),
                                  "normal_")
 
     def __iadd__(self, o):

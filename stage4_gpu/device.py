@@ -51,9 +51,12 @@ def place(buf, dev):
     from .webgpu import backend as gpu
     if dev.type == "webgpu":
         return gpu.upload(buf)
-    from . import backend
+    from .backend import cpu
     host = gpu.to_host_array(buf)
-    return backend.cpu.from_list(host.tolist(), buf.shape, buf.dtype)
+    out = cpu.full(buf.shape, 0, buf.dtype)
+    # a bool word narrows to the host's byte
+    memoryview(out).cast("B")[:] = bytes(host.tolist()) if buf.dtype.name == "bool" else host.tobytes()
+    return out
 
 
 def fused(name, *bufs):

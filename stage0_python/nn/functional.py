@@ -17,6 +17,7 @@ from .. import shapes
 from .. import random as _random
 from ..autograd import Function, no_grad
 from ..creation import cat
+from ..device import fused, place
 from ..dtypes import int64
 from ..shapes import ShapeError
 from ..tensor import Tensor, where
@@ -808,7 +809,8 @@ def dropout(input, p=0.5, training=True, inplace=False):
     if p == 1.0:
         mask = 0.0
     else:
-        u = Tensor._make(B.uniform(tuple(input.shape), 0.0, 1.0, input.dtype, _random.default_generator))
+        u = Tensor._make(place(B.uniform(tuple(input.shape), 0.0, 1.0, input.dtype, _random.default_generator),
+                               input.device))
         mask = (u < 1.0 - p).to(input.dtype) * (1.0 / (1.0 - p))
     return input.mul_(mask) if inplace else input * mask
 
@@ -1029,7 +1031,6 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 # their own modules (imported last: they build on the helpers above)
 from . import functional_extra as _extra, functional_spatial as _spatial  # noqa: E402
 from . import functional_attention as _attention  # noqa: E402
-from ..device import fused
 
 globals().update({k: getattr(m, k) for m in (_extra, _spatial, _attention) for k in m.__all__})
 __all__ = sorted(set(__all__) | set(_extra.__all__) | set(_spatial.__all__) | set(_attention.__all__))

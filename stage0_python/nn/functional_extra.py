@@ -11,6 +11,7 @@ from ..autograd import no_grad
 from ..dtypes import bool_, int64
 from ..shapes import ShapeError
 from ..tensor import Tensor, where
+from ..device import place
 
 __all__ = ["instance_norm", "local_response_norm", "dropout1d", "dropout2d", "alpha_dropout",
            "bilinear", "embedding_bag"]
@@ -94,7 +95,8 @@ def _channel_dropout(input, p, training, inplace, name, dims):
     if p == 1.0:
         mask = input.new_zeros(mask_shape)
     else:
-        u = Tensor._make(B.uniform(mask_shape, 0.0, 1.0, input.dtype, _random.default_generator))
+        u = Tensor._make(place(B.uniform(mask_shape, 0.0, 1.0, input.dtype, _random.default_generator),
+                               input.device))
         mask = (u < 1.0 - p).to(input.dtype) * (1.0 / (1.0 - p))
     return input.mul_(mask) if inplace else input * mask
 
@@ -124,7 +126,8 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
     if p == 1.0:
         return input.mul_(0.0) if inplace else input * 0.0
     a = 1.0 / math.sqrt((_SELU_SAT * _SELU_SAT * p + 1) * (1 - p))
-    u = Tensor._make(B.uniform(tuple(input.shape), 0.0, 1.0, input.dtype, _random.default_generator))
+    u = Tensor._make(place(B.uniform(tuple(input.shape), 0.0, 1.0, input.dtype, _random.default_generator),
+                           input.device))
     keep = (u < 1.0 - p).to(input.dtype)
     # kept: a * x + a * sat * p; dropped: a * sat * (p - 1)
     shift = (keep - 1.0) * (_SELU_SAT * a) + _SELU_SAT * a * p

@@ -6,12 +6,11 @@ from the one generator every stage shares, so a seed gives the same tensor on ev
 device) or fills on the device (``full``). The elementwise ops, reductions, products and
 movement run the project's WGSL kernels (``kernels/``).
 """
-from stage0_python.backend import arange_values
-
 from ..capabilities import CapabilityError
-from ..dtypes import bool_, float32
-from .buffer import Buffer, check_dtype, empty, from_host, host_array, to_host_array  # noqa: F401
+from ..dtypes import bool_
+from .buffer import check_dtype, empty, from_host, host_array, to_host_array  # noqa: F401
 from .elementwise import INT_DIVISIONS, cast_expr, expression, run
+from .index import fold, gather, put, scan, scatter_add, sort, take, unfold  # noqa: F401
 from .matmul import matmul  # noqa: F401
 from .movement import (  # noqa: F401
     alias, assign, cat, contiguous, copy, data_ptr, diagonal, expand, is_contiguous, permute,
@@ -41,11 +40,12 @@ def full(shape, value, dtype):
 
 
 def upload(host_buf):
-    """A host buffer's contents on the device (a new buffer)."""
+    """A host buffer's contents on the device (a new buffer): its bytes, read through the
+    buffer protocol in row-major order (a bool byte widens to the device's word)."""
     check_dtype(host_buf.dtype, "to(device='webgpu')")
-    vals = host_buf.values()
-    return from_host(host_array([int(v) for v in vals] if host_buf.dtype is bool_ else vals,
-                                host_buf.dtype), host_buf.shape, host_buf.dtype)
+    raw = memoryview(host_buf).tobytes()
+    data = host_array(list(raw), bool_) if host_buf.dtype is bool_ else raw
+    return from_host(data, host_buf.shape, host_buf.dtype)
 
 
 def cast(x, dtype):

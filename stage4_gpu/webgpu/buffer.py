@@ -12,7 +12,7 @@ import itertools
 
 from ..capabilities import CapabilityError
 from ..device import device as _device
-from ..dtypes import bool_, float32, float64, int32, int64
+from ..dtypes import bool_, float64, int64
 from .runtime import runtime
 
 DEVICE = _device("webgpu", 0)

@@ -10,7 +10,7 @@ undefined at NaN and infinity are in ``kernels/math.wgsl``.
 import os
 
 from ..dtypes import bool_
-from .buffer import WGSL, Buffer, empty
+from .buffer import WGSL, empty
 from .runtime import WORKGROUP, runtime
 
 _DIR = os.path.join(os.path.dirname(__file__), "kernels")

@@ -214,3 +214,9 @@ fn atan2_f(y: f32, x: f32) -> f32 {
   let r = atan_pos(abs(y / x));
   return copysign_f(select(r, pi - r, x < 0.0), y);
 }
+fn logaddexp_f(a: f32, b: f32) -> f32 {
+  if (is_nan(a) || is_nan(b)) { return nan_f(); }
+  let m = max(a, b);
+  if (is_inf(m)) { return m; }  // exp(-inf - -inf) would be NaN; both -inf stays -inf
+  return m + log1p_f(exp_f(-abs(a - b)));
+}
