@@ -122,3 +122,17 @@ def test_tensor_device_and_moves(sg):
         x.cuda(1)
     with pytest.raises((AssertionError, RuntimeError)):  # PyTorch's CPU build refuses too
         tx.cuda()
+
+
+def test_default_device_is_the_cpu_and_only_a_usable_device_can_be_set(sg):
+    torch = need_torch()
+    assert sg.get_default_device() == sg.device("cpu")
+    assert str(torch.get_default_device()) == str(sg.get_default_device())
+    sg.set_default_device("cpu")
+    try:
+        assert sg.zeros(2).device == sg.device("cpu")
+        with pytest.raises(RuntimeError, match="set_default_device.*'mps'"):
+            sg.set_default_device("mps")
+        assert sg.get_default_device() == sg.device("cpu")
+    finally:
+        sg.set_default_device(None)

@@ -384,3 +384,16 @@ def test_classifier_training_with_embedding_and_cross_entropy_matches_the_cpu(gp
     assert gpu_loss == pytest.approx(cpu_loss, rel=1e-5)
     for a, b in zip(gpu_params, cpu_params):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_the_default_device_places_new_tensors(gpu):
+    gpu.set_default_device("webgpu")
+    try:
+        assert gpu.get_default_device() == gpu.device("webgpu", 0)
+        for t in (gpu.zeros(2), gpu.tensor([1.0]), gpu.arange(3), gpu.randn(2), gpu.eye(2)):
+            assert t.device.type == "webgpu"
+        assert gpu.from_numpy(np.ones(2)).device.type == "cpu"  # as in PyTorch
+        assert gpu.zeros(2, device="cpu").device.type == "cpu"
+    finally:
+        gpu.set_default_device(None)
+    assert gpu.zeros(2).device.type == "cpu"

@@ -25,6 +25,7 @@ from .math_ops import (acos, acosh, arccos, arccosh, arcsin, arcsinh, arctan, ar
 from .random import Generator, initial_seed, manual_seed, seed
 from .shapes import IndexRangeError, ShapeError
 from .tensor import Size, Tensor, ValuesIndices, device, where
+from .device import get_default_device, set_default_device
 from .threads import get_num_threads, set_num_threads
 from .sorting import argsort, bucketize, kthvalue, msort, searchsorted, sort, topk
 from .scans import cummax, cummin, cumprod, cumsum, logcumsumexp

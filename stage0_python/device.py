@@ -69,15 +69,29 @@ CPU = device("cpu")
 
 
 def check_device(dev, op):
-    """``dev`` (a device, a string, or None) made a device, refused unless it is the CPU:
-    a DeviceError naming ``op`` and the device."""
+    """``dev`` (a device, a string, or None for the default device) made a device, refused
+    unless it is the CPU: a DeviceError naming ``op`` and the device."""
     if dev is None:
-        return CPU
+        return _DEFAULT[0]
     d = dev if isinstance(dev, device) else device(dev)
     if d.type != "cpu":
         raise DeviceError(f"{op}: device {str(d)!r} is not available: this stage runs on the CPU "
                           f"only (use device='cpu')")
     return d  # any CPU index is the one CPU, as in PyTorch
+
+
+_DEFAULT = [CPU]
+
+
+def get_default_device():
+    """The device creation functions use when given none (the CPU unless set)."""
+    return _DEFAULT[0]
+
+
+def set_default_device(dev):
+    """Make ``dev`` (None: the CPU) the device creation functions use when given none, as
+    ``torch.set_default_device``; a device the stage cannot use raises DeviceError."""
+    _DEFAULT[0] = CPU if dev is None else check_device(dev, "set_default_device")
 
 
 def device_of(buf):

@@ -17,10 +17,10 @@ WEBGPU = device("webgpu", 0)  # noqa: F821  (from stage 0's part, run above)
 
 
 def check_device(dev, op):
-    """``dev`` (a device, a string, or None for the CPU) made a device this stage can put a
-    tensor on; a DeviceError naming ``op``, the device and why otherwise."""
+    """``dev`` (a device, a string, or None for the default device) made a device this stage
+    can put a tensor on; a DeviceError naming ``op``, the device and why otherwise."""
     if dev is None:
-        return CPU  # noqa: F821
+        return _DEFAULT[0]  # noqa: F821
     d = dev if isinstance(dev, device) else device(dev)  # noqa: F821
     if d.type == "cpu":
         return d
