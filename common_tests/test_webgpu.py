@@ -228,6 +228,8 @@ def test_moves_between_devices(gpu):
     assert g.to("webgpu") is g
     assert g.tolist() == x.tolist() and g.sum().item() == pytest.approx(x.sum().item(), rel=1e-6)
     assert g.cpu().device == gpu.device("cpu")
+    assert repr(gpu.ones(2, dtype=gpu.int32, device="webgpu")) == (
+        "tensor([1, 1], device='webgpu:0', dtype=stagegrad.int32)")
     assert gpu.zeros(2, 3, device="webgpu").device.type == "webgpu"
     assert gpu.zeros_like(g).device.type == "webgpu"
     assert g.new_ones(2).device.type == "webgpu"
@@ -397,3 +399,17 @@ def test_the_default_device_places_new_tensors(gpu):
     finally:
         gpu.set_default_device(None)
     assert gpu.zeros(2).device.type == "cpu"
+
+
+def test_dlpack_names_the_device_and_refuses_to_share_with_the_reason(gpu):
+    g = gpu.ones(2, device="webgpu")
+    assert g.__dlpack_device__() == (15, 0)  # kDLWebGPU
+    with pytest.raises(gpu.CapabilityError, match="DLPack"):
+        g.__dlpack__()
+
+
+def test_as_tensor_keeps_a_tensors_device_unless_one_is_named(gpu):
+    g = gpu.ones(2, device="webgpu")
+    assert gpu.as_tensor(g) is g
+    assert gpu.as_tensor(g, device="cpu").device.type == "cpu"
+    assert gpu.as_tensor([1.0, 2.0], device="webgpu").device.type == "webgpu"

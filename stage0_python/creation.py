@@ -35,10 +35,10 @@ def tensor(data, dtype=None, requires_grad=False, device=None):
 
 
 def as_tensor(data, dtype=None, device=None):
-    device = check_device(device, "as_tensor")
-    if isinstance(data, Tensor):
+    dev = check_device(device, "as_tensor")
+    if isinstance(data, Tensor):  # stays on its own device unless one is named
         return data.to(dtype=dtype, device=device)
-    return _finish(Tensor._infer(data, dtype)._data, False, device)
+    return _finish(Tensor._infer(data, dtype)._data, False, dev)
 
 
 def from_numpy(array):

@@ -159,6 +159,7 @@ def _legacy_buffer(args, dtype, op):
 
 
 _DLPACK_CPU = (1, 0)  # DLPack's (device type, index): kDLCPU
+_DLPACK_TYPES = {"cuda": 2, "webgpu": 15}  # DLPack 1.0's kDLCUDA and kDLWebGPU
 
 
 class Tensor(TensorCore):
@@ -288,6 +289,8 @@ class Tensor(TensorCore):
     def __repr__(self):
         body = _format(self.tolist(), self.dtype)
         extra = ""
+        if self.device.type != "cpu":  # where PyTorch says it: before the dtype
+            extra += f", device='{self.device}'"
         if self.dtype not in (float32, int64, bool_):
             extra += f", dtype={self.dtype!r}"
         if self.grad_fn is not None:
@@ -317,7 +320,8 @@ class Tensor(TensorCore):
 
     def numpy(self):
         """The tensor as a NumPy array: sharing its memory where the stage exports it (the
-        buffer protocol), as PyTorch's does, and a copy on the stages that cannot."""
+        buffer protocol), as PyTorch's does, and a copy on the stages that cannot and for a
+        tensor on a device (the host waits for the device there)."""
         if self.requires_grad:
             raise RuntimeError("numpy: can't call numpy() on a tensor that requires grad; "
                                "use tensor.detach().numpy()")
@@ -354,8 +358,10 @@ class Tensor(TensorCore):
         return B.to_dlpack(B.copy(self._data) if copy else self._data, versioned)
 
     def __dlpack_device__(self):
-        """``(1, 0)``: DLPack's kDLCPU, device 0 (every tensor here is on the CPU)."""
-        return _DLPACK_CPU
+        """DLPack's (device type, index) of this tensor: ``(1, 0)`` (kDLCPU) for the CPU,
+        ``(15, 0)`` (kDLWebGPU) for the webgpu device."""
+        d = self.device
+        return _DLPACK_CPU if d.type == "cpu" else (_DLPACK_TYPES[d.type], d.index or 0)
 
     def __float__(self):
         return float(self.item())

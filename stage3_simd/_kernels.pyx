@@ -274,7 +274,9 @@ cdef void _operands(sg3_operands* o, tuple shape, list bufs) except *:
 # since a layer of Python between the frontend and a small kernel costs more than the
 # kernel. What the SIMD kernels do not cover goes to stage 2's routing (set_fallbacks).
 
-cdef object _unary_fallback = None, _binary_fallback = None, _bool_dtype = None
+# a stage's DType class -> its (unary, binary, bool dtype): stage 4 runs stage 3's backend
+# as its own cpu device, and this one compiled module serves both stages
+cdef dict _FALLBACKS = {}
 # Below this many elements a kernel keeps the GIL: releasing and taking it back costs
 # more than the work, and no other thread could do much in the meantime
 cdef enum:
@@ -288,9 +290,8 @@ cdef inline int _op_code(dict codes, str op):
 
 def set_fallbacks(unary, binary, bool_dtype):
     """Stage 2's ``unary`` and ``binary``, for what no SIMD kernel covers, and the dtype
-    comparisons return."""
-    global _unary_fallback, _binary_fallback, _bool_dtype
-    _unary_fallback, _binary_fallback, _bool_dtype = unary, binary, bool_dtype
+    comparisons return, for the stage whose dtypes are of ``bool_dtype``'s class."""
+    _FALLBACKS[type(bool_dtype)] = (unary, binary, bool_dtype)
 
 
 cdef void _elementwise(sg3_operands* o, tuple shape, Buffer out, Buffer a, Buffer b) except *:
@@ -315,7 +316,7 @@ def unary(str op, Buffer x, dtype=None):
     """``op`` of every element (stage 0's primitive); the result cast to ``dtype`` if given."""
     cdef int rc, opc = _op_code(UNARY_OPS, op)
     if opc < 0 or x.code == BOOL or x.code < FLOAT32 and opc > LAST_INT_UNARY:
-        return _unary_fallback(op, x, dtype)
+        return (<tuple>_FALLBACKS[type(x.dtype)])[0](op, x, dtype)
     cdef Buffer out = new_buffer(x.shape, x.dtype, x.code)
     cdef sg3_operands o
     if out.numel:
@@ -335,7 +336,7 @@ def binary(str op, Buffer a, Buffer b, dtype):
     where they do not); comparisons return bool (stage 0's primitive)."""
     cdef int code = a.code if a.dtype is dtype else code_of(dtype), rc, opc = _op_code(BINARY_OPS, op)
     if opc < 0 or code == BOOL or code < FLOAT32 and (opc == DIV or opc == POW):
-        return _binary_fallback(op, a, b, dtype)
+        return (<tuple>_FALLBACKS[type(dtype)])[1](op, a, b, dtype)
     if a.dtype is not dtype:
         a = cast(a, dtype)
     if b.dtype is not dtype:
@@ -345,7 +346,7 @@ def binary(str op, Buffer a, Buffer b, dtype):
         raise ValueError(f"{op}: shapes {list(a.shape)} and {list(b.shape)} cannot be broadcast")
     cdef Buffer out
     if opc >= FIRST_COMPARISON:
-        out = new_buffer(shape, _bool_dtype, BOOL)
+        out = new_buffer(shape, (<tuple>_FALLBACKS[type(dtype)])[2], BOOL)
     else:
         out = new_buffer(shape, dtype, code)
     cdef sg3_operands o

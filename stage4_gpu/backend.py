@@ -32,51 +32,38 @@ globals().update({k: v for k, v in vars(cpu).items() if not k.startswith("__")})
 __doc__ = _STAGE4_DOC
 
 
-def _route(op, bufs):
-    """The device backend for ``bufs`` (None: all on the host), and the buffers with any
-    zero-dim host scalar among device buffers copied over."""
-    if not any(type(b) is _GpuBuffer for b in bufs):
-        return None, bufs
+def _to_device(op, bufs):
+    """``bufs`` (some on the device) with each zero-dim host scalar copied to the device;
+    DeviceError for any other host buffer among them."""
+    first = next(b for b in bufs if type(b) is _GpuBuffer)
     out = []
     for b in bufs:
         if b is not None and type(b) is not _GpuBuffer:
             if b.shape != ():
-                first = next(x for x in bufs if type(x) is _GpuBuffer)
                 raise DeviceError(f"{op}: expected all tensors on one device, but found tensors "
                                   f"on {device_of(first)} and on {device_of(b)}")
             b = gpu.upload(b)
         out.append(b)
-    return gpu, out
+    return out
 
 
 def _routed(name, positions):
-    """Primitive ``name`` routed by its buffer arguments at ``positions``."""
-    on_cpu = getattr(cpu, name)
+    """Primitive ``name`` routed by its buffer arguments at ``positions`` (a list of
+    buffers, for ``cat``, counts as its buffers)."""
+    on_cpu, on_gpu = getattr(cpu, name), getattr(gpu, name)
 
     def primitive(*args, **kwargs):
+        bufs = [b for i in positions if i < len(args)
+                for b in (args[i] if type(args[i]) in (list, tuple) else (args[i],))]
+        if not any(type(b) is _GpuBuffer for b in bufs):
+            return on_cpu(*args, **kwargs)
+        moved = iter(_to_device(args[0] if type(args[0]) is str else name, bufs))
         args = list(args)
         for i in positions:
-            if i < len(args) and type(args[i]) is _GpuBuffer:
-                break
-            if i < len(args) and isinstance(args[i], (list, tuple)) and any(
-                    type(b) is _GpuBuffer for b in args[i]):
-                break
-        else:
-            return on_cpu(*args, **kwargs)
-        lists = {i for i in positions if i < len(args) and isinstance(args[i], (list, tuple))}
-        flat = [b for i in positions if i < len(args)
-                for b in (args[i] if i in lists else [args[i]])]
-        label = args[0] if isinstance(args[0], str) else name
-        impl, moved = _route(label, flat)
-        it = iter(moved)
-        for i in positions:
             if i < len(args):
-                args[i] = [next(it) for _ in args[i]] if i in lists else next(it)
-        f = getattr(impl, name, None)
-        if f is None:
-            raise NotImplementedError(f"{label}: the webgpu device has no kernel for the "
-                                      f"{name} primitive yet (move the tensors to the CPU)")
-        return f(*args, **kwargs)
+                many = type(args[i]) in (list, tuple)
+                args[i] = [next(moved) for _ in args[i]] if many else next(moved)
+        return on_gpu(*args, **kwargs)
 
     primitive.__name__ = name
     primitive.__doc__ = on_cpu.__doc__

@@ -108,3 +108,8 @@ def binary(op, a, b, dtype):
 def where(cond, a, b):
     shape = broadcast_shapes(cond.shape, a.shape, b.shape)
     return run("select(v3, v2, v1 != 0u)", empty(shape, a.dtype), [cond, a, b])
+
+
+def to_dlpack(x, versioned=False):
+    raise CapabilityError("__dlpack__: a webgpu tensor cannot be shared through DLPack: WebGPU "
+                          "gives no pointer to its memory (t.cpu() copies it to the host)")
