@@ -5,9 +5,14 @@ variable ``STAGEGRAD_STAGES``; by default every known stage is tried. A stage th
 cannot be imported is reported in the header and the summary, never silently dropped.
 A test marked ``@pytest.mark.capability("views")`` is skipped, with the reason, on a
 stage whose ``LACKS`` names that capability.
+
+``stage4_gpu[webgpu]`` runs stage 4 with the webgpu device as the default device: every
+tensor a test makes lands there, and the device's own ``LACKS`` (float64, which WGSL lacks)
+joins the stage's.
 """
 import importlib
 import os
+import types
 
 import pytest
 
@@ -21,13 +26,42 @@ def pytest_addoption(parser):
                      help="comma-separated stage packages to test (default: all known)")
 
 
+class OnDevice(types.ModuleType):
+    """A stage whose tests run with ``device`` as the default device: its names are the
+    stage's, its ``LACKS`` the stage's and the device's."""
+
+    def __init__(self, stage, device):
+        super().__init__(stage.__name__, stage.__doc__)
+        self.__file__ = stage.__file__
+        self._stage, self.DEVICE = stage, device
+        self.DEVICE_LACKS = getattr(stage, device).LACKS
+        self.LACKS = frozenset(stage.LACKS) | self.DEVICE_LACKS
+
+    def __getattr__(self, name):
+        return getattr(self._stage, name)
+
+
+def _import(name):
+    """The stage ``name`` names: a package, or ``package[device]``."""
+    package, _, device = name.partition("[")
+    stage = importlib.import_module(package)
+    if not device:
+        return stage
+    device = device.rstrip("]")
+    runtime = getattr(stage, device, None)
+    if runtime is None or not runtime.is_available():
+        raise ImportError(f"device {device}: " + (runtime.unavailable_reason() if runtime else
+                                                   f"{package} has no such device"))
+    return OnDevice(stage, device)
+
+
 def _selected(config):
     raw = config.getoption("--stages") or os.environ.get("STAGEGRAD_STAGES") or ""
     names = [s.strip() for s in raw.split(",") if s.strip()] or list(KNOWN_STAGES)
     for name in names:
         if name not in _loaded and name not in _missing:
             try:
-                mod = importlib.import_module(name)
+                mod = _import(name)
             except ImportError as e:
                 _missing[name] = f"{type(e).__name__}: {e}"
                 continue
@@ -74,15 +108,39 @@ def sg(request):
     return _loaded[request.param]
 
 
+DTYPE_NAMES = {"float64", "float32", "int64", "int32", "bool", "float16", "bfloat16", "uint8",
+               "int8", "int16"}
+
+
 @pytest.fixture(autouse=True)
 def _capabilities(request):
-    marker = request.node.get_closest_marker("capability")
-    if marker is None or "sg" not in request.fixturenames:
+    if "sg" not in request.fixturenames:
         return
+    marker = request.node.get_closest_marker("capability")
+    needs = set(marker.args) if marker else set()
     stage = request.getfixturevalue("sg")
-    lacking = set(marker.args) & set(getattr(stage, "LACKS", ()))
+    callspec = getattr(request.node, "callspec", None)
+    if callspec is not None:  # on a device, a test parametrized by a dtype it lacks needs it
+        named = {v for v in callspec.params.values() if isinstance(v, str)} & DTYPE_NAMES
+        needs |= named & getattr(stage, "DEVICE_LACKS", frozenset())
+    lacking = needs & set(getattr(stage, "LACKS", ()))
     if lacking:
         pytest.skip(f"{stage.__name__} declares it lacks {', '.join(sorted(lacking))}")
+
+
+@pytest.fixture(autouse=True)
+def _default_device(request):
+    """On ``package[device]``, every test runs with that device as the default."""
+    stage = request.getfixturevalue("sg") if "sg" in request.fixturenames else None
+    device = getattr(stage, "DEVICE", None)
+    if device is None:
+        yield
+        return
+    stage.set_default_device(device)
+    try:
+        yield
+    finally:
+        stage.set_default_device(None)
 
 
 @pytest.fixture(autouse=True)

@@ -3,6 +3,10 @@ for CUDA. The kernels are in this folder (``kernels/*.wgsl``, filled in and laun
 the modules beside them); ``backend.py`` is the device's primitive set."""
 from .runtime import is_available, runtime, unavailable_reason
 
+# what a program cannot do with tensors on this device (a stage's LACKS, per device):
+# float64, since WGSL has no 64-bit floats; sharing memory, since WebGPU gives no pointer
+LACKS = frozenset({"float64", "dlpack", "buffer_protocol"})
+
 
 def device_name():
     """The adapter's name (Mesa's software driver calls itself ``llvmpipe``)."""
@@ -30,5 +34,5 @@ def memory_cached():
     return runtime().pooled_bytes
 
 
-__all__ = ["is_available", "unavailable_reason", "device_name", "is_software", "synchronize",
+__all__ = ["LACKS", "is_available", "unavailable_reason", "device_name", "is_software", "synchronize",
            "empty_cache", "memory_cached"]
