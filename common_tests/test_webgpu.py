@@ -218,7 +218,13 @@ def test_in_place_writes_reach_every_view(gpu):
     x.add_(1)
     same(gpu, g, x)
     g.copy_(x.to("webgpu") * 3)
-    same(gpu, g, x * 3)
+    x.copy_(x * 3)
+    same(gpu, g, x)
+    g[0].fill_(2.5)  # a Python number, written on the device
+    x[0].fill_(2.5)
+    same(gpu, g, x)
+    g.copy_(x + 1)  # from the CPU, as PyTorch's copy_ allows
+    same(gpu, g, x + 1)
 
 
 def test_moves_between_devices(gpu):

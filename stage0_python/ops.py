@@ -630,7 +630,8 @@ class Overwrite(Function):
     @staticmethod
     def forward(ctx, x, v):
         ctx.vshape = v.shape
-        return wrap(B.expand(v._data, tuple(x.shape)) if tuple(v.shape) != tuple(x.shape) else B.copy(v._data))
+        vd = place(v._data, x.device)  # fill_'s value: a host scalar
+        return wrap(B.expand(vd, tuple(x.shape)) if tuple(v.shape) != tuple(x.shape) else B.copy(vd))
 
     @staticmethod
     def backward(ctx, g):
