@@ -224,6 +224,7 @@ def test_requires_grad_setters(sg):
     assert_close(y.grad, np.array([6.0], np.float32))
 
 
+@pytest.mark.capability("float64")
 def test_cast_in_graph_returns_grad_in_leaf_dtype(sg):
     torch = need_torch()
     a = data((3,), seed=20)
@@ -235,6 +236,7 @@ def test_cast_in_graph_returns_grad_in_leaf_dtype(sg):
     assert_close(x.grad, t.grad)
 
 
+@pytest.mark.capability("float64")
 def test_float64_graph(sg):
     a, b = data((2, 3), "float64", seed=21), data((3, 2), "float64", seed=22)
     xs = check_grads(sg, lambda x, w: (x @ w).tanh().sum(0), lambda x, w: (x @ w).tanh().sum(0), a, b)
@@ -300,6 +302,7 @@ def test_custom_function_matches_torch(sg):
     assert y.grad_fn is not None and not y.is_leaf
 
 
+@pytest.mark.capability("float64")
 def test_custom_function_gradcheck(sg):
     gradcheck(sg, _cube(sg).apply, data((4,), "float64", seed=25))
     SP = _scaled_product(sg)
@@ -345,6 +348,7 @@ def test_custom_function_without_grad_records_nothing(sg):
     assert_close(y, data((3,), seed=33) ** 3, rtol=1e-6)
 
 
+@pytest.mark.capability("float64")
 def test_gradcheck_detects_a_wrong_backward(sg):
     x = T(sg, data((3,), "float64", seed=34, low=0.5, high=2), requires_grad=True)
     Wrong = _cube(sg, wrong=True)
@@ -391,6 +395,7 @@ def test_autograd_grad_unused_input(sg):
     assert_close(gx, np.full((2,), 2.0, np.float32))
 
 
+@pytest.mark.capability("float64")
 def test_gradcheck_on_a_composite(sg):
     a = data((2, 3), "float64", seed=40)
     b = data((3,), "float64", seed=41)

@@ -87,6 +87,7 @@ def test_full_infers_dtype_from_fill(sg, fill, dtype):
     assert_close(t, np.full((2, 3), fill, dtype=NP[dtype]))
 
 
+@pytest.mark.capability("float64")
 def test_full_explicit_dtype(sg):
     assert_close(sg.full((3,), 2, dtype=sg.float64), np.full((3,), 2, np.float64))
     assert_close(sg.full([2, 2], 2.9, dtype=sg.int32), np.full((2, 2), 2, np.int32))
@@ -169,6 +170,7 @@ def test_zeros_ones_like(sg, fn, np_fn, dtype):
     assert_close(getattr(sg, fn)(T(sg, a), dtype=sg.float64), np_fn(a, dtype=np.float64))
 
 
+@pytest.mark.capability("float64")
 def test_full_like_empty_like_rand_like(sg):
     x = T(sg, data((2, 3), "float64"))
     assert_close(sg.full_like(x, 2.5), np.full((2, 3), 2.5))

@@ -142,6 +142,7 @@ def _compare(ours, theirs, torch, where="batch"):
 
 
 @pytest.mark.needs_torch
+@pytest.mark.capability("float64")
 def test_default_collate_matches_torch(sg):
     torch = need_torch()
     from torch.utils.data import default_collate as torch_collate

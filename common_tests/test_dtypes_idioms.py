@@ -88,6 +88,7 @@ AXIS_OPS = ["sum", "mean", "prod", "amax", "amin", "argmax", "argmin", "std", "v
 
 
 @pytest.mark.parametrize("op", AXIS_OPS)
+@pytest.mark.capability("float64")
 def test_axis_is_dim(sg, op):
     torch = need_torch()
     a = data((3, 1, 4), "float64", seed=5)
@@ -192,6 +193,7 @@ INPLACE = ["abs", "log", "log1p", "sigmoid", "tanh", "floor", "ceil", "round", "
 
 
 @pytest.mark.parametrize("op", INPLACE)
+@pytest.mark.capability("float64")
 def test_inplace_unary_forms(sg, op):
     torch = need_torch()
     a = data((3, 4), "float64", seed=6, low=0.1, high=3.0)
@@ -232,6 +234,7 @@ INDEXES = [
 
 
 @pytest.mark.parametrize("make", INDEXES, ids=range(len(INDEXES)))
+@pytest.mark.capability("float64")
 def test_getitem_and_setitem_with_nested_sequences(sg, make):
     torch = need_torch()
     a = data((2, 3, 4), "float64", seed=9)

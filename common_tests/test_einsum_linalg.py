@@ -44,6 +44,7 @@ EINSUMS = [
 
 
 @pytest.mark.parametrize("equation,shapes", EINSUMS, ids=[e for e, _ in EINSUMS])
+@pytest.mark.capability("float64")
 def test_einsum(sg, equation, shapes):
     torch = need_torch()
     arrays = [data(s, "float64", seed=i) for i, s in enumerate(shapes)]
@@ -88,6 +89,7 @@ ADDS = [
 
 @pytest.mark.parametrize("name,shapes", ADDS, ids=[f"{n}-{len(s[0])}d" for n, s in ADDS])
 @pytest.mark.parametrize("beta,alpha", [(1, 1), (0.5, -2.0), (0, 3.0)])
+@pytest.mark.capability("float64")
 def test_addmm_family(sg, name, shapes, beta, alpha):
     torch = need_torch()
     arrays = [data(s, "float64", seed=i + 5) for i, s in enumerate(shapes)]
@@ -108,6 +110,7 @@ def test_addmm_shape_errors(sg):
 
 
 @pytest.mark.parametrize("p", [0.0, 1.0, 2.0, 3.0, 0.5, math.inf])
+@pytest.mark.capability("float64")
 def test_cdist(sg, p):
     torch = need_torch()
     a, b = data((2, 4, 3), "float64", seed=20), data((2, 5, 3), "float64", seed=21)
@@ -115,6 +118,7 @@ def test_cdist(sg, p):
 
 
 @pytest.mark.parametrize("p", [1.0, 2.0, 3.0])
+@pytest.mark.capability("float64")
 def test_cdist_gradient_at_zero_distance(sg, p):
     torch = need_torch()
     a = data((3, 2), "float64", seed=22)

@@ -98,6 +98,7 @@ def test_unary_grad_vs_torch(sg, name):
 
 
 @pytest.mark.parametrize("name", SMOOTH)
+@pytest.mark.capability("float64")
 def test_unary_gradcheck(sg, name):
     a = _unary_data(name, (3,), "float64", seed=2)
     gradcheck(sg, lambda x: _call(sg, name, x, "function"), a)
@@ -214,6 +215,7 @@ def test_binary_grad_vs_torch(sg, name, sa, sb):
 
 
 @pytest.mark.parametrize("name", DIFFERENTIABLE)
+@pytest.mark.capability("float64")
 def test_binary_gradcheck(sg, name):
     a, b = _binary_data(name, (2, 3), (3,), "float64", seed=6)
     if name in ("maximum", "minimum"):
@@ -321,6 +323,7 @@ def test_promotion_tensor_scalar(sg, dtype, scalar):
     assert_close(out, tout)
 
 
+@pytest.mark.capability("float64")
 def test_zero_dim_operands_only(sg):
     torch = need_torch()
     x, tx = _pair(sg, torch, "int32", 0, 1)
@@ -364,6 +367,7 @@ def test_clamp(sg, kwargs):
     check_grads(sg, lambda x: x.clamp(**kwargs), lambda t: t.clamp(**kwargs), a)
 
 
+@pytest.mark.capability("float64")
 def test_clamp_positional_and_int(sg):
     a = data((5,), "int64", low=-5, high=5)
     out = sg.clamp(T(sg, a), -2, 2)

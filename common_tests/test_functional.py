@@ -56,6 +56,7 @@ def test_softmax_grad_vs_torch(sg, name, shape, dim):
 
 
 @pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+@pytest.mark.capability("float64")
 def test_softmax_gradcheck(sg, name):
     gradcheck(sg, lambda x: getattr(functional(sg), name)(x, 1), data((2, 3), "float64", seed=3))
 
@@ -91,6 +92,7 @@ def test_cross_entropy_grad_vs_torch(sg, reduction):
                 lambda x: torch.nn.functional.cross_entropy(x, torch.tensor(t), reduction=reduction), a)
 
 
+@pytest.mark.capability("float64")
 def test_cross_entropy_gradcheck(sg):
     t = _targets(3, 4, seed=7)
     gradcheck(sg, lambda x: functional(sg).cross_entropy(x, T(sg, t)), data((3, 4), "float64", seed=7))
@@ -156,6 +158,7 @@ def test_mse_loss(sg, reduction, shape):
                 lambda x, y: torch.nn.functional.mse_loss(x, y, reduction=reduction), a, b)
 
 
+@pytest.mark.capability("float64")
 def test_mse_loss_gradcheck(sg):
     gradcheck(sg, lambda x, y: functional(sg).mse_loss(x, y), data((2, 2), "float64", seed=19),
               data((2, 2), "float64", seed=20))
@@ -189,6 +192,7 @@ def test_bce_with_logits_extreme_logits(sg):
                 lambda a: torch.nn.functional.binary_cross_entropy_with_logits(a, torch.tensor(y)), x)
 
 
+@pytest.mark.capability("float64")
 def test_bce_with_logits_pos_weight_and_gradcheck(sg):
     torch = need_torch()
     x, y = data((2, 3), seed=23), (data((2, 3), seed=24) > 0).astype(np.float32)

@@ -163,6 +163,7 @@ def test_inplace_through_view_of_non_leaf_gradients_match_torch(sg, vname, view)
 
 
 @views
+@pytest.mark.capability("float64")
 def test_views_made_before_an_inplace_change_see_the_new_history(sg):
     need_torch()
     a = data((3, 3), seed=15)
@@ -181,6 +182,7 @@ def test_views_made_before_an_inplace_change_see_the_new_history(sg):
 
 
 @views
+@pytest.mark.capability("float64")
 def test_copy_into_view_of_plain_tensor_makes_base_require_grad(sg):
     need_torch()
     a = data((2,), seed=16)

@@ -96,6 +96,7 @@ VIEWS = {  # every kind of stride, on a (6, 18) base
 
 
 @pytest.mark.parametrize("view", VIEWS)
+@pytest.mark.capability("float64")
 def test_kernels_read_through_strides(sg, view):
     a = data((6, 18), seed=6)
     v = VIEWS[view](T(sg, a))
@@ -181,6 +182,7 @@ def test_binary_special_values_match_numpy(sg, dtype):
                                              "ge": "greater_equal"}[op])(a, b))
 
 
+@pytest.mark.capability("float64")
 def test_pow_special_cases_match_numpy(sg):
     base = np.array([0.0, -0.0, 0.0, -0.0, -8.0, 1.0, np.nan, np.inf, -np.inf, -2.0, 2.0], np.float64)
     expo = np.array([-1.0, -1.0, 0.0, -2.0, 1 / 3, np.nan, 0.0, -1.0, 3.0, 0.5, 2000.0], np.float64)
@@ -211,6 +213,7 @@ def test_unary_special_values_match_numpy(sg, dtype):
     same(x.isnan(), np.isnan(a))
 
 
+@pytest.mark.capability("float64")
 def test_round_is_half_to_even(sg):
     a = np.array([0.5, 1.5, 2.5, -0.5, -1.5, 2.4999, 1e20], np.float64)
     same(T(sg, a).round(), np.round(a))
@@ -230,6 +233,7 @@ def test_reductions_propagate_nan_and_inf_as_numpy(sg):
     same(T(sg, np.array([2.0, np.nan, 7.0, np.nan], np.float32)).argmax(), np.int64(1))
 
 
+@pytest.mark.capability("float64")
 def test_casts_of_special_values(sg):
     a = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-40], np.float32)
     same(T(sg, a).to(sg.bool), a.astype(bool))
@@ -265,6 +269,7 @@ def test_integer_overflow_wraps_in_every_kernel(sg, dtype, bits):
     same(T(sg, m) @ T(sg, m), np.array(expect, dtype))
 
 
+@pytest.mark.capability("float64")
 def test_integer_sums_and_casts_wrap(sg):
     big = np.array([2 ** 62, 2 ** 62, 5], np.int64)
     same(T(sg, big).sum(), np.int64(_wrap(2 ** 63 + 5, 64)))
@@ -293,6 +298,7 @@ def test_float32_sum_of_a_million_is_accurate(sg):
 
 
 @pytest.mark.parametrize("n,k,m", [(1, 1, 1), (5, 3, 7), (67, 300, 129), (130, 9, 520), (4, 600, 8)])
+@pytest.mark.capability("float64")
 def test_matmul_block_edges(sg, n, k, m):
     a, b = data((n, k), seed=n), data((k, m), seed=m)
     ref = a.astype(np.float64) @ b.astype(np.float64)

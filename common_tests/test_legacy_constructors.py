@@ -53,6 +53,7 @@ def test_legacy_types_from_data(sg, name, data):
 
 
 @pytest.mark.needs_torch
+@pytest.mark.capability("float64")
 def test_tensor_from_a_tensor_keeps_its_dtype(sg):
     torch = need_torch()
     for dtype in ("int64", "float64", "bool"):
@@ -92,6 +93,7 @@ def test_tensor_keeps_the_projects_dtype_keyword(sg):
 
 
 @pytest.mark.needs_torch
+@pytest.mark.capability("float64")
 def test_type_converts_as_torch(sg):
     torch = need_torch()
     x, tx = sg.tensor([1.7, -2.2, 0.0]), torch.tensor([1.7, -2.2, 0.0])

@@ -41,6 +41,7 @@ def _round_trip(lib, obj, **load_args):
 
 @pytest.mark.needs_torch
 @pytest.mark.parametrize("where", ["none", "cpu", "device", "dict", "dict_device", "callable"])
+@pytest.mark.capability("float64")
 def test_nested_round_trip_with_map_location_as_torch(sg, where):
     torch = need_torch()
 
@@ -56,6 +57,7 @@ def test_nested_round_trip_with_map_location_as_torch(sg, where):
 
 @pytest.mark.needs_torch
 @pytest.mark.parametrize("weights_only", [None, True, False])
+@pytest.mark.capability("float64")
 def test_weights_only_is_accepted(sg, tmp_path, weights_only):
     torch = need_torch()
     sg.save(_nested(sg), tmp_path / "ours.ckpt")
@@ -95,6 +97,7 @@ def test_gpu_map_location_refused(sg, where):
         _round_trip(sg, _nested(sg), map_location=location(sg))
 
 
+@pytest.mark.capability("float64")
 def test_map_location_keeps_values_bit_identical(sg, tmp_path):
     x = sg.tensor(np.random.default_rng(0).standard_normal((3, 4)).tolist(), dtype=sg.float64)
     sg.save({"x": x}, tmp_path / "c.ckpt")

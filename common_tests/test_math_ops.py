@@ -114,6 +114,7 @@ def test_unary_integer_inputs(sg, name, dtype):
 
 
 @pytest.mark.parametrize("alias, name", ALIASES)
+@pytest.mark.capability("float64")
 def test_aliases(sg, alias, name):
     torch = need_torch()
     x = data((2, 3), "float64", seed=1, low=1.1, high=1.9) if alias == "arccosh" else \
@@ -197,6 +198,7 @@ def test_binary_gradients_broadcast(sg, name, dtype):
                 a[0, 0].reshape(1, 4).repeat(3, 0), c, rtol=r * 2, atol=t)
 
 
+@pytest.mark.capability("float64")
 def test_binary_gradients_at_edges(sg):
     """copysign's gradient is 0 at a zero input and for its sign operand; logaddexp of
     equal values splits the gradient, of very different ones gives it all to the larger."""
@@ -209,6 +211,7 @@ def test_binary_gradients_at_edges(sg):
 
 
 @pytest.mark.parametrize("name, ints", BINARY)
+@pytest.mark.capability("float64")
 def test_binary_promotion_and_numbers(sg, name, ints):
     torch = need_torch()
     i = np.array([[3, -4, 5], [0, 7, -9]], dtype="int64")
@@ -434,6 +437,7 @@ def test_predicates_record_no_graph(sg):
         assert_close(out, getattr(torch.tensor([1.0, INF, NAN]), name)())
 
 
+@pytest.mark.capability("float64")
 def test_integer_promotion_follows_the_default_dtype(sg):
     """Integer inputs of the float ops take the default float dtype, whatever it is set to."""
     torch = need_torch()

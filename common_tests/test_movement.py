@@ -170,6 +170,7 @@ def test_chunk(sg, chunks, dim):
     check_grads(sg, lambda x: tuple(x.chunk(chunks, dim)), lambda t: tuple(t.chunk(chunks, dim)), a)
 
 
+@pytest.mark.capability("float64")
 def test_chained_movement_gradcheck(sg):
     a = data((2, 3, 2), "float64", seed=11)
     gradcheck(sg, lambda x: x.permute(2, 0, 1).reshape(2, 6)[:, 1:5].T.unsqueeze(0).expand(2, 4, 2), a)

@@ -107,6 +107,7 @@ INPLACE = [
 
 
 @pytest.mark.parametrize("fn,kw", INPLACE, ids=[c[0] for c in INPLACE])
+@pytest.mark.capability("float64")
 def test_inplace_activation_matches_torch(sg, fn, kw):
     """``inplace=True`` on an intermediate: the intermediate holds the result, and the
     values and gradients are PyTorch's."""
@@ -249,6 +250,7 @@ def test_regression_loss_matches_torch(sg, name, call, reduction, dtype):
 
 
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.capability("float64")
 def test_huber_weight_matches_torch(sg, reduction):
     torch = need_torch()
     x, y = _loss_pair("float64")
@@ -350,6 +352,7 @@ def test_normalize_matches_torch(sg, p, dim, dtype):
              lambda a: torch.nn.functional.normalize(a, p=p, dim=dim), [x], dtype)
 
 
+@pytest.mark.capability("float64")
 def test_normalize_eps_and_out(sg):
     torch = need_torch()
     x = rand((2, 3), "float64") * 1e-3

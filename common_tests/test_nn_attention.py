@@ -112,6 +112,7 @@ def test_sdpa_matches_torch(sg, name, qs, ks, vs, kw, mask, dtype):
 
 
 @pytest.mark.parametrize("kind", ["bool", "float"])
+@pytest.mark.capability("float64")
 def test_sdpa_fully_masked_row_gives_zeros_as_torch(sg, kind):
     """PyTorch 2.x's scaled_dot_product_attention gives zeros (not NaN) for a query whose
     every key is masked, and no gradient through that row; the stage does the same."""
@@ -161,6 +162,7 @@ def test_sdpa_dropout_seeded_and_unbiased(sg):
     assert set(np.round(vals.ravel() * S / 2).astype(int)) <= set(range(S + 1))
 
 
+@pytest.mark.capability("float64")
 def test_sdpa_errors(sg):
     F = sg.nn.functional
     q, k, v = sg.zeros(2, 4, 3, 8), sg.zeros(2, 2, 5, 8), sg.zeros(2, 2, 5, 6)
@@ -325,6 +327,7 @@ def test_multihead_attention_parameters_as_torch(sg, ckw):
     assert all(a[k].tolist() == b[k].tolist() for k in a)
 
 
+@pytest.mark.capability("float64")
 def test_multihead_attention_errors(sg):
     nn = sg.nn
     with pytest.raises(sg.ShapeError, match="embed_dim 8 must be divisible by num_heads 3"):

@@ -122,6 +122,7 @@ def test_constant_initialisers(sg):
     assert set(_draws(sg, init.ones_, shape=(2, 2, 2))) == {1.0}
 
 
+@pytest.mark.capability("float64")
 def test_float64_draws_are_float64(sg):
     v = _draws(sg, sg.nn.init.uniform_, shape=(100,), dtype=sg.float64)
     t = sg.nn.init.uniform_(sg.zeros(100, dtype=sg.float64))

@@ -357,10 +357,12 @@ GRADCHECK = [
 
 
 @pytest.mark.parametrize("name,fn,shapes", GRADCHECK, ids=[c[0] for c in GRADCHECK])
+@pytest.mark.capability("float64")
 def test_gradcheck_float64(sg, name, fn, shapes):
     gradcheck(sg, fn(sg.nn.functional), *[_f64(s, seed=i) for i, s in enumerate(shapes)])
 
 
+@pytest.mark.capability("float64")
 def test_embedding_gradcheck(sg):
     # padding_idx and scale_grad_by_freq change the gradient on purpose: PyTorch checks those
     idx = sg.tensor([[0, 2], [2, 2]])
@@ -434,6 +436,7 @@ def test_embedding_bad_indices(sg):
         sg.nn.Embedding(4, 2, padding_idx=4)
 
 
+@pytest.mark.capability("float64")
 def test_layers_accept_dtype_argument(sg):
     torch = need_torch()
     lin = sg.nn.Linear(3, 2, dtype=sg.float64)

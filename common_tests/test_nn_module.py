@@ -304,6 +304,7 @@ def test_non_persistent_buffer_and_buffer_rules(sg):
 
 # ------------------------------------------------------------------ dtype conversion
 
+@pytest.mark.capability("float64")
 def test_to_float64_keeps_objects_and_integer_buffers(sg):
     model = net(sg.nn)
     _Forward.run(model, sg.randn(2, 1, 4, 4)).sum().backward()

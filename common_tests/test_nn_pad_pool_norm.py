@@ -29,6 +29,7 @@ def test_pad_modes_match_torch(sg, shape, pad, mode, dtype):
     _compare(sg, lambda F, x: F.pad(x, pad, mode=mode), [rand(shape, dtype)], dtype)
 
 
+@pytest.mark.capability("float64")
 def test_pad_transposed_input_and_edge_values(sg):
     x = np.array([[[0.0, -0.0, np.inf, np.nan, -np.inf, 1.0]]], dtype="float32")
     for mode in ("reflect", "replicate", "circular"):
@@ -87,6 +88,7 @@ def test_norm_layers_match_torch(sg, name, make, shape, train, dtype):
     run_both(sg, ours, theirs, [rand(shape, dtype)], train=train)
 
 
+@pytest.mark.capability("float64")
 def test_instance_norm_functional_and_errors(sg):
     torch = need_torch()
     x = rand((2, 3, 5), "float64")
@@ -113,6 +115,7 @@ def test_instance_norm_functional_and_errors(sg):
 @pytest.mark.filterwarnings("ignore:dropout2d")
 @pytest.mark.parametrize("name,shape", [("dropout1d", (4, 50, 6)), ("dropout1d", (50, 6)),
                                         ("dropout2d", (4, 50, 3, 2)), ("dropout2d", (5, 40, 3))])
+@pytest.mark.capability("float64")
 def test_channel_dropout_zeroes_whole_channels(sg, name, shape):
     """Each channel is either all zero or all scaled by 1/(1-p); about p of them drop;
     the gradient carries the same mask; eval mode is the identity, as PyTorch's."""
@@ -136,6 +139,7 @@ def test_channel_dropout_zeroes_whole_channels(sg, name, shape):
     assert_close(layer(x), tlayer(torch.tensor(xv)))
 
 
+@pytest.mark.capability("float64")
 def test_alpha_dropout_preserves_statistics(sg):
     """On standard normal input, training-mode alpha dropout keeps mean 0 and variance 1
     (the property PyTorch's constants are chosen for), drops about p of the units to one

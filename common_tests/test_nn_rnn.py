@@ -112,6 +112,7 @@ def test_lstm_proj_size_matches_torch(sg, num_layers, bidirectional, dtype):
 
 
 @pytest.mark.parametrize("mode", list(MODES))
+@pytest.mark.capability("float64")
 def test_layer_without_bias_matches_torch(sg, mode):
     cls, kw = MODES[mode]
     ours, theirs = same_layer(sg, _maker(cls, "float64", IN, HID, num_layers=2, bias=False, **kw),
@@ -121,6 +122,7 @@ def test_layer_without_bias_matches_torch(sg, mode):
 
 
 @pytest.mark.parametrize("mode", list(MODES))
+@pytest.mark.capability("float64")
 def test_unbatched_input_matches_torch(sg, mode):
     cls, kw = MODES[mode]
     ours, theirs = same_layer(sg, _maker(cls, "float64", IN, HID, num_layers=2, bidirectional=True, **kw),
@@ -133,6 +135,7 @@ def test_unbatched_input_matches_torch(sg, mode):
     assert tuple(out[0].shape) == (SEQ, 2 * HID) and tuple(out[1].shape) == (4, HID)
 
 
+@pytest.mark.capability("float64")
 def test_dropout_in_eval_matches_torch(sg):
     ours, theirs = same_layer(sg, _maker("LSTM", "float64", IN, HID, num_layers=3, dropout=0.5),
                               randomize=False)
@@ -175,6 +178,7 @@ def test_no_grad_forward(sg):
     assert not out.requires_grad and tuple(h.shape) == (2, BATCH, HID)
 
 
+@pytest.mark.capability("float64")
 def test_gradcheck_lstm_projection(sg):
     """Finite differences (float64) through the stage's own gradcheck, PyTorch aside."""
     layer = sg.nn.LSTM(2, 3, proj_size=2, bidirectional=True).to(sg.float64)
@@ -235,6 +239,7 @@ def test_packed_unsorted_matches_torch(sg, mode, dtype):
 
 
 @pytest.mark.parametrize("mode", ["LSTM", "GRU"])
+@pytest.mark.capability("float64")
 def test_packed_sorted_batch_first_matches_torch(sg, mode):
     torch = need_torch()
     cls, _ = MODES[mode]
@@ -290,6 +295,7 @@ def test_pad_sequence_matches_torch(sg, batch_first, padding_side, dtype):
         assert_close(x.grad, t.grad)
 
 
+@pytest.mark.capability("float64")
 def test_pack_sequence_and_back_matches_torch(sg):
     torch = need_torch()
     arrays = [_data((n, 2), "float64", n) for n in (2, 4, 3)]
@@ -371,6 +377,7 @@ def test_constructor_errors(sg):
     _raises(ValueError, "hidden_size must be greater than zero", lambda: nn.GRUCell(3, -2))
 
 
+@pytest.mark.capability("float64")
 def test_forward_errors_name_the_layer_and_shapes(sg):
     lstm, gru = sg.nn.LSTM(3, 4), sg.nn.GRU(3, 4, num_layers=2)
     x = sg.zeros(5, 2, 3)

@@ -86,6 +86,7 @@ def test_interpolate_nearest_picks_torchs_pixels_exactly(sg):
             assert out.tolist() == torch.nn.functional.interpolate(torch.tensor(x), **kw).tolist(), (n, kw)
 
 
+@pytest.mark.capability("float64")
 def test_interpolate_edge_values_and_transposed_input(sg):
     """nan, inf and -0.0 travel through nearest unchanged and through bilinear as PyTorch
     computes them; a transposed (non-contiguous) input gives the same result."""
@@ -179,6 +180,7 @@ def test_conv_transpose_functional_matches_torch(sg, nd, xs, ws, kw, bias, dtype
     _compare(sg, lambda F, *t: getattr(F, name)(*t, **kw), inputs, dtype)
 
 
+@pytest.mark.capability("float64")
 def test_conv_transpose_is_the_adjoint_of_conv(sg):
     """<conv(x, w), y> == <x, conv_transpose(y, w)>: the transpose's defining property."""
     F = sg.nn.functional

@@ -42,6 +42,7 @@ def test_stats_are_consistent(sg):
     del x
 
 
+@pytest.mark.capability("float64")
 def test_bytes_in_use_falls_when_tensors_die(sg):
     base = sg.memory.stats()["bytes_in_use"]
     xs = [sg.zeros(500, dtype=sg.float64) for _ in range(4)]

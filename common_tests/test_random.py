@@ -81,6 +81,7 @@ def test_rand_float32_golden(sg, seed):
 
 
 @pytest.mark.parametrize("seed", [0, 7])
+@pytest.mark.capability("float64")
 def test_rand_float64_golden(sg, seed):
     sg.manual_seed(seed)
     got = sg.rand(2, 3, dtype=sg.float64)
@@ -120,6 +121,7 @@ def test_stream_continues_across_calls(sg):
                                   np.array(RefPCG32(9).uniform32(7), np.float32))
 
 
+@pytest.mark.capability("float64")
 def test_randn_odd_count_consumes_a_whole_pair(sg):
     sg.manual_seed(4)
     sg.randn(3)
@@ -184,6 +186,7 @@ def test_randperm_is_a_permutation(sg, n):
     assert sorted(p.tolist()) == list(range(n))
 
 
+@pytest.mark.capability("float64")
 def test_randn_like_and_rand_like_follow_the_stream(sg):
     x = sg.zeros(2, 3)
     sg.manual_seed(21)

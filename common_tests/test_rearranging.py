@@ -41,6 +41,7 @@ def test_roll(sg, dtype, shifts, dims):
 
 
 @pytest.mark.parametrize("shifts,dims", ROLLS)
+@pytest.mark.capability("float64")
 def test_roll_grad(sg, shifts, dims):
     need_torch()
     check_grads(sg, lambda x: x.roll(shifts, dims), lambda x: x.roll(shifts, dims), data((3, 4), "float64"))
@@ -94,6 +95,7 @@ def test_diag(sg, dtype, k):
 
 
 @pytest.mark.parametrize("offset,dim1,dim2", [(0, -2, -1), (1, 0, 2), (-2, 2, 0), (1, -1, 1), (0, 1, 0)])
+@pytest.mark.capability("float64")
 def test_diag_embed(sg, offset, dim1, dim2):
     torch = need_torch()
     for dtype in ("float32", "float64", "int32"):
@@ -124,6 +126,7 @@ def test_outer_and_ger(sg, da, db):
     _same(sg.ger(T(sg, a), T(sg, b)[::2]), torch.ger(torch.tensor(a), torch.tensor(b)[::2]))
 
 
+@pytest.mark.capability("float64")
 def test_outer_grad_and_errors(sg):
     torch = need_torch()
     a, b = data((3,), "float64", seed=2), data((4,), "float64", seed=3)
@@ -155,6 +158,7 @@ def test_repeat_interleave(sg, dtype):
           torch.tensor(2.5).repeat_interleave(3))
 
 
+@pytest.mark.capability("float64")
 def test_repeat_interleave_grad_and_errors(sg):
     torch = need_torch()
     a = data((3, 4), "float64", seed=4)
@@ -205,6 +209,7 @@ def test_unique_dim(sg, kw, dim):
           torch.unique_consecutive(torch.tensor(a), dim=dim, **kw))
 
 
+@pytest.mark.capability("float64")
 def test_unique_edges(sg):
     torch = need_torch()
     for a in (np.zeros((0,), "float32"), np.array(3.0, "float32"), np.array([2.0, NAN, 1.0, NAN, 2.0]),
@@ -218,6 +223,7 @@ def test_unique_edges(sg):
         sg.unique_consecutive([1, 1, 2])
 
 
+@pytest.mark.capability("float64")
 def test_equal(sg):
     torch = need_torch()
     a = data((3, 4), "float32", seed=6)

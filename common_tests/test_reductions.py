@@ -60,6 +60,7 @@ def test_reduce_forward(sg, name, dim, keepdim):
 
 
 @pytest.mark.parametrize("name", ["sum", "mean", "var", "std", "prod"])
+@pytest.mark.capability("float64")
 def test_reduce_function_form_positional_dim(sg, name):
     a = _data(name, (3, 4), "float64", seed=1)
     assert_close(getattr(sg, name)(T(sg, a), 1), _np_reduce(name, a, 1, False))
@@ -69,6 +70,7 @@ def test_reduce_function_form_positional_dim(sg, name):
 @pytest.mark.parametrize("name", ["var", "std"])
 @pytest.mark.parametrize("dim", [None, 1, (0, 1)])
 @pytest.mark.parametrize("how", ["unbiased=False", "correction=0", "correction=2", "unbiased=True"])
+@pytest.mark.capability("float64")
 def test_var_std_correction(sg, name, dim, how):
     a = data((3, 5), "float64", seed=2)
     key, val = how.split("=")
@@ -145,6 +147,7 @@ def test_reduction_dtypes(sg, dtype, name, exp):
     assert_close(out, getattr(np, name)(a, axis=1).astype(NP[exp]))
 
 
+@pytest.mark.capability("float64")
 def test_sum_dtype_argument(sg):
     a = data((2, 3), "int64", seed=7)
     out = T(sg, a).sum(dtype=sg.float64)
@@ -204,11 +207,13 @@ def test_max_full_reduce_ties_split_gradient(sg):
 
 
 @pytest.mark.parametrize("name", ["sum", "mean", "prod", "var", "std", "logsumexp"])
+@pytest.mark.capability("float64")
 def test_reduce_gradcheck(sg, name):
     a = _data(name, (2, 3), "float64", seed=10)
     gradcheck(sg, lambda x: getattr(x, name)(1), a)
 
 
+@pytest.mark.capability("float64")
 def test_max_values_gradcheck(sg):
     a = data((2, 3), "float64", seed=11)
     gradcheck(sg, lambda x: x.max(1).values * 1.5 + x.min(0).values.sum(), a)

@@ -80,6 +80,7 @@ def _bits_equal_np(a, expected):
     assert a.tobytes() == expected.tobytes()
 
 
+@pytest.mark.capability("float64")
 def test_file_layout(sg, tmp_path):
     sd = {"b": sg.tensor([True, False, True]), "w": sg.tensor([[1.0, 2.0]]),
           "d": sg.tensor([3.0], dtype=sg.float64), "i": sg.tensor([7, 8], dtype=sg.int32)}

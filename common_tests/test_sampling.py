@@ -44,6 +44,7 @@ def test_multinomial_with_replacement_frequencies(sg, dtype):
     assert _chi2(two.numpy()[0], p) < CHI2_BOUND and _chi2(two.numpy()[1], p[::-1]) < CHI2_BOUND
 
 
+@pytest.mark.capability("float64")
 def test_multinomial_without_replacement(sg):
     torch = need_torch()
     w = np.array(WEIGHTS)
@@ -66,6 +67,7 @@ def test_multinomial_without_replacement(sg):
     assert sorted(full) == sorted(tfull) == list(range(6)) and full[-1] == tfull[-1] == 2
 
 
+@pytest.mark.capability("float64")
 def test_multinomial_same_seed_same_samples_on_every_stage(sg):
     w = np.array([[0.2, 0.0, 1.0, 3.0], [1.0, 1.0, 1.0, 1.0]])
     for replacement in (True, False):
@@ -82,6 +84,7 @@ def test_multinomial_same_seed_same_samples_on_every_stage(sg):
     assert sg.multinomial(T(sg, w[0]), 50, True, generator=gen).tolist() == a
 
 
+@pytest.mark.capability("float64")
 def test_multinomial_errors(sg):
     torch = need_torch()
     cases = [

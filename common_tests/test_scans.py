@@ -54,6 +54,7 @@ def test_scan_forward(sg, op, dtype, dim):
 
 @pytest.mark.parametrize("op", SCANS)
 @pytest.mark.parametrize("dim", [0, 1, 2, -1])
+@pytest.mark.capability("float64")
 def test_scan_non_contiguous(sg, op, dim):
     torch = need_torch()
     a = np.round(data((4, 9, 3), "float64", seed=1, low=-1.5, high=1.5), 1)
@@ -101,6 +102,7 @@ def test_cumsum_inplace(sg, dtype):
 
 
 @pytest.mark.capability("views")
+@pytest.mark.capability("float64")
 def test_cumsum_inplace_through_view_under_autograd(sg):
     torch = need_torch()
     b = data((3, 4), "float64", seed=3)
@@ -126,6 +128,7 @@ def test_scan_grad(sg, op, dtype, dim):
     check_grads(sg, lambda x: pick(getattr(x.t(), op)(dim)), lambda x: pick(getattr(x.t(), op)(dim)), a)
 
 
+@pytest.mark.capability("float64")
 def test_cumprod_grad_through_zeros(sg):
     need_torch()
     # rows with no zero, one zero (first, middle, last), two zeros, all zeros
@@ -136,6 +139,7 @@ def test_cumprod_grad_through_zeros(sg):
     check_grads(sg, lambda x: x.cumprod(1), lambda x: x.cumprod(1), a.astype(np.float32))
 
 
+@pytest.mark.capability("float64")
 def test_cummax_cummin_grad_with_ties(sg):
     need_torch()
     a = np.array([[1.0, 3.0, 3.0, 2.0, 3.0, 5.0], [2.0, 2.0, 2.0, 1.0, 1.0, 0.0]])
@@ -143,6 +147,7 @@ def test_cummax_cummin_grad_with_ties(sg):
         check_grads(sg, lambda x: getattr(x, op)(1).values, lambda x: getattr(x, op)(1).values, a)
 
 
+@pytest.mark.capability("float64")
 def test_logcumsumexp_is_stable(sg):
     torch = need_torch()
     a = np.array([[-1000.0, 0.0, 1000.0, 1000.0, -INF], [-INF, -INF, 3.0, -INF, 700.0],
@@ -152,6 +157,7 @@ def test_logcumsumexp_is_stable(sg):
     check_grads(sg, lambda x: x.logcumsumexp(1), lambda x: x.logcumsumexp(1), b)
 
 
+@pytest.mark.capability("float64")
 def test_scan_gradcheck(sg):
     # finite differences in float64, cumprod across a zero included
     a = np.array([[0.5, 0.0, -1.5, 2.0], [1.2, -0.7, 0.3, 0.9]])

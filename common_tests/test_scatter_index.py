@@ -29,6 +29,7 @@ def _check_grads(sg, torch, pairs, out, expected, dtype):
 @pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
 @pytest.mark.parametrize("include_self", [True, False])
 @pytest.mark.parametrize("dim", [0, 1, -1])
+@pytest.mark.capability("float64")
 def test_scatter_reduce(sg, reduce, include_self, dim):
     torch = need_torch()
     dtype = "float64"
@@ -70,6 +71,7 @@ def test_scatter_reduce_reads_only_the_corner_of_a_larger_src(sg):
                      torch.tensor(a).scatter_reduce(0, torch.tensor(idx), torch.tensor(src), reduce))
 
 
+@pytest.mark.capability("float64")
 def test_scatter_add_reads_src_by_position_when_src_is_larger(sg):
     torch = need_torch()
     src, idx = data((3, 4), "float64", seed=30), np.array([[0, 1, 1], [1, 0, 0]])
@@ -78,6 +80,7 @@ def test_scatter_add_reads_src_by_position_when_src_is_larger(sg):
         assert_close(x.scatter_add(dim, T(sg, idx), T(sg, src)), t.scatter_add(dim, torch.tensor(idx), torch.tensor(src)))
 
 
+@pytest.mark.capability("float64")
 def test_scatter_reduce_nan_propagates(sg):
     torch = need_torch()
     a = np.array([1.0, 2.0, 3.0])

@@ -56,6 +56,7 @@ def test_sort_returns_named_values_indices(sg):
 
 
 @pytest.mark.parametrize("dim", [0, 1, 2, -1])
+@pytest.mark.capability("float64")
 def test_sort_non_contiguous_and_long_rows(sg, dim):
     # a transposed 3-d tensor, rows long enough for several merge passes
     torch = need_torch()
@@ -93,6 +94,7 @@ def test_sort_grad(sg, dtype, dim, descending):
     assert torch is not None
 
 
+@pytest.mark.capability("float64")
 def test_sort_grad_with_ties_follows_stable_indices(sg):
     need_torch()
     a = np.array([[1.0, 2.0, 1.0, 2.0, 1.0], [0.0, 0.0, 0.0, -1.0, 5.0]])
@@ -100,6 +102,7 @@ def test_sort_grad_with_ties_follows_stable_indices(sg):
                 lambda x: x.sort(descending=True, stable=True).values, a)
 
 
+@pytest.mark.capability("float64")
 def test_msort(sg):
     torch = need_torch()
     a = _edgy("float32")
@@ -129,6 +132,7 @@ def test_topk(sg, dtype, largest, dim):
     _same(sg.topk(T(sg, a), k, dim, largest).values, tv)
 
 
+@pytest.mark.capability("float64")
 def test_topk_edges_and_grad(sg):
     torch = need_torch()
     a = _edgy("float64")
@@ -194,6 +198,7 @@ def test_searchsorted_1d(sg, right, dtype):
           torch.bucketize(torch.tensor(vals), torch.tensor(seq), right=right))
 
 
+@pytest.mark.capability("float64")
 def test_searchsorted_batched_and_sorter(sg):
     torch = need_torch()
     seq = np.sort(data((3, 6), "float64", seed=9), axis=-1)

@@ -51,17 +51,20 @@ def _compare(sg, ours, theirs, x, train=True):
 
 
 @pytest.mark.parametrize("train", [True, False])
+@pytest.mark.capability("float64")
 def test_resnet18_matches_torch(sg, train):
     ours, theirs = _pair(sg, lambda z: z.resnet.resnet18(5, in_channels=1, small_input=True, width=4))
     _compare(sg, ours, theirs, rand((2, 1, 12, 12)), train)
 
 
+@pytest.mark.capability("float64")
 def test_resnet18_imagenet_stem_matches_torch(sg):
     ours, theirs = _pair(sg, lambda z: z.resnet.resnet18(num_classes=3, width=2))
     _compare(sg, ours, theirs, rand((2, 3, 32, 32)))
 
 
 @pytest.mark.parametrize("train", [True, False])
+@pytest.mark.capability("float64")
 def test_mobilenet_v2_matches_torch(sg, train):
     ours, theirs = _pair(sg, lambda z: z.mobilenet.mobilenet_v2(num_classes=4, in_channels=1, width_mult=0.1,
                                                                 small_input=True, dropout=0.0))
@@ -116,6 +119,7 @@ GPT_FORMS = [dict(), dict(positions="rotary"), dict(positions="sinusoidal"), dic
 
 @pytest.mark.parametrize("kw", GPT_FORMS, ids=[",".join(f"{k}={v}" for k, v in f.items()) or "default"
                                                 for f in GPT_FORMS])
+@pytest.mark.capability("float64")
 def test_gpt_matches_torch(sg, kw):
     ours, theirs = _pair(sg, lambda z: _gpt(z, **kw))
     assert list(ours.state_dict()) == list(theirs.state_dict())
@@ -164,6 +168,7 @@ def test_gpt_generate_is_reproducible_and_respects_top_k(sg):
         model.generate(prompt, 1, temperature=0.0)
 
 
+@pytest.mark.capability("float64")
 def test_rotary_and_sinusoidal_match_their_formulas(sg):
     z = zoo.models(sg).gpt
     length, dim = 6, 8
@@ -187,6 +192,7 @@ def test_rotary_and_sinusoidal_match_their_formulas(sg):
     assert s[0] == pytest.approx(s[1], abs=1e-4) and s[1] == pytest.approx(s[2], abs=1e-4)
 
 
+@pytest.mark.capability("float64")
 def test_rotary_gradient_matches_torch(sg):
     torch = need_torch()
     x = rand((2, 2, 5, 8))
@@ -213,6 +219,7 @@ def test_gpt_configuration_errors(sg):
 
 # ------------------------------------------------------------------ LSTM language model
 
+@pytest.mark.capability("float64")
 def test_lstm_language_model_matches_torch(sg):
     torch = need_torch()
     for kw in (dict(n_embd=6, hidden_size=6), dict(n_embd=4, hidden_size=7), dict(n_embd=4, hidden_size=5,

@@ -1301,12 +1301,12 @@ class Tensor(TensorCore):
 
     def tril(self, diagonal=0):
         r, c = self.shape[-2:]
-        keep = arange_(r).unsqueeze(1) + diagonal >= arange_(c).unsqueeze(0)
+        keep = arange_(r, self.device).unsqueeze(1) + diagonal >= arange_(c, self.device).unsqueeze(0)
         return where(keep, self, self.new_zeros(()))
 
     def triu(self, diagonal=0):
         r, c = self.shape[-2:]
-        keep = arange_(r).unsqueeze(1) + diagonal <= arange_(c).unsqueeze(0)
+        keep = arange_(r, self.device).unsqueeze(1) + diagonal <= arange_(c, self.device).unsqueeze(0)
         return where(keep, self, self.new_zeros(()))
 
     # ------------------------------------------------------------ indexing
@@ -1537,8 +1537,8 @@ def _where(condition, input, other, op):
 
 
 
-def arange_(n):
-    return Tensor._make(B.arange(0, n, 1, int64))
+def arange_(n, device):
+    return Tensor._make(place(B.arange(0, n, 1, int64), device))
 
 
 def _format(values, dtype):

@@ -51,10 +51,18 @@ def export(model, args, f=None, *, input_names=None, output_names=None, opset_ve
     if clash:
         raise ValueError(f"export: input names {sorted(clash)} are also names of the model's state")
     snapshot = lambda buf: _array(sg, buf)  # noqa: E731
-    # the state as it was: every trace starts from it, and the graph holds it
-    params = [(name, t, snapshot(t._data)) for name, t in state]
     modes = [(m, m.training) for m in model.modules()] if hasattr(model, "modules") else []
+    # a model on a device is traced on the CPU: the graph is the same, and tracing reads
+    # values back at every step; its tensors go back to their device afterwards
+    moved = [(t, t.device) for _, t in state if not t.is_cpu]
+    inputs = tuple(t.cpu() for t in inputs)
+    default = sg.get_default_device()
     try:
+        sg.set_default_device(None)  # what the forward creates, on the CPU too
+        for t, _ in moved:
+            t.data = t.data.cpu()
+        # the state as it was: every trace starts from it, and the graph holds it
+        params = [(name, t, snapshot(t._data)) for name, t in state]
         for m, _ in modes:
             m.training = False
         with _TRACING:
@@ -62,6 +70,9 @@ def export(model, args, f=None, *, input_names=None, output_names=None, opset_ve
     finally:
         for m, mode in modes:  # each module's own, as a frozen submodule may be in eval
             m.training = mode
+        for t, device in moved:
+            t.data = t.data.to(device)
+        sg.set_default_device(default)
     records, shapes = _merge(traces, sizes, [a[0] for a in axes])
     base = traces[0]
     if output_names is None:
@@ -271,10 +282,12 @@ def _merge(traces, sizes, axis_names):
 
 def _array(sg, buf):
     """A constant's values as a NumPy array: through DLPack where the stage shares its
-    memory (a copy, since the buffer is the model's), else element by element."""
+    memory (a copy, since the buffer is the model's), else element by element (a device
+    tensor's: a download)."""
     import numpy as np
-    if "dlpack" not in sg.LACKS:
-        return np.from_dlpack(sg.Tensor._make(buf)).copy()
+    t = sg.Tensor._make(buf)
+    if "dlpack" not in sg.LACKS and t.is_cpu:
+        return np.from_dlpack(t).copy()
     return np.array(buf.tolist(), dtype=NP_DTYPES[buf.dtype.name]).reshape(buf.shape)
 
 
