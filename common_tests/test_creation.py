@@ -48,6 +48,7 @@ def test_conversion_methods(sg, src, method, dst):
 
 
 @pytest.mark.parametrize("dst", DTYPES)
+@pytest.mark.capability("float64")
 def test_to_dtype(sg, dst):
     a = data((4,), "float64", seed=5, low=-3, high=3)
     t = T(sg, a).to(sgdt(sg, dst))
@@ -164,6 +165,7 @@ def test_randint_high_only(sg):
 
 @pytest.mark.parametrize("fn,np_fn", [("zeros_like", np.zeros_like), ("ones_like", np.ones_like)])
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "bool"])
+@pytest.mark.capability("float64")
 def test_zeros_ones_like(sg, fn, np_fn, dtype):
     a = data((2, 3), dtype)
     assert_close(getattr(sg, fn)(T(sg, a)), np_fn(a))

@@ -130,6 +130,7 @@ def test_cdist_gradient_at_zero_distance(sg, p):
 
 @pytest.mark.parametrize("shape,wrap", [((3, 3), False), ((4, 2), False), ((2, 5), False), ((7, 3), True),
                                         ((7, 3), False), ((3, 3, 3), False)])
+@pytest.mark.capability("float64")
 def test_fill_diagonal_(sg, shape, wrap):
     torch = need_torch()
     a = data(shape, "float32", seed=24)

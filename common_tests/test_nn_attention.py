@@ -494,6 +494,7 @@ def test_transformer_state_dict_and_init(sg):
         assert list(make(sg.nn).state_dict()) == list(make(torch.nn).state_dict())
 
 
+@pytest.mark.capability("float64")
 def test_generate_square_subsequent_mask(sg):
     torch = need_torch()
     for sz in (1, 4):

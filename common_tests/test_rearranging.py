@@ -64,6 +64,7 @@ def test_roll_edges_and_errors(sg):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "bool"])
+@pytest.mark.capability("float64")
 def test_flip_forms(sg, dtype):
     torch = need_torch()
     a = _edge(dtype, (2, 3, 4))

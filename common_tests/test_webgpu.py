@@ -22,6 +22,7 @@ SPECIAL = np.array([0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 2.5, -3.7, 1e-7, -1e-6, 20.
 def gpu(sg):
     if not sg.webgpu.is_available():
         pytest.skip(sg.webgpu.unavailable_reason())
+    sg.set_default_device(None)  # these tests name each tensor's device (the CPU is the oracle)
     return sg
 
 

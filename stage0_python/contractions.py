@@ -222,6 +222,7 @@ def fill_diagonal_(self, fill_value, wrap=False):
         # PyTorch continues the diagonal every (cols + 1) rows below the square part
         count = (self.numel() + step - 1) // step
     pos = Tensor._infer([i * step for i in range(count) if i * step < self.numel()], dtype=int64)
+    pos = pos.to(self.device)
     value = self._scalar(fill_value, self.dtype)
     return self._inplace(lambda x: ops.IndexPut.apply(x.reshape(-1), pos, value).reshape(self.shape),
                          "fill_diagonal_")

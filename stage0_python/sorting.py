@@ -6,6 +6,7 @@ Tensor as methods here; the package exports the functions.
 """
 from . import backend as B
 from .autograd import Function
+from .device import place
 from .dtypes import bool_, int32, int64
 from .shapes import ShapeError
 from .tensor import Tensor, ValuesIndices
@@ -103,7 +104,7 @@ def searchsorted(sorted_sequence, values, out_int32=False, right=False, side=Non
     if sorter is not None:
         seq = seq.gather(-1, sorter)
     scalar = not isinstance(values, Tensor)
-    vals = Tensor._make(B.full((), values, seq.dtype)) if scalar else values
+    vals = Tensor._make(place(B.full((), values, seq.dtype), seq.device)) if scalar else values
     if seq.dtype is bool_ or vals.dtype is bool_:
         raise TypeError(f"searchsorted: bool tensors are not supported (sorted_sequence "
                         f"{seq.dtype.name}, values {vals.dtype.name})")
