@@ -116,8 +116,7 @@ DTYPE_NAMES = {"float64", "float32", "int64", "int32", "bool", "float16", "bfloa
 def _capabilities(request):
     if "sg" not in request.fixturenames:
         return
-    marker = request.node.get_closest_marker("capability")
-    needs = set(marker.args) if marker else set()
+    needs = {name for m in request.node.iter_markers("capability") for name in m.args}
     stage = request.getfixturevalue("sg")
     callspec = getattr(request.node, "callspec", None)
     if callspec is not None:  # on a device, a test parametrized by a dtype it lacks needs it
