@@ -140,17 +140,17 @@ def expression(op, dtype, arity):
 _SOURCES = {}
 
 
-def _source(expr, out_type, in_types):
-    key = (expr, out_type, in_types)
+def _source(expr, out_type, in_types, flat):
+    key = (expr, out_type, in_types, flat)
     src = _SOURCES.get(key)
     if src is None:
         lines = [f"@group(0) @binding(0) var<storage, read_write> out: array<{out_type}>;"]
         lines += [f"@group(0) @binding({k}) var<storage, read> x{k}: array<{t}>;"
                   for k, t in enumerate(in_types, 1)]
         lines.append(f"@group(0) @binding({len(in_types) + 1}) var<storage, read> p: array<i32>;")
-        loads = " ".join(f"let v{k} = x{k}[at(i, {k})];" for k in range(1, len(in_types) + 1))
+        loads = " ".join(f"let v{k} = x{k}[{{AT}}(i, {k})];" for k in range(1, len(in_types) + 1))
         src = _TEMPLATE.replace("{BINDINGS}", "\n".join(lines)).replace(
-            "{LOADS}", loads).replace("{EXPR}", expr)
+            "{LOADS}", loads).replace("{EXPR}", expr).replace("{AT}", "at_flat" if flat else "at")
         helpers = []
         if "f32" in in_types or "_f(" in expr:
             helpers.append(MATH)
@@ -202,7 +202,9 @@ def run(expr, out, inputs):
     params, n = layout_params(out.shape, views)
     if n == 0:
         return out
-    src = _source(expr, out.wgsl, tuple(x.wgsl for x in inputs))
+    if params[1] == 0:  # every dim merged away or of size 1: one element, as one dim
+        params = [n, 1, 1] + [v for k in range(len(views)) for v in (params[2 + k], 0)]
+    src = _source(expr, out.wgsl, tuple(x.wgsl for x in inputs), params[1] == 1)
     rt.launch(src, [out.storage.gbuf] + [x.storage.gbuf for x in inputs], params,
               -(-n // WORKGROUP))
     return out

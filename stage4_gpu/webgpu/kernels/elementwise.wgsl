@@ -3,14 +3,21 @@
 // element: it turns its linear index into the offset of each operand through the shape
 // and that operand's strides (a broadcast dimension has stride 0), so no operand is ever
 // made contiguous first. The host merges dimensions that are contiguous in every operand
-// before the launch, so a plain contiguous op runs one division per operand.
+// before the launch; where one is left (contiguous operands, a broadcast scalar) the
+// kernel is built with `at_flat`, one multiply per operand instead of a division loop.
 //
 // Filled in by elementwise.py (the names in braces below): the bindings, `out` at 0 and
 // the inputs x1, x2, ... after it; the loads of the inputs into v1, v2, ...; and the
-// expression that computes the output element from them.
-// Parameters `p`: [n, ndim, shape..., then for out and each input: offset, strides...].
+// expression that computes the output element from them; AT, `at` or `at_flat`.
+// Parameters `p`: [n, ndim, shape..., then for out and each input: offset, strides...];
+// the host passes a zero-dim shape as one dimension of size 1.
 
 {BINDINGS}
+
+fn at_flat(i: i32, k: i32) -> i32 {
+  let base = 3 + k * 2;
+  return p[base] + i * p[base + 1];
+}
 
 fn at(i: i32, k: i32) -> i32 {
   let nd = p[1];
@@ -30,5 +37,5 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw
   let i = i32(g.x + g.y * nw.x * 256u);
   if (i >= p[0]) { return; }
   {LOADS}
-  out[at(i, 0)] = {EXPR};
+  out[{AT}(i, 0)] = {EXPR};
 }
