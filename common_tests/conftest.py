@@ -6,9 +6,10 @@ cannot be imported is reported in the header and the summary, never silently dro
 A test marked ``@pytest.mark.capability("views")`` is skipped, with the reason, on a
 stage whose ``LACKS`` names that capability.
 
-``stage4_gpu[webgpu]`` runs stage 4 with the webgpu device as the default device: every
-tensor a test makes lands there, and the device's own ``LACKS`` (float64, which WGSL lacks)
-joins the stage's.
+``stage4_gpu[webgpu]`` (one of the defaults) runs stage 4 with the webgpu device as the
+default device: every tensor a test makes lands there, and the device's own ``LACKS``
+(float64, which WGSL lacks) joins the stage's. Where no WebGPU adapter exists it is
+reported as not tested, with the adapter's reason.
 """
 import importlib
 import os
@@ -16,7 +17,8 @@ import types
 
 import pytest
 
-KNOWN_STAGES = ("stage0_python", "stage1_strides", "stage2_cython", "stage3_simd", "stage4_gpu")
+KNOWN_STAGES = ("stage0_python", "stage1_strides", "stage2_cython", "stage3_simd", "stage4_gpu",
+                "stage4_gpu[webgpu]")
 _loaded = {}
 _missing = {}
 
@@ -112,6 +114,15 @@ DTYPE_NAMES = {"float64", "float32", "int64", "int32", "bool", "float16", "bfloa
                "int8", "int16"}
 
 
+def _strings(value):
+    """The strings in a test parameter, and in the dicts, tuples and lists it holds."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, (dict, tuple, list)):
+        for v in value.values() if isinstance(value, dict) else value:
+            yield from _strings(v)
+
+
 @pytest.fixture(autouse=True)
 def _capabilities(request):
     if "sg" not in request.fixturenames:
@@ -120,7 +131,7 @@ def _capabilities(request):
     stage = request.getfixturevalue("sg")
     callspec = getattr(request.node, "callspec", None)
     if callspec is not None:  # on a device, a test parametrized by a dtype it lacks needs it
-        named = {v for v in callspec.params.values() if isinstance(v, str)} & DTYPE_NAMES
+        named = {v for p in callspec.params.values() for v in _strings(p)} & DTYPE_NAMES
         needs |= named & getattr(stage, "DEVICE_LACKS", frozenset())
     lacking = needs & set(getattr(stage, "LACKS", ()))
     if lacking:

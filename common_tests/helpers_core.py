@@ -7,6 +7,7 @@ PyTorch for gradients.
 import math
 
 import numpy as np
+import pytest
 
 from .oracle import assert_close, need_torch, np_
 
@@ -17,6 +18,12 @@ DTYPES = ("float32", "float64", "int64", "int32", "bool")
 
 # gradients are sums of products: allow for a different summation order than PyTorch
 GRAD_TOL = {"float32": (1e-4, 1e-5), "float64": (1e-9, 1e-11)}
+
+
+def float64_if(value, needed):
+    """``value`` as a test parameter that needs float64 where ``needed`` (a device run skips
+    it, as the device lacks float64)."""
+    return pytest.param(value, marks=[pytest.mark.capability("float64")] if needed else [])
 
 
 def sgdt(sg, name):

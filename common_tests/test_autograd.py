@@ -3,7 +3,7 @@ Functions, autograd.grad, gradcheck, deep graphs and the errors PyTorch raises."
 import numpy as np
 import pytest
 
-from .helpers_core import T, TT, assert_close, check_grads, data, gradcheck, need_torch, upstream
+from .helpers_core import T, TT, assert_close, check_grads, data, float64_if, gradcheck, need_torch, upstream
 
 
 def _flags(t):
@@ -495,7 +495,7 @@ def _hook_error(lib, names, kind, on_leaf):
 
 
 @pytest.mark.parametrize("on_leaf", [True, False], ids=["leaf", "non_leaf"])
-@pytest.mark.parametrize("kind", list(BAD_HOOKS))
+@pytest.mark.parametrize("kind", [float64_if(k, k == "other_dtype") for k in BAD_HOOKS])
 def test_hook_returning_a_bad_value_raises_as_torch_does(sg, kind, on_leaf):
     torch = need_torch()
     theirs, _ = _hook_error(torch, NAMES["torch"], kind, on_leaf)

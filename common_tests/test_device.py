@@ -91,7 +91,7 @@ def test_device_type_behaves_as_torch_device(sg):
 @pytest.mark.needs_torch
 def test_tensor_device_and_moves(sg):
     torch = need_torch()
-    x = sg.tensor([1.0, 2.0], requires_grad=True)
+    x = sg.tensor([1.0, 2.0], requires_grad=True, device="cpu")
     tx = torch.tensor([1.0, 2.0], requires_grad=True)
     assert str(x.device) == str(tx.device) and repr(x.device) == repr(tx.device)
     assert x.is_cuda is tx.is_cuda and x.is_cpu is tx.is_cpu
@@ -106,7 +106,7 @@ def test_tensor_device_and_moves(sg):
     ty = tx.to("cpu", torch.float64)
     assert_close(y, ty)
     assert_close(x.to(sg.device("cpu"), dtype=sg.int64), tx.to(torch.device("cpu"), dtype=torch.int64))
-    assert_close(x.to(sg.zeros(1, dtype=sg.float64)), tx.to(torch.zeros(1, dtype=torch.float64)))
+    assert_close(x.to(sg.zeros(1, dtype=sg.float64, device="cpu")), tx.to(torch.zeros(1, dtype=torch.float64)))
     copied = x.to("cpu", copy=True)
     assert copied is not x and np.array_equal(np_(copied), np_(x))
     (y * y).sum().backward()  # a move keeps the graph
@@ -126,6 +126,7 @@ def test_tensor_device_and_moves(sg):
 
 def test_default_device_is_the_cpu_and_only_a_usable_device_can_be_set(sg):
     torch = need_torch()
+    sg.set_default_device(None)  # back to the CPU, as PyTorch's None does (a device run sets one)
     assert sg.get_default_device() == sg.device("cpu")
     assert str(torch.get_default_device()) == str(sg.get_default_device())
     sg.set_default_device("cpu")

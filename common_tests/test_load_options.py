@@ -83,6 +83,7 @@ def test_map_location_callable_sees_each_tensor(sg):
 
 
 @pytest.mark.needs_torch
+@pytest.mark.capability("float64")
 @pytest.mark.parametrize("where", ["cuda", "cuda:0", "device", "dict", "callable"])
 def test_gpu_map_location_refused(sg, where):
     torch = need_torch()

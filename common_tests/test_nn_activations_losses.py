@@ -311,6 +311,7 @@ def test_loss_module_matches_torch(sg, name, make):
     run_both(sg, ours, theirs, [x, y])
 
 
+@pytest.mark.capability("float64")
 def test_legacy_size_average_reduce(sg):
     torch = need_torch()
     x, y = _loss_pair("float64")

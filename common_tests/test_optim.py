@@ -5,6 +5,7 @@ import inspect
 import numpy as np
 import pytest
 
+from .helpers_core import float64_if
 from .helpers_optim import Pair, stage_tensor
 from .oracle import assert_close, need_torch, np_
 
@@ -48,7 +49,9 @@ CONFIGS = [
 ]
 NEW = ["Adagrad", "Adamax", "NAdam", "RAdam", "Adadelta"]
 # updates divide by running statistics: allow float32 rounding to compound over 20 steps
-TOL = {"float32": dict(rtol=1e-4, atol=1e-5), "float64": dict(rtol=1e-10, atol=1e-12)}
+# (centered RMSprop with alpha=0.3 ends 1e-5 from the float64 result in any float32 order of
+# summation, PyTorch's own included)
+TOL = {"float32": dict(rtol=1e-4, atol=3e-5), "float64": dict(rtol=1e-10, atol=1e-12)}
 
 
 def _ids(c):
@@ -364,7 +367,8 @@ BAD_PARAMS = [
 
 
 @pytest.mark.parametrize("config", ALL_OR_NOTHING, ids=_ids)
-@pytest.mark.parametrize("case", BAD_PARAMS, ids=[c[0] for c in BAD_PARAMS])
+@pytest.mark.parametrize("case", [float64_if(c, c[0] == "grad_dtype") for c in BAD_PARAMS],
+                         ids=[c[0] for c in BAD_PARAMS])
 def test_step_with_a_bad_gradient_or_state_changes_nothing(sg, config, case):
     what, corrupt, exc, match = case
     _, opt = _trained(sg, *config)

@@ -15,10 +15,12 @@ KEYS = {"hits", "misses", "allocations", "bytes_in_use", "peak_bytes_in_use", "b
 @pytest.fixture(autouse=True)
 def _fresh_pool(request):
     """Each test starts from an empty, enabled pool with the default limit, and leaves
-    it that way."""
+    it that way. The pool is the host's: on a device run, these tests make their tensors
+    on the CPU (the webgpu device's allocator has its own tests)."""
     if "sg" not in request.fixturenames:
         yield
         return
+    request.getfixturevalue("sg").set_default_device(None)
     mem = request.getfixturevalue("sg").memory
     gc.collect()
     mem.set_pool_enabled(True)

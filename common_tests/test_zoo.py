@@ -257,5 +257,6 @@ def test_models_are_built_per_framework(sg):
     assert zoo.models(sg) is zoo.models(sg)
     assert issubclass(zoo.models(sg).gpt.GPT, sg.nn.Module)
     assert not issubclass(zoo.models(sg).gpt.GPT, torch.nn.Module)
-    assert zoo.models(torch).gpt.torch is torch and zoo.models(sg).gpt.torch is sg
+    # (on a device run, sg is the stage seen with another default device: the same package)
+    assert zoo.models(torch).gpt.torch is torch and zoo.models(sg).gpt.torch.__name__ == sg.__name__
     assert sys.modules["torch"] is torch  # PyTorch's modules are restored after a stage's build

@@ -106,7 +106,7 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 
 _SUBMODULES = ("functional", "nn", "onnx", "optim", "data", "datasets", "serialization", "utils", "memory",
-               "backends", "cuda", "viz")
+               "backends", "cuda", "viz", "amp")
 
 
 def __getattr__(name):

@@ -109,4 +109,10 @@ def fused(name, *bufs):
     return name in _B.FUSED
 
 
+def max_buffer_bytes(dev):
+    """The largest buffer one kernel can use on ``dev``, or None where memory alone limits it
+    (the CPU): convolution splits its batch to keep its im2col under it."""
+    return None
+
+
 from . import backend as _B  # noqa: E402  (the backend imports nothing from here)

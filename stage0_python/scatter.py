@@ -151,7 +151,7 @@ def scatter(self, dim, index, src=None, *, value=None, reduce=None):
         _check_reduce(reduce, "scatter", ("add", "multiply"))
         reduce = "sum" if reduce == "add" else "prod"
         if not isinstance(src, Tensor):
-            src = self._scalar(src, self.dtype).expand(index.shape)
+            src = self.new_full(index.shape, src)
         return scatter_reduce(self, dim, index, src, reduce)
     d = self._axis_index("scatter", dim, index, src if isinstance(src, Tensor) else None)
     if isinstance(src, Tensor) and src.ndim == 0 and index.ndim:

@@ -81,5 +81,8 @@ _BUFFERS = {
     "take": (0, 1), "gather": (0, 2), "scatter_add": (2, 3), "matmul": (0, 1),
     "unfold": (0,), "fold": (0,), "assign": (0, 4), "put": (0, 1, 2), "set_data": (0, 1),
     "to_dlpack": (0,),
+    # the fused kernels the webgpu device has (webgpu/fused.py); the others run on the CPU only
+    "softmax": (0,), "log_softmax": (0,), "softmax_backward": (0, 1), "cross_entropy": (0, 1, 2),
+    "cross_entropy_backward": (0, 1, 2, 3), "adam_step": (0, 1, 2, 3, 4), "sgd_step": (0, 1, 2),
 }
 globals().update({name: _routed(name, pos) for name, pos in _BUFFERS.items()})

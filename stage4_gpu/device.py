@@ -59,6 +59,19 @@ def place(buf, dev):
     return out
 
 
+def max_buffer_bytes(dev):
+    """The largest buffer one kernel can bind on ``dev`` (WebGPU's storage-binding limit),
+    or None on the CPU."""
+    if dev.type != "webgpu":
+        return None
+    from .webgpu.runtime import runtime
+    return runtime().max_binding
+
+
 def fused(name, *bufs):
-    """Whether the fused kernel ``name`` takes these buffers: stage 3's, on the CPU."""
-    return name in _B.FUSED and all(not hasattr(b, "device") for b in bufs)  # noqa: F821
+    """Whether the fused kernel ``name`` takes these buffers: stage 3's on the CPU, the
+    webgpu device's own (``webgpu/fused.py``) for its buffers."""
+    if any(hasattr(b, "device") for b in bufs):
+        from .webgpu.fused import FUSED as on_device
+        return name in on_device
+    return name in _B.FUSED  # noqa: F821

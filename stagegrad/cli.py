@@ -2,7 +2,7 @@
 import argparse
 import sys
 
-from . import bench_site, docs, gemm_ladder, journey, profile, simd_paths, train, train_text
+from . import bench_site, devices, docs, gemm_ladder, journey, profile, simd_paths, train, train_text
 
 
 def main(argv=None):
@@ -27,6 +27,10 @@ def main(argv=None):
                                           "NumPy and PyTorch")
     simd_paths.add_arguments(p)
     p.set_defaults(run=simd_paths.run)
+    p = sub.add_parser("devices", help="stage 4's webgpu device next to stage 3 and PyTorch on the CPU: "
+                                       "per-op cost, copies, and where the device overtakes stage 3")
+    devices.add_arguments(p)
+    p.set_defaults(run=devices.run)
     p = sub.add_parser("profile", help="where each microsecond of an MLP training step goes, per stage")
     profile.add_arguments(p)
     p.set_defaults(run=profile.run)

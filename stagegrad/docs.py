@@ -14,9 +14,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 REPORT_FILES = ("journey.json", "journey.md", "ladder.png", "roofline.png")
-# stage 3's measurements: copied from --from DIR when there, else the build measures quick ones
-STAGE3_FILES = ("gemm_ladder.json", "gemm_ladder.md", "gemm_ladder.png", "simd.json", "simd.md",
-                "profile.json", "profile.md")
+# the stages' own measurements (stage 3's GEMM ladder, SIMD paths and profile, stage 4's
+# devices): copied from --from DIR when there, else the build measures quick ones
+MEASUREMENT_FILES = ("gemm_ladder.json", "gemm_ladder.md", "gemm_ladder.png", "simd.json", "simd.md",
+                     "profile.json", "profile.md", "devices.json", "devices.md")
 
 
 def add_arguments(p):
@@ -34,7 +35,7 @@ def run(args):
         raise FileNotFoundError(f"{DOCS / 'conf.py'} not found: build the docs from a source checkout")
     gen = DOCS / "_generated"
     gen.mkdir(exist_ok=True)
-    for f in STAGE3_FILES:  # never a stale measurement beside a fresh journey
+    for f in MEASUREMENT_FILES:  # never a stale measurement beside a fresh journey
         (gen / f).unlink(missing_ok=True)
     if args.source:
         src = Path(args.source)
@@ -42,7 +43,7 @@ def run(args):
         if missing:
             raise FileNotFoundError(f"{src}: no {', '.join(missing)}; "
                                     f"run `stagegrad journey --out {src}` first")
-        for f in REPORT_FILES + tuple(f for f in STAGE3_FILES if (src / f).exists()):
+        for f in REPORT_FILES + tuple(f for f in MEASUREMENT_FILES if (src / f).exists()):
             shutil.copy2(src / f, gen / f)
     else:
         from . import load_stage

@@ -61,6 +61,13 @@ def run(args):
     from .report import markdown
     print()
     print(markdown(report))
+    if any(s.startswith("stage4_gpu") for s in report["stages"]):  # the devices' own chapter
+        from . import devices
+        print("journey: measuring stage 4's devices (stagegrad devices)", file=sys.stderr)
+        measured = devices.measure(quick=args.quick)
+        paths += list(devices.write(measured, args.out))
+        print()
+        print(devices.markdown(measured))
     print("wrote " + ", ".join(str(p) for p in paths))
     errors = [r for r in report["results"] if r["status"] == "error"]
     if errors:

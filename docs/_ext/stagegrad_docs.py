@@ -24,10 +24,15 @@ _REPORT = {}
 
 
 ROOT = Path(__file__).resolve().parents[2]
-# stage 3's own measurements, quick versions when the folder has none (the file each writes)
-STAGE3_RUNS = {"gemm_ladder.md": ["gemm-ladder", "--size", "256", "--budget", "0.5"],
-               "simd.md": ["simd-paths", "--n", "100000", "--side", "128"],
-               "profile.md": ["profile", "--steps", "50"]}
+# the stages' own measurements, quick versions when the folder has none: the file each
+# writes, the stage it needs, the command
+STAGE_RUNS = {"gemm_ladder.md": ("stage3_simd", ["gemm-ladder", "--size", "256", "--budget", "0.5"]),
+              "simd.md": ("stage3_simd", ["simd-paths", "--n", "100000", "--side", "128"]),
+              "profile.md": ("stage3_simd", ["profile", "--steps", "50"]),
+              "devices.md": ("stage4_gpu", ["devices", "--quick"])}
+# the note in place of a table when the stage does not import
+NOT_HERE = {"stage3_simd": "stage 3 is not built where this site was",
+            "stage4_gpu": "stage 4 does not import where this site was built"}
 
 
 def ensure_report(gen):
@@ -38,21 +43,22 @@ def ensure_report(gen):
     return json.loads(path.read_text())
 
 
-def ensure_stage3(gen):
-    """Stage 3's GEMM ladder and SIMD-path tables: measured here when absent, or a note
-    that the stage is not built where the site was."""
-    try:
-        importlib.import_module("stage3_simd")
-        built = None
-    except ImportError as e:
-        built = str(e)
-    for name, cmd in STAGE3_RUNS.items():
+def ensure_measurements(gen):
+    """Stage 3's GEMM ladder, SIMD-path and profile tables and stage 4's devices table:
+    measured here when absent, or a note that the stage does not import where the site was built."""
+    failed = {}
+    for pkg in dict.fromkeys(pkg for pkg, _ in STAGE_RUNS.values()):
+        try:
+            importlib.import_module(pkg)
+        except ImportError as e:
+            failed[pkg] = str(e)
+    for name, (pkg, cmd) in STAGE_RUNS.items():
         if (gen / name).exists():
             continue
-        if built is None:
+        if pkg not in failed:
             subprocess.run([sys.executable, "-m", "stagegrad", *cmd, "--out", str(gen)], cwd=ROOT, check=True)
         else:
-            (gen / name).write_text(f"*Not measured: stage 3 is not built where this site was ({built}).*\n")
+            (gen / name).write_text(f"*Not measured: {NOT_HERE[pkg]} ({failed[pkg]}).*\n")
 
 
 # ------------------------------------------------------------------ primitives
@@ -200,7 +206,7 @@ def _builder_inited(app):
     gen = Path(app.srcdir) / GENERATED
     gen.mkdir(exist_ok=True)
     _REPORT["report"] = report = ensure_report(gen)
-    ensure_stage3(gen)
+    ensure_measurements(gen)
     write_fragments(gen, report)
 
 

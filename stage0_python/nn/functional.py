@@ -17,7 +17,7 @@ from .. import shapes
 from .. import random as _random
 from ..autograd import Function, no_grad
 from ..creation import cat
-from ..device import fused, place
+from ..device import fused, max_buffer_bytes, place
 from ..dtypes import int64
 from ..shapes import ShapeError
 from ..tensor import Tensor, where
@@ -498,6 +498,13 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, nd, name):
         padding = _ntuple(padding, nd, name, "padding")
     _, out_size = _im2col_shape(name, x, tuple(kernel), dilation, padding, stride)
     shapes.check((N, O, *out_size), name, x.dtype)
+    limit = max_buffer_bytes(x.device)
+    col_bytes = max(Cg * groups * math.prod(kernel), O) * math.prod(out_size) * x.element_size()
+    if limit is not None and N > 1 and N * col_bytes > limit:
+        # a device that binds at most ``limit`` bytes to a kernel gets the batch in parts
+        per = max(1, limit // col_bytes)
+        return cat([_conv(x[i:i + per], weight, bias, stride, padding, dilation, groups, nd, name)
+                    for i in range(0, N, per)])
     cols = _Unfold.apply(x, tuple(kernel), dilation, padding, stride)  # (N, C*K, L)
     K, L = Cg * math.prod(kernel), cols.shape[2]
     if groups == 1:

@@ -53,8 +53,10 @@ def export(model, args, f=None, *, input_names=None, output_names=None, opset_ve
     snapshot = lambda buf: _array(sg, buf)  # noqa: E731
     modes = [(m, m.training) for m in model.modules()] if hasattr(model, "modules") else []
     # a model on a device is traced on the CPU: the graph is the same, and tracing reads
-    # values back at every step; its tensors go back to their device afterwards
-    moved = [(t, t.device) for _, t in state if not t.is_cpu]
+    # values back at every step; its tensors (non-persistent buffers too) go back to their
+    # device afterwards
+    held = [t for _, t in state] + (list(model.buffers()) if hasattr(model, "buffers") else [])
+    moved = [(t, t.device) for t in {id(t): t for t in held}.values() if not t.is_cpu]
     inputs = tuple(t.cpu() for t in inputs)
     default = sg.get_default_device()
     try:

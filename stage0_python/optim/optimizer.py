@@ -414,8 +414,9 @@ def _saved_sections(state_dict):
 def _loaded_value(p, key, value, scalar=False):
     """A loaded state entry as ``_update`` keeps it: a step held in a one-element tensor
     (PyTorch keeps a 0-dim float tensor, of either library) or a whole float becomes an
-    int, a tensor becomes a copy in ``p``'s floating dtype. Anything else is kept as it is,
-    for ``_check_state`` to refuse."""
+    int, a tensor becomes a copy in ``p``'s floating dtype on ``p``'s device (as PyTorch's:
+    a checkpoint loads on the CPU). Anything else is kept as it is, for ``_check_state`` to
+    refuse."""
     if key == "step" or scalar:
         if not isinstance(value, (int, float)) and callable(getattr(value, "item", None)):
             try:
@@ -427,7 +428,7 @@ def _loaded_value(p, key, value, scalar=False):
         return int(value) if isinstance(value, float) and value.is_integer() else value
     if not isinstance(value, Tensor):
         return value
-    value = value.detach().clone()
+    value = value.detach()
     if value.dtype.is_floating_point and value.dtype is not p.dtype:
         value = value.to(p.dtype)
-    return value
+    return value.to(p.device).clone()

@@ -10,6 +10,9 @@ from ..capabilities import CapabilityError
 from ..dtypes import bool_
 from .buffer import check_dtype, empty, from_host, host_array, to_host_array  # noqa: F401
 from .elementwise import INT_DIVISIONS, cast_expr, expression, run
+from .fused import (  # noqa: F401
+    FUSED, adam_step, cross_entropy, cross_entropy_backward, log_softmax, sgd_step, softmax,
+    softmax_backward)
 from .index import fold, gather, put, scan, scatter_add, sort, take, unfold  # noqa: F401
 from .matmul import matmul  # noqa: F401
 from .movement import (  # noqa: F401
@@ -112,4 +115,5 @@ def where(cond, a, b):
 
 def to_dlpack(x, versioned=False):
     raise CapabilityError("__dlpack__: a webgpu tensor cannot be shared through DLPack: WebGPU "
-                          "gives no pointer to its memory (t.cpu() copies it to the host)")
+                          "gives no pointer to its memory, so the webgpu device lacks dlpack "
+                          "(t.cpu() copies it to the host)")

@@ -22,6 +22,9 @@ def _read(name):
 
 
 MATH = _read("math.wgsl")
+# the first line of a kernel that includes MATH: its OPAQUE zero, from a count the
+# compiler cannot know to be non-negative
+MATH_SETUP = "OPAQUE = select(0u, 1u, p[0] < 0);"
 _TEMPLATE = _read("elementwise.wgsl")
 
 _BOOL_OF = "select(0u, 1u, {})"
@@ -30,7 +33,7 @@ _FLOAT_UNARY = {
     "rsqrt": "rsqrt_f(v1)", "sin": "sin_f(v1)", "cos": "cos_f(v1)", "tan": "tan_f(v1)",
     "tanh": "tanh_f(v1)", "sigmoid": "sigmoid_f(v1)", "relu": "select(v1, 0.0, v1 < 0.0)",
     "sign": "sign_f(v1)", "reciprocal": "recip_f(v1)", "gelu": "gelu_f(v1)",
-    "silu": "v1 * sigmoid_f(v1)", "erf": "erf_f(v1)", "erfc": "erfc_f(v1)",
+    "silu": "silu_f(v1)", "erf": "erf_f(v1)", "erfc": "erfc_f(v1)",
     "log1p": "log1p_f(v1)", "expm1": "expm1_f(v1)", "floor": "floor(v1)", "ceil": "ceil(v1)",
     "round": "round(v1)", "trunc": "trunc(v1)", "asin": "asin_f(v1)", "acos": "acos_f(v1)",
     "atan": "atan_f(v1)", "sinh": "sinh_f(v1)", "cosh": "cosh_f(v1)", "asinh": "asinh_f(v1)",
@@ -152,14 +155,16 @@ def _source(expr, out_type, in_types, flat):
         src = _TEMPLATE.replace("{BINDINGS}", "\n".join(lines)).replace(
             "{LOADS}", loads).replace("{EXPR}", expr).replace("{AT}", "at_flat" if flat else "at")
         helpers = []
+        setup = ""
         if "f32" in in_types or "_f(" in expr:
             helpers.append(MATH)
+            setup = MATH_SETUP
         for t, bits in (("i32", 32), ("i64", 64)):
             if f"_{t}(" in expr:
                 helpers.append(_INT_HELPERS.replace("_T(", f"_{t}(").replace(
                     "T(", f"{t}(").replace(": T", f": {t}").replace("-> T", f"-> {t}").replace(
                     "BITS", str(bits)))
-        src = "\n".join(helpers + [src])
+        src = "\n".join(helpers + [src.replace("{SETUP}", setup)])
         _SOURCES[key] = src
     return src
 

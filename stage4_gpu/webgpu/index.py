@@ -8,7 +8,7 @@ check reads one number back, so the host waits there.
 """
 from ..dtypes import bool_, int64
 from .buffer import empty
-from .elementwise import MATH, _read, run
+from .elementwise import MATH, MATH_SETUP, _read, run
 from .reduce import reduce
 from .runtime import WORKGROUP, runtime
 
@@ -19,6 +19,8 @@ _NAN_WINS = {"amax": ">", "amin": "<"}  # NaN wins amax and amin, and stays, as 
 
 
 def _kernel(name, **fill):
+    if "HELPERS" in fill:
+        fill["SETUP"] = MATH_SETUP if fill["HELPERS"] else ""
     src = _SOURCES[name]
     for key, val in fill.items():
         src = src.replace("{" + key + "}", val)
@@ -202,6 +204,7 @@ def sort(x, axis, descending):
 
 
 _SCAN_STEP = {"sum": "acc = acc + v;", "prod": "acc = acc * v;",
+              "sum_f32": "c = sum_ff(c, ff(v)); acc = ff_f(c);",  # compensated, as a double
               "logsumexp": "acc = logaddexp_f(acc, v);"}
 
 
@@ -217,7 +220,7 @@ def scan(op, x, axis):
         cond = f"is_nan(v) || (!is_nan(acc) && v {cmp} acc)" if floats else f"v {cmp} acc"
         step = f"if ({cond}) {{ acc = v; best = j; }}"
     else:
-        step = _SCAN_STEP[op]
+        step = _SCAN_STEP["sum_f32" if op == "sum" and x.wgsl == "f32" else op]
     vals, order = empty(x.shape, x.dtype), empty(x.shape, int64)
     n = x.shape[axis]
     rows = x.numel // n if n else 0

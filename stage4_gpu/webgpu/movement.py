@@ -94,8 +94,14 @@ def cat(xs, axis):
 
 
 def assign(dst, starts, steps, counts, src):
-    """Write ``src`` (broadcast to ``counts``) into the basic-slice region of ``dst``."""
-    copy_into(slice(dst, starts, steps, counts), src)
+    """Write ``src`` (broadcast to ``counts``) into the basic-slice region of ``dst``;
+    RuntimeError where two elements of the region share memory (as on the CPU)."""
+    region = slice(dst, starts, steps, counts)
+    if any(s == 0 and n > 1 for n, s in zip(region.shape, region.strides)):
+        raise RuntimeError(f"setitem: more than one element of the written-to region (shape "
+                           f"{list(region.shape)}, stride {list(region.strides)}) refers to a single "
+                           f"memory location; clone() the tensor first")
+    copy_into(region, src)
 
 
 def set_data(dst, src):

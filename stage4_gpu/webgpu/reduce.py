@@ -3,7 +3,7 @@ and ``arg_reduce`` (argmax argmin), one workgroup tree per output element
 (``kernels/reduce.wgsl``)."""
 from ..dtypes import bool_, int64
 from .buffer import WGSL, empty
-from .elementwise import MATH, _read, cast_expr
+from .elementwise import MATH, MATH_SETUP, _read, cast_expr
 from .runtime import runtime
 
 _TEMPLATE = _read("reduce.wgsl")
@@ -49,7 +49,8 @@ def _launch(src, out, x, params):
 
 def _source(acc, out_t, in_t, load, init, step, merge, result, floats):
     src = _TEMPLATE
-    for key, val in (("{HELPERS}", MATH if floats else ""), ("{LOAD}", load), ("{STEP}", step),
+    for key, val in (("{HELPERS}", MATH if floats else ""), ("{SETUP}", MATH_SETUP if floats else ""),
+                     ("{LOAD}", load), ("{STEP}", step),
                      ("{MERGE}", merge), ("{RESULT}", result), ("{INIT}", init),
                      ("{A}", acc), ("{O}", out_t), ("{T}", in_t)):
         src = src.replace(key, val)
@@ -67,9 +68,13 @@ def reduce(op, x, axes, keepdim, dtype=None):
     acc = WGSL[acc_dtype.name][0]
     init = {"sum": f"{acc}(0)", "prod": f"{acc}(1)", "any": "0u", "all": "1u",
             "max": _LOWEST[acc], "min": _HIGHEST[acc]}[op]
+    step, merge, result = (f"acc = {_combine(op, acc, 'acc', 'v')};",
+                           f"vals[t] = {_combine(op, acc, 'a', 'b')};", "vals[0]")
+    if op == "sum" and acc == "f32":  # compensated, in double-float
+        acc, init = "vec2<f32>", "vec2<f32>(0.0)"
+        step, merge, result = "acc = sum_ff(acc, ff(v));", "vals[t] = sum_ff(a, b);", "ff_f(vals[0])"
     src = _source(acc, WGSL[out_dtype.name][0], x.wgsl, cast_expr(_READ, x.dtype, acc_dtype),
-                  init, f"acc = {_combine(op, acc, 'acc', 'v')};",
-                  f"vals[t] = {_combine(op, acc, 'a', 'b')};", "vals[0]", "f32" in (acc, x.wgsl))
+                  init, step, merge, result, "f32" in (acc, x.wgsl) or acc == "vec2<f32>")
     params, _ = _axes_layout(x, axes)
     return _launch(src, empty(_out_shape(x.shape, axes, keepdim), out_dtype), x, params)
 

@@ -19,14 +19,16 @@ from torch.nn import functional as F
 def sinusoidal_encoding(length, dim, base=10000.0):
     """(length, dim): ``sin(p / base**(2i/dim))`` in the even columns, ``cos`` in the odd ones."""
     angles = _angles(length, dim, base)  # (length, ceil(dim / 2))
-    return torch.stack([angles.sin(), angles.cos()], dim=-1).flatten(1)[:, :dim].float()
+    table = torch.stack([angles.sin(), angles.cos()], dim=-1).flatten(1)[:, :dim]
+    return table.float().to(torch.get_default_device())
 
 
 def _angles(length, dim, base):
-    """``p * base**(-2i/dim)`` for positions p and pairs i, in float64: rounded once to float32
-    at the end, the tables are the same on every framework."""
-    inv_freq = torch.exp(torch.arange(0, dim, 2, dtype=torch.float64) * (-math.log(base) / dim))
-    return torch.arange(length, dtype=torch.float64).unsqueeze(1) * inv_freq
+    """``p * base**(-2i/dim)`` for positions p and pairs i, in float64 on the CPU (a device
+    may lack float64): rounded once to float32 at the end, the tables are the same on every
+    framework and device."""
+    inv_freq = torch.exp(torch.arange(0, dim, 2, dtype=torch.float64, device="cpu") * (-math.log(base) / dim))
+    return torch.arange(length, dtype=torch.float64, device="cpu").unsqueeze(1) * inv_freq
 
 
 class RotaryEmbedding(nn.Module):
@@ -40,8 +42,9 @@ class RotaryEmbedding(nn.Module):
             raise ValueError(f"RotaryEmbedding: head_dim must be even, got {head_dim}")
         angles = _angles(max_len, head_dim, base)
         angles = torch.cat([angles, angles], dim=-1)  # (max_len, head_dim): each angle for both halves
-        self.register_buffer("cos", angles.cos().float(), persistent=False)
-        self.register_buffer("sin", angles.sin().float(), persistent=False)
+        device = torch.get_default_device()
+        self.register_buffer("cos", angles.cos().float().to(device), persistent=False)
+        self.register_buffer("sin", angles.sin().float().to(device), persistent=False)
 
     def forward(self, x, start=0):
         """``x`` (..., T, head_dim) at positions ``start .. start + T - 1``, rotated."""

@@ -8,7 +8,8 @@
 //
 // Filled in by elementwise.py (the names in braces below): the bindings, `out` at 0 and
 // the inputs x1, x2, ... after it; the loads of the inputs into v1, v2, ...; and the
-// expression that computes the output element from them; AT, `at` or `at_flat`.
+// expression that computes the output element from them; AT, `at` or `at_flat`; SETUP,
+// where math.wgsl is included, its OPAQUE zero, from a count the compiler cannot know.
 // Parameters `p`: [n, ndim, shape..., then for out and each input: offset, strides...];
 // the host passes a zero-dim shape as one dimension of size 1.
 
@@ -36,6 +37,7 @@ fn at(i: i32, k: i32) -> i32 {
 fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {
   let i = i32(g.x + g.y * nw.x * 256u);
   if (i >= p[0]) { return; }
+  {SETUP}
   {LOADS}
   out[{AT}(i, 0)] = {EXPR};
 }

@@ -7,7 +7,9 @@
 // Filled in by reduce.py (the names in braces below): T the input type, A the
 // accumulator type, O the output type, INIT the identity, LOAD the read of element j as
 // an accumulator value, STEP how a thread folds it in, MERGE how two partials meet, and
-// RESULT the output.
+// RESULT the output; SETUP, where math.wgsl is in HELPERS, its OPAQUE zero. A float32
+// sum is kept in double-float (math.wgsl): each thread adds 1/64 of the elements in turn,
+// and in float32 alone a million-element sum would lose four digits.
 // Parameters `p`: [outputs, inner, kept ndim, reduced ndim, offset, kept shape...,
 // kept strides..., reduced shape..., reduced strides...].
 
@@ -35,6 +37,7 @@ fn main(@builtin(workgroup_id) w: vec3<u32>, @builtin(num_workgroups) nw: vec3<u
         @builtin(local_invocation_index) t: u32) {
   let o = i32(w.x + w.y * nw.x);
   let live = o < p[0];  // every thread reaches the barriers, live or not
+  {SETUP}
   let nk = p[2];
   let nr = p[3];
   var base = p[4];

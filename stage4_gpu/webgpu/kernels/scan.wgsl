@@ -4,7 +4,8 @@
 // write the position of the running extreme: the latest of equal values, and a NaN once
 // seen stays, as PyTorch's cummax does.
 //
-// Type filled in: T; STEP folds v (at position j) into acc (and best, for max and min).
+// Type filled in: T; STEP folds v (at position j) into acc (and best, for max and min);
+// SETUP, where math.wgsl is in HELPERS, its OPAQUE zero.
 // Parameters `p`: as sort.wgsl's, with rows in place of elements.
 
 {HELPERS}
@@ -17,6 +18,7 @@
 fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {
   let row = i32(g.x + g.y * nw.x * 256u);
   if (row >= p[0]) { return; }
+  {SETUP}
   let n = p[1];
   let m = p[2];
   var r = row;
@@ -32,6 +34,7 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw
   let os = p[5 + 3 * m];
   var acc = x[xo];
   var best = 0;
+  var c = vec2<f32>(f32(acc), 0.0);  // a float32 sum's running value in double-float
   for (var j = 0; j < n; j++) {
     let v = x[xo + j * xs];
     if (j > 0) { {STEP} }

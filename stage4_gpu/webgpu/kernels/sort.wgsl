@@ -22,6 +22,7 @@ fn before(a: {T}, b: {T}) -> bool { return {BEFORE}; }
 fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {
   let i = i32(g.x + g.y * nw.x * 256u);
   if (i >= p[0]) { return; }
+  {SETUP}
   let n = p[1];
   let m = p[2];
   let j = i % n;
