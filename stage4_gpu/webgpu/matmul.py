@@ -1,10 +1,12 @@
-"""``matmul`` on the WebGPU device: the tiled kernel of ``kernels/matmul.wgsl`` over a
-batch of products (batch dims already equal, as the primitive's contract says)."""
+"""``matmul`` on the WebGPU device: the register-blocked tiled kernel of
+``kernels/matmul.wgsl`` over a batch of products (batch dims already equal, as the
+primitive's contract says)."""
 from .buffer import empty
 from .elementwise import _read
 from .runtime import runtime
 
 _TEMPLATE = _read("matmul.wgsl")
+TILE = 64  # the side of the tile of C one workgroup computes
 
 
 def _batched(x):
@@ -28,8 +30,8 @@ def matmul(a, b):
         from .backend import fill
         return fill(out, 0)
     count = out.numel // (n * m)
-    tiles_m = -(-m // 16)
-    per = -(-n // 16) * tiles_m
+    tiles_m = -(-m // TILE)
+    per = -(-n // TILE) * tiles_m
     a, sa = _batched(a)
     b, sb = _batched(b)
     params = [n, k, m, count, per, tiles_m,
