@@ -25,6 +25,23 @@ MATH = _read("math.wgsl")
 # the first line of a kernel that includes MATH: its OPAQUE zero, from a count the
 # compiler cannot know to be non-negative
 MATH_SETUP = "OPAQUE = select(0u, 1u, p[0] < 0);"
+_FILLED = {}
+
+
+def kernel_source(name, **fill):
+    """``kernels/<name>.wgsl`` with each ``{KEY}`` replaced by ``fill[KEY]`` (and SETUP by
+    MATH_SETUP where HELPERS brings MATH). Cached: a launch then finds its compiled
+    pipeline by a string whose hash Python already holds."""
+    key = (name, tuple(sorted(fill.items())))
+    src = _FILLED.get(key)
+    if src is None:
+        if "HELPERS" in fill:
+            fill["SETUP"] = MATH_SETUP if fill["HELPERS"] else ""
+        src = _read(name + ".wgsl")
+        for k, v in fill.items():
+            src = src.replace("{" + k + "}", v)
+        _FILLED[key] = src
+    return src
 _TEMPLATE = _read("elementwise.wgsl")
 
 _BOOL_OF = "select(0u, 1u, {})"

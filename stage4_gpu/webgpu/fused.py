@@ -8,23 +8,12 @@ import struct
 
 from ..dtypes import bool_, float32
 from .buffer import empty
-from .elementwise import MATH, _read, run
+from .elementwise import MATH, kernel_source, run
 from .movement import contiguous, permute, reshape
 from .reduce import reduce
 from .runtime import WORKGROUP, runtime
 
 FUSED = frozenset({"softmax", "log_softmax", "cross_entropy", "adam", "sgd"})
-_SOURCES = {name: _read(f"{name}.wgsl") for name in
-            ("softmax", "cross_entropy", "cross_entropy_backward", "optim")}
-
-
-def _kernel(name, **fill):
-    src = _SOURCES[name]
-    for key, val in fill.items():
-        src = src.replace("{" + key + "}", val)
-    return src
-
-
 def _bits(v):
     """A float32 value as the int32 a parameter buffer carries."""
     return struct.unpack("<i", struct.pack("<f", v))[0]
@@ -52,7 +41,8 @@ def _rows(x, y, dim, needs_max, term, out):
     cols = x.shape[dim]
     rows = xr.numel // cols if cols else 0
     result = empty(xr.shape, float32)
-    src = _kernel("softmax", HELPERS=MATH, NEEDS_MAX="true" if needs_max else "false", SUM=term, OUT=out)
+    src = kernel_source("softmax", HELPERS=MATH, NEEDS_MAX="true" if needs_max else "false", SUM=term,
+                        OUT=out)
     runtime().launch(src, [result.storage.gbuf, xr.storage.gbuf, yr.storage.gbuf], [rows, cols], rows)
     return _from_rows(result, dim, len(x.shape))
 
@@ -102,7 +92,7 @@ def cross_entropy(x, target, weight, ignore_index, label_smoothing):
     _check_targets(target, cols, ignore_index)
     weight = _weights(weight, cols)
     loss, wrow, probs = empty((rows,), float32), empty((rows,), float32), empty((rows, cols), float32)
-    src = _kernel("cross_entropy", HELPERS=MATH, I=target.wgsl)
+    src = kernel_source("cross_entropy", HELPERS=MATH, I=target.wgsl)
     runtime().launch(src, [loss.storage.gbuf, wrow.storage.gbuf, probs.storage.gbuf, x.storage.gbuf,
                            target.storage.gbuf, weight.storage.gbuf],
                      [rows, cols, ignore_index, _bits(label_smoothing)], rows)
@@ -116,7 +106,7 @@ def cross_entropy_backward(probs, target, weight, scale, ignore_index, label_smo
     weight = _weights(weight, cols)
     wsum = reshape(reduce("sum", weight, {0}, False), (1,))
     gx = empty((rows, cols), float32)
-    src = _kernel("cross_entropy_backward", I=target.wgsl)
+    src = kernel_source("cross_entropy_backward", I=target.wgsl)
     runtime().launch(src, [gx.storage.gbuf, probs.storage.gbuf, target.storage.gbuf, weight.storage.gbuf,
                            scale.storage.gbuf, wsum.storage.gbuf],
                      [rows, cols, ignore_index, _bits(label_smoothing)], -(-rows * cols // WORKGROUP))
@@ -140,7 +130,7 @@ def _step(update, names, param, grad, states, hyper, ints=()):
              for k, name in enumerate(names, 2)]
     lines.append(f"@group(0) @binding({len(names) + 2}) var<storage, read> p: array<i32>;")
     consts = "\n  ".join(f"let h{k} = bitcast<f32>(p[{1 + len(ints) + k}]);" for k in range(len(hyper)))
-    src = _kernel("optim", HELPERS=MATH, BINDINGS="\n".join(lines), UPDATE=consts + "\n  " + update)
+    src = kernel_source("optim", HELPERS=MATH, BINDINGS="\n".join(lines), UPDATE=consts + "\n  " + update)
     n = param.numel
     runtime().launch(src, [param.storage.gbuf, grad.storage.gbuf] + [s.storage.gbuf for s in states],
                      [n, *ints, *(_bits(v) for v in hyper)], -(-n // WORKGROUP))

@@ -8,23 +8,12 @@ check reads one number back, so the host waits there.
 """
 from ..dtypes import bool_, int64
 from .buffer import empty
-from .elementwise import MATH, MATH_SETUP, _read, run
+from .elementwise import MATH, kernel_source, run
 from .reduce import reduce
 from .runtime import WORKGROUP, runtime
 
-_SOURCES = {name: _read(name + ".wgsl") for name in
-            ("gather", "scatter_add", "put", "unfold", "fold", "sort", "scan")}
 _PUT = {False: "b", True: "a + b", "sum": "a + b", "prod": "a * b"}
 _NAN_WINS = {"amax": ">", "amin": "<"}  # NaN wins amax and amin, and stays, as on the CPU
-
-
-def _kernel(name, **fill):
-    if "HELPERS" in fill:
-        fill["SETUP"] = MATH_SETUP if fill["HELPERS"] else ""
-    src = _SOURCES[name]
-    for key, val in fill.items():
-        src = src.replace("{" + key + "}", val)
-    return src
 
 
 def _check_range(index, size, axis_name):
@@ -61,7 +50,7 @@ def _gather(x, index, axis):
     params = [out.numel, nd, *index.shape, index.offset, *index.strides, x.offset, *x_strides,
               axis, len(x.shape), *x.shape, *x.strides]
     if out.numel:
-        runtime().launch(_kernel("gather", T=x.wgsl, I=index.wgsl),
+        runtime().launch(kernel_source("gather", T=x.wgsl, I=index.wgsl),
                          [out.storage.gbuf, x.storage.gbuf, index.storage.gbuf], params,
                          _groups(out.numel))
     return out
@@ -75,7 +64,7 @@ def scatter_add(shape, axis, index, src):
     params = [out.numel, nd, *shape, *index.shape, index.offset, *index.strides,
               src.offset, *src.strides, axis]
     if out.numel:
-        runtime().launch(_kernel("scatter_add", T=src.wgsl, I=index.wgsl),
+        runtime().launch(kernel_source("scatter_add", T=src.wgsl, I=index.wgsl),
                          [out.storage.gbuf, index.storage.gbuf, src.storage.gbuf], params,
                          _groups(out.numel))
     return out
@@ -97,7 +86,7 @@ def put(dst, index, src, accumulate=False):
     src = _dense(src, index.shape, dst.dtype)
     nd = len(dst.shape)
     if index.numel:
-        runtime().launch(_kernel("put", T=dst.wgsl, I=index.wgsl, COMBINE=combine),
+        runtime().launch(kernel_source("put", T=dst.wgsl, I=index.wgsl, COMBINE=combine),
                          [dst.storage.gbuf, index.storage.gbuf, src.storage.gbuf],
                          [index.numel, nd, *dst.shape, dst.offset, *dst.strides], 1)
     dst.storage.version += 1
@@ -141,7 +130,7 @@ def unfold(x, kernel, dilation, padding, stride):
     params[1] = C
     params += [x.offset, *_four_strides(x)]
     if out.numel:
-        runtime().launch(_kernel("unfold", T=x.wgsl), [out.storage.gbuf, x.storage.gbuf],
+        runtime().launch(kernel_source("unfold", T=x.wgsl), [out.storage.gbuf, x.storage.gbuf],
                          params, _groups(out.numel))
     return out
 
@@ -158,7 +147,7 @@ def fold(cols, output_size, kernel, dilation, padding, stride):
     params[1] = C
     params += [cols.offset, *cols.strides]
     if out.numel:
-        runtime().launch(_kernel("fold", T=cols.wgsl), [out.storage.gbuf, cols.storage.gbuf],
+        runtime().launch(kernel_source("fold", T=cols.wgsl), [out.storage.gbuf, cols.storage.gbuf],
                          params, _groups(out.numel))
     return out
 
@@ -196,7 +185,7 @@ def sort(x, axis, descending):
     equal = "(is_nan(a) && is_nan(b)) || a == b" if floats else "a == b"
     if vals.numel:
         runtime().launch(
-            _kernel("sort", T=x.wgsl, HELPERS=MATH if floats else "", BEFORE=before,
+            kernel_source("sort", T=x.wgsl, HELPERS=MATH if floats else "", BEFORE=before,
                     EQUAL=equal),
             [vals.storage.gbuf, order.storage.gbuf, x.storage.gbuf],
             _rows_params(x, axis, x.numel), _groups(x.numel))
@@ -225,7 +214,7 @@ def scan(op, x, axis):
     n = x.shape[axis]
     rows = x.numel // n if n else 0
     if rows:
-        runtime().launch(_kernel("scan", T=x.wgsl, HELPERS=MATH if floats else "", STEP=step),
+        runtime().launch(kernel_source("scan", T=x.wgsl, HELPERS=MATH if floats else "", STEP=step),
                          [vals.storage.gbuf, order.storage.gbuf, x.storage.gbuf],
                          _rows_params(x, axis, rows), _groups(rows))
     return vals, (order if op in ("max", "min") else None)

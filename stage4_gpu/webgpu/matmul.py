@@ -2,10 +2,9 @@
 ``kernels/matmul.wgsl`` over a batch of products (batch dims already equal, as the
 primitive's contract says)."""
 from .buffer import empty
-from .elementwise import _read
+from .elementwise import kernel_source
 from .runtime import runtime
 
-_TEMPLATE = _read("matmul.wgsl")
 TILE = 64  # the side of the tile of C one workgroup computes
 
 
@@ -37,6 +36,6 @@ def matmul(a, b):
     params = [n, k, m, count, per, tiles_m,
               a.offset, sa, a.strides[-2], a.strides[-1],
               b.offset, sb, b.strides[-2], b.strides[-1]]
-    runtime().launch(_TEMPLATE.replace("{T}", a.wgsl),
+    runtime().launch(kernel_source("matmul", T=a.wgsl),
                      [out.storage.gbuf, a.storage.gbuf, b.storage.gbuf], params, count * per)
     return out

@@ -3,10 +3,9 @@ and ``arg_reduce`` (argmax argmin), one workgroup tree per output element
 (``kernels/reduce.wgsl``)."""
 from ..dtypes import bool_, int64
 from .buffer import WGSL, empty
-from .elementwise import MATH, MATH_SETUP, _read, cast_expr
+from .elementwise import MATH, cast_expr, kernel_source
 from .runtime import runtime
 
-_TEMPLATE = _read("reduce.wgsl")
 _READ = "x[base + offset_of(j, nr, 5 + 2 * nk)]"
 _LOWEST = {"f32": "-inf_f()", "i32": "i32(-2147483647) - 1", "i64": "i64(-9223372036854775807) - 1",
            "u32": "0u"}
@@ -48,13 +47,8 @@ def _launch(src, out, x, params):
 
 
 def _source(acc, out_t, in_t, load, init, step, merge, result, floats):
-    src = _TEMPLATE
-    for key, val in (("{HELPERS}", MATH if floats else ""), ("{SETUP}", MATH_SETUP if floats else ""),
-                     ("{LOAD}", load), ("{STEP}", step),
-                     ("{MERGE}", merge), ("{RESULT}", result), ("{INIT}", init),
-                     ("{A}", acc), ("{O}", out_t), ("{T}", in_t)):
-        src = src.replace(key, val)
-    return src
+    return kernel_source("reduce", HELPERS=MATH if floats else "", LOAD=load, STEP=step, MERGE=merge,
+                  RESULT=result, INIT=init, A=acc, O=out_t, T=in_t)
 
 
 def _out_shape(shape, axes, keepdim):

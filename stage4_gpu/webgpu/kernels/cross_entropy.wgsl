@@ -6,8 +6,8 @@
 //   loss = (1 - s) w_t (lse - x_t) + s / C (lse W - sum_c w_c x_c),  lse = log sum_c e^x_c.
 // The host has checked the targets (a kernel cannot raise).
 //
-// Filled in by fused.py: I, the target type; the host binds weights of 1 where there
-// are none. Parameters `p`: [rows, cols, ignore_index, smoothing as float32 bits].
+// Filled in by fused.py: I, the target type; SETUP, math.wgsl's OPAQUE zero. The host
+// binds weights of 1 where there are none. Parameters `p`: [rows, cols, ignore_index, smoothing as float32 bits].
 
 {HELPERS}
 @group(0) @binding(0) var<storage, read_write> loss: array<f32>;
@@ -40,7 +40,7 @@ fn class_weight(c: i32) -> f32 { return weight[c]; }
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) w: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
         @builtin(local_invocation_index) t: u32) {
-  OPAQUE = select(0u, 1u, p[0] < 0);
+  {SETUP}
   let row = i32(w.x + w.y * nw.x);
   let live = row < p[0];
   let cols = p[1];

@@ -4,7 +4,8 @@
 // costs one pass over memory where the composite costs one per operation.
 //
 // Filled in by fused.py: BINDINGS, the state buffers after p (0) and g (1), then the
-// parameters `p` and the float32 hyperparameters `h`; UPDATE, the step for element i.
+// parameters `p` and the float32 hyperparameters `h`; UPDATE, the step for element i;
+// SETUP, math.wgsl's OPAQUE zero.
 
 {HELPERS}
 @group(0) @binding(0) var<storage, read_write> param: array<f32>;
@@ -21,5 +22,6 @@ fn lerp_f(start: f32, end: f32, w: f32, w1: f32) -> f32 {
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {
   let i = i32(gid.x + gid.y * nw.x * 256u);
   if (i >= p[0]) { return; }
+  {SETUP}
   {UPDATE}
 }

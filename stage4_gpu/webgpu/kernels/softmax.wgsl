@@ -6,7 +6,8 @@
 //
 // Filled in by fused.py: SUM, the term a thread adds for element j (reading v = x[j] and,
 // in the backward, u = y[j]); OUT, the element written, from v, u, the row maximum m and
-// the sum s; NEEDS_MAX, whether the maximum is needed (the forward).
+// the sum s; NEEDS_MAX, whether the maximum is needed (the forward); SETUP, math.wgsl's
+// OPAQUE zero.
 // Parameters `p`: [rows, cols].
 
 {HELPERS}
@@ -44,7 +45,7 @@ fn tree_sum(v: vec2<f32>, t: u32) -> vec2<f32> {
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) w: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
         @builtin(local_invocation_index) t: u32) {
-  OPAQUE = select(0u, 1u, p[0] < 0);
+  {SETUP}
   let row = i32(w.x + w.y * nw.x);
   let live = row < p[0];  // every thread reaches the barriers, live or not
   let cols = p[1];
