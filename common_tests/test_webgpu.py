@@ -501,3 +501,14 @@ def test_a_convolution_too_large_to_bind_runs_in_batch_parts(gpu, monkeypatch):
     same(gpu, got, want, rtol=1e-5, atol=1e-5)
     with pytest.raises(MemoryError, match="exceed the largest buffer a kernel can bind"):
         gpu.nn.Conv2d(3, 5, 3).to("webgpu")(gpu.zeros(1, 3, 30, 30, device="webgpu"))
+
+
+def test_a_buffer_freed_under_recorded_launches_is_not_overwritten_before_they_run(gpu):
+    """Launches are recorded and submitted together; a tensor freed meanwhile keeps its
+    memory until they are, so an upload into the same size class cannot land first."""
+    x = gpu.from_numpy(np.arange(1000, dtype=np.float32)).to("webgpu")
+    y = x * 2  # recorded, not yet submitted
+    del x
+    z = gpu.from_numpy(np.full(1000, -1.0, np.float32)).to("webgpu")  # same size class
+    assert y.cpu().numpy().tolist() == (np.arange(1000) * 2.0).tolist()
+    assert z.cpu().numpy().tolist() == [-1.0] * 1000

@@ -2,12 +2,15 @@
 dispatch of one kernel.
 
 Design: a kernel launch here is a bind group (the buffers it reads and writes, plus a
-small buffer of int32 parameters: sizes, strides, offsets) and a compute pass in a command
-buffer submitted to the queue. Submitting does not wait: the host goes on while the device
-works, and waits only when it reads a buffer back (``download``). Pipelines are compiled
+small buffer of int32 parameters: sizes, strides, offsets) and a dispatch recorded in a
+compute pass. Launches are recorded into one command buffer and submitted together, every
+BATCH launches or when the host reads a buffer back (``download``, ``synchronize``):
+encoding a command buffer and submitting it costs more than recording a dispatch.
+Submitting does not wait: the host goes on while the device works. Pipelines are compiled
 once per WGSL source. Freed buffers go to a pool keyed by size class and are reused, as
 a caching allocator does on CUDA, because creating a GPU buffer costs far more than a
-kernel on a small tensor.
+kernel on a small tensor; one freed while recorded work may still read it waits for that
+work's submission, since a later write to it from the host would land first.
 """
 import array
 import os
@@ -16,6 +19,7 @@ import threading
 from ..device import DeviceError
 
 WORKGROUP = 256  # threads per workgroup of the one-thread-per-element kernels
+BATCH = 64  # launches recorded before they are submitted
 MAX_GROUPS = 65535  # workgroups per dispatch dimension, WebGPU's guaranteed minimum
 _MIN_BYTES = 16
 
@@ -48,6 +52,9 @@ class Runtime:
                       | wgpu.BufferUsage.COPY_DST)
         self._pipelines = {}
         self._free = {}  # size class -> GPU buffers ready for reuse
+        self._encoder = self._pass = None  # the launches recorded, not yet submitted
+        self._recorded = 0
+        self._retired = []  # buffers freed while recorded launches may still read them
         self.pooled_bytes = 0
         self.launches = 0  # kernels dispatched, for the overhead measurements
 
@@ -76,12 +83,16 @@ class Runtime:
         return self.device.create_buffer(size=size, usage=self.usage)
 
     def release(self, gbuf):
-        """Give a buffer back to the pool."""
+        """Give a buffer back to the pool (once the launches recorded so far are submitted)."""
+        if self._encoder is not None:
+            self._retired.append(gbuf)
+            return
         self._free.setdefault(gbuf.size, []).append(gbuf)
         self.pooled_bytes += gbuf.size
 
     def empty_cache(self):
         """Destroy the pooled buffers (``sg.webgpu.empty_cache()``)."""
+        self.flush()
         for bufs in self._free.values():
             for b in bufs:
                 b.destroy()
@@ -103,6 +114,7 @@ class Runtime:
         queued before. Offsets and sizes are widened to the 4-byte words a copy moves."""
         if nbytes == 0:
             return b""
+        self.flush()
         start, end = offset & ~3, -(-(offset + nbytes) // 4) * 4
         data = self.queue.read_buffer(gbuf, start, end - start)
         return bytes(data)[offset - start:offset - start + nbytes]
@@ -120,7 +132,7 @@ class Runtime:
         return pipe
 
     def launch(self, source, buffers, params, groups):
-        """Run ``source``'s ``main`` over ``groups`` workgroups (spread over two dispatch
+        """Record ``source``'s ``main`` over ``groups`` workgroups (spread over two dispatch
         dimensions past 65535) with ``buffers`` bound at 0, 1, ... and the int32
         ``params`` bound after them."""
         if groups <= 0:
@@ -131,25 +143,41 @@ class Runtime:
                    for i, b in enumerate(buffers + [pbuf])]
         group = self.device.create_bind_group(layout=pipe.get_bind_group_layout(0),
                                               entries=entries)
-        encoder = self.device.create_command_encoder()
-        compute = encoder.begin_compute_pass()
-        compute.set_pipeline(pipe)
-        compute.set_bind_group(0, group)
+        if self._encoder is None:
+            self._encoder = self.device.create_command_encoder()
+            self._pass = self._encoder.begin_compute_pass()
+        self._pass.set_pipeline(pipe)
+        self._pass.set_bind_group(0, group)
         x = min(groups, MAX_GROUPS)
-        compute.dispatch_workgroups(x, -(-groups // x), 1)
-        compute.end()
-        self.queue.submit([encoder.finish()])
+        self._pass.dispatch_workgroups(x, -(-groups // x), 1)
         self.launches += 1
-        self.release(pbuf)  # reused only by later submissions, which run after this one
+        self._recorded += 1
+        self.release(pbuf)
+        if self._recorded >= BATCH:
+            self.flush()
+
+    def flush(self):
+        """Submit the launches recorded so far (without waiting for them)."""
+        if self._encoder is None:
+            return
+        self._pass.end()
+        self.queue.submit([self._encoder.finish()])
+        self._encoder = self._pass = None
+        self._recorded = 0
+        retired, self._retired = self._retired, []
+        for gbuf in retired:
+            self.release(gbuf)
 
     def copy(self, src, src_offset, dst, dst_offset, nbytes):
         """A device-side copy of whole 4-byte words."""
+        self.flush()
         encoder = self.device.create_command_encoder()
         encoder.copy_buffer_to_buffer(src, src_offset, dst, dst_offset, nbytes)
         self.queue.submit([encoder.finish()])
 
     def synchronize(self):
-        """Wait until every submitted kernel has finished."""
+        """Wait until every launch so far has finished."""
+        self.flush()
         probe = self.alloc(4)
         self.queue.read_buffer(probe, 0, 4)
         self.release(probe)
