@@ -1,5 +1,5 @@
 """Fused kernels on the WebGPU device: softmax and log_softmax with their backwards,
-cross-entropy with its backward, and the Adam and SGD steps, each one launch where the
+cross-entropy with its backward, and the Adam, SGD and RMSprop steps, each one launch where the
 composite makes several (``kernels/softmax.wgsl``, ``cross_entropy*.wgsl``,
 ``optim.wgsl``). The signatures are stage 3's (``stage3_simd/backend.py``); the frontend
 uses them where ``FUSED`` names them and the operands are float32.
@@ -13,7 +13,7 @@ from .movement import contiguous, permute, reshape
 from .reduce import reduce
 from .runtime import WORKGROUP, runtime
 
-FUSED = frozenset({"softmax", "log_softmax", "cross_entropy", "adam", "sgd"})
+FUSED = frozenset({"softmax", "log_softmax", "cross_entropy", "adam", "sgd", "rmsprop"})
 def _bits(v):
     """A float32 value as the int32 a parameter buffer carries."""
     return struct.unpack("<i", struct.pack("<f", v))[0]
@@ -193,4 +193,30 @@ def sgd_step(params, grads, momentum_buffers, first, lr, momentum, dampening, we
             _step(update, (), p, g, (), hyper, ints=(0,))
         else:
             _step(update, ("buf",), p, g, (momentum_buffers[k],), hyper, ints=(int(first[k]),))
+    return True
+
+
+def rmsprop_step(params, grads, square_avgs, grad_avgs, momentum_buffers, lr, alpha, eps, weight_decay,
+                 momentum, maximize):
+    """RMSprop on every buffer of ``params``, as stage 3's; ``grad_avgs`` is None unless
+    centered, ``momentum_buffers`` None without momentum."""
+    if not _fits(params, grads, square_avgs, grad_avgs, momentum_buffers):
+        return False
+    w = 1 - alpha
+    update = _decayed(maximize, weight_decay, "h1")
+    update += "var s = sq[i] * h2;\n  s = s + g * g * h3;\n  sq[i] = s;\n  "
+    if grad_avgs is not None:
+        update += "let ga = lerp_f(gavg[i], g, h4, h5);\n  gavg[i] = ga;\n  var avg = sqrt(s - ga * ga);\n  "
+    else:
+        update += "var avg = sqrt(s);\n  "
+    update += "avg = avg + h6;\n  "
+    if momentum_buffers is not None:
+        update += "let b = buf[i] * h7 + g / avg;\n  buf[i] = b;\n  param[i] = pv + b * -h0;"
+    else:
+        update += "param[i] = pv + g / avg * -h0;"
+    names = ("sq",) + ("gavg",) * (grad_avgs is not None) + ("buf",) * (momentum_buffers is not None)
+    hyper = [lr, weight_decay, alpha, 1 - alpha, w, 1 - w, eps, momentum]
+    for k, (p, g) in enumerate(zip(params, grads)):
+        states = [square_avgs[k]] + [lst[k] for lst in (grad_avgs, momentum_buffers) if lst is not None]
+        _step(update, names, p, g, states, hyper)
     return True
