@@ -514,3 +514,23 @@ def test_a_buffer_freed_under_recorded_launches_is_not_overwritten_before_they_r
     z = gpu.from_numpy(np.full(1000, -1.0, np.float32)).to("webgpu")  # same size class
     assert y.cpu().numpy().tolist() == (np.arange(1000) * 2.0).tolist()
     assert z.cpu().numpy().tolist() == [-1.0] * 1000
+
+
+@pytest.mark.parametrize("affine", [True, False])
+def test_fused_layer_norm_is_one_launch_forward_and_matches_the_cpu(gpu, affine):
+    rng = np.random.default_rng(11)
+    x = gpu.from_numpy((rng.standard_normal((4, 3, 70)) * 3 + 1).astype(np.float32))
+    g = gpu.from_numpy(rng.standard_normal((4, 3, 70)).astype(np.float32))
+    w, b = (gpu.from_numpy(rng.standard_normal(70).astype(np.float32)) for _ in range(2))
+    out = []
+    for device in ("cpu", "webgpu"):
+        xd = x.to(device).detach().requires_grad_(True)
+        wd, bd = ((t.to(device).detach().requires_grad_(True) for t in (w, b)) if affine else (None, None))
+        before = _launches(gpu)
+        y = gpu.nn.functional.layer_norm(xd, (70,), wd, bd)
+        launches = _launches(gpu) - before
+        y.backward(g.to(device))
+        out.append([y.detach().cpu(), xd.grad.cpu()] + ([wd.grad.cpu(), bd.grad.cpu()] if affine else []))
+    assert launches == 1
+    for a, b_ in zip(*out):
+        assert_close(b_.numpy(), a.numpy(), rtol=2e-6, atol=2e-6)

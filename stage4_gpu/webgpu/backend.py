@@ -11,8 +11,8 @@ from ..dtypes import bool_
 from .buffer import check_dtype, empty, from_host, host_array, to_host_array  # noqa: F401
 from .elementwise import INT_DIVISIONS, cast_expr, expression, run
 from .fused import (  # noqa: F401
-    FUSED, adam_step, cross_entropy, cross_entropy_backward, log_softmax, rmsprop_step, sgd_step,
-    softmax, softmax_backward)
+    FUSED, adam_step, cross_entropy, cross_entropy_backward, layer_norm, layer_norm_backward, log_softmax,
+    rmsprop_step, sgd_step, softmax, softmax_backward)
 from .index import fold, gather, put, scan, scatter_add, sort, take, unfold  # noqa: F401
 from .matmul import matmul  # noqa: F401
 from .movement import (  # noqa: F401

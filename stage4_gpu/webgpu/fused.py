@@ -1,7 +1,7 @@
 """Fused kernels on the WebGPU device: softmax and log_softmax with their backwards,
-cross-entropy with its backward, and the Adam, SGD and RMSprop steps, each one launch where the
-composite makes several (``kernels/softmax.wgsl``, ``cross_entropy*.wgsl``,
-``optim.wgsl``). The signatures are stage 3's (``stage3_simd/backend.py``); the frontend
+cross-entropy and layer norm with their backwards, and the Adam, SGD and RMSprop steps, each
+one launch where the composite makes several (``kernels/softmax.wgsl``,
+``cross_entropy*.wgsl``, ``layer_norm.wgsl``, ``optim.wgsl``). The signatures are stage 3's (``stage3_simd/backend.py``); the frontend
 uses them where ``FUSED`` names them and the operands are float32.
 """
 import struct
@@ -13,7 +13,7 @@ from .movement import contiguous, permute, reshape
 from .reduce import reduce
 from .runtime import WORKGROUP, runtime
 
-FUSED = frozenset({"softmax", "log_softmax", "cross_entropy", "adam", "sgd", "rmsprop"})
+FUSED = frozenset({"softmax", "log_softmax", "cross_entropy", "layer_norm", "adam", "sgd", "rmsprop"})
 def _bits(v):
     """A float32 value as the int32 a parameter buffer carries."""
     return struct.unpack("<i", struct.pack("<f", v))[0]
@@ -220,3 +220,45 @@ def rmsprop_step(params, grads, square_avgs, grad_avgs, momentum_buffers, lr, al
         states = [square_avgs[k]] + [lst[k] for lst in (grad_avgs, momentum_buffers) if lst is not None]
         _step(update, names, p, g, states, hyper)
     return True
+
+
+# ---------------------------------------------------------------- layer norm
+
+def _layer_norm(backward, out, mean, rstd, x, g, w, b, rows, cols, eps):
+    src = kernel_source("layer_norm", HELPERS=MATH, BACKWARD="true" if backward else "false")
+    runtime().launch(src, [out.storage.gbuf, mean.storage.gbuf, rstd.storage.gbuf, x.storage.gbuf,
+                           g.storage.gbuf, (w or x).storage.gbuf, (b or x).storage.gbuf],
+                     [rows, cols, int(w is not None), int(b is not None), _bits(eps)], rows)
+
+
+def layer_norm(x, cols, w, b, eps):
+    """Normalise each run of ``cols`` trailing elements: (y, mean, rstd)."""
+    x = contiguous(x)
+    w, b = (None if t is None else contiguous(t) for t in (w, b))
+    rows = x.numel // cols if cols else 0
+    y, mean, rstd = empty(x.shape, float32), empty((rows,), float32), empty((rows,), float32)
+    _layer_norm(False, y, mean, rstd, x, x, w, b, rows, cols, eps)
+    return y, mean, rstd
+
+
+def layer_norm_backward(g, x, mean, rstd, w, shape, need_x, need_w, need_b):
+    """(grad x, grad weight, grad bias) of ``layer_norm`` over trailing ``shape``: the input's
+    in one launch per row, the weight's and bias's as sums down the columns."""
+    cols = 1
+    for n in shape:
+        cols *= n
+    x, g = contiguous(x), contiguous(g)
+    w = None if w is None else contiguous(w)
+    rows = x.numel // cols if cols else 0
+    gx = gw = gb = None
+    if need_x:
+        gx = empty(x.shape, float32)
+        _layer_norm(True, gx, mean, rstd, x, g, w, None, rows, cols, 0.0)
+    g2, x2 = reshape(g, (rows, cols)), reshape(x, (rows, cols))
+    if need_w:
+        gxhat = run("v1 * ((v2 - v3) * v4)", empty((rows, cols), float32),
+                    [g2, x2, reshape(mean, (rows, 1)), reshape(rstd, (rows, 1))])
+        gw = reshape(reduce("sum", gxhat, {0}, False), tuple(shape))
+    if need_b:
+        gb = reshape(reduce("sum", g2, {0}, False), tuple(shape))
+    return gx, gw, gb
