@@ -472,7 +472,8 @@ def test_fused_cross_entropy_matches_the_cpu(gpu, kw):
                                      ("AdamW", dict(lr=0.01, amsgrad=True, maximize=True)),
                                      ("SGD", dict(lr=0.1, momentum=0.9, nesterov=True)),
                                      ("SGD", dict(lr=0.1, momentum=0.9, dampening=0.5, weight_decay=0.01)),
-                                     ("RMSprop", dict(lr=0.01, centered=True, momentum=0.5, weight_decay=0.1)),
+                                     ("RMSprop", dict(lr=0.01, centered=True, momentum=0.5,
+                                                      weight_decay=0.1)),
                                      ("RMSprop", dict(lr=0.01, maximize=True))])
 def test_fused_optimizer_steps_are_one_launch_per_parameter_and_match_the_cpu(gpu, name, kw):
     x = np.random.default_rng(9).standard_normal((2, 33)).astype(np.float32)

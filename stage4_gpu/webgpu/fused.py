@@ -1,8 +1,9 @@
 """Fused kernels on the WebGPU device: softmax and log_softmax with their backwards,
 cross-entropy and layer norm with their backwards, and the Adam, SGD and RMSprop steps, each
 one launch where the composite makes several (``kernels/softmax.wgsl``,
-``cross_entropy*.wgsl``, ``layer_norm.wgsl``, ``optim.wgsl``). The signatures are stage 3's (``stage3_simd/backend.py``); the frontend
-uses them where ``FUSED`` names them and the operands are float32.
+``cross_entropy*.wgsl``, ``layer_norm.wgsl``, ``optim.wgsl``). The signatures are stage 3's
+(``stage3_simd/backend.py``); the frontend uses them where ``FUSED`` names them and the
+operands are float32.
 """
 import struct
 
