@@ -535,3 +535,31 @@ def test_fused_layer_norm_is_one_launch_forward_and_matches_the_cpu(gpu, affine)
     assert launches == 1
     for a, b_ in zip(*out):
         assert_close(b_.numpy(), a.numpy(), rtol=2e-6, atol=2e-6)
+
+
+def test_the_devices_command_reports_what_it_measured(tmp_path):
+    """``stagegrad devices --quick``: every time positive, each bandwidth its bytes over its
+    time, each crossover the smallest size where the device's time is below stage 3's, and
+    a software adapter named as such."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+    r = subprocess.run([sys.executable, "-m", "stagegrad", "devices", "--quick", "--out", str(tmp_path)],
+                       cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    report = json.loads((tmp_path / "devices.json").read_text())
+    text = (tmp_path / "devices.md").read_text()
+    gpu = report["webgpu"]
+    assert all(o["seconds"] > 0 for o in report["overhead"])
+    for t in report["transfer"]:
+        assert t["gib_s"] == pytest.approx(t["bytes"] / t["seconds"] / 2 ** 30)
+    if not gpu["available"]:
+        assert gpu["reason"] in text
+        return
+    assert all(r["stage3_s"] > 0 and r["webgpu_s"] > 0 for r in report["sweep"])
+    for name, size in report["crossover"].items():
+        faster = [r["size"] for r in report["sweep"] if r["workload"] == name and r["webgpu_s"] < r["stage3_s"]]
+        assert size == (min(faster) if faster else None)
+    if gpu["software"]:
+        assert "never GPU speed" in text and gpu["name"] in text

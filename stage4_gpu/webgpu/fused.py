@@ -9,11 +9,13 @@ import struct
 
 from ..dtypes import bool_, float32
 from .buffer import empty
-from .elementwise import MATH, kernel_source, run
+from .elementwise import MATH, _read, kernel_source, run
 from .movement import contiguous, permute, reshape
 from .reduce import reduce
 from .runtime import WORKGROUP, runtime
 
+# what the row kernels include: math.wgsl and their workgroup trees
+_ROWS = MATH + "\n" + _read("rows.wgsl")
 FUSED = frozenset({"softmax", "log_softmax", "cross_entropy", "layer_norm", "adam", "sgd", "rmsprop"})
 def _bits(v):
     """A float32 value as the int32 a parameter buffer carries."""
@@ -42,7 +44,7 @@ def _rows(x, y, dim, needs_max, term, out):
     cols = x.shape[dim]
     rows = xr.numel // cols if cols else 0
     result = empty(xr.shape, float32)
-    src = kernel_source("softmax", HELPERS=MATH, NEEDS_MAX="true" if needs_max else "false", SUM=term,
+    src = kernel_source("softmax", HELPERS=_ROWS, NEEDS_MAX="true" if needs_max else "false", SUM=term,
                         OUT=out)
     runtime().launch(src, [result.storage.gbuf, xr.storage.gbuf, yr.storage.gbuf], [rows, cols], rows)
     return _from_rows(result, dim, len(x.shape))
@@ -93,7 +95,7 @@ def cross_entropy(x, target, weight, ignore_index, label_smoothing):
     _check_targets(target, cols, ignore_index)
     weight = _weights(weight, cols)
     loss, wrow, probs = empty((rows,), float32), empty((rows,), float32), empty((rows, cols), float32)
-    src = kernel_source("cross_entropy", HELPERS=MATH, I=target.wgsl)
+    src = kernel_source("cross_entropy", HELPERS=_ROWS, I=target.wgsl)
     runtime().launch(src, [loss.storage.gbuf, wrow.storage.gbuf, probs.storage.gbuf, x.storage.gbuf,
                            target.storage.gbuf, weight.storage.gbuf],
                      [rows, cols, ignore_index, _bits(label_smoothing)], rows)
@@ -226,7 +228,7 @@ def rmsprop_step(params, grads, square_avgs, grad_avgs, momentum_buffers, lr, al
 # ---------------------------------------------------------------- layer norm
 
 def _layer_norm(backward, out, mean, rstd, x, g, w, b, rows, cols, eps):
-    src = kernel_source("layer_norm", HELPERS=MATH, BACKWARD="true" if backward else "false")
+    src = kernel_source("layer_norm", HELPERS=_ROWS, BACKWARD="true" if backward else "false")
     runtime().launch(src, [out.storage.gbuf, mean.storage.gbuf, rstd.storage.gbuf, x.storage.gbuf,
                            g.storage.gbuf, (w or x).storage.gbuf, (b or x).storage.gbuf],
                      [rows, cols, int(w is not None), int(b is not None), _bits(eps)], rows)

@@ -18,23 +18,6 @@
 @group(0) @binding(5) var<storage, read> weight: array<f32>;
 @group(0) @binding(6) var<storage, read> p: array<i32>;
 
-var<workgroup> part: array<vec2<f32>, 64>;
-
-fn tree(v: vec2<f32>, t: u32, is_max: bool) -> vec2<f32> {
-  part[t] = v;
-  for (var h = 32u; h > 0u; h >>= 1u) {
-    workgroupBarrier();
-    if (t < h) {
-      if (is_max) { part[t].x = max_f(part[t].x, part[t + h].x); }
-      else { part[t] = sum_ff(part[t], part[t + h]); }
-    }
-  }
-  workgroupBarrier();
-  let r = part[0];
-  workgroupBarrier();
-  return r;
-}
-
 fn class_weight(c: i32) -> f32 { return weight[c]; }
 
 @compute @workgroup_size(64)
@@ -48,7 +31,7 @@ fn main(@builtin(workgroup_id) w: vec3<u32>, @builtin(num_workgroups) nw: vec3<u
   let base = row * cols;
   var m = -inf_f();
   for (var j = i32(t); live && j < cols; j += 64) { m = max_f(m, x[base + j]); }
-  m = tree(vec2<f32>(m, 0.0), t, true).x;
+  m = tree_max(m, t);
   var e = vec2<f32>(0.0);
   var wx = vec2<f32>(0.0);
   var ws = vec2<f32>(0.0);
@@ -60,10 +43,10 @@ fn main(@builtin(workgroup_id) w: vec3<u32>, @builtin(num_workgroups) nw: vec3<u
       ws = sum_ff(ws, ff(class_weight(j)));
     }
   }
-  let s = tree(e, t, false);
+  let s = tree_sum(e, t);
   if (smoothing != 0.0) {
-    wx = tree(wx, t, false);
-    ws = tree(ws, t, false);
+    wx = tree_sum(wx, t);
+    ws = tree_sum(ws, t);
   }
   let inv = 1.0 / ff_f(s);
   for (var j = i32(t); live && j < cols; j += 64) { probs[base + j] = exp_f(x[base + j] - m) * inv; }

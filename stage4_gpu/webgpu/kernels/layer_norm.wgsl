@@ -7,7 +7,7 @@
 //   gx = rstd (w g - mean(w g) - xhat mean(w g xhat)),  xhat = (x - mean) rstd.
 // The weight's and bias's gradients are sums down the columns, left to the reductions.
 //
-// Filled in by fused.py: HELPERS, math.wgsl; SETUP, its OPAQUE zero; BACKWARD.
+// Filled in by fused.py: HELPERS, math.wgsl and rows.wgsl; SETUP, its OPAQUE zero; BACKWARD.
 // Parameters `p`: [rows, cols, has weight, has bias, eps as float32 bits].
 
 {HELPERS}
@@ -19,20 +19,6 @@
 @group(0) @binding(5) var<storage, read> w: array<f32>;
 @group(0) @binding(6) var<storage, read> b: array<f32>;
 @group(0) @binding(7) var<storage, read> p: array<i32>;
-
-var<workgroup> part: array<vec2<f32>, 64>;
-
-fn tree_sum(v: vec2<f32>, t: u32) -> vec2<f32> {
-  part[t] = v;
-  for (var h = 32u; h > 0u; h >>= 1u) {
-    workgroupBarrier();
-    if (t < h) { part[t] = sum_ff(part[t], part[t + h]); }
-  }
-  workgroupBarrier();
-  let r = part[0];
-  workgroupBarrier();
-  return r;
-}
 
 fn weight(c: i32) -> f32 { return select(1.0, w[c], p[2] != 0); }
 

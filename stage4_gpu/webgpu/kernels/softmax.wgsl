@@ -16,32 +16,6 @@
 @group(0) @binding(2) var<storage, read> y: array<f32>;
 @group(0) @binding(3) var<storage, read> p: array<i32>;
 
-var<workgroup> part: array<vec2<f32>, 64>;
-
-fn tree_max(v: f32, t: u32) -> f32 {
-  part[t] = vec2<f32>(v, 0.0);
-  for (var h = 32u; h > 0u; h >>= 1u) {
-    workgroupBarrier();
-    if (t < h) { part[t].x = max_f(part[t].x, part[t + h].x); }
-  }
-  workgroupBarrier();
-  let r = part[0].x;
-  workgroupBarrier();
-  return r;
-}
-
-fn tree_sum(v: vec2<f32>, t: u32) -> vec2<f32> {
-  part[t] = v;
-  for (var h = 32u; h > 0u; h >>= 1u) {
-    workgroupBarrier();
-    if (t < h) { part[t] = sum_ff(part[t], part[t + h]); }
-  }
-  workgroupBarrier();
-  let r = part[0];
-  workgroupBarrier();
-  return r;
-}
-
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) w: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
         @builtin(local_invocation_index) t: u32) {
