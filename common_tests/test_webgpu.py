@@ -559,7 +559,8 @@ def test_the_devices_command_reports_what_it_measured(tmp_path):
         return
     assert all(r["stage3_s"] > 0 and r["webgpu_s"] > 0 for r in report["sweep"])
     for name, size in report["crossover"].items():
-        faster = [r["size"] for r in report["sweep"] if r["workload"] == name and r["webgpu_s"] < r["stage3_s"]]
+        faster = [r["size"] for r in report["sweep"]
+                  if r["workload"] == name and r["webgpu_s"] < r["stage3_s"]]
         assert size == (min(faster) if faster else None)
     if gpu["software"]:
         assert "never GPU speed" in text and gpu["name"] in text
