@@ -30,6 +30,7 @@ from .threads import get_num_threads, set_num_threads
 from .sorting import argsort, bucketize, kthvalue, msort, searchsorted, sort, topk
 from .scans import cummax, cummin, cumprod, cumsum, logcumsumexp
 from .sampling import multinomial
+from .autocast import autocast, get_autocast_dtype, is_autocast_enabled
 from .rearranging import (diag, diag_embed, equal, flip, ger, outer, repeat_interleave, roll, unique,
                           unique_consecutive)
 

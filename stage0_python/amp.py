@@ -1,4 +1,5 @@
-"""``sg.amp``: dynamic loss scaling, as ``torch.amp.GradScaler``.
+"""``sg.amp``: dynamic loss scaling, as ``torch.amp.GradScaler``, and ``autocast``
+(``autocast.py``), as ``torch.amp.autocast``.
 
 Design: small gradients of a low-precision loss underflow to zero. The scaler multiplies
 the loss by a large factor before the backward, divides the gradients by it before the
@@ -12,10 +13,11 @@ import enum
 import struct
 import warnings
 
+from .autocast import autocast
 from .autograd import no_grad
 from .tensor import Tensor
 
-__all__ = ["GradScaler"]
+__all__ = ["GradScaler", "autocast"]
 
 
 def _f32(v):

@@ -9,6 +9,7 @@ else needs, then contracts the operands left to right, each pair as one batched 
 import math
 
 from . import ops
+from .autocast import lower as _lower
 from .dtypes import int64
 from .shapes import ShapeError
 from .tensor import Tensor
@@ -152,6 +153,7 @@ def _check_ndim(op, **tensors):
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     """See torch.addmm: ``beta * input + alpha * (mat1 @ mat2)``."""
+    input, mat1, mat2 = _lower(input, mat1, mat2)
     _check_ndim("addmm", mat1=(mat1, 2), mat2=(mat2, 2))
     return _scaled(input, mat1.mm(mat2), beta, alpha, "addmm")
 
@@ -170,12 +172,14 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1):
 
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
     """See torch.baddbmm: ``beta * input + alpha * (batch1 @ batch2)``, batch by batch."""
+    input, batch1, batch2 = _lower(input, batch1, batch2)
     _check_ndim("baddbmm", batch1=(batch1, 3), batch2=(batch2, 3))
     return _scaled(input, batch1.bmm(batch2), beta, alpha, "baddbmm")
 
 
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
     """See torch.addbmm: ``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``."""
+    input, batch1, batch2 = _lower(input, batch1, batch2)
     _check_ndim("addbmm", batch1=(batch1, 3), batch2=(batch2, 3))
     return _scaled(input, batch1.bmm(batch2).sum(dim=0), beta, alpha, "addbmm")
 

@@ -39,9 +39,10 @@ int32 = DType("int32", "i", 4, 1)
 int64 = DType("int64", "q", 8, 1)
 float32 = DType("float32", "f", 4, 2)
 float64 = DType("float64", "d", 8, 2)
-# Named on every stage so that programs which mention them import, but no stage computes
-# in them yet (stage 4 brings half precision): each stage's LACKS names them, and making a
-# tensor of one raises CapabilityError instead of silently using another dtype.
+# Named on every stage so that programs which mention them import; a stage that does not
+# compute in one names it in its LACKS, and making a tensor of it raises CapabilityError
+# instead of silently using another dtype. Stage 3 computes in the 2-byte floats
+# (``compute_in``).
 uint8 = DType("uint8", "B", 1, 1, is_signed=False)
 int8 = DType("int8", "b", 1, 1)
 int16 = DType("int16", "h", 2, 1)
@@ -55,6 +56,20 @@ BY_NAME = {d.name: d for d in ALL + NAMED_ONLY}
 BY_NAME.update({"float": float32, "double": float64, "long": int64, "int": int32, "half": float16,
                 "short": int16})
 _DEFAULT = {0: bool_, 1: int64, 2: float32}
+
+
+HALF_NAMES = ("float16", "bfloat16")
+
+
+def compute_in(*names):
+    """Make the named-only dtypes ``names`` ones this stage computes in. Each stage runs its
+    own copy of this module, so this changes one stage's ``ALL`` and ``LACKING`` only
+    (stage 3 calls it for the 2-byte floats)."""
+    global ALL, NAMED_ONLY, LACKING
+    moved = tuple(BY_NAME[n] for n in names)
+    ALL = ALL + tuple(d for d in moved if d not in ALL)
+    NAMED_ONLY = tuple(d for d in NAMED_ONLY if d not in moved)
+    LACKING = frozenset(d.name for d in NAMED_ONLY)
 
 
 def _lookup(name):
@@ -81,7 +96,9 @@ def promote(a, b):
         return a
     if a.category != b.category:
         return a if a.category > b.category else b
-    return a if a.itemsize >= b.itemsize else b
+    if a.itemsize == b.itemsize:  # float16 and bfloat16: neither holds the other
+        return float32
+    return a if a.itemsize > b.itemsize else b
 
 
 def scalar_category(value):

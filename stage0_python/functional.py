@@ -10,6 +10,7 @@ import math
 
 from . import backend as B
 from . import shapes
+from .autocast import float32 as _float32
 from .autograd import Function
 from .device import fused, place
 from .dtypes import int32, int64
@@ -93,11 +94,13 @@ def _float_input(x, op):
 
 
 def softmax(input, dim, dtype=None):
+    (input,) = _float32("softmax", input)
     x = _float_input(input.to(dtype) if dtype is not None else input, "softmax")
     return Softmax.apply(x, x._dim(dim, "softmax"))
 
 
 def log_softmax(input, dim, dtype=None):
+    (input,) = _float32("log_softmax", input)
     x = _float_input(input.to(dtype) if dtype is not None else input, "log_softmax")
     return LogSoftmax.apply(x, x._dim(dim, "log_softmax"))
 
@@ -173,6 +176,7 @@ def _check_class_target(input, target, op):
 
 
 def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
+    input, target, weight = _float32("loss", input, target, weight)
     return _nll_loss(input, target, weight, ignore_index, reduction, "nll_loss")
 
 
@@ -237,6 +241,7 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
                   label_smoothing=0.0):
     """The cross-entropy of logits ``input`` (C), (N, C) or (N, C, d1, ...) against class
     indices or class probabilities ``target``, as ``torch.nn.functional.cross_entropy``."""
+    input, target, weight = _float32("loss", input, target, weight)
     _float_input(input, "cross_entropy")
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
@@ -291,6 +296,7 @@ def _check_same_shape(input, target, op):
 
 
 def mse_loss(input, target, reduction="mean"):
+    input, target = _float32("loss", input, target)
     _float_input(input, "mse_loss")
     _check_same_shape(input, target, "mse_loss")
     d = input - target
@@ -298,11 +304,13 @@ def mse_loss(input, target, reduction="mean"):
 
 
 def l1_loss(input, target, reduction="mean"):
+    input, target = _float32("loss", input, target)
     _check_same_shape(input, target, "l1_loss")
     return _reduce((input - target).abs(), reduction, "l1_loss")
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean", pos_weight=None):
+    input, target, weight = _float32("loss", input, target, weight)
     _float_input(input, "binary_cross_entropy_with_logits")
     _check_same_shape(input, target, "binary_cross_entropy_with_logits")
     neg_log_sig = -logsigmoid(input)  # log(1 + exp(-x)), stable for any x
@@ -316,6 +324,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
 
 
 def binary_cross_entropy(input, target, weight=None, reduction="mean"):
+    input, target, weight = _float32("loss", input, target, weight)
     _check_same_shape(input, target, "binary_cross_entropy")
     loss = -(target * input.log().clamp(min=-100) + (1 - target) * (1 - input).log().clamp(min=-100))
     if weight is not None:

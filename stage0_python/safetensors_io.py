@@ -25,16 +25,18 @@ import struct
 
 from .capabilities import CapabilityError, lacking
 from .device import check_device
-from .dtypes import ALL
+from . import dtypes
 from .serialization import (CheckpointError, _write, _numel, _read_all, _tensor_bytes,
                             _tensor_from_bytes)
 from .tensor import Tensor
 
 MAX_HEADER = 100_000_000  # bytes; the reference implementation's limit
 _LENGTH = struct.Struct("<Q")
-_OURS = {"BOOL": "bool", "I32": "int32", "I64": "int64", "F32": "float32", "F64": "float64"}
+# the format's code for each dtype a stage may compute in (a stage's dtypes.ALL says which it does)
+_OURS = {"BOOL": "bool", "I32": "int32", "I64": "int64", "F32": "float32", "F64": "float64",
+         "F16": "float16", "BF16": "bfloat16"}
 _CODE = {name: code for code, name in _OURS.items()}
-# dtypes every stage names but none computes in yet (dtypes.LACKING); the CapabilityError names them
+# dtypes every stage names but some do not compute in (dtypes.LACKING): the CapabilityError names them
 _NAMED_ONLY = {"U8": "uint8", "I8": "int8", "I16": "int16", "F16": "float16", "BF16": "bfloat16"}
 # bytes per element of every dtype the format defines (None: packed in fewer than 8 bits)
 _ITEMSIZE = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "F8_E8M0": 1, "I16": 2,
@@ -142,7 +144,7 @@ def decode(blob, name):
     """``(tensors, metadata)`` from a safetensors file's bytes; ``name`` is for errors."""
     entries, metadata, data = _parse(blob, name)
     for key, (code, _, _, _) in entries.items():  # refuse before converting anything
-        if code not in _OURS:
+        if code not in _OURS or _OURS[code] in dtypes.LACKING:
             raise _unsupported(name, key, code)
     tensors = {key: _tensor_from_bytes(data[begin:end], _OURS[code], shape)
                for key, (code, shape, begin, end) in entries.items()}
@@ -154,7 +156,7 @@ def _unsupported(name, key, code):
     if code in _NAMED_ONLY:
         return lacking(__name__, _NAMED_ONLY[code], f"{message} ({_NAMED_ONLY[code]})")
     return CapabilityError(f"{message}, which stagegrad has no dtype for (it computes in "
-                           f"{', '.join(d.name for d in ALL)})")
+                           f"{', '.join(d.name for d in dtypes.ALL)})")
 
 
 def _parse(blob, name):

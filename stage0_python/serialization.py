@@ -70,6 +70,8 @@ import time
 from array import array
 
 from . import backend as B
+from . import dtypes
+from .capabilities import lacking
 from .device import CPU, check_device, device
 from .dtypes import BY_NAME, DType
 from .tensor import Tensor
@@ -85,6 +87,9 @@ _TEMP_NAME = re.compile(r"\..*\.sgsave\.(?P<host>[A-Za-z0-9_-]+)-(?P<pid>[0-9]+)
                         re.DOTALL)
 _TYPECODES = {"bool": "B", "int32": "i", "int64": "q", "float32": "f", "float64": "d"}
 _ITEMSIZE = {name: array(code).itemsize for name, code in _TYPECODES.items()}
+# the 2-byte floats have no array code: their bytes pass through the buffer protocol, which
+# every stage that computes in them exports (_tensor_bytes, _tensor_from_bytes)
+_ITEMSIZE.update(float16=2, bfloat16=2)
 # torch.save's two layouts: a zip archive, or (before PyTorch 1.6) pickles led by this one
 _TORCH_LEGACY = b"\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19"
 # file signatures worth naming when a foreign file is passed to load()
@@ -163,12 +168,12 @@ def _encode(obj, plan, where, active):
             return float(obj)
         return {"float": "nan" if obj != obj else ("inf" if obj > 0 else "-inf")}
     if isinstance(obj, Tensor):
-        if obj.dtype.name not in _TYPECODES:
+        if obj.dtype.name not in _ITEMSIZE:
             raise TypeError(f"save: {where} has dtype {obj.dtype}, which checkpoints cannot hold")
         offset, nbytes = plan.add(obj)
         return {"tensor": {"dtype": obj.dtype.name, "shape": list(obj.shape), "offset": offset,
                            "nbytes": nbytes, "requires_grad": bool(obj.requires_grad)}}
-    if isinstance(obj, DType) and obj.name in _TYPECODES:
+    if isinstance(obj, DType) and obj.name in _ITEMSIZE:
         return {"dtype": obj.name}
     if isinstance(obj, (list, tuple, dict)):
         if id(obj) in active:
@@ -508,8 +513,10 @@ def _decode(node, data, depth):
 
 
 def _dtype(name):
-    if name not in _TYPECODES:
+    if name not in _ITEMSIZE:
         raise ValueError(f"unknown dtype {name!r}")
+    if name in dtypes.LACKING:
+        raise lacking(__name__, name, f"load: the checkpoint holds a {name} tensor")
     return BY_NAME[name]
 
 

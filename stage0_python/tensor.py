@@ -14,6 +14,7 @@ from collections import namedtuple
 from . import backend as B
 from . import dtypes as D
 from . import shapes
+from .autocast import lower as _lower
 from .capabilities import lacking
 from .device import DeviceError, check_device, device, device_of, place  # noqa: F401  (device is public here)
 from .dtypes import bool_, float32, float64, int32, int64
@@ -325,6 +326,8 @@ class Tensor(TensorCore):
         if self.requires_grad:
             raise RuntimeError("numpy: can't call numpy() on a tensor that requires grad; "
                                "use tensor.detach().numpy()")
+        if self.dtype.name == "bfloat16":
+            raise TypeError("numpy: NumPy has no bfloat16 dtype; convert first (t.float().numpy())")
         import numpy as np  # interop only
         try:
             return np.asarray(memoryview(self._data))
@@ -427,7 +430,7 @@ class Tensor(TensorCore):
     def bool(self):
         return self.to(bool_)
 
-    # the dtypes no stage computes in yet: each raises CapabilityError, naming the dtype
+    # dtypes some stages do not compute in: each raises CapabilityError there, naming the dtype
     def half(self):
         """See torch.Tensor.half: raises CapabilityError where the stage lacks float16."""
         return self.to(D.float16)
@@ -917,7 +920,7 @@ class Tensor(TensorCore):
     # ------------------------------------------------------------ matmul
 
     def matmul(self, other):
-        a, b = self, other
+        a, b = _lower(self, other)
         if not isinstance(b, Tensor):
             raise TypeError(f"matmul: expected a Tensor, got {type(b).__name__}")
         if a.dtype is not b.dtype:

@@ -12,7 +12,8 @@ them. PyTorch is imported only here, only when such a file is loaded.
 import io
 
 from .capabilities import CapabilityError, lacking
-from .dtypes import ALL, BY_NAME, LACKING
+from . import dtypes
+from .dtypes import BY_NAME
 from .serialization import MAX_DEPTH, CheckpointError, _describe, _tensor_from_values
 
 
@@ -48,11 +49,11 @@ def _convert(obj, torch, where, depth, name):
 
 def _tensor(t, torch, where, name):
     dtype_name = str(t.dtype).rpartition(".")[2]
-    if t.layout != torch.strided or dtype_name not in {d.name for d in ALL}:
+    if t.layout != torch.strided or dtype_name not in {d.name for d in dtypes.ALL}:
         message = f"load: {name}: {where} is a PyTorch tensor of dtype {dtype_name}"
         if t.layout != torch.strided:
             raise CapabilityError(f"{message} and layout {t.layout}; only dense tensors load")
-        if dtype_name in LACKING:
+        if dtype_name in dtypes.LACKING:
             raise lacking(__name__, dtype_name, message)
         raise CapabilityError(f"{message}, which stagegrad has no dtype for")
     # tolist is PyTorch's own conversion, and as quick as copying the raw bytes

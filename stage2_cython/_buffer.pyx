@@ -14,17 +14,19 @@ from libc.string cimport memcpy
 
 from stage2_cython._iter cimport NdIter, iter_next, iter_prepare
 from stage2_cython._storage cimport Storage, new_storage
-from stage2_cython._types cimport (BOOL, FLOAT32, FLOAT64, INT32, INT64, MAXDIM, PY_SSIZE_T_MAX,
-                                   float32_t, float64_t, itemsize_of, word_t)
+from stage2_cython._types cimport (BFLOAT16, BOOL, FLOAT16, FLOAT32, FLOAT64, INT32, INT64, MAXDIM,
+                                   PY_SSIZE_T_MAX, bfloat16_to_float, float32_t, float64_t,
+                                   half_to_float, itemsize_of, uint16_t, word_t)
 
-cdef dict _CODES = {"B": BOOL, "i": INT32, "q": INT64, "f": FLOAT32, "d": FLOAT64}
+cdef dict _CODES = {"bool": BOOL, "int32": INT32, "int64": INT64, "float32": FLOAT32, "float64": FLOAT64,
+                    "float16": FLOAT16, "bfloat16": BFLOAT16}
 cdef dict _BY_DTYPE = {}  # DType object -> code, filled on first sight
 
 
 cdef int code_of(object dtype) except -1:
     code = _BY_DTYPE.get(dtype)
     if code is None:
-        code = _BY_DTYPE[dtype] = _CODES[dtype.typecode]
+        code = _BY_DTYPE[dtype] = _CODES[dtype.name]
     return code
 
 
@@ -168,15 +170,35 @@ cdef object _element(char* p, int code):
         return (<int64_t*>p)[0]
     if code == FLOAT32:
         return (<float32_t*>p)[0]
+    if code == FLOAT16:
+        return half_to_float((<uint16_t*>p)[0])
+    if code == BFLOAT16:
+        return bfloat16_to_float((<uint16_t*>p)[0])
     return (<float64_t*>p)[0]
 
 
-cdef char* _FORMATS[5]
+cdef char* _FORMATS[7]
 _FORMATS[<int>BOOL] = b"?"
 _FORMATS[<int>INT32] = b"i"
 _FORMATS[<int>INT64] = b"q"
 _FORMATS[<int>FLOAT32] = b"f"
 _FORMATS[<int>FLOAT64] = b"d"
+_FORMATS[<int>FLOAT16] = b"e"
+_FORMATS[<int>BFLOAT16] = b"H"  # no format names bfloat16: its raw words (numpy() refuses it)
+
+
+cdef list _elements(Buffer c):
+    # memoryview reads no 2-byte float; read those one by one
+    cdef char* p = data_of(c)
+    return [_element(p + 2 * i, c.code) for i in range(c.numel)]
+
+
+def _nest(list flat, tuple shape):
+    """Row-major ``flat`` as nested lists of ``shape`` (at least one dim)."""
+    if len(shape) == 1:
+        return flat
+    step = len(flat) // shape[0] if shape[0] else 0
+    return [_nest(flat[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])]
 
 
 @cython.auto_pickle(False)
@@ -198,6 +220,8 @@ cdef class Buffer:
     def values(self):
         """The elements as Python numbers, row-major."""
         cdef Buffer c = self if contiguous_layout(self) else copy(self)
+        if itemsize_of(c.code) == 2:
+            return _elements(c)
         return memoryview(c.storage)[c.offset:c.offset + c.numel].tolist()
 
     def item(self):
@@ -207,6 +231,8 @@ cdef class Buffer:
         if self.ndim == 0:
             return self.item()
         cdef Buffer c = self if contiguous_layout(self) else copy(self)
+        if itemsize_of(c.code) == 2:
+            return _nest(_elements(c), c.shape)
         return memoryview(c).tolist()
 
     def nbytes(self):
@@ -279,6 +305,8 @@ cdef int copy_into(Buffer dst, Buffer src) except -1:
     with nogil:
         if size == 1:
             _copy_rows(<uint8_t*>d, <uint8_t*>s, &it)
+        elif size == 2:
+            _copy_rows(<uint16_t*>d, <uint16_t*>s, &it)
         elif size == 4:
             _copy_rows(<uint32_t*>d, <uint32_t*>s, &it)
         else:

@@ -12,7 +12,7 @@ from libc.string cimport memset
 
 from stage2_cython._buffer cimport Buffer, contiguous_layout, copy, data_of, new_buffer
 from stage2_cython._types cimport (BOOL, FLOAT32, FLOAT64, INT32, float32_t, float64_t,
-                                   int32_t, int64_t, itemsize_of, num_t, uint8_t, uint32_t,
+                                   int32_t, int64_t, itemsize_of, num_t, uint8_t, uint16_t, uint32_t,
                                    uint64_t, word_t)
 
 
@@ -115,6 +115,8 @@ def unfold(Buffer x, kernel, dilation, padding, stride):
     with nogil:
         if size == 1:
             _unfold(<uint8_t*>po, <uint8_t*>px, &g)
+        elif size == 2:
+            _unfold(<uint16_t*>po, <uint16_t*>px, &g)
         elif size == 4:
             _unfold(<uint32_t*>po, <uint32_t*>px, &g)
         else:

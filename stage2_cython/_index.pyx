@@ -16,7 +16,7 @@ from stage2_cython._buffer cimport (Buffer, contiguous_layout, copy, data_of, lo
 from stage2_cython._convert cimport cast_into
 from stage2_cython._iter cimport NdIter, iter_next, iter_prepare
 from stage2_cython._types cimport (BOOL, FLOAT32, INT32, INT64, MAXDIM, any_t, bool_t, float32_t,
-                                   float64_t, int32_t, int64_t, itemsize_of, uint8_t, uint32_t,
+                                   float64_t, int32_t, int64_t, itemsize_of, uint8_t, uint16_t, uint32_t,
                                    uint64_t, word_t)
 
 
@@ -97,6 +97,8 @@ def take(Buffer x, Buffer index):
     with nogil:
         if size == 1:
             _take(<uint8_t*>po, <uint8_t*>px, pi, &it, n)
+        elif size == 2:
+            _take(<uint16_t*>po, <uint16_t*>px, pi, &it, n)
         elif size == 4:
             _take(<uint32_t*>po, <uint32_t*>px, pi, &it, n)
         else:
@@ -245,6 +247,8 @@ def gather(Buffer x, int axis, Buffer index):
     with nogil:
         if size == 1:
             _gather(<uint8_t*>po, <uint8_t*>px, pi, &it, step)
+        elif size == 2:
+            _gather(<uint16_t*>po, <uint16_t*>px, pi, &it, step)
         elif size == 4:
             _gather(<uint32_t*>po, <uint32_t*>px, pi, &it, step)
         else:

@@ -41,8 +41,8 @@ cdef extern from *:
     # misses the TLB once per 2 MiB instead of once per 4 KiB.
     void sg_advise_huge(void* p, size_t n) nogil
 
-from stage2_cython._types cimport (BOOL, FLOAT32, FLOAT64, INT32, INT64, PY_SSIZE_T_MAX,
-                                   itemsize_of)
+from stage2_cython._types cimport (BFLOAT16, BOOL, FLOAT16, FLOAT32, FLOAT64, INT32, INT64,
+                                   PY_SSIZE_T_MAX, itemsize_of)
 
 cdef extern from *:
     """
@@ -178,12 +178,14 @@ def set_limit(nbytes):
 
 # ---------------------------------------------------------------- Storage
 
-cdef char* _FORMATS[5]
+cdef char* _FORMATS[7]
 _FORMATS[<int>BOOL] = b"?"
 _FORMATS[<int>INT32] = b"i"
 _FORMATS[<int>INT64] = b"q"
 _FORMATS[<int>FLOAT32] = b"f"
 _FORMATS[<int>FLOAT64] = b"d"
+_FORMATS[<int>FLOAT16] = b"e"
+_FORMATS[<int>BFLOAT16] = b"H"  # no format names bfloat16: its raw words
 
 
 @cython.auto_pickle(False)  # a pointer must never be pickled: __reduce__ copies the bytes

@@ -1,6 +1,7 @@
 # The one typedef file: element types, dtype codes and the fused types that kernels
 # are written over. Every compiled module of stage 2 cimports its types from here.
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.string cimport memcpy
 
 ctypedef float float32_t
 ctypedef double float64_t
@@ -14,6 +15,10 @@ cdef enum DTypeCode:
     INT64 = 2
     FLOAT32 = 3
     FLOAT64 = 4
+    # 2-byte floats: storage knows them (copies, views, element reads), stage 2's kernels do
+    # not compute in them; stage 3 converts to float32 and back (see its backend)
+    FLOAT16 = 5
+    BFLOAT16 = 6
 
 cdef enum:
     MAXDIM = 64  # the most dims a tensor may have (NumPy's limit too)
@@ -58,6 +63,7 @@ ctypedef fused float_t:
 # element types by size, for copies that move bytes without looking at them
 ctypedef fused word_t:
     uint8_t
+    uint16_t
     uint32_t
     uint64_t
 
@@ -65,6 +71,8 @@ ctypedef fused word_t:
 cdef inline Py_ssize_t itemsize_of(int code) noexcept nogil:
     if code == BOOL:
         return 1
+    if code == FLOAT16 or code == BFLOAT16:
+        return 2
     if code == INT32 or code == FLOAT32:
         return 4
     return 8
@@ -76,3 +84,23 @@ cdef inline bint is_nan(any_t x) noexcept nogil:
         return x != x
     else:
         return False
+
+
+cdef inline float half_to_float(uint16_t h) noexcept nogil:
+    """An IEEE binary16 value, widened exactly."""
+    cdef uint32_t sign = (<uint32_t>h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff, bits
+    cdef float f
+    if e == 0:  # zero or subnormal: m units of 2**-24
+        f = <float>m * <float>5.9604644775390625e-08
+        return -f if sign else f
+    bits = sign | (0x7f800000 | (m << 13) if e == 0x1f else ((e + 112) << 23) | (m << 13))
+    memcpy(&f, &bits, 4)
+    return f
+
+
+cdef inline float bfloat16_to_float(uint16_t h) noexcept nogil:
+    """A bfloat16 value (float32's top half), widened exactly."""
+    cdef uint32_t bits = <uint32_t>h << 16
+    cdef float f
+    memcpy(&f, &bits, 4)
+    return f

@@ -64,4 +64,5 @@ __doc__ = _STAGE3_DOC
 
 from ._kernels import simd_info  # noqa: E402
 
+dtypes.compute_in(*dtypes.HALF_NAMES)  # stored in 2 bytes, computed in float32 (backend.py)
 LACKS = dtypes.LACKING | {"dtype_views", "devices"}  # stage 4 brings devices

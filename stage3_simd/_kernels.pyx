@@ -315,7 +315,7 @@ cdef void _elementwise(sg3_operands* o, tuple shape, Buffer out, Buffer a, Buffe
 def unary(str op, Buffer x, dtype=None):
     """``op`` of every element (stage 0's primitive); the result cast to ``dtype`` if given."""
     cdef int rc, opc = _op_code(UNARY_OPS, op)
-    if opc < 0 or x.code == BOOL or x.code < FLOAT32 and opc > LAST_INT_UNARY:
+    if opc < 0 or x.code == BOOL or x.code > FLOAT64 or x.code < FLOAT32 and opc > LAST_INT_UNARY:
         return (<tuple>_FALLBACKS[type(x.dtype)])[0](op, x, dtype)
     cdef Buffer out = new_buffer(x.shape, x.dtype, x.code)
     cdef sg3_operands o
@@ -335,7 +335,7 @@ def binary(str op, Buffer a, Buffer b, dtype):
     """``op`` elementwise over broadcast ``a`` and ``b``, which hold ``dtype`` (cast first
     where they do not); comparisons return bool (stage 0's primitive)."""
     cdef int code = a.code if a.dtype is dtype else code_of(dtype), rc, opc = _op_code(BINARY_OPS, op)
-    if opc < 0 or code == BOOL or code < FLOAT32 and (opc == DIV or opc == POW):
+    if opc < 0 or code == BOOL or code > FLOAT64 or code < FLOAT32 and (opc == DIV or opc == POW):
         return (<tuple>_FALLBACKS[type(dtype)])[1](op, a, b, dtype)
     if a.dtype is not dtype:
         a = cast(a, dtype)

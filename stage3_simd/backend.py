@@ -8,6 +8,7 @@ What stage 3 rewrites:
   int64; integer division, powers and bool logic keep stage 2's typed loops;
 - ``reduce`` (sum, prod, max, min) and ``arg_reduce``: registers across rows or down
   columns, pairwise float32 sums;
+- float16 and bfloat16: stored in 2 bytes, computed in float32 (see the last section);
 - ``matmul``: OpenBLAS or our own GEMM (``GEMMS``; ``sg.backends.gemm`` chooses, and by
   default each product goes to the faster for its shape), batched on one thread with each
   product threaded; convolution and pooling reach them through
@@ -76,7 +77,8 @@ def cast(x, dtype):
 
 # unary and binary: the compiled entry points themselves (see _kernels.pyx), which hand
 # what no SIMD kernel covers to stage 2's
-K.set_fallbacks(_s2_unary, _s2_binary, bool_)  # noqa: F821
+K.set_fallbacks(lambda op, x, dtype=None: _half_unary(op, x, dtype),
+                lambda op, a, b, dtype: _half_binary(op, a, b, dtype), bool_)  # noqa: F821
 unary, binary = K.unary, K.binary
 
 
@@ -292,3 +294,93 @@ def rmsprop_step(params, grads, square_avgs, grad_avgs, momentum_buffers, lr, al
                    alpha, eps, momentum, w, 1 - w, maximize)
     _written(params, square_avgs, grad_avgs, momentum_buffers)
     return True
+
+
+# ---------------------------------------------------------------- 2-byte floats
+#
+# float16 and bfloat16 are stored, not computed in: a primitive given one widens it to
+# float32 (exact: every 2-byte value is a float32), runs the float32 kernel, and narrows a
+# floating result back with one rounding (csrc/half.hpp), as PyTorch's CPU kernels do.
+# Movement, indexing and copies move the 2-byte words themselves and need none of this.
+# The fused optimizer steps refuse 2-byte parameters (``_fits``); their composite runs.
+
+from .dtypes import float32  # noqa: E402
+
+_HALF = (5, 6)  # the Buffer codes of float16 and bfloat16
+
+
+def _widened(fn, dtype_at=None):
+    """``fn`` taking 2-byte float buffers: each widened to float32, and each float32 result
+    narrowed to the 2-byte dtype asked for (argument ``dtype_at``, when given and not None)
+    or else to the inputs' own."""
+    def primitive(*args):
+        half = None
+        args = list(args)
+        for i, a in enumerate(args):
+            if type(a) is Buffer and a.code in _HALF:  # noqa: F821
+                half = a.dtype
+                args[i] = cast(a, float32)  # noqa: F821
+        if dtype_at is not None and dtype_at < len(args) and args[dtype_at] is not None:
+            half = args[dtype_at] if args[dtype_at].name in ("float16", "bfloat16") else None
+            if half is not None:
+                args[dtype_at] = float32  # noqa: F821
+        result = fn(*args)
+        return result if half is None else _narrowed(result, half)
+    primitive.__name__, primitive.__doc__ = fn.__name__, fn.__doc__
+    return primitive
+
+
+def _narrowed(result, dtype):
+    if type(result) is tuple:
+        return tuple(_narrowed(r, dtype) for r in result)
+    if type(result) is Buffer and result.code == 3:  # noqa: F821
+        return cast(result, dtype)  # noqa: F821
+    return result
+
+
+def _half_unary(op, x, dtype=None):
+    if x.code in _HALF or (dtype is not None and dtype.name in ("float16", "bfloat16")):
+        return _widened(K.unary, 2)(op, x, dtype)
+    return _s2_unary(op, x, dtype)
+
+
+def _half_binary(op, a, b, dtype):
+    if dtype.name in ("float16", "bfloat16"):
+        return _widened(K.binary, 3)(op, a, b, dtype)
+    return _s2_binary(op, a, b, dtype)
+
+
+def _creation(fn, dtype_at):
+    """A creation primitive that makes a 2-byte float tensor as float32, then narrows it."""
+    def primitive(*args):
+        dtype = args[dtype_at]
+        if dtype.name not in ("float16", "bfloat16"):
+            return fn(*args)
+        return cast(fn(*args[:dtype_at], float32, *args[dtype_at + 1:]), dtype)  # noqa: F821
+    primitive.__name__, primitive.__doc__ = fn.__name__, fn.__doc__
+    return primitive
+
+
+from_list, full, arange = _creation(from_list, 2), _creation(full, 2), _creation(arange, 3)  # noqa: F821
+uniform, normal, randint = _creation(uniform, 3), _creation(normal, 3), _creation(randint, 3)  # noqa: F821
+reduce = _widened(reduce, 4)
+
+
+def _half_put(put):
+    def primitive(dst, index, src, accumulate=False):
+        if dst.code not in _HALF:
+            return put(dst, index, src, accumulate)
+        wide = cast(dst, float32)  # noqa: F821
+        put(wide, index, src, accumulate)
+        set_data(dst, cast(wide, dst.dtype))  # noqa: F821
+    primitive.__name__, primitive.__doc__ = put.__name__, put.__doc__
+    return primitive
+
+
+put = _half_put(put)  # noqa: F821
+where, arg_reduce, sort, scan, matmul = map(_widened, (where, arg_reduce, sort, scan, matmul))  # noqa: F821
+scatter_add, fold, softmax, log_softmax, softmax_backward = map(  # noqa: F821
+    _widened, (scatter_add, fold, softmax, log_softmax, softmax_backward))  # noqa: F821
+cross_entropy, cross_entropy_backward, linear, linear_backward, layer_norm, layer_norm_backward = map(
+    _widened, (cross_entropy, cross_entropy_backward, linear, linear_backward, layer_norm,
+               layer_norm_backward))

@@ -15,6 +15,8 @@ from .. import functional as _core
 from ..functional import _reduce
 from .. import shapes
 from .. import random as _random
+from ..autocast import float32 as _float32
+from ..autocast import lower as _lower
 from ..autograd import Function, no_grad
 from ..creation import cat
 from ..device import fused, max_buffer_bytes, place
@@ -235,6 +237,7 @@ def softshrink(input, lambd=0.5):
 
 def linear(input, weight, bias=None):
     """``input @ weight.T + bias`` over the last dimension of ``input``."""
+    input, weight, bias = _lower(input, weight, bias)
     return _linear(input, weight, bias, None)
 
 
@@ -464,6 +467,7 @@ def _batched(input, nd, name):
 
 
 def _conv(input, weight, bias, stride, padding, dilation, groups, nd, name):
+    input, weight, bias = _lower(input, weight, bias)
     x, batched = _batched(input, nd, name)
     if weight.ndim != nd + 2:
         raise ShapeError(f"{name}: weight must be {nd + 2}-D, got shape {tuple(weight.shape)}")
@@ -762,6 +766,7 @@ class _LayerNorm(Function):
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalise over the trailing ``normalized_shape`` dims, then scale and shift."""
+    input, weight, bias = _float32("layer_norm", input, weight, bias)
     ns, dims = _trailing(input, normalized_shape, "layer_norm")
     if fused("layer_norm", input._data) and input.dtype.is_floating_point and all(
             t is None or (t.dtype is input.dtype and tuple(t.shape) == ns) for t in (weight, bias)):
@@ -776,6 +781,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """Normalise each of ``num_groups`` channel groups over its channels and spatial dims."""
+    input, weight, bias = _float32("group_norm", input, weight, bias)
     if input.ndim < 2:
         raise ShapeError(f"group_norm: expected an input with a channel dim, got shape {tuple(input.shape)}")
     N, C = input.shape[:2]
@@ -908,6 +914,7 @@ def _difference(input, target, op):
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     """``0.5 * d**2 / beta`` where ``|d| < beta``, else ``|d| - 0.5 * beta`` (``d = input -
     target``); ``beta=0`` is the L1 loss."""
+    input, target = _float32("loss", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if beta < 0:
         raise ValueError(f"smooth_l1_loss: beta must be non-negative, got {beta}")
@@ -920,6 +927,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """``0.5 * d**2`` where ``|d| < delta``, else ``delta * (|d| - 0.5 * delta)``; an
     optional ``weight`` of the input's shape scales each element before the reduction."""
+    input, target, weight = _float32("loss", input, target, weight)
     if delta <= 0:
         raise ValueError(f"huber_loss: delta must be positive, got {delta}")
     d = _difference(input, target, "huber_loss")
@@ -937,6 +945,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     """Kullback-Leibler divergence of ``target`` from the log-probabilities ``input``:
     ``target * (log(target) - input)``, 0 where ``target`` is 0 (``log_target``: the target
     is a log-probability too). ``'batchmean'`` divides the sum by the batch size."""
+    input, target = _float32("loss", input, target)
     if size_average is not None or reduce is not None:
         reduction = _legacy_reduction(size_average, reduce, reduction)
     elif reduction == "mean":

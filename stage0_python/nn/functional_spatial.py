@@ -7,6 +7,7 @@ import numbers
 import struct
 
 from . import functional as F
+from ..autocast import lower as _lower
 from ..autograd import Function
 from ..dtypes import bool_, int64
 from ..shapes import ShapeError
@@ -145,6 +146,7 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
     of itself into the output, i.e. a matmul to columns and fold (col2im). Folding into
     the uncropped size, then cropping ``padding`` and extending by ``output_padding``
     (pad handles both signs) covers output_padding up to max(stride, dilation) - 1."""
+    input, weight, bias = _lower(input, weight, bias)
     x, batched = F._batched(input, nd, name)
     if weight.ndim != nd + 2:
         raise ShapeError(f"{name}: weight must be {nd + 2}-D, got shape {tuple(weight.shape)}")

@@ -454,6 +454,14 @@ class Module:
     def double(self):
         return self._apply(lambda t: t.double() if t.dtype.is_floating_point else t)
 
+    def half(self):
+        """Floating parameters and buffers to float16 (CapabilityError where the stage lacks it)."""
+        return self._apply(lambda t: t.half() if t.dtype.is_floating_point else t)
+
+    def bfloat16(self):
+        """Floating parameters and buffers to bfloat16 (CapabilityError where the stage lacks it)."""
+        return self._apply(lambda t: t.bfloat16() if t.dtype.is_floating_point else t)
+
     # ------------------------------------------------------------ repr
 
     def extra_repr(self):

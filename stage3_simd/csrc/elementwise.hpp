@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "half.hpp"
 #include "kernels.h"
 #include "loops.hpp"
 #include "math.hpp"
@@ -396,7 +397,14 @@ inline int64_t to_int64_wrapped(double v, bool* bad) {
 
 template <class From, class To>
 inline To convert(From x, bool* bad) {
-    if constexpr (std::is_same<To, uint8_t>::value) {
+    // the 2-byte floats go through float32, as PyTorch's do (a float64 is rounded twice)
+    if constexpr (is_half<From>::value) {
+        return convert<float, To>(to_float(x), bad);
+    } else if constexpr (std::is_same<To, sg3_half>::value) {
+        return to_half(convert<From, float>(x, bad));
+    } else if constexpr (std::is_same<To, sg3_bfloat16>::value) {
+        return to_bfloat16(convert<From, float>(x, bad));
+    } else if constexpr (std::is_same<To, uint8_t>::value) {
         return x != 0;
     } else if constexpr (std::is_floating_point<From>::value && std::is_integral<To>::value) {
         return static_cast<To>(to_int64_wrapped(x, bad));  // int32 keeps the low 32 bits
@@ -435,6 +443,8 @@ int cast_from(int to, const sg3_operands& o, int nthreads) {
         case SG3_INT64: return run_cast<From, int64_t>(o, nthreads);
         case SG3_FLOAT32: return run_cast<From, float>(o, nthreads);
         case SG3_FLOAT64: return run_cast<From, double>(o, nthreads);
+        case SG3_FLOAT16: return run_cast<From, sg3_half>(o, nthreads);
+        case SG3_BFLOAT16: return run_cast<From, sg3_bfloat16>(o, nthreads);
         default: return SG3_EUNSUPPORTED;
     }
 }
@@ -447,6 +457,8 @@ int cast(int from, int to, const sg3_operands* o, int nthreads) {
         case SG3_INT64: return cast_from<int64_t>(to, *o, nthreads);
         case SG3_FLOAT32: return cast_from<float>(to, *o, nthreads);
         case SG3_FLOAT64: return cast_from<double>(to, *o, nthreads);
+        case SG3_FLOAT16: return cast_from<sg3_half>(to, *o, nthreads);
+        case SG3_BFLOAT16: return cast_from<sg3_bfloat16>(to, *o, nthreads);
         default: return SG3_EUNSUPPORTED;
     }
 }

@@ -23,7 +23,10 @@ extern "C" {
 #define SG3_MAXDIM 64
 #define SG3_MAXOPS 4
 
-enum sg3_dtype { SG3_BOOL = 0, SG3_INT32 = 1, SG3_INT64 = 2, SG3_FLOAT32 = 3, SG3_FLOAT64 = 4 };
+enum sg3_dtype {
+    SG3_BOOL = 0, SG3_INT32 = 1, SG3_INT64 = 2, SG3_FLOAT32 = 3, SG3_FLOAT64 = 4,
+    SG3_FLOAT16 = 5, SG3_BFLOAT16 = 6 /* stored only: cast converts them, nothing computes in them */
+};
 
 enum sg3_error {
     SG3_OK = 0,

@@ -4,8 +4,10 @@ the modules beside them); ``backend.py`` is the device's primitive set."""
 from .runtime import is_available, runtime, unavailable_reason
 
 # what a program cannot do with tensors on this device (a stage's LACKS, per device):
-# float64, since WGSL has no 64-bit floats; sharing memory, since WebGPU gives no pointer
-LACKS = frozenset({"float64", "dlpack", "buffer_protocol"})
+# float64, since WGSL has no 64-bit floats; the 2-byte floats, since its kernels address
+# 32-bit words (WGSL's f16 is an optional feature, which Mesa's software driver lacks);
+# sharing memory, since WebGPU gives no pointer
+LACKS = frozenset({"float64", "float16", "bfloat16", "dlpack", "buffer_protocol"})
 
 
 def device_name():

@@ -29,6 +29,9 @@ def check_dtype(dtype, op):
     if dtype is int64 and not runtime().int64:
         raise CapabilityError(f"{op}: int64 tensors need the shader-int64 feature, which "
                               f"{runtime().name} lacks")
+    if dtype.name in ("float16", "bfloat16"):
+        raise CapabilityError(f"{op}: {dtype.name} tensors cannot live on the webgpu device: its kernels "
+                              f"address 32-bit words (keep this tensor on the CPU, or use float32)")
     if dtype.name not in WGSL:
         raise CapabilityError(f"{op}: {dtype.name} tensors are not supported on the webgpu device")
 
