@@ -13,6 +13,9 @@ one, and stage 2's ``__init__`` (run here) adds stage 1's and stage 0's.
 ``STAGEGRAD_FRONTEND=python`` loads stage 0's two Python files in place of the compiled
 ones (``stagegrad profile`` measures both).
 
+float16 and bfloat16 are stored in 2 bytes and computed in float32 (``backend.py``'s last
+section, ``csrc/half.hpp``); stages 0 to 2 lack them.
+
 ``simd_info()`` tells which SIMD path runs (``STAGEGRAD_SIMD=sse2|avx2|avx512`` forces a
 lower one); ``sg.backends.gemm = "blas" | "own"`` (or ``STAGEGRAD_GEMM``) picks the
 matrix product.
