@@ -31,7 +31,8 @@ def check_dtype(dtype, op):
                               f"{runtime().name} lacks")
     if dtype.name in ("float16", "bfloat16"):
         raise CapabilityError(f"{op}: {dtype.name} tensors cannot live on the webgpu device: its kernels "
-                              f"address 32-bit words (keep this tensor on the CPU, or use float32)")
+                              f"address 32-bit words; keep this tensor on the CPU, or use float32 (the "
+                              f"webgpu device lacks {dtype.name}: its LACKS names it)")
     if dtype.name not in WGSL:
         raise CapabilityError(f"{op}: {dtype.name} tensors are not supported on the webgpu device")
 
