@@ -41,11 +41,13 @@ def check_device(dev, op):
         try:
             cuda_runtime()
         except DeviceError as e:  # noqa: F821
-            raise DeviceError(f"{op}: device {str(d)!r} is not available: no CUDA GPU: {e}; this "  # noqa: F821
-                              f"stage runs on the CPU, and on 'webgpu' where it is available") from None
+            raise DeviceError(  # noqa: F821
+                f"{op}: device {str(d)!r} is not available: no CUDA GPU: {e}; this stage runs on "
+                f"the CPU, and on 'webgpu' where it is available") from None
         if d.index not in (None, 0):
-            raise DeviceError(f"{op}: device {str(d)!r} does not exist: this stage uses one CUDA "  # noqa: F821
-                              f"GPU, 'cuda' (or 'cuda:0')")
+            raise DeviceError(  # noqa: F821
+                f"{op}: device {str(d)!r} does not exist: this stage uses one CUDA GPU, 'cuda' "
+                f"(or 'cuda:0')")
         return CUDA
     raise DeviceError(f"{op}: device {str(d)!r} is not available: this stage runs on the CPU, "  # noqa: F821
                       f"on 'webgpu' and on 'cuda' (see sg.webgpu.is_available(), "

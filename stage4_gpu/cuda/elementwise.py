@@ -3,7 +3,6 @@
 ``kernels/elementwise.cu``'s templates: the element types and the operation (a struct of
 ``kernels/math.cuh``) are template arguments, named here per kind of element type.
 """
-from ..capabilities import CapabilityError
 from ..dtypes import bool_
 from ..webgpu.elementwise import layout_params  # the same layout: sizes, then each operand's
 from .buffer import empty

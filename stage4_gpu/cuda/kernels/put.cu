@@ -18,8 +18,12 @@ struct Multiply {
   }
 };
 // NaN wins amax and amin, and stays, as on the CPU
-struct Amax { template <typename T> static __device__ T f(T a, T b) { return (b > a || nan_of(b)) ? b : a; } };
-struct Amin { template <typename T> static __device__ T f(T a, T b) { return (b < a || nan_of(b)) ? b : a; } };
+struct Amax {
+  template <typename T> static __device__ T f(T a, T b) { return (b > a || nan_of(b)) ? b : a; }
+};
+struct Amin {
+  template <typename T> static __device__ T f(T a, T b) { return (b < a || nan_of(b)) ? b : a; }
+};
 
 template <typename T, typename I, typename Op>
 __global__ void put(const i64* __restrict__ p, T* __restrict__ dst, const I* __restrict__ index,
