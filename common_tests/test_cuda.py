@@ -777,3 +777,29 @@ def test_the_cuda_namespace_answers_for_the_gpu(gpu):
     gpu.cuda.empty_cache()
     with pytest.raises(RuntimeError, match="'cuda:1' does not exist"):
         gpu.zeros(1, device="cuda:1")
+
+
+def test_the_cuda_ladder_command_checks_and_times_every_tier(tmp_path):
+    """``stagegrad cuda-ladder``: without a GPU it says why; with one, every tier agrees
+    with cuBLAS and has a positive time, and each fraction of cuBLAS is the ratio of the
+    times."""
+    import json
+    import sys
+    from pathlib import Path
+    r = subprocess.run([sys.executable, "-m", "stagegrad", "cuda-ladder", "--sizes", "64,100",
+                        "--budget", "0.2", "--out", str(tmp_path)],
+                       cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    report = json.loads((tmp_path / "cuda_ladder.json").read_text())
+    text = (tmp_path / "cuda_ladder.md").read_text()
+    if not report["available"]:
+        assert report["reason"].startswith("cuda: ") and report["reason"] in text
+        return
+    tiers = [row for row in report["rows"] if row["kind"] == "tier"]
+    assert len(tiers) == 2 * 7
+    for row in report["rows"]:
+        assert row["error"] is not None and row["error"] <= 1e-4, row
+        assert row["seconds"] > 0
+        cublas = next(p for p in report["rows"] if p["size"] == row["size"] and p["label"] == "cuBLAS (CuPy)")
+        assert row["of_cublas"] == pytest.approx(cublas["seconds"] / row["seconds"])
+    assert report["gpu"] in text
