@@ -9,7 +9,9 @@ stage whose ``LACKS`` names that capability.
 ``stage4_gpu[webgpu]`` (one of the defaults) runs stage 4 with the webgpu device as the
 default device: every tensor a test makes lands there, and the device's own ``LACKS``
 (float64, which WGSL lacks) joins the stage's. Where no WebGPU adapter exists it is
-reported as not tested, with the adapter's reason.
+reported as not tested, with the adapter's reason. ``stage4_gpu[cuda]`` does the same on
+the cuda device: where CuPy or an NVIDIA GPU is missing it is reported as not tested,
+with the reason.
 """
 import importlib
 import os
@@ -18,7 +20,7 @@ import types
 import pytest
 
 KNOWN_STAGES = ("stage0_python", "stage1_strides", "stage2_cython", "stage3_simd", "stage4_gpu",
-                "stage4_gpu[webgpu]")
+                "stage4_gpu[webgpu]", "stage4_gpu[cuda]")
 _loaded = {}
 _missing = {}
 

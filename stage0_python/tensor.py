@@ -456,10 +456,11 @@ class Tensor(TensorCore):
         return self.to("cpu")
 
     def cuda(self, device=None, non_blocking=False):
-        """Refused: this stage runs on the CPU only (DeviceError naming the device)."""
+        """This tensor on the CUDA device (``device``: an index, a string or a device), as
+        PyTorch's; DeviceError naming the device and why where the stage has none (every
+        stage before stage 4, and stage 4 without a usable GPU)."""
         name = "cuda" if device is None else f"cuda:{device}" if isinstance(device, int) else str(device)
-        raise DeviceError(f"cuda: device {name!r} is not available: this stage runs on the CPU only "
-                          f"(sg.cuda.is_available() is False)")
+        return self.to(check_device(name, "cuda"))
 
     # ------------------------------------------------------------ autograd
 

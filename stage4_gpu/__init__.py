@@ -1,12 +1,13 @@
 """stagegrad, stage 4: devices. The ``cpu`` device is stage 3; ``webgpu`` runs the
 project's WGSL kernels through wgpu (Metal on macOS, Vulkan on Linux and Windows, Mesa's
-software Vulkan where there is no GPU).
+software Vulkan where there is no GPU); ``cuda`` runs the project's CUDA kernels on an
+NVIDIA GPU through CuPy.
 
 ``import stage4_gpu as sg``. This folder holds only what stage 4 rewrites: the device
 layer (``device.py``: which devices exist, moving buffers between them), the backend
 (``backend.py``: each primitive routed to the device its buffers live on, and a clear
 error when they live on two), and one folder per device with its kernels
-(``webgpu/``). Everything else is inherited: ``__path__`` lists stage 3's folder after
+(``webgpu/``, ``cuda/``). Everything else is inherited: ``__path__`` lists stage 3's folder after
 this one.
 
 Stage 3's compiled frontend is typed on stage 2's host buffers and bound to stage 3's
@@ -46,3 +47,4 @@ __doc__ = _STAGE4_DOC
 LACKS = LACKS - {"devices"}  # noqa: F821  (stage 3's, from the run above)
 
 from . import webgpu  # noqa: E402  (sg.webgpu: is_available, synchronize, empty_cache)
+from . import cuda  # noqa: E402  (sg.cuda: torch.cuda's names, for the cuda device)

@@ -3,7 +3,8 @@ on.
 
 ``cpu`` is stage 3's backend, run here as a module of this stage (so its relative
 imports reach stage 4's dtypes). A primitive whose buffers are all on the host runs
-there; one whose buffers are on the webgpu device runs ``webgpu/backend.py``'s kernel. A
+there; one whose buffers are on the webgpu device runs ``webgpu/backend.py``'s kernel,
+on the cuda device ``cuda/backend.py``'s. A
 zero-dim host buffer may join device buffers (the frontend makes Python numbers into
 those, and PyTorch lets a CPU scalar tensor meet a CUDA one): it is copied over. Any
 other mix raises DeviceError naming the operation and both devices; nothing moves
@@ -17,9 +18,14 @@ import importlib.util as _util
 import sys as _sys
 import types as _types
 
+from .cuda import backend as cuda_gpu
+from .cuda.buffer import Buffer as _CudaBuffer
 from .device import DeviceError, device_of
 from .webgpu import backend as gpu
 from .webgpu.buffer import Buffer as _GpuBuffer
+
+# each device's buffer type and its primitive set
+_DEVICES = {_GpuBuffer: gpu, _CudaBuffer: cuda_gpu}
 
 cpu = _types.ModuleType(__name__ + "_cpu", "stage 3's backend, as stage 4's cpu device")
 cpu.__package__ = __package__
@@ -32,17 +38,17 @@ globals().update({k: v for k, v in vars(cpu).items() if not k.startswith("__")})
 __doc__ = _STAGE4_DOC
 
 
-def _to_device(op, bufs):
-    """``bufs`` (some on the device) with each zero-dim host scalar copied to the device;
-    DeviceError for any other host buffer among them."""
-    first = next(b for b in bufs if type(b) is _GpuBuffer)
+def _to_device(op, bufs, kind):
+    """``bufs`` (some on the device whose buffers are of type ``kind``) with each zero-dim
+    host scalar copied to that device; DeviceError for any other host buffer among them."""
+    first = next(b for b in bufs if type(b) is kind)
     out = []
     for b in bufs:
-        if b is not None and type(b) is not _GpuBuffer:
+        if b is not None and type(b) is not kind:
             if b.shape != ():
                 raise DeviceError(f"{op}: expected all tensors on one device, but found tensors "
                                   f"on {device_of(first)} and on {device_of(b)}")
-            b = gpu.upload(b)
+            b = _DEVICES[kind].upload(b)
         out.append(b)
     return out
 
@@ -50,20 +56,28 @@ def _to_device(op, bufs):
 def _routed(name, positions):
     """Primitive ``name`` routed by its buffer arguments at ``positions`` (a list of
     buffers, for ``cat``, counts as its buffers)."""
-    on_cpu, on_gpu = getattr(cpu, name), getattr(gpu, name)
+    on_cpu = getattr(cpu, name)
+    on_device = {kind: getattr(module, name) for kind, module in _DEVICES.items()}
 
     def primitive(*args, **kwargs):
         bufs = [b for i in positions if i < len(args)
                 for b in (args[i] if type(args[i]) in (list, tuple) else (args[i],))]
-        if not any(type(b) is _GpuBuffer for b in bufs):
+        kinds = {type(b) for b in bufs} & _DEVICES.keys()
+        if not kinds:
             return on_cpu(*args, **kwargs)
-        moved = iter(_to_device(args[0] if type(args[0]) is str else name, bufs))
+        op = args[0] if type(args[0]) is str else name
+        if len(kinds) > 1:
+            a, b = (next(device_of(x) for x in bufs if type(x) is k) for k in kinds)
+            raise DeviceError(f"{op}: expected all tensors on one device, but found tensors on "
+                              f"{a} and on {b}")
+        kind = kinds.pop()
+        moved = iter(_to_device(op, bufs, kind))
         args = list(args)
         for i in positions:
             if i < len(args):
                 many = type(args[i]) in (list, tuple)
                 args[i] = [next(moved) for _ in args[i]] if many else next(moved)
-        return on_gpu(*args, **kwargs)
+        return on_device[kind](*args, **kwargs)
 
     primitive.__name__ = name
     primitive.__doc__ = on_cpu.__doc__
@@ -81,7 +95,7 @@ _BUFFERS = {
     "take": (0, 1), "gather": (0, 2), "scatter_add": (2, 3), "matmul": (0, 1),
     "unfold": (0,), "fold": (0,), "assign": (0, 4), "put": (0, 1, 2), "set_data": (0, 1),
     "to_dlpack": (0,),
-    # the fused kernels the webgpu device has (webgpu/fused.py); the others run on the CPU only
+    # the fused kernels the devices have (webgpu/fused.py, cuda/fused.py); the others run on the CPU only
     "softmax": (0,), "log_softmax": (0,), "softmax_backward": (0, 1), "cross_entropy": (0, 1, 2),
     "cross_entropy_backward": (0, 1, 2, 3), "adam_step": (0, 1, 2, 3, 4), "sgd_step": (0, 1, 2),
     "rmsprop_step": (0, 1, 2, 3, 4), "layer_norm": (0, 2, 3), "layer_norm_backward": (0, 1, 2, 3, 4),

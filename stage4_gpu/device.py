@@ -1,4 +1,5 @@
-"""Stage 4's device layer: ``cpu`` and ``webgpu`` devices, and the moves between them.
+"""Stage 4's device layer: ``cpu``, ``webgpu`` and ``cuda`` devices, and the moves between
+them.
 
 Stage 0's ``device.py`` (the ``device`` class, PyTorch's device strings) is run here as
 this module's first part; what stage 4 rewrites is which devices a tensor may live on
@@ -14,6 +15,7 @@ del _f
 __doc__ = _STAGE4_DOC
 
 WEBGPU = device("webgpu", 0)  # noqa: F821  (from stage 0's part, run above)
+CUDA = device("cuda", 0)  # noqa: F821
 
 
 def check_device(dev, op):
@@ -34,8 +36,22 @@ def check_device(dev, op):
         except DeviceError as e:  # noqa: F821
             raise DeviceError(f"{op}: device 'webgpu' is not available: {e}") from None  # noqa: F821
         return WEBGPU
-    raise DeviceError(f"{op}: device {str(d)!r} is not available: this stage runs on the CPU "  # noqa: F821
-                      f"and on 'webgpu' (see sg.webgpu.is_available())")
+    if d.type == "cuda":
+        from .cuda.runtime import runtime as cuda_runtime
+        try:
+            cuda_runtime()
+        except DeviceError as e:  # noqa: F821
+            raise DeviceError(  # noqa: F821
+                f"{op}: device {str(d)!r} is not available: no CUDA GPU: {e}; this stage runs on "
+                f"the CPU, and on 'webgpu' where it is available") from None
+        if d.index not in (None, 0):
+            raise DeviceError(  # noqa: F821
+                f"{op}: device {str(d)!r} does not exist: this stage uses one CUDA GPU, 'cuda' "
+                f"(or 'cuda:0')")
+        return CUDA
+    raise DeviceError(f"{op}: device {str(d)!r} is not available: this stage runs on the CPU, "  # noqa: F821
+                      f"on 'webgpu' and on 'cuda' (see sg.webgpu.is_available(), "
+                      f"sg.cuda.is_available())")
 
 
 def device_of(buf):
@@ -43,20 +59,38 @@ def device_of(buf):
     return getattr(buf, "device", CPU)  # noqa: F821  (host buffers have no such attribute)
 
 
+def _device_backend(kind):
+    """The primitive set of the device type ``kind`` (``webgpu`` or ``cuda``)."""
+    if kind == "cuda":
+        from .cuda import backend
+    else:
+        from .webgpu import backend
+    return backend
+
+
+def _to_host(buf):
+    """A device buffer's contents in a new host buffer."""
+    from .backend import cpu
+    out = cpu.full(buf.shape, 0, buf.dtype)
+    if device_of(buf).type == "cuda":
+        raw = _device_backend("cuda").to_host_bytes(buf)
+    else:
+        host = _device_backend("webgpu").to_host_array(buf)
+        # a bool word narrows to the host's byte
+        raw = bytes(host.tolist()) if buf.dtype.name == "bool" else host.tobytes()
+    memoryview(out).cast("B")[:] = raw
+    return out
+
+
 def place(buf, dev):
-    """``buf`` on ``dev``: itself when it is there already, else a copy there."""
+    """``buf`` on ``dev``: itself when it is there already, else a copy there (between two
+    devices, through the host)."""
     src = device_of(buf)
     if src.type == dev.type:
         return buf
-    from .webgpu import backend as gpu
-    if dev.type == "webgpu":
-        return gpu.upload(buf)
-    from .backend import cpu
-    host = gpu.to_host_array(buf)
-    out = cpu.full(buf.shape, 0, buf.dtype)
-    # a bool word narrows to the host's byte
-    memoryview(out).cast("B")[:] = bytes(host.tolist()) if buf.dtype.name == "bool" else host.tobytes()
-    return out
+    if src.type != "cpu":
+        buf = _to_host(buf)
+    return buf if dev.type == "cpu" else _device_backend(dev.type).upload(buf)
 
 
 def max_buffer_bytes(dev):
@@ -69,9 +103,15 @@ def max_buffer_bytes(dev):
 
 
 def fused(name, *bufs):
-    """Whether the fused kernel ``name`` takes these buffers: stage 3's on the CPU, the
-    webgpu device's own (``webgpu/fused.py``) for its buffers."""
-    if any(hasattr(b, "device") for b in bufs):
-        from .webgpu.fused import FUSED as on_device
+    """Whether the fused kernel ``name`` takes these buffers: stage 3's on the CPU, a
+    device's own (``webgpu/fused.py``, ``cuda/fused.py``) for its buffers."""
+    kinds = {b.device.type for b in bufs if hasattr(b, "device")}
+    if kinds:
+        if kinds == {"cuda"}:
+            from .cuda.fused import FUSED as on_device
+        elif kinds == {"webgpu"}:
+            from .webgpu.fused import FUSED as on_device
+        else:  # two devices: the routed primitive will name both
+            return False
         return name in on_device
     return name in _B.FUSED  # noqa: F821

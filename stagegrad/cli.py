@@ -2,7 +2,8 @@
 import argparse
 import sys
 
-from . import bench_site, devices, docs, gemm_ladder, journey, profile, simd_paths, train, train_text
+from . import (bench_site, cuda_ladder, devices, docs, gemm_ladder, journey, profile, simd_paths, train,
+               train_text)
 
 
 def main(argv=None):
@@ -31,6 +32,10 @@ def main(argv=None):
                                        "per-op cost, copies, and where the device overtakes stage 3")
     devices.add_arguments(p)
     p.set_defaults(run=devices.run)
+    p = sub.add_parser("cuda-ladder", help="stage 4's SGEMM tiers on an NVIDIA GPU, each checked against "
+                                           "and timed next to cuBLAS and PyTorch CUDA")
+    cuda_ladder.add_arguments(p)
+    p.set_defaults(run=cuda_ladder.run)
     p = sub.add_parser("profile", help="where each microsecond of an MLP training step goes, per stage")
     profile.add_arguments(p)
     p.set_defaults(run=profile.run)

@@ -1,0 +1,147 @@
+"""``sg.cuda``: ``torch.cuda``'s questions and controls for the CUDA device, and the
+device itself: the kernels are in this folder (``kernels/*.cu``, compiled at run time by
+NVRTC through CuPy and launched by the modules beside them, each the peer of the webgpu
+device's module of the same name); ``backend.py`` is the device's primitive set.
+
+Where CuPy is missing or no GPU answers, this module answers as a CPU-only PyTorch build
+does (not available, no devices, the calls that need a GPU refused with
+``CudaUnavailableError``), and ``unavailable_reason()`` says why. One GPU is used: device
+0, written ``"cuda"`` or ``"cuda:0"``.
+"""
+from ..device import DeviceError
+from .runtime import is_available, runtime, unavailable_reason
+
+# what a program cannot do with tensors on this device (a stage's LACKS, per device):
+# share them through DLPack (not implemented here) or the buffer protocol (device memory),
+# or hold the 2-byte floats (its kernels take float32 and float64)
+LACKS = frozenset({"dlpack", "buffer_protocol", "float16", "bfloat16"})
+
+
+class CudaUnavailableError(DeviceError, AssertionError):
+    """Raised by the calls that need a GPU where none is usable. An AssertionError, as
+    PyTorch's CPU build raises, and a RuntimeError."""
+
+
+def _gpu(op):
+    """The runtime, or CudaUnavailableError naming ``op`` and the reason."""
+    try:
+        return runtime()
+    except DeviceError as e:
+        raise CudaUnavailableError(f"cuda.{op}: no CUDA device: {e}; this stage runs on the CPU "
+                                   f"(and on 'webgpu' where it is available)") from None
+
+
+def device_count():
+    """1 where a GPU is usable (this stage uses one, device 0), else 0."""
+    return 1 if is_available() else 0
+
+
+def is_initialized():
+    """Whether the GPU has been opened."""
+    from .runtime import _RUNTIME
+    return bool(_RUNTIME)
+
+
+def init():
+    """Open the GPU now (it opens on first use otherwise)."""
+    _gpu("init")
+
+
+def is_bf16_supported(including_emulation=True):
+    """False: this device has no bfloat16 kernels."""
+    return False
+
+
+def get_arch_list():
+    """``[]``: the kernels are compiled at run time for the GPU found, not ahead for a list."""
+    return []
+
+
+def manual_seed(seed):
+    """Accepted and ignored: every tensor is drawn on the host by the one generator every
+    device shares (``sg.manual_seed``), then moved."""
+
+
+def manual_seed_all(seed):
+    """Accepted and ignored, as ``manual_seed``."""
+
+
+def seed():
+    """Accepted and ignored: there are no GPU generators."""
+
+
+def seed_all():
+    """Accepted and ignored: there are no GPU generators."""
+
+
+def synchronize(device=None):
+    """Wait until every kernel queued on the device has finished."""
+    _gpu("synchronize").synchronize()
+
+
+def empty_cache():
+    """Return the memory pool's unused blocks to the driver (nothing to do without a GPU)."""
+    if is_available():
+        runtime().empty_cache()
+
+
+def memory_allocated(device=None):
+    """Bytes of device memory held by live tensors (CuPy's pool: used bytes); 0 without a GPU."""
+    return runtime().pool.used_bytes() if is_available() else 0
+
+
+def max_memory_allocated(device=None):
+    """The pool's bytes in use now: CuPy's pool keeps no peak, so this is
+    ``memory_allocated()`` (0 without a GPU)."""
+    return memory_allocated(device)
+
+
+def memory_reserved(device=None):
+    """Bytes the memory pool holds, in use or cached for reuse; 0 without a GPU."""
+    return runtime().pool.total_bytes() if is_available() else 0
+
+
+def current_device():
+    """0: the one GPU this stage uses."""
+    _gpu("current_device")
+    return 0
+
+
+def set_device(device):
+    """Select the GPU: only device 0 exists for this stage."""
+    _gpu("set_device")
+    index = device if isinstance(device, int) else getattr(device, "index", None)
+    if index not in (None, 0):
+        raise DeviceError(f"cuda.set_device: device {device!r} does not exist: this stage uses one "
+                          f"GPU, 'cuda:0'")
+
+
+def get_device_name(device=None):
+    """The GPU's name, as the driver reports it."""
+    return _gpu("get_device_name").name
+
+
+def get_device_capability(device=None):
+    """The GPU's compute capability, (major, minor)."""
+    return _gpu("get_device_capability").capability
+
+
+def get_device_properties(device=None):
+    """The driver's properties of the GPU (a dict, as CuPy reports them)."""
+    _gpu("get_device_properties")
+    import cupy
+    return cupy.cuda.runtime.getDeviceProperties(0)
+
+
+def mem_get_info(device=None):
+    """(free, total) bytes of device memory."""
+    _gpu("mem_get_info")
+    import cupy
+    return cupy.cuda.runtime.memGetInfo()
+
+
+__all__ = ["LACKS", "CudaUnavailableError", "is_available", "unavailable_reason", "device_count",
+           "is_initialized", "init", "is_bf16_supported", "get_arch_list", "manual_seed",
+           "manual_seed_all", "seed", "seed_all", "synchronize", "empty_cache", "memory_allocated",
+           "max_memory_allocated", "memory_reserved", "current_device", "set_device",
+           "get_device_name", "get_device_capability", "get_device_properties", "mem_get_info"]

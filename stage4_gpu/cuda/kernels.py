@@ -1,0 +1,95 @@
+"""The CUDA device's kernels as the Python side sees them: one table, ``KERNELS``, naming
+every kernel a module of this folder launches, the ``.cu`` file that defines it and the
+kind of each argument, and ``source``, a file's text as NVRTC compiles it.
+
+The table is what makes the launch layer checkable without a GPU: ``runtime.launch``
+refuses arguments that do not match it (a CuPy kernel argument of the wrong C type is
+silently corrupted, not refused), and the test suite parses the ``__global__``
+signatures in the ``.cu`` files and compares them with it. Argument kinds: ``ptr`` (a
+device array), ``i64`` (``long long``), ``f64`` (``double``). Templated kernels are
+launched by name expression (``unary<float, float, Exp>``); ``instances()`` lists every
+one the modules can launch, so the test compiles each with nvcc.
+"""
+import os
+import re
+from collections import namedtuple
+
+DIR = os.path.join(os.path.dirname(__file__), "kernels")
+
+Kernel = namedtuple("Kernel", "file args")
+_P = ("ptr",)  # every kernel but the ladder's takes its int64 parameter array first
+
+KERNELS = {
+    # elementwise.cu
+    "unary": Kernel("elementwise", _P + ("ptr", "ptr")),
+    "binary": Kernel("elementwise", _P + ("ptr", "ptr", "ptr")),
+    "where": Kernel("elementwise", _P + ("ptr", "ptr", "ptr", "ptr")),
+    "fill": Kernel("elementwise", ("ptr", "i64", "ptr")),
+    # reduce.cu
+    "reduce": Kernel("reduce", _P + ("ptr", "ptr")),
+    "arg_reduce": Kernel("reduce", _P + ("ptr", "ptr")),
+    # scan.cu, sort.cu
+    "scan": Kernel("scan", _P + ("ptr", "ptr", "ptr")),
+    "scan_extreme": Kernel("scan", _P + ("ptr", "ptr", "ptr")),
+    "sort_bitonic": Kernel("sort", _P + ("ptr", "ptr", "ptr")),
+    "sort_rank": Kernel("sort", _P + ("ptr", "ptr", "ptr")),
+    # gather.cu, scatter_add.cu, put.cu, unfold.cu, fold.cu
+    "gather": Kernel("gather", _P + ("ptr", "ptr", "ptr")),
+    "scatter_add": Kernel("scatter_add", _P + ("ptr", "ptr", "ptr")),
+    "put": Kernel("put", _P + ("ptr", "ptr", "ptr")),
+    "unfold": Kernel("unfold", _P + ("ptr", "ptr")),
+    "fold": Kernel("fold", _P + ("ptr", "ptr")),
+    # matmul.cu (any dtype, strided) and the float32 ladder
+    "matmul": Kernel("matmul", _P + ("ptr", "ptr", "ptr")),
+    **{name: Kernel("sgemm_ladder", ("i64", "i64", "i64", "ptr", "ptr", "ptr"))
+       for name in ("sgemm_naive", "sgemm_coalesced", "sgemm_shared", "sgemm_blocktile_1d",
+                    "sgemm_blocktile_2d", "sgemm_vectorized", "sgemm_warptile")},
+    # the fused kernels
+    "softmax": Kernel("softmax", _P + ("ptr", "ptr", "ptr")),
+    "cross_entropy": Kernel("cross_entropy", _P + ("ptr",) * 6 + ("i64", "f64")),
+    "cross_entropy_backward": Kernel("cross_entropy_backward", _P + ("ptr",) * 6 + ("i64", "f64")),
+    "layer_norm_forward": Kernel("layer_norm", _P + ("ptr",) * 6 + ("f64",)),
+    "layer_norm_backward": Kernel("layer_norm", _P + ("ptr",) * 6),
+    "adam_step": Kernel("optim", _P + ("ptr",) * 6),
+    "sgd_step": Kernel("optim", _P + ("ptr",) * 4),
+    "rmsprop_step": Kernel("optim", _P + ("ptr",) * 6),
+}
+
+# dtype name -> the C type of its elements on the device (a bool is one byte, as on the host)
+CTYPE = {"bool": "bool", "int32": "int", "int64": "long long", "float32": "float",
+         "float64": "double"}
+
+_INCLUDE = re.compile(r'^#include "([^"]+)"\s*$', re.M)
+_SOURCES = {}
+
+
+def source(name):
+    """``kernels/<name>.cu`` with each ``#include "x.cuh"`` replaced by that file's text
+    (once per file), so that NVRTC needs no include path and CuPy's on-disk cache, keyed
+    by the source, sees a header's change."""
+    src = _SOURCES.get(name)
+    if src is None:
+        seen = set()
+
+        def expand(text):
+            def one(m):
+                header = m.group(1)
+                if header in seen:
+                    return ""
+                seen.add(header)
+                with open(os.path.join(DIR, header), encoding="utf-8") as f:
+                    return expand(f.read().replace("#pragma once", ""))
+            return _INCLUDE.sub(one, text)
+
+        with open(os.path.join(DIR, name + ".cu"), encoding="utf-8") as f:
+            src = _SOURCES[name] = expand(f.read())
+    return src
+
+
+def instances():
+    """Every (kernel, name expression) this folder's modules can launch."""
+    from . import elementwise, fused, index, ladder, matmul, reduce
+    out = []
+    for module in (elementwise, reduce, index, matmul, fused, ladder):
+        out.extend(module.instances())
+    return out

@@ -1,0 +1,70 @@
+// Design: layer norm over contiguous float32 rows, one block per row (rows.cuh). The
+// forward takes the row's mean, then its variance from a second pass over x - mean (no
+// cancellation), both summed in double as the CPU stages sum them in float64, and writes
+// (x - mean) / sqrt(var + eps), scaled and shifted, with each row's mean and 1/std for the
+// backward. The backward writes each row's input gradient from those statistics:
+//   gx = rstd (w g - mean(w g) - xhat mean(w g xhat)),  xhat = (x - mean) rstd.
+// The weight's and bias's gradients are sums down the columns, left to the reductions.
+// Parameters `p` (int64): [rows, cols, has weight, has bias].
+#include "common.cuh"
+#include "math.cuh"
+#include "rows.cuh"
+
+__device__ __forceinline__ float weight_of(const i64* p, const float* w, i64 c) {
+  return p[2] ? w[c] : 1.0f;
+}
+
+extern "C" __global__ void layer_norm_forward(const i64* __restrict__ p, float* __restrict__ out,
+                                              float* __restrict__ mean, float* __restrict__ rstd,
+                                              const float* __restrict__ x, const float* __restrict__ w,
+                                              const float* __restrict__ b, double eps) {
+  const i64 rows = p[0], cols = p[1];
+  const int t = threadIdx.x;
+  for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
+    const float* xr = x + r * cols;
+    double s = 0.0;
+    for (i64 c = t; c < cols; c += ROW_THREADS) s += (double)xr[c];
+    const float mu = (float)(block_sum(s) / (double)cols);
+    double ss = 0.0;
+    for (i64 c = t; c < cols; c += ROW_THREADS) {
+      const double d = (double)(xr[c] - mu);
+      ss += d * d;
+    }
+    const float k = (float)(1.0 / sqrt(block_sum(ss) / (double)cols + eps));
+    if (t == 0) {
+      mean[r] = mu;
+      rstd[r] = k;
+    }
+    for (i64 c = t; c < cols; c += ROW_THREADS) {
+      float v = (xr[c] - mu) * k * weight_of(p, w, c);
+      if (p[3]) v += b[c];
+      out[r * cols + c] = v;
+    }
+  }
+}
+
+extern "C" __global__ void layer_norm_backward(const i64* __restrict__ p, float* __restrict__ gx,
+                                               const float* __restrict__ mean,
+                                               const float* __restrict__ rstd,
+                                               const float* __restrict__ x, const float* __restrict__ g,
+                                               const float* __restrict__ w) {
+  const i64 rows = p[0], cols = p[1];
+  const int t = threadIdx.x;
+  for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
+    const float mu = mean[r], k = rstd[r];
+    const float* xr = x + r * cols;
+    const float* gr = g + r * cols;
+    double a = 0.0, bsum = 0.0;
+    for (i64 c = t; c < cols; c += ROW_THREADS) {
+      const float wg = weight_of(p, w, c) * gr[c];
+      a += (double)wg;
+      bsum += (double)wg * (double)((xr[c] - mu) * k);
+    }
+    const float ma = (float)(block_sum(a) / (double)cols);
+    const float mb = (float)(block_sum(bsum) / (double)cols);
+    for (i64 c = t; c < cols; c += ROW_THREADS) {
+      const float xhat = (xr[c] - mu) * k;
+      gx[r * cols + c] = k * (weight_of(p, w, c) * gr[c] - ma - xhat * mb);
+    }
+  }
+}

@@ -1,0 +1,187 @@
+"""The CUDA device: one GPU opened through CuPy, its memory pool and stream, and the launch
+of one of the project's kernels.
+
+Design: CuPy supplies what the project does not write itself (device memory from its
+caching pool, one ``cupy.cuda.Stream`` every launch and copy is queued on, NVRTC to
+compile ``kernels/*.cu`` at run time, cuBLAS as the matmul peer). A launch is the kernel's
+grid and block and its arguments, which ``kernels.py`` declares once per kernel (pointers,
+64-bit integers, doubles) and ``launch`` checks and converts: a CuPy kernel argument of
+the wrong scalar type is not an error, it is a corrupted argument. Sizes, strides and
+offsets travel as one small int64 array on the device (``p``), as the webgpu device's
+parameter buffer does. The host does not wait for a launch; it waits where it reads a
+value back (``download``) or asks to (``synchronize``).
+"""
+import os
+import threading
+
+from ..device import DeviceError
+from .kernels import KERNELS, source
+
+BLOCK = 256  # threads per block of the one-thread-per-element kernels
+MAX_BLOCKS = 1 << 20  # blocks per launch; the kernels loop (grid-stride) past this
+
+
+class Runtime:
+    """The GPU and CuPy's handles on it, opened once (``runtime()``)."""
+
+    def __init__(self):
+        import cupy  # the optional dependency: imported only when the device is used
+        import numpy
+        self.cp, self.np = cupy, numpy
+        try:
+            count = cupy.cuda.runtime.getDeviceCount()
+        except Exception as e:  # no driver, or a driver older than CuPy's CUDA
+            raise DeviceError(f"cuda: no usable CUDA driver ({type(e).__name__}: {e})") from None
+        if count == 0:
+            raise DeviceError("cuda: no CUDA GPU (the driver reports 0 devices)")
+        self.count = count
+        self.gpu = cupy.cuda.Device(0)
+        self.gpu.use()
+        props = cupy.cuda.runtime.getDeviceProperties(0)
+        name = props["name"]
+        self.name = name.decode() if isinstance(name, bytes) else str(name)
+        self.capability = (int(props["major"]), int(props["minor"]))
+        self.pool = cupy.get_default_memory_pool()
+        # a blocking stream: work queued on the legacy default stream (by another thread,
+        # or by a library) stays ordered with ours
+        self.stream = cupy.cuda.Stream(non_blocking=False)
+        self._modules = {}  # (file, name expression) -> the compiled kernel
+        self.launches = 0
+
+    def enter(self):
+        """Make this runtime's stream the calling thread's current one (CuPy's copies and
+        allocations follow the current stream)."""
+        if self.cp.cuda.get_current_stream().ptr != self.stream.ptr:
+            self.stream.use()
+
+    # ------------------------------------------------------------ memory
+
+    def alloc(self, n, dtype):
+        """A new 1-D CuPy array of ``n`` elements of NumPy ``dtype`` from the pool."""
+        self.enter()
+        return self.cp.empty(max(n, 1), dtype=dtype)
+
+    def upload(self, host, dtype):
+        """A new device array holding ``host`` (a NumPy array), copied on our stream."""
+        self.enter()
+        out = self.cp.empty(max(host.size, 1), dtype=dtype)
+        if host.size:
+            out[:host.size].set(self.np.ascontiguousarray(host, dtype=dtype).reshape(-1),
+                                stream=self.stream)
+        return out
+
+    def download(self, arr, start, count):
+        """``count`` elements of ``arr`` from ``start`` as a NumPy array: the host waits for
+        every launch queued before."""
+        self.enter()
+        out = arr[start:start + count].get(stream=self.stream)
+        self.stream.synchronize()
+        return out
+
+    def empty_cache(self):
+        """Return the pool's unused blocks to the driver (``sg.cuda.empty_cache()``)."""
+        self.synchronize()
+        self.pool.free_all_blocks()
+
+    def synchronize(self):
+        """Wait until every launch so far has finished."""
+        self.stream.synchronize()
+
+    # ------------------------------------------------------------ kernels
+
+    def function(self, kernel, instance):
+        """The compiled ``instance`` (a name expression such as ``unary<float, float, Exp>``,
+        or the kernel's own name) of ``kernel``, compiled by NVRTC on first use."""
+        key = (kernel, instance)
+        fn = self._modules.get(key)
+        if fn is None:
+            module = self.cp.RawModule(code=source(KERNELS[kernel].file), options=OPTIONS,
+                                       name_expressions=[instance])
+            fn = module.get_function(instance)
+            self._modules[key] = fn
+        return fn
+
+    def params(self, values):
+        """The int64 parameter array ``p`` of a launch, on the device."""
+        return self.upload(self.np.array(values, dtype=self.np.int64), self.np.int64)
+
+    def launch(self, kernel, instance, blocks, threads, args):
+        """Queue ``instance`` of ``kernel`` over ``blocks`` blocks (at most MAX_BLOCKS: the
+        kernels loop past it) of ``threads`` threads."""
+        if blocks > 0:
+            self.launch_grid(kernel, instance, (min(int(blocks), MAX_BLOCKS),), (int(threads),), args)
+
+    def launch_grid(self, kernel, instance, grid, block, args):
+        """Queue ``instance`` of ``kernel`` over the ``grid`` and ``block`` tuples with
+        ``args``, each checked against and converted to the kind ``KERNELS`` declares."""
+        spec = KERNELS[kernel]
+        if len(args) != len(spec.args):
+            raise TypeError(f"cuda: {kernel} takes {len(spec.args)} arguments, got {len(args)}")
+        converted = []
+        for kind, a in zip(spec.args, args):
+            if kind == "ptr":
+                if not isinstance(a, self.cp.ndarray):
+                    raise TypeError(f"cuda: {kernel}: a pointer argument must be a device array, "
+                                    f"got {type(a).__name__}")
+                converted.append(a)
+            else:
+                converted.append(SCALARS[kind](self.np)(a))
+        self.enter()
+        fn = self.function(kernel, instance)
+        fn(tuple(int(g) for g in grid), tuple(int(b) for b in block), tuple(converted),
+           stream=self.stream)
+        self.launches += 1
+
+# each scalar kind's exact C type, as NumPy scalars (CuPy passes their bytes as they are)
+SCALARS = {"i64": lambda np: np.int64, "f64": lambda np: np.float64, "f32": lambda np: np.float32,
+           "i32": lambda np: np.int32}
+# NVRTC's options: C++17 for `if constexpr`; never fast math (NaN and inf must survive)
+OPTIONS = ("--std=c++17",)
+
+_RUNTIME = []
+_FAILED = []
+_LOCK = threading.Lock()
+
+
+def runtime():
+    """The one Runtime, opened on first use; a DeviceError saying why when it cannot be."""
+    if _RUNTIME:
+        return _RUNTIME[0]
+    with _LOCK:
+        if not _RUNTIME:
+            if _FAILED:
+                raise DeviceError(_FAILED[0])
+            if os.environ.get("STAGEGRAD_CUDA") == "0":
+                _FAILED.append("cuda: turned off by STAGEGRAD_CUDA=0")
+                raise DeviceError(_FAILED[0])
+            try:
+                _RUNTIME.append(Runtime())
+            except ImportError as e:
+                _FAILED.append(f"cuda: CuPy is not installed ({e}); on a machine with an NVIDIA "
+                               f"GPU install the 'cuda' extra: pip install 'stagegrad[cuda]'")
+                raise DeviceError(_FAILED[0]) from None
+            except DeviceError as e:
+                _FAILED.append(str(e))
+                raise
+            except Exception as e:  # a driver that fails to open: report it, never crash
+                _FAILED.append(f"cuda: the GPU could not be opened: {type(e).__name__}: {e}")
+                raise DeviceError(_FAILED[0]) from None
+    return _RUNTIME[0]
+
+
+def is_available():
+    """Whether CuPy is installed and a CUDA GPU can be opened here."""
+    try:
+        runtime()
+    except DeviceError:
+        return False
+    return True
+
+
+def unavailable_reason():
+    """Why ``is_available()`` is False ('' when it is True)."""
+    try:
+        runtime()
+    except DeviceError as e:
+        return str(e)
+    return ""

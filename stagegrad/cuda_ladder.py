@@ -1,0 +1,156 @@
+"""``stagegrad cuda-ladder``: stage 4's SGEMM ladder on an NVIDIA GPU, next to cuBLAS and
+PyTorch CUDA.
+
+Each tier is the one before plus one idea (``stage4_gpu/cuda/kernels/sgemm_ladder.cu``):
+naive, coalesced, shared-memory tiling, 1-D and 2-D register blocking, float4 loads,
+warp tiling. For every square size (1024 to 8192 by default) each tier's product is first
+checked against cuBLAS's (CuPy's matmul, the same operands): a tier that disagrees is
+reported as wrong and its time is not shown. Then each is timed with CUDA events on the
+device's stream, best of up to five calls within the budget, as GFLOP/s and as a
+fraction of cuBLAS's. PyTorch CUDA joins when it is installed and sees the GPU.
+
+Without CuPy or a GPU nothing is measured: the report says why. Writes
+``cuda_ladder.json`` and ``cuda_ladder.md`` to the output folder.
+"""
+import json
+import time
+from pathlib import Path
+
+SIZES = (1024, 2048, 4096, 8192)
+QUICK = (1024, 2048)
+TOLERANCE = 1e-4  # max |C - C_cublas| / max |C_cublas|: rounding is far below, a wrong index far above
+
+
+def add_arguments(p):
+    p.add_argument("--sizes", default=None, help="comma-separated square sizes (default 1024,2048,4096,8192)")
+    p.add_argument("--quick", action="store_true", help="sizes 1024 and 2048 only")
+    p.add_argument("--budget", type=float, default=3.0, help="seconds per measurement at most (default 3)")
+    p.add_argument("--out", default="out/cuda-ladder", help="output folder (default out/cuda-ladder)")
+
+
+def _torch_cuda():
+    """PyTorch, when it is installed and sees a GPU; else None."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch if torch.cuda.is_available() else None
+
+
+def _best(call, stream, budget):
+    """Best time in seconds of up to five calls timed by CUDA events on ``stream``, as many
+    as fit in ``budget`` (at least one)."""
+    import cupy
+    best, spent = float("inf"), 0.0
+    for _ in range(5):
+        start, end = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record(stream)
+        call()
+        end.record(stream)
+        end.synchronize()
+        t = cupy.cuda.get_elapsed_time(start, end) / 1e3
+        best, spent = min(best, t), spent + t
+        if spent + t > budget:
+            break
+    return best
+
+
+def measure(sizes=SIZES, budget=3.0, stream=None):
+    """Every tier at every size, cuBLAS and PyTorch CUDA: a JSON-ready dict."""
+    from . import load_stage
+    from .progress import Progress
+    sg = load_stage("4")
+    report = {"created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "sizes": list(sizes),
+              "available": sg.cuda.is_available(), "reason": sg.cuda.unavailable_reason(), "rows": []}
+    if not report["available"]:
+        return report
+    import cupy
+    ladder = __import__(sg.__name__ + ".cuda.ladder", fromlist=["ladder"])
+    rt = ladder.runtime()
+    rt.enter()
+    torch = _torch_cuda()
+    report["gpu"] = rt.name
+    report["capability"] = list(rt.capability)
+    report["torch"] = torch.__version__ if torch is not None else None
+    bar = Progress(len(sizes) * (len(ladder.TIERS) + 1 + (torch is not None)), "cuda-ladder", stream=stream)
+    done = 0
+    for n in sizes:
+        rng = cupy.random.default_rng(n)
+        a = rng.standard_normal((n, n), dtype=cupy.float32)
+        b = rng.standard_normal((n, n), dtype=cupy.float32)
+        flops = 2.0 * n ** 3
+        ref = ladder.cublas(a, b)
+        scale = float(cupy.abs(ref).max())
+        out = cupy.empty_like(ref)
+        rows = [{"size": n, "label": "cuBLAS (CuPy)", "kind": "peer", "error": 0.0,
+                 "seconds": _best(lambda: cupy.matmul(a, b, out=out), rt.stream, budget)}]
+        done += 1
+        bar.update(done, now=f"cuBLAS {n}")
+        for tier in ladder.TIERS:
+            row = {"size": n, "label": tier, "kind": "tier", "error": None, "seconds": None}
+            if ladder.fits(tier, n, n, n, a, b, out):  # the float4 tiers need n a multiple of 4
+                ladder.sgemm(tier, a, b, out)
+                row["error"] = float(cupy.abs(out - ref).max()) / scale
+                if row["error"] <= TOLERANCE:
+                    row["seconds"] = _best(lambda t=tier: ladder.sgemm(t, a, b, out), rt.stream, budget)
+            rows.append(row)
+            done += 1
+            bar.update(done, now=f"{tier} {n}")
+        if torch is not None:
+            ta = torch.as_tensor(a, device="cuda")
+            tb = torch.as_tensor(b, device="cuda")
+            ts = torch.cuda.ExternalStream(rt.stream.ptr)
+            with torch.cuda.stream(ts):
+                tref = torch.as_tensor(ref, device="cuda")
+                error = float((ta @ tb - tref).abs().max()) / scale
+                rows.append({"size": n, "label": "PyTorch CUDA", "kind": "peer", "error": error,
+                             "seconds": _best(lambda: ta @ tb, rt.stream, budget)})
+            done += 1
+            bar.update(done, now=f"PyTorch {n}")
+        peer = rows[0]["seconds"]
+        for r in rows:
+            r["gflops"] = flops / r["seconds"] / 1e9 if r["seconds"] else None
+            r["of_cublas"] = peer / r["seconds"] if r["seconds"] else None
+        report["rows"] += rows
+    return report
+
+
+def markdown(report):
+    if not report["available"]:
+        return f"CUDA SGEMM ladder: not measured: {report['reason']}"
+    lines = [f"CUDA SGEMM ladder on {report['gpu']} (compute capability "
+             f"{'.'.join(map(str, report['capability']))}), float32, {report['created']}; each tier "
+             f"checked against cuBLAS (max error / max |C|, at most {TOLERANCE:g}).", ""]
+    head = ["size", "kernel", "time", "GFLOP/s", "of cuBLAS", "error"]
+    body = []
+    for r in report["rows"]:
+        ok = r["seconds"] is not None
+        time_cell = f"{r['seconds'] * 1e3:.3g} ms" if ok else ("n/a" if r["error"] is None else "WRONG")
+        body.append([str(r["size"]), r["label"], time_cell, f"{r['gflops']:.4g}" if ok else "—",
+                     f"{r['of_cublas']:.0%}" if ok else "—",
+                     "—" if r["error"] is None else f"{r['error']:.1e}"])
+    widths = [max(len(h), *(len(row[i]) for row in body)) for i, h in enumerate(head)]
+    lines.append("| " + " | ".join(h.ljust(w) for h, w in zip(head, widths)) + " |")
+    lines.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    lines += ["| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |" for row in body]
+    return "\n".join(lines)
+
+
+def run(args):
+    if args.budget <= 0:
+        raise ValueError("--budget must be positive")
+    sizes = QUICK if args.quick else SIZES
+    if args.sizes:
+        sizes = tuple(int(s) for s in args.sizes.split(","))
+        if any(s < 1 for s in sizes):
+            raise ValueError("--sizes must be positive")
+    report = measure(sizes, args.budget)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "cuda_ladder.json").write_text(json.dumps(report, indent=1) + "\n")
+    text = markdown(report)
+    (out / "cuda_ladder.md").write_text(text + "\n")
+    print()
+    print(text)
+    print(f"wrote {out / 'cuda_ladder.json'}, {out / 'cuda_ladder.md'}")
+    return report
