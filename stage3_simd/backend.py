@@ -85,7 +85,7 @@ unary, binary = K.unary, K.binary
 def where(cond, a, b):
     """``a`` where ``cond`` (bool) holds, else ``b`` (``a``'s dtype), all broadcast."""
     if a.code not in _FLOATS or b.code != a.code or cond.dtype is not bool_:  # noqa: F821
-        return _s2_where(cond, a, b)
+        return _wide_where(cond, a, b) if a.code in _HALF else _s2_where(cond, a, b)
     shape = broadcast_shapes(cond.shape, a.shape, b.shape)  # noqa: F821
     if shape is None:
         raise ValueError(f"where: shapes {list(cond.shape)}, {list(a.shape)} and {list(b.shape)} "
@@ -100,6 +100,8 @@ def reduce(op, x, axes, keepdim, dtype=None):
     prod (max/min of one are rejected by the frontend)."""
     out = dtype or (bool_ if op in ("any", "all") else x.dtype)  # noqa: F821
     if x.code not in _FLOATS or op not in K.REDUCE_OPS or not out.is_floating_point:
+        if x.code in _HALF or out.name in _HALF_NAMES:
+            return _wide_reduce(op, x, axes, keepdim, dtype)
         return _s2_reduce(op, x, axes, keepdim, dtype)
     acc, shape = K.reduce(op, x, axes, keepdim)
     if acc.dtype is not out:
@@ -109,7 +111,7 @@ def reduce(op, x, axes, keepdim, dtype=None):
 
 def arg_reduce(op, x, axis, keepdim):
     if x.code not in _FLOATS:
-        return _s2_arg_reduce(op, x, axis, keepdim)
+        return _wide_arg_reduce(op, x, axis, keepdim) if x.code in _HALF else _s2_arg_reduce(op, x, axis, keepdim)
     return K.arg_reduce(op, x, axis, keepdim, int64)  # noqa: F821
 
 
@@ -118,7 +120,7 @@ def arg_reduce(op, x, axis, keepdim):
 def matmul(a, b):
     """``a`` (..., n, k) @ ``b`` (..., k, m); the batch dims of both are equal."""
     if a.code not in _FLOATS or b.code != a.code:
-        return _s2_matmul(a, b)
+        return _wide_matmul(a, b) if a.code in _HALF else _s2_matmul(a, b)
     return K.matmul(a, b, gemm_for(a.shape[-2], a.shape[-1], b.shape[-1]))
 
 
@@ -307,25 +309,25 @@ def rmsprop_step(params, grads, square_avgs, grad_avgs, momentum_buffers, lr, al
 from .dtypes import float32  # noqa: E402
 
 _HALF = (5, 6)  # the Buffer codes of float16 and bfloat16
+_HALF_NAMES = ("float16", "bfloat16")
 
 
-def _widened(fn, dtype_at=None):
+def _widened(fn, at=0, dtype_at=None):
     """``fn`` taking 2-byte float buffers: each widened to float32, and each float32 result
     narrowed to the 2-byte dtype asked for (argument ``dtype_at``, when given and not None)
-    or else to the inputs' own."""
+    or else to the inputs' own. Argument ``at`` decides whether there is anything to do:
+    the frontend hands a primitive operands of one dtype."""
     def primitive(*args):
-        half = None
-        args = list(args)
-        for i, a in enumerate(args):
-            if type(a) is Buffer and a.code in _HALF:  # noqa: F821
-                half = a.dtype
-                args[i] = cast(a, float32)  # noqa: F821
-        if dtype_at is not None and dtype_at < len(args) and args[dtype_at] is not None:
-            half = args[dtype_at] if args[dtype_at].name in ("float16", "bfloat16") else None
-            if half is not None:
-                args[dtype_at] = float32  # noqa: F821
-        result = fn(*args)
-        return result if half is None else _narrowed(result, half)
+        target = args[dtype_at] if dtype_at is not None and dtype_at < len(args) else None
+        if args[at].code not in _HALF and (target is None or target.name not in _HALF_NAMES):
+            return fn(*args)
+        half = target if target is not None and target.name in _HALF_NAMES else args[at].dtype
+        args = [cast(a, float32) if type(a) is Buffer and a.code in _HALF else a for a in args]  # noqa: F821
+        if target is not None:
+            args[dtype_at] = float32 if target is half else target
+            if target is not half:  # an explicit dtype that is not a 2-byte one: keep the result
+                return fn(*args)
+        return _narrowed(fn(*args), half)
     primitive.__name__, primitive.__doc__ = fn.__name__, fn.__doc__
     return primitive
 
@@ -338,15 +340,25 @@ def _narrowed(result, dtype):
     return result
 
 
+_wide_unary, _wide_binary = _widened(K.unary, 1, 2), _widened(K.binary, 1, 3)
+# the hot primitives above call these from their fallback branch, so float32 pays nothing
+_wide_where = _widened(lambda cond, a, b: where(cond, a, b), 1)
+_wide_reduce = _widened(lambda *args: reduce(*args), 1, 4)
+_wide_arg_reduce = _widened(lambda *args: arg_reduce(*args), 1)
+_wide_matmul = _widened(lambda a, b: matmul(a, b))
+
+
 def _half_unary(op, x, dtype=None):
-    if x.code in _HALF or (dtype is not None and dtype.name in ("float16", "bfloat16")):
-        return _widened(K.unary, 2)(op, x, dtype)
+    """What the SIMD unary leaves over: 2-byte floats through float32, the rest to stage 2."""
+    if x.code in _HALF or (dtype is not None and dtype.name in _HALF_NAMES):
+        return _wide_unary(op, x, dtype)
     return _s2_unary(op, x, dtype)
 
 
 def _half_binary(op, a, b, dtype):
-    if dtype.name in ("float16", "bfloat16"):
-        return _widened(K.binary, 3)(op, a, b, dtype)
+    """What the SIMD binary leaves over: 2-byte floats through float32, the rest to stage 2."""
+    if dtype.name in _HALF_NAMES:
+        return _wide_binary(op, a, b, dtype)
     return _s2_binary(op, a, b, dtype)
 
 
@@ -354,7 +366,7 @@ def _creation(fn, dtype_at):
     """A creation primitive that makes a 2-byte float tensor as float32, then narrows it."""
     def primitive(*args):
         dtype = args[dtype_at]
-        if dtype.name not in ("float16", "bfloat16"):
+        if dtype.name not in _HALF_NAMES:
             return fn(*args)
         return cast(fn(*args[:dtype_at], float32, *args[dtype_at + 1:]), dtype)  # noqa: F821
     primitive.__name__, primitive.__doc__ = fn.__name__, fn.__doc__
@@ -363,7 +375,6 @@ def _creation(fn, dtype_at):
 
 from_list, full, arange = _creation(from_list, 2), _creation(full, 2), _creation(arange, 3)  # noqa: F821
 uniform, normal, randint = _creation(uniform, 3), _creation(normal, 3), _creation(randint, 3)  # noqa: F821
-reduce = _widened(reduce, 4)
 
 
 def _half_put(put):
@@ -378,9 +389,8 @@ def _half_put(put):
 
 
 put = _half_put(put)  # noqa: F821
-where, arg_reduce, sort, scan, matmul = map(_widened, (where, arg_reduce, sort, scan, matmul))  # noqa: F821
-scatter_add, fold, softmax, log_softmax, softmax_backward = map(  # noqa: F821
-    _widened, (scatter_add, fold, softmax, log_softmax, softmax_backward))  # noqa: F821
+sort, scan, scatter_add = _widened(sort), _widened(scan, 1), _widened(scatter_add, 3)  # noqa: F821
+fold, softmax, log_softmax, softmax_backward = map(_widened, (fold, softmax, log_softmax, softmax_backward))  # noqa: F821
 cross_entropy, cross_entropy_backward, linear, linear_backward, layer_norm, layer_norm_backward = map(
     _widened, (cross_entropy, cross_entropy_backward, linear, linear_backward, layer_norm,
                layer_norm_backward))
