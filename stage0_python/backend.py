@@ -40,6 +40,33 @@ from .dtypes import bool_, float64, int32, int64
 from .memory import track as _track
 from .shapes import check as _check_shape
 
+# The contract as code: every stage's backend defines these names (a test checks it, and
+# the docs' primitive table lists them), and the frontend reaches memory through nothing
+# else: the primitives, in the groups above; the shape helpers the frontend also calls;
+# and the fused kernels a stage may offer, each used only where its ``FUSED`` names it.
+PRIMITIVES = (
+    "from_list", "full", "arange", "uniform", "normal", "randint",
+    "cast",
+    "unary", "binary", "where",
+    "reduce", "arg_reduce",
+    "sort", "scan",
+    "reshape", "permute", "expand", "slice", "diagonal", "windows", "contiguous", "alias", "copy", "cat",
+    "is_contiguous", "strides", "storage_offset", "data_ptr", "storage_id", "shares_storage",
+    "take", "gather", "scatter_add",
+    "matmul",
+    "unfold", "fold",
+    "assign", "put", "set_data",
+    "to_dlpack", "from_dlpack",
+)
+HELPERS = ("prod", "broadcast_shapes", "contiguous_strides")
+COPYING_HELPERS = ("view_layout",)  # called only on a stage whose VIEWS is False
+FUSED_KERNELS = {  # the name in FUSED -> the functions it brings
+    "softmax": ("softmax", "softmax_backward"), "log_softmax": ("log_softmax", "softmax_backward"),
+    "cross_entropy": ("cross_entropy", "cross_entropy_backward"), "linear": ("linear", "linear_backward"),
+    "layer_norm": ("layer_norm", "layer_norm_backward"), "adam": ("adam_step",), "sgd": ("sgd_step",),
+    "rmsprop": ("rmsprop_step",),
+}
+
 FUSED = frozenset()
 VIEWS = False  # movement results are copies here (see view_layout)
 INF = math.inf
