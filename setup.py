@@ -43,20 +43,30 @@ CXX = ["-std=c++17", "-fvisibility=hidden", "-fopenmp", "-ffp-contract=off", "-f
        "-Wno-maybe-uninitialized", "-Wno-uninitialized"]  # xsimd leaves AVX-512 registers undefined on purpose
 
 
+# What the build generates (Cython's .c files, the .pyx rendered from a template) goes
+# here, not into the stage folders: a built `ls stage2_cython/` shows just the chapter
+GENERATED = Path("build") / "cython"
+
+
 def _render_templates(folder):
-    """Write ``x.pyx`` from each ``x.pyx.tp`` (Tempita, as scikit-learn does) when stale."""
+    """Write ``GENERATED/folder/x.pyx`` from each ``folder/x.pyx.tp`` (Tempita, as
+    scikit-learn does) when stale; the names of the rendered modules."""
     from Cython import Tempita
+    rendered = {}
     for tp in Path(folder).glob("*.pyx.tp"):
-        pyx = tp.with_suffix("")
+        pyx = GENERATED / folder / tp.with_suffix("").name
         if not pyx.exists() or pyx.stat().st_mtime < tp.stat().st_mtime:
+            pyx.parent.mkdir(parents=True, exist_ok=True)
             text = Tempita.sub(tp.read_text(encoding="utf-8"))
-            pyx.write_text("# Generated from " + tp.name + ": edit that file.\n" + text, encoding="utf-8")
+            pyx.write_text("# Generated from " + str(tp) + ": edit that file.\n" + text, encoding="utf-8")
+        rendered[pyx.stem] = str(pyx)
+    return rendered
 
 
 def stage2_extensions():
-    _render_templates("stage2_cython")
+    rendered = _render_templates("stage2_cython")
     flags = ["-fwrapv", "-ffp-contract=off"] + (["-O0", "-g"] if DEBUG else ["-O3", "-g0"])
-    return [Extension(f"stage2_cython.{name}", [f"stage2_cython/{name}.pyx"],
+    return [Extension(f"stage2_cython.{name}", [rendered.get(name, f"stage2_cython/{name}.pyx")],
                       extra_compile_args=flags + SANITIZE, extra_link_args=SANITIZE)
             for name in STAGE2]
 
@@ -108,7 +118,7 @@ def extensions():
     directives = {"language_level": 3, "boundscheck": DEBUG, "wraparound": DEBUG,
                   "initializedcheck": DEBUG, "cdivision": True, "binding": False}
     return cythonize(stage2_extensions() + stage3_extensions(), compiler_directives=directives,
-                     nthreads=os.cpu_count() or 1, include_path=["."],
+                     nthreads=os.cpu_count() or 1, include_path=["."], build_dir=str(GENERATED),
                      annotate=os.environ.get("STAGEGRAD_CYTHON_ANNOTATE") == "1")
 
 

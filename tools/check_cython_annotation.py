@@ -22,12 +22,17 @@ LINE = re.compile(r'<pre class="cython line score-(\d+)"[^>]*>.*?<span class="">
 
 
 def render_templates():
+    """Each template rendered where the build renders it (setup.py's GENERATED folder)."""
     from Cython import Tempita
+    rendered = []
     for tp in STAGE.glob("*.pyx.tp"):
-        pyx = tp.with_suffix("")
+        pyx = ROOT / "build" / "cython" / STAGE.name / tp.with_suffix("").name
         if not pyx.exists() or pyx.stat().st_mtime < tp.stat().st_mtime:
+            pyx.parent.mkdir(parents=True, exist_ok=True)
             pyx.write_text("# Generated from " + tp.name + ": edit that file.\n"
                            + Tempita.sub(tp.read_text(encoding="utf-8")), encoding="utf-8")
+        rendered.append(pyx)
+    return rendered
 
 
 def kernel_lines(source):
@@ -64,11 +69,11 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--html", help="keep the annotated HTML reports in this folder")
     args = p.parse_args()
-    render_templates()
+    rendered = render_templates()
     out = Path(args.html) if args.html else Path(tempfile.mkdtemp(prefix="stage2-annotate-"))
     out.mkdir(parents=True, exist_ok=True)
     bad = 0
-    for pyx in sorted(STAGE.glob("*.pyx")):
+    for pyx in sorted(STAGE.glob("*.pyx")) + rendered:
         c_file = out / (pyx.stem + ".c")
         subprocess.run([sys.executable, "-m", "cython", "-a", "-3", "--directive", DIRECTIVES,
                         "-I", str(ROOT), str(pyx), "-o", str(c_file)], check=True, cwd=ROOT)
