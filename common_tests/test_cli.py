@@ -3,8 +3,11 @@ is read from and every run says where that was; the progress bar fits the termin
 writes numbers as the summary does; ``--help`` describes every command and option."""
 import argparse
 import io
+import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -139,6 +142,41 @@ def test_progress_follows_the_terminal_width(monkeypatch):
     monkeypatch.setenv("COLUMNS", "50")
     narrow = Progress(100, "epoch 1/1").line(50, 3.0, loss=2.5, **{"samples/s": 5000.0})
     assert len(narrow) <= 49 and "loss 2.5000" in narrow and "elapsed" not in narrow
+
+
+@pytest.mark.skipif(os.name != "posix", reason="needs a pseudo-terminal")
+def test_progress_on_an_80_column_terminal_never_wraps():
+    import fcntl
+    import pty
+    import struct
+    import termios
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+    program = ("import time\nfrom stagegrad.progress import Progress\n"
+               "bar = Progress(50, 'epoch 12/12')\n"
+               "for i in range(1, 51):\n"
+               "    time.sleep(0.011); bar.update(i, loss=2.0 / i, **{'samples/s': 123456.0 * i})\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+    proc = subprocess.run([sys.executable, "-c", program], stdout=subprocess.DEVNULL, stderr=slave, env=env,
+                          timeout=120)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # the terminal closed: everything is read
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(master)
+    assert proc.returncode == 0
+    drawn = b"".join(chunks).decode().replace("\r\n", "\n")  # the terminal turns \n into \r\n
+    redraws = [r.replace("\033[K", "") for r in drawn.rstrip("\n").split("\r") if r]
+    assert len(redraws) >= 2 and drawn.count("\n") == 1, drawn
+    assert all(len(r) <= 79 for r in redraws), [r for r in redraws if len(r) > 79]
+    assert "loss 0.0400" in redraws[-1] and "50/50" in redraws[-1]
 
 
 def test_numbers_read_the_same_in_the_bar_and_the_summary(capsys):

@@ -8,6 +8,8 @@ turn, last the line is cut.
 Numbers are written by ``stat`` and ``seconds``, which the commands' summary lines use
 too, so a loss or a rate reads the same in the bar and in the summary.
 """
+import io
+import os
 import shutil
 import sys
 import time
@@ -55,6 +57,18 @@ def fit(parts, columns):
     return line[:room]
 
 
+def _columns(stream):
+    """The width of the terminal ``stream`` writes to: ``$COLUMNS`` when set (as
+    ``shutil.get_terminal_size`` reads it), else the stream's own terminal (standard error
+    may be one while standard output, which ``shutil`` asks, is redirected), else 80."""
+    if not os.environ.get("COLUMNS"):
+        try:
+            return os.get_terminal_size(stream.fileno()).columns or 80
+        except (AttributeError, ValueError, OSError, io.UnsupportedOperation):
+            pass
+    return shutil.get_terminal_size((80, 24)).columns
+
+
 class Progress:
     """A progress bar over ``total`` steps, labelled ``desc``, written to ``stream``
     (standard error by default). ``columns`` fixes the width; by default it is the
@@ -76,7 +90,7 @@ class Progress:
         if rate > 0 and done < self.total:
             eta = f"eta {seconds((self.total - done) / rate)}"
             timings = [f"{timings[0]}, {eta}", eta]
-        columns = self.columns or shutil.get_terminal_size((80, 24)).columns
+        columns = self.columns or _columns(self.stream)
         return fit((self.desc, min(done / max(self.total, 1), 1.0), f"{done}/{self.total}",
                     [stat(k, v) for k, v in stats.items()], timings), columns)
 
