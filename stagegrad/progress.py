@@ -47,7 +47,7 @@ def fit(parts, columns):
     tails = [stats + [t] for t in timings] + [stats[:n] for n in range(len(stats), -1, -1)]
     for pieces in tails:
         tail = "".join("  " + p for p in pieces)
-        fixed = len(desc) + len(count) + len(tail) + 4  # the space and brackets around the bar, the space after
+        fixed = len(desc) + len(count) + len(tail) + 4  # the bar's brackets and a space each side
         width = min(BAR_WIDTH[1], room - fixed)
         if width >= BAR_WIDTH[0]:
             break
