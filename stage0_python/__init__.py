@@ -23,6 +23,7 @@ from .math_ops import (acos, acosh, arccos, arccosh, arcsin, arcsinh, arctan, ar
                        fix, fmod, hypot, isfinite, isinf, isneginf, isposinf, log2, log10, logaddexp,
                        logaddexp2, pow, remainder, sinh, tan, trunc)
 from .random import Generator, initial_seed, manual_seed, seed
+from .printing import get_printoptions, printoptions, set_printoptions
 from .shapes import IndexRangeError, ShapeError
 from .tensor import Size, Tensor, ValuesIndices, device, where
 from .device import get_default_device, set_default_device

@@ -13,7 +13,7 @@ from collections import namedtuple
 
 from . import backend as B
 from . import dtypes as D
-from . import shapes
+from . import printing, shapes
 from .autocast import lower as _lower
 from .capabilities import lacking
 from .device import DeviceError, check_device, device, device_of, place  # noqa: F401  (device is public here)
@@ -288,17 +288,8 @@ class Tensor(TensorCore):
         return (self[i] for i in range(self._data.shape[0]))
 
     def __repr__(self):
-        body = _format(self.tolist(), self.dtype)
-        extra = ""
-        if self.device.type != "cpu":  # where PyTorch says it: before the dtype
-            extra += f", device='{self.device}'"
-        if self.dtype not in (float32, int64, bool_):
-            extra += f", dtype={self.dtype!r}"
-        if self.grad_fn is not None:
-            extra += f", grad_fn=<{self.grad_fn.name()}>"
-        elif self.requires_grad:
-            extra += ", requires_grad=True"
-        return f"tensor({body}{extra})"
+        # PyTorch's layout, summarised above the threshold (``printing``)
+        return printing.tensor_repr(self)
 
     # ------------------------------------------------------------ conversion
 
@@ -1543,18 +1534,6 @@ def _where(condition, input, other, op):
 
 def arange_(n, device):
     return Tensor._make(place(B.arange(0, n, 1, int64), device))
-
-
-def _format(values, dtype):
-    def fmt(v):
-        if isinstance(v, list):
-            return "[" + ", ".join(fmt(x) for x in v) + "]"
-        if isinstance(v, bool):
-            return str(v)
-        if isinstance(v, float):
-            return f"{v:.4f}" if v == v and abs(v) != math.inf else str(v)
-        return str(v)
-    return fmt(values)
 
 
 def accepts_axis(f):

@@ -1,4 +1,5 @@
 """Command-line tools shared by every stage: ``stagegrad train`` and friends."""
+import argparse
 import importlib
 
 STAGES = {
@@ -41,3 +42,31 @@ def installed_stages():
             continue
         out.append(pkg)
     return out
+
+
+def installed_text():
+    """The installed stages for a help text: ``0 (stage0_python), 1 (stage1_strides), ...``."""
+    number = {pkg: n for n, pkg in STAGES.items()}
+    return ", ".join(f"{number[pkg]} ({pkg})" for pkg in installed_stages()) or "none"
+
+
+def stage_type(peers=False):
+    """An argparse ``type`` for ``--stage``: a stage's number or package that imports here
+    (or, with ``peers``, ``torch``, whose absence the command reports when it runs). Any
+    other value is a usage error that lists the installed stages, with the reason a known
+    stage does not import."""
+    def parse(text):
+        if peers and text in PEERS:
+            return text
+        pkg = STAGES.get(text, text)
+        if pkg not in STAGES.values():
+            raise argparse.ArgumentTypeError(f"unknown stage {text!r}: installed here: {installed_text()}"
+                                             + (f"; or {', '.join(PEERS)}" if peers else ""))
+        try:
+            importlib.import_module(pkg)
+        except ImportError as e:
+            raise argparse.ArgumentTypeError(f"stage {text} ({pkg}) is not installed or not built here "
+                                             f"({e}); installed: {installed_text()}") from None
+        return text
+    parse.__name__ = "stage"  # argparse names the type in its messages
+    return parse

@@ -25,7 +25,7 @@ def add_arguments(p):
                    help="where the HTML goes (default docs/_build/html)")
     p.add_argument("--from", dest="source", default=None, metavar="DIR",
                    help="use the journey report in DIR (from `stagegrad journey --out DIR`) "
-                        "instead of measuring a quick one")
+                        "(default: measure a quick one)")
     p.add_argument("--stages", default=None,
                    help="comma-separated stages for the quick journey (default: every installed stage)")
 

@@ -22,6 +22,11 @@ header line names the threads each runs on (``OMP_NUM_THREADS`` sets them for bo
 samples/s times the whole loop, data loading included: PyTorch's ``DataLoader`` indexes and
 collates sample by sample, where a stage's MNIST hands over whole batches (``get_batch``).
 
+``--data DIR`` is the one directory the data is read from (``datafiles``): a directory
+that does not exist or lacks the dataset is an error naming it, and ``--download`` fetches
+MNIST into it. Without ``--data`` the datasets' search path applies. Either way the run
+prints where its data came from.
+
 Arguments are checked when they are parsed (a usage error, exit status 2): counts must be
 positive, the learning rate finite and positive, the weight decay finite and not negative,
 the seed in [0, 2**64), and ``--save`` must name a file in an existing, writable directory,
@@ -34,8 +39,8 @@ import os
 import pickle
 import time
 
-from . import load_stage, train_text, zoo
-from .progress import Progress
+from . import datafiles, installed_text, load_stage, stage_type, train_text, zoo
+from .progress import Progress, seconds, stat
 
 
 IMAGE_MODELS = ("mlp", "cnn", "resnet18", "mobilenetv2")
@@ -61,29 +66,38 @@ def build_model(sg, kind, width=1.0):
 
 
 def add_arguments(p):
-    p.add_argument("--stage", default="0",
-                   help="stage number or package (default 0), or 'torch' for PyTorch itself")
+    p.add_argument("--stage", default="0", type=stage_type(peers=True),
+                   help=f"the stage to train with, by number or package: {installed_text()} are "
+                        f"installed here; or 'torch' for PyTorch itself (default 0)")
     p.add_argument("--model", default="mlp", choices=IMAGE_MODELS + TEXT_MODELS,
                    help="mlp, cnn, resnet18 or mobilenetv2 train on MNIST; gpt and lstm on Shakespeare's "
                         "plays (default mlp)")
     p.add_argument("--width", type=_width, default=1.0,
                    help="channel multiplier of resnet18 and mobilenetv2 (default 1.0, the papers' width)")
     p.add_argument("--epochs", type=_positive, default=1, help="passes over the MNIST subset (default 1)")
-    p.add_argument("--batch-size", type=_positive, default=64)
+    p.add_argument("--batch-size", type=_positive, default=64,
+                   help="images per training step (default 64)")
     p.add_argument("--lr", type=_learning_rate, default=2e-3,
                    help="AdamW's learning rate at the start of the cosine schedule (default 0.002)")
-    p.add_argument("--weight-decay", type=_weight_decay, default=0.0)
+    p.add_argument("--weight-decay", type=_weight_decay, default=0.0,
+                   help="AdamW's decoupled weight decay (default 0)")
     p.add_argument("--subset", type=_count, default=6000,
                    help="train on the first N training images, or 'all' (default: 6000, which "
                         "keeps the pure-Python stages to about a minute per epoch)")
     p.add_argument("--test-subset", type=_count, default=None,
                    help="evaluate on the first N test images, or 'all' (default: all 10,000)")
-    p.add_argument("--data", default=None, help="directory holding the MNIST IDX files, or the "
-                                                 "Shakespeare archive for gpt and lstm")
+    p.add_argument("--data", default=None, metavar="DIR",
+                   help="the directory holding the MNIST IDX files (in DIR or DIR/mnist), or the "
+                        "Shakespeare archive for gpt and lstm (in DIR or DIR/shakespeare); nothing "
+                        "else is read when it is given (default: $STAGEGRAD_DATA, the shared "
+                        "datasets folder beside the checkout, then the user cache)")
+    p.add_argument("--download", action="store_true",
+                   help="fetch MNIST into --data (or the user cache) if it is not there")
     p.add_argument("--seed", type=_seed, default=0, help="an integer in [0, 2**64) (default 0)")
     p.add_argument("--save", type=_writable_file, default=None,
-                   help="write a checkpoint here after every epoch")
-    p.add_argument("--resume", default=None, help="continue from this checkpoint")
+                   help="write a checkpoint here after every epoch (default: none)")
+    p.add_argument("--resume", default=None,
+                   help="continue from this checkpoint, which --save wrote (default: start afresh)")
     train_text.add_arguments(p.add_argument_group("language models (gpt, lstm)"))
 
 
@@ -267,7 +281,9 @@ def run(args):
         raise ValueError("--epochs and --batch-size must be positive")
     ckpt = _training_checkpoint(sg, args.resume, args.model) if args.resume else None
     data = sg.utils.data
-    train_set, test_set = mnist(sg, args.data, train=True), mnist(sg, args.data, train=False)
+    root = datafiles.mnist_dir(args.data, args.download)
+    print(f"data: MNIST from {root}")
+    train_set, test_set = mnist(sg, root, train=True), mnist(sg, root, train=False)
     if args.subset is not None:
         train_set = data.Subset(train_set, range(min(args.subset, len(train_set))))
     if args.test_subset is not None:
@@ -316,5 +332,5 @@ def run(args):
                "final_loss": loss_value, "test_accuracy": accuracy,
                "samples_per_s": seen / train_time if train_time else float("nan"), "wall_s": wall}
     print(f"test accuracy {accuracy:.2%} on {len(test_set):,} images | final train loss "
-          f"{loss_value:.4f} | {summary['samples_per_s']:.0f} samples/s | wall time {wall:.1f} s")
+          f"{loss_value:.4f} | {stat('samples/s', summary['samples_per_s'])} | wall time {seconds(wall)}")
     return summary

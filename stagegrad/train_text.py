@@ -16,8 +16,8 @@ the same zoo model, on PyTorch.
 import math
 import time
 
-from . import load_stage, train, zoo
-from .progress import Progress
+from . import datafiles, installed_text, load_stage, stage_type, train, zoo
+from .progress import Progress, seconds, stat
 
 _CONFIG = {"gpt": ("context", "n_layer", "n_head", "n_embd", "n_kv_head", "positions", "dropout"),
            "lstm": ("n_embd", "hidden", "n_layer", "dropout")}
@@ -130,7 +130,9 @@ def run(args):
     kind = args.model
     config = {k: getattr(args, k) for k in _CONFIG[kind]}
     ckpt = _checkpoint(sg, args.resume, kind, config, args.steps) if args.resume else None
-    train_tokens, val_tokens, tokenizer = corpus(sg, args.data, args.context, args.max_chars)
+    root = datafiles.shakespeare_dir(args.data, args.download)
+    print(f"data: Shakespeare from {root}")
+    train_tokens, val_tokens, tokenizer = corpus(sg, root, args.context, args.max_chars)
     if ckpt is not None and ckpt["vocab"] != "".join(tokenizer.chars):
         raise ValueError(f"cannot resume from {args.resume}: it was trained on another vocabulary "
                          f"(use the --max-chars it was started with)")
@@ -184,7 +186,7 @@ def run(args):
         if step % args.eval_every == 0 or step == args.steps or out_of_time:
             val_loss = evaluate_and_save()
             print(f"step {step}: train loss {loss_value:.4f}, validation loss {val_loss:.4f} "
-                  f"({time.perf_counter() - t0:.0f} s)")
+                  f"({seconds(time.perf_counter() - t0)})")
         if out_of_time:
             print(f"time limit of {args.time_limit:g} s reached after step {step} of {args.steps}")
             break
@@ -196,7 +198,7 @@ def run(args):
                "val_loss": val_loss, "chars_per_s": seen / train_time if seen else float("nan"),
                "wall_s": wall}
     print(f"validation loss {val_loss:.4f} nats/char | final train loss {loss_value:.4f} | "
-          f"{summary['chars_per_s']:.0f} chars/s | wall time {wall:.1f} s")
+          f"{stat('chars/s', summary['chars_per_s'])} | wall time {seconds(wall)}")
     if args.sample:
         summary["sample"] = generate(sg, model, tokenizer, args.prompt, args.sample, args.temperature,
                                      args.top_k, args.seed)
@@ -240,8 +242,9 @@ def _checkpoint(sg, path, kind, config=None, steps=None):
 def add_sample_arguments(p):
     """``stagegrad sample``'s options."""
     p.add_argument("checkpoint", help="a checkpoint 'stagegrad train --model gpt|lstm --save' wrote")
-    p.add_argument("--stage", default="3", help="stage number or package, or 'torch' (default 3); a "
-                                                "checkpoint loads on the framework that wrote it")
+    p.add_argument("--stage", default="3", type=stage_type(peers=True),
+                   help=f"stage number or package: {installed_text()} are installed here; or 'torch'. "
+                        f"A checkpoint loads on the framework that wrote it (default 3)")
     p.add_argument("--chars", type=train._positive, default=500, help="characters to generate (default 500)")
     p.add_argument("--seed", type=train._seed, default=0, help="the sampling generator's seed (default 0)")
     add_sampling_arguments(p)

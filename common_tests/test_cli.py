@@ -1,0 +1,258 @@
+"""The ``stagegrad`` command line as a newcomer meets it: ``--data`` is the one place data
+is read from and every run says where that was; the progress bar fits the terminal and
+writes numbers as the summary does; ``--help`` describes every command and option."""
+import argparse
+import io
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from stagegrad import cli, datafiles, installed_stages, load_stage
+from stagegrad.progress import Progress, seconds, stat
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
+MNIST_FILES = ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz",
+               "t10k-labels-idx1-ubyte.gz")
+
+
+def _need_mnist():
+    if not all((SHARED / "mnist" / f).exists() for f in MNIST_FILES):
+        pytest.skip(f"MNIST is not in {SHARED / 'mnist'}")
+
+
+def _copy_mnist(target):
+    target.mkdir(parents=True, exist_ok=True)
+    for f in MNIST_FILES:
+        shutil.copy(SHARED / "mnist" / f, target / f)
+
+
+def _train(*argv):
+    return cli.main(["train", "--stage", "0", "--subset", "64", "--test-subset", "20", *argv])
+
+
+# ------------------------------------------------------------------ --data and --download
+
+def test_data_that_does_not_exist_is_an_error_naming_it(tmp_path, capsys):
+    missing = tmp_path / "no" / "such"
+    for model in ("mlp", "gpt"):
+        assert _train("--model", model, "--data", str(missing)) == 1
+        text = capsys.readouterr()
+        assert f"stagegrad train: error: --data {missing}: no such directory" in text.err, text.err
+        assert "--download" in text.err and "Traceback" not in text.err
+        assert "data:" not in text.out and "epoch 1/" not in text.err  # nothing loaded from elsewhere
+    afile = tmp_path / "file"
+    afile.write_text("")
+    assert _train("--data", str(afile)) == 1
+    assert f"--data {afile}: not a directory" in capsys.readouterr().err
+
+
+def test_data_without_the_dataset_is_an_error_not_a_fallback(tmp_path, capsys, monkeypatch):
+    _need_mnist()
+    monkeypatch.setenv("STAGEGRAD_DATA", str(SHARED))  # the files are on the search path...
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert _train("--data", str(empty)) == 1  # ...but --data names where to read them
+    text = capsys.readouterr()
+    assert re.search(rf"MNIST files .* were not found in {re.escape(str(empty))} \(nor in "
+                     rf"{re.escape(str(empty / 'mnist'))}\)", text.err), text.err
+    assert "--data DIR" in text.err and f"--download to fetch them into {empty}" in text.err
+    assert "data:" not in text.out
+    assert _train("--model", "gpt", "--data", str(empty)) == 1
+    err = capsys.readouterr().err
+    assert f"shakespeare-plays-gutenberg.tar.gz was not found in {empty}" in err and "--data DIR" in err
+
+
+def test_missing_data_without_data_option_names_the_search_path(tmp_path, monkeypatch):
+    mnist = load_stage("0").datasets.mnist
+    dirs = [tmp_path / "a", tmp_path / "cache"]
+    monkeypatch.setattr(mnist, "search_dirs", lambda root=None: dirs)
+    with pytest.raises(ValueError) as info:
+        datafiles.mnist_dir(None)
+    message = str(info.value)
+    assert f"in any of: {dirs[0]}, {dirs[1]}" in message
+    assert "--data DIR" in message and f"--download to fetch them into {dirs[1]}" in message
+
+
+def test_data_is_read_from_the_directory_given_and_says_so(tmp_path, capsys):
+    _need_mnist()
+    _copy_mnist(tmp_path / "mine" / "mnist")
+    assert datafiles.mnist_dir(tmp_path / "mine") == tmp_path / "mine" / "mnist"
+    assert _train("--data", str(tmp_path / "mine")) == 0
+    out = capsys.readouterr().out
+    assert f"data: MNIST from {tmp_path / 'mine' / 'mnist'}\n" in out and "test accuracy" in out
+
+
+def test_download_fetches_into_the_data_directory(tmp_path, capsys, monkeypatch):
+    _need_mnist()
+    mnist = load_stage("0").datasets.mnist
+    fetched = []
+
+    def fake_download(names, target):  # the network, replaced by the shared copy
+        fetched.append((tuple(names), Path(target)))
+        _copy_mnist(Path(target))
+
+    monkeypatch.setattr(mnist, "download_files", fake_download)
+    target = tmp_path / "new"
+    assert _train("--data", str(target), "--download") == 0
+    out = capsys.readouterr().out
+    assert fetched == [(mnist.FILES[True] + mnist.FILES[False], target)]
+    assert f"downloading MNIST into {target}\n" in out and f"data: MNIST from {target}\n" in out
+    assert _train("--data", str(target), "--download") == 0  # present now: not fetched again
+    assert len(fetched) == 1
+
+
+# ------------------------------------------------------------------ the progress bar
+
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+@pytest.mark.parametrize("columns", [80, 60, 30, 12, 200])
+def test_progress_line_fits_the_terminal(columns):
+    label = "stage3_simd: matmul 1024x1024x1024 on every thread, a long label " * 2
+    stream = _Terminal()
+    bar = Progress(1000, "epoch 10/10", stream=stream, columns=columns)
+    for done in (1, 500, 1000):
+        for stats in ({}, {"loss": 2.3125, "samples/s": 123456.7}, {"now": label}):
+            line = bar.line(done, 12.5, **stats)
+            assert len(line) <= columns - 1, (columns, line)
+            assert f"{done}/1000" in line or columns < 20
+    bar.update(500, loss=1.5, now=label)
+    bar.update(1000, loss=1.25, now=label)
+    drawn = stream.getvalue()
+    # a redraw returns to the line's start and never leaves a line behind until the end
+    assert drawn.count("\n") == 1 and drawn.endswith("\n")
+    for piece in drawn.strip("\n").split("\r")[1:]:
+        assert len(piece.replace("\033[K", "")) <= columns - 1
+
+
+def test_progress_follows_the_terminal_width(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")  # shutil.get_terminal_size reads it first
+    line = Progress(100, "epoch 1/1").line(50, 3.0, loss=2.5, **{"samples/s": 5000.0})
+    assert len(line) <= 79
+    assert line == "epoch 1/1 [##########..........] 50/100  loss 2.5000  5000 samples/s  eta 3.0 s"
+    wide = Progress(100, "epoch 1/1", columns=120).line(50, 3.0, loss=2.5)
+    assert wide == "epoch 1/1 [##############..............] 50/100  loss 2.5000  3.0 s elapsed, eta 3.0 s"
+    monkeypatch.setenv("COLUMNS", "50")
+    narrow = Progress(100, "epoch 1/1").line(50, 3.0, loss=2.5, **{"samples/s": 5000.0})
+    assert len(narrow) <= 49 and "loss 2.5000" in narrow and "elapsed" not in narrow
+
+
+@pytest.mark.skipif(os.name != "posix", reason="needs a pseudo-terminal")
+def test_progress_on_an_80_column_terminal_never_wraps():
+    import fcntl
+    import pty
+    import struct
+    import termios
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+    program = ("import time\nfrom stagegrad.progress import Progress\n"
+               "bar = Progress(50, 'epoch 12/12')\n"
+               "for i in range(1, 51):\n"
+               "    time.sleep(0.011); bar.update(i, loss=2.0 / i, **{'samples/s': 123456.0 * i})\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+    proc = subprocess.run([sys.executable, "-c", program], stdout=subprocess.DEVNULL, stderr=slave, env=env,
+                          timeout=120)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # the terminal closed: everything is read
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(master)
+    assert proc.returncode == 0
+    drawn = b"".join(chunks).decode().replace("\r\n", "\n")  # the terminal turns \n into \r\n
+    redraws = [r.replace("\033[K", "") for r in drawn.rstrip("\n").split("\r") if r]
+    assert len(redraws) >= 2 and drawn.count("\n") == 1, drawn
+    assert all(len(r) <= 79 for r in redraws), [r for r in redraws if len(r) > 79]
+    assert "loss 0.0400" in redraws[-1] and "50/50" in redraws[-1]
+
+
+def test_numbers_read_the_same_in_the_bar_and_the_summary(capsys):
+    _need_mnist()
+    assert (stat("loss", 2.31234), stat("samples/s", 1049.6), stat("acc", 0.4321), stat("step", 3)) == \
+        ("loss 2.3123", "1050 samples/s", "acc 43.21%", "step 3")
+    assert (seconds(0.25), seconds(59.94), seconds(61.2), seconds(3600.4)) == ("0.2 s", "59.9 s", "61 s",
+                                                                               "3600 s")
+    assert _train("--data", str(SHARED / "mnist")) == 0
+    text = capsys.readouterr()
+    bar_loss = re.findall(r"epoch 1/1 \[#+\] 1/1  loss (\d+\.\d{4})  \d+ samples/s", text.err)
+    summary = re.search(r"test accuracy (\d+\.\d\d)% on 20 images \| final train loss (\d+\.\d{4}) \| "
+                        r"\d+ samples/s \| wall time \d+\.\d s", text.out)
+    test_acc = re.findall(r"test \[#+\] 1/1  acc (\d+\.\d\d)%", text.err)
+    assert bar_loss and summary and test_acc, text
+    assert bar_loss[-1] == summary.group(2) and test_acc[-1] == summary.group(1)
+
+
+# ------------------------------------------------------------------ --help
+
+def _subparsers():
+    parser = cli.build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return parser, sub.choices
+
+
+def test_every_command_and_option_has_help_with_its_default():
+    parser, commands = _subparsers()
+    assert list(commands) == [c[0] for c in cli.COMMANDS]
+    for name, p in commands.items():
+        assert len(p.description) > 40 and "``" not in p.description, name
+        text = p.format_help()
+        for action in p._actions:
+            if not action.option_strings or action.dest == "help":
+                continue
+            shown = cli.HelpFormatter(name)._get_help_string(action)
+            assert shown, (name, action.option_strings)
+            if action.nargs != 0:  # flags are off unless given; everything else says its default
+                assert "default" in shown.lower(), (name, action.option_strings, shown)
+        if name == "train":
+            for expected in ("--data DIR", "--download", "images per training step (default 64)",
+                             "AdamW's decoupled weight decay (default 0)"):
+                assert expected in " ".join(text.split()), expected
+
+
+def test_help_prints_and_exits_cleanly(capsys):
+    with pytest.raises(SystemExit) as info:
+        cli.main(["train", "--help"])
+    assert info.value.code == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert out.startswith("usage: stagegrad train") and "Train a model on MNIST" in out
+
+
+def test_stage_option_lists_the_installed_stages(capsys):
+    installed = installed_stages()
+    assert "stage0_python" in installed
+    _, commands = _subparsers()
+    for name, option in [("train", "--stage"), ("sample", "--stage"), ("journey", "--stages"),
+                         ("profile", "--stages"), ("docs", "--stages")]:
+        action = next(a for a in commands[name]._actions if option in a.option_strings)
+        for pkg in installed:
+            assert f"({pkg})" in action.help, (name, action.help)
+    with pytest.raises(SystemExit) as info:
+        cli.main(["train", "--stage", "9"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --stage: unknown stage '9': installed here: 0 (stage0_python)" in err, err
+    assert "or torch" in err and "Traceback" not in err
+
+
+def test_a_stage_that_does_not_import_is_a_usage_error_with_the_reason(monkeypatch, capsys):
+    import sys
+    monkeypatch.setitem(sys.modules, "stage2_cython", None)  # as if it were not built
+    with pytest.raises(SystemExit) as info:
+        cli.main(["train", "--stage", "2"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "stage 2 (stage2_cython) is not installed or not built here" in err, err
+    assert "2 (stage2_cython)" not in err.split("installed:")[-1]
