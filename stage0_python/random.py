@@ -133,6 +133,8 @@ default_generator = Generator()
 
 
 def manual_seed(seed):
+    """Seed the default generator; see torch.manual_seed. The generator is the project's own, so a seed
+    gives the same numbers on every stage, not PyTorch's."""
     return default_generator.manual_seed(seed)
 
 
@@ -145,4 +147,5 @@ def seed():
 
 
 def initial_seed():
+    """The seed of the default generator; see torch.initial_seed."""
     return default_generator.initial_seed()

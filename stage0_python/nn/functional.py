@@ -64,14 +64,17 @@ def _inplace(fn, input):
 # ------------------------------------------------------------------ activations
 
 def relu(input, inplace=False):
+    """See torch.nn.functional.relu."""
     return input.relu_() if inplace else input.relu()
 
 
 def silu(input, inplace=False):
+    """See torch.nn.functional.silu."""
     return _inplace(silu, input) if inplace else input.silu()
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
+    """See torch.nn.functional.leaky_relu."""
     if inplace:
         return _inplace(lambda x: leaky_relu(x, negative_slope), input)
     return where(input > 0, input, input * negative_slope)
@@ -614,6 +617,7 @@ def _avg_counts(size, k, s, p, out, include_pad):
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
+    """See torch.nn.functional.avg_pool2d."""
     k, s, p, d = _pool_args("avg_pool2d", kernel_size, stride, padding)
     x, (N, C, H, W), (oh, ow), (eh, ew), batched = _pool_setup(input, "avg_pool2d", k, s, p, d, ceil_mode)
     if eh or ew:
@@ -647,12 +651,14 @@ def _as_2d_pool(fn, input, name, kernel_size, stride, padding, **kw):
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
+    """See torch.nn.functional.max_pool1d."""
     return _as_2d_pool(max_pool2d, input, "max_pool1d", kernel_size, stride, padding,
                        dilation=(1, _ntuple(dilation, 1, "max_pool1d", "dilation")[0]),
                        ceil_mode=ceil_mode, return_indices=return_indices)
 
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    """See torch.nn.functional.avg_pool1d."""
     return _as_2d_pool(avg_pool2d, input, "avg_pool1d", kernel_size, stride, padding,
                        ceil_mode=ceil_mode, count_include_pad=count_include_pad)
 
