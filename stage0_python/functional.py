@@ -109,6 +109,7 @@ def log_softmax(input, dim, dtype=None):
 
 
 def relu(input):
+    """See torch.nn.functional.relu (``sg.nn.functional.relu`` adds ``inplace=``)."""
     return input.relu()
 
 
@@ -122,6 +123,7 @@ def gelu(input, approximate="none"):
 
 
 def silu(input):
+    """See torch.nn.functional.silu (``sg.nn.functional.silu`` adds ``inplace=``)."""
     return input.silu()
 
 
