@@ -488,7 +488,8 @@ class Tensor(TensorCore):
     # ------------------------------------------------------------ autograd
 
     def requires_grad_(self, requires_grad=True):
-        """Set ``requires_grad`` in place (floating-point tensors only); see torch.Tensor.requires_grad_."""
+        """Set ``requires_grad`` in place (floating-point tensors only); see
+        ``torch.Tensor.requires_grad_``."""
         if requires_grad and not self.dtype.is_floating_point:
             raise TypeError(f"requires_grad: only floating-point tensors can require gradients, "
                             f"got {self.dtype.name}")
@@ -502,7 +503,7 @@ class Tensor(TensorCore):
         return Tensor._make(self._data)
 
     def detach_(self):
-        """Detach this tensor from the graph in place; see torch.Tensor.detach_."""
+        """Detach this tensor from the graph in place; see ``torch.Tensor.detach_``."""
         self.grad_fn = None
         self.requires_grad = False
         return self
@@ -1551,15 +1552,15 @@ class Tensor(TensorCore):
         self._view = (base, steps, now)
 
     def add_(self, other, alpha=1):
-        """In-place ``add``; see torch.Tensor.add_."""
+        """In-place ``add``; see ``torch.Tensor.add_``."""
         return self._inplace(lambda x: x.add(other, alpha=alpha), "add_")
 
     def sub_(self, other, alpha=1):
-        """In-place ``sub``; see torch.Tensor.sub_."""
+        """In-place ``sub``; see ``torch.Tensor.sub_``."""
         return self._inplace(lambda x: x.sub(other, alpha=alpha), "sub_")
 
     def mul_(self, other):
-        """In-place ``mul``; see torch.Tensor.mul_."""
+        """In-place ``mul``; see ``torch.Tensor.mul_``."""
         return self._inplace(lambda x: x * other, "mul_")
 
     def div_(self, other, rounding_mode=None):
@@ -1567,19 +1568,19 @@ class Tensor(TensorCore):
         return self._inplace(lambda x: x.div(other, rounding_mode=rounding_mode), "div_")
 
     def pow_(self, other):
-        """In-place ``pow``; see torch.Tensor.pow_."""
+        """In-place ``pow``; see ``torch.Tensor.pow_``."""
         return self._inplace(lambda x: x ** other, "pow_")
 
     def clamp_(self, min=None, max=None):
-        """In-place ``clamp``; see torch.Tensor.clamp_."""
+        """In-place ``clamp``; see ``torch.Tensor.clamp_``."""
         return self._inplace(lambda x: x.clamp(min, max), "clamp_")
 
     def addcmul_(self, tensor1, tensor2, value=1):
-        """In-place ``addcmul``; see torch.Tensor.addcmul_."""
+        """In-place ``addcmul``; see ``torch.Tensor.addcmul_``."""
         return self._inplace(lambda x: x.addcmul(tensor1, tensor2, value), "addcmul_")
 
     def addcdiv_(self, tensor1, tensor2, value=1):
-        """In-place ``addcdiv``; see torch.Tensor.addcdiv_."""
+        """In-place ``addcdiv``; see ``torch.Tensor.addcdiv_``."""
         return self._inplace(lambda x: x.addcdiv(tensor1, tensor2, value), "addcdiv_")
 
     def maximum_(self, other):
@@ -1587,32 +1588,32 @@ class Tensor(TensorCore):
         return self._inplace(lambda x: x.maximum(other), "maximum_")
 
     def lerp_(self, end, weight):
-        """In-place ``lerp``; see torch.Tensor.lerp_."""
+        """In-place ``lerp``; see ``torch.Tensor.lerp_``."""
         return self._inplace(lambda x: x.lerp(end, weight), "lerp_")
 
     def masked_fill_(self, mask, value):
-        """In-place ``masked_fill``; see torch.Tensor.masked_fill_."""
+        """In-place ``masked_fill``; see ``torch.Tensor.masked_fill_``."""
         return self._inplace(lambda x: x.masked_fill(mask, value), "masked_fill_")
 
     def sqrt_(self):
-        """In-place ``sqrt``; see torch.Tensor.sqrt_."""
+        """In-place ``sqrt``; see ``torch.Tensor.sqrt_``."""
         return self._inplace(lambda x: x.sqrt(), "sqrt_")
 
     def exp_(self):
-        """In-place ``exp``; see torch.Tensor.exp_."""
+        """In-place ``exp``; see ``torch.Tensor.exp_``."""
         return self._inplace(lambda x: x.exp(), "exp_")
 
     def relu_(self):
-        """In-place ``relu``; see torch.relu_."""
+        """In-place ``relu``; see ``torch.relu_``."""
         return self._inplace(lambda x: x.relu(), "relu_")
 
     def neg_(self):
-        """In-place ``neg``; see torch.Tensor.neg_."""
+        """In-place ``neg``; see ``torch.Tensor.neg_``."""
         return self._inplace(lambda x: -x, "neg_")
 
     def copy_(self, src):
         """Copy ``src`` (broadcast to this shape, cast to this dtype) into this tensor; see
-        torch.Tensor.copy_."""
+        ``torch.Tensor.copy_``."""
         if not isinstance(src, Tensor):
             raise TypeError(f"copy_: expected a Tensor, got {type(src).__name__}")
         if B.broadcast_shapes(self.shape, src.shape) != tuple(self.shape):
@@ -1623,18 +1624,18 @@ class Tensor(TensorCore):
                              "copy_")
 
     def fill_(self, value):
-        """Fill with ``value`` in place; see torch.Tensor.fill_."""
+        """Fill with ``value`` in place; see ``torch.Tensor.fill_``."""
         value = value.item() if isinstance(value, Tensor) else value
         return self._inplace(lambda x: ops.Overwrite.apply(x, self._scalar(value, self.dtype)), "fill_",
                              fill=True)
 
     def zero_(self):
-        """Fill with zeros in place; see torch.Tensor.zero_."""
+        """Fill with zeros in place; see ``torch.Tensor.zero_``."""
         return self.fill_(0)
 
     def uniform_(self, a=0.0, b=1.0, generator=None):
         """Fill in place with samples of U(a, b) from the project's generator (a seed gives the same values
-        on every stage, not PyTorch's); see torch.Tensor.uniform_."""
+        on every stage, not PyTorch's); see ``torch.Tensor.uniform_``."""
         gen = generator or _random.default_generator
         with autograd.no_grad():
             return self._inplace(lambda x: Tensor._make(place(B.uniform(self.shape, a, b, self.dtype, gen), x.device)),
@@ -1642,7 +1643,7 @@ class Tensor(TensorCore):
 
     def normal_(self, mean=0.0, std=1.0, generator=None):
         """Fill in place with samples of N(mean, std²) from the project's generator (a seed gives the same
-        values on every stage, not PyTorch's); see torch.Tensor.normal_."""
+        values on every stage, not PyTorch's); see ``torch.Tensor.normal_``."""
         gen = generator or _random.default_generator
         with autograd.no_grad():
             return self._inplace(lambda x: Tensor._make(place(B.normal(self.shape, mean, std, self.dtype, gen),
