@@ -185,7 +185,8 @@ def randint(low, high=None, size=None, dtype=None, generator=None, device=None):
 
 
 def randperm(n, dtype=None, generator=None, device=None):
-    """A random permutation of ``0 .. n-1`` from the project's generator; see torch.randperm."""
+    """A random permutation of the integers from 0 to ``n - 1``, from the project's generator;
+    see torch.randperm."""
     device = check_device(device, "randperm")
     gen = generator or R.default_generator
     dtype = _to_dtype(dtype) or int64

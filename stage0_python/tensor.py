@@ -22,6 +22,8 @@ from .shapes import IndexRangeError, ShapeError
 from .tensor_core import Size, TensorCore  # noqa: F401  (Size is public here)
 
 ValuesIndices = namedtuple("ValuesIndices", ["values", "indices"])
+ValuesIndices.__doc__ = """``(values, indices)``: what ``max`` and ``min`` with a ``dim``, ``sort``, ``topk``,
+``kthvalue``, ``cummax`` and ``cummin`` return, as PyTorch's ``torch.return_types``."""
 
 
 _Device = device
