@@ -32,6 +32,8 @@ NAMESPACES = ("", "Tensor", "autograd", "nn", "nn.functional", "nn.init", "nn.ut
 REEXPORTS = {"functional": "nn.functional", "utils.data": "data"}
 # loaded on first use by the package's ``__getattr__``, so ``dir(sg)`` does not list them
 LAZY = ("save", "load", "save_safetensors", "load_safetensors", "safetensors_metadata")
+# Tensor's operators with semantics of their own to document
+INDEXING = ("__getitem__", "__setitem__")
 
 
 def _resolve(path):
@@ -47,7 +49,8 @@ def _public():
     for ns in NAMESPACES + tuple(REEXPORTS):
         owner = _resolve(ns)
         home = REEXPORTS.get(ns, ns)
-        for name in public_names(owner) | (set(LAZY) if ns == "" else set()):
+        extra = LAZY if ns == "" else INDEXING if ns == "Tensor" else ()
+        for name in public_names(owner) | set(extra):
             out[(ns, name)] = (owner, ".".join(filter(None, (PACKAGE, home, name))))
     return out
 

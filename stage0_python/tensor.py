@@ -1457,9 +1457,14 @@ class Tensor(TensorCore):
     # ------------------------------------------------------------ indexing
 
     def __getitem__(self, key):
+        """``t[key]`` with ints, slices (positive steps), ``None``, ``...``, bool masks and integer
+        tensors, as in NumPy and PyTorch; see ``torch.Tensor.__getitem__``. Basic indexing gives a view on
+        stages that have ``views`` (stage 0 copies)."""
         return indexing.getitem(self, key)
 
     def __setitem__(self, key, value):
+        """``t[key] = value`` (a number or a tensor broadcast to the indexed shape), with the keys
+        ``t[key]`` takes; see ``torch.Tensor.__setitem__``."""
         indexing.setitem(self, key, value)
 
     def _set_flat(self, i, value):
