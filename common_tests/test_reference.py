@@ -90,6 +90,22 @@ def test_every_public_name_has_a_docstring():
     assert not missing, f"public names without a docstring: {', '.join(missing)}"
 
 
+def test_the_methods_of_every_public_class_have_docstrings():
+    """What a class defines first (``Module.parameters``, ``LRScheduler.get_lr``) says what it
+    does; an override (``Linear.forward``) is documented where the method is defined first."""
+    classes = {id(obj): obj for (_, name), (owner, _) in _public().items() for obj in [getattr(owner, name)]
+               if inspect.isclass(obj) and obj.__module__.startswith(PACKAGE)}
+    missing = []
+    for cls in classes.values():
+        for name, raw in vars(cls).items():
+            if name.startswith("_") or any(name in vars(base) for base in cls.__mro__[1:]):
+                continue
+            if isinstance(raw, (property, staticmethod, classmethod)) or inspect.isfunction(raw):
+                if not (_docstring(raw) or "").strip():
+                    missing.append(f"{cls.__qualname__}.{name}")
+    assert not missing, f"public methods without a docstring: {', '.join(sorted(missing))}"
+
+
 def test_every_public_name_has_a_row_in_the_reference():
     rows = {full for _, full in _rows()}
     text = "\n".join(p.read_text(encoding="utf-8") for p in API.glob("*.md"))

@@ -31,6 +31,7 @@ class DType:
 
     @property
     def python_type(self):
+        """The Python type of one element: ``bool``, ``int`` or ``float``."""
         return (bool, int, float)[self.category]
 
 

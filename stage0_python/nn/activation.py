@@ -305,6 +305,7 @@ class PReLU(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
+        """Set every slope back to ``init``."""
         init.constant_(self.weight, self.init)
 
     def forward(self, input):
