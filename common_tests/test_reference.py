@@ -158,17 +158,19 @@ def test_nn_functional_names_every_reexport():
 
 def test_tables_become_entries():
     page = ("```{eval-rst}\n.. currentmodule:: stage0_python\n\n.. autosummary::\n   :nosignatures:\n\n"
-            "   Tensor\n   Tensor.abs\n   Tensor.shape\n   Tensor.grad\n   cat\n```\n\n"
+            "   Tensor\n   Tensor.abs\n   Tensor.shape\n   Tensor.grad\n   cat\n   clamp\n```\n\n"
             "```{eval-rst}\n.. currentmodule:: stage0_python.autograd\n\n.. autosummary::\n\n"
             "   no_grad\n   Node\n```\n")
     assert REF.tables(page) == [
-        ("stage0_python", ["Tensor", "Tensor.abs", "Tensor.shape", "Tensor.grad", "cat"]),
+        ("stage0_python", ["Tensor", "Tensor.abs", "Tensor.shape", "Tensor.grad", "cat", "clamp"]),
         ("stage0_python.autograd", ["no_grad", "Node"])]
     out = REF.expand(page)
     # the class without the members that have rows of their own; each member by its kind
     assert ".. autoclass:: Tensor\n   :no-members:\n" in out
     assert ".. automethod:: Tensor.abs\n" in out and ".. autoproperty:: Tensor.shape\n" in out
     assert ".. autoattribute:: Tensor.grad\n" in out and ".. autofunction:: cat\n" in out
+    # a method exported as a function shows PyTorch's signature: input, not self
+    assert ".. autofunction:: clamp(input, min=None, max=None)\n" in out
     # a class also at the top level points there; one found only here is documented here
     assert ".. py:class:: no_grad\n" in out and ":py:class:`stage0_python.no_grad`" in out
     assert ".. autoclass:: Node\n" in out

@@ -55,8 +55,21 @@ def entry(module, name, listed):
         own = any(n.startswith(name + ".") for n in listed)
         return f".. auto{kind}:: {name}\n" + ("   :no-members:\n" if own else "")
     if callable(obj):
-        return f".. autofunction:: {name}\n"
+        return f".. autofunction:: {name}{_as_function(obj)}\n"
     return f".. autodata:: {name}\n"
+
+
+def _as_function(obj):
+    """The signature to show for a Tensor method that the package also exports as a function
+    (``sg.exp`` is ``Tensor.exp``): its ``self`` is the function's ``input``, as in PyTorch.
+    Empty (autodoc's own) for any other function."""
+    try:
+        params = list(inspect.signature(obj).parameters.values())
+    except (TypeError, ValueError):
+        return ""
+    if not params or params[0].name != "self":
+        return ""
+    return str(inspect.Signature([params[0].replace(name="input")] + params[1:]))
 
 
 def expand(text):
