@@ -4,13 +4,14 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))      # the stages and the stagegrad package
-sys.path.insert(0, str(HERE / "_ext"))    # the extension that writes _generated/
+sys.path.insert(0, str(HERE / "_ext"))    # the extensions: _generated/ and the reference's entries
 
 project = "stagegrad"
 author = "the stagegrad authors"
 copyright = "the stagegrad authors"
 
-extensions = ["myst_parser", "sphinx.ext.autodoc", "stagegrad_docs"]
+extensions = ["myst_parser", "sphinx.ext.autodoc", "sphinx.ext.autosummary", "stagegrad_docs",
+              "stagegrad_reference"]
 source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
 exclude_patterns = ["_build", "_generated", "_ext", "README.md"]
 myst_enable_extensions = ["colon_fence", "deflist"]

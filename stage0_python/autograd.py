@@ -11,6 +11,10 @@ from .graph import (  # noqa: F401  (the graph's public names are autograd's)
     _sync_views, is_grad_enabled)
 from .tensor import Tensor
 
+__all__ = ["Function", "Context", "Node", "AccumulateGrad", "HookSizeError", "HookTypeError", "backward",
+           "grad", "gradcheck", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
+           "inference_mode", "is_inference_mode_enabled"]
+
 
 class set_grad_enabled:
     """Context manager (and decorator) that sets grad mode, restoring it on exit."""
@@ -128,6 +132,9 @@ def _root_grads(tensors, grad_tensors, caller):
 
 
 def backward(tensors, grad_tensors=None, retain_graph=False):
+    """Accumulate the gradients of ``tensors`` (each seeded with its entry of ``grad_tensors``, or ones for
+    a scalar) into the leaves' ``.grad``; see torch.autograd.backward. ``create_graph`` and ``inputs`` are
+    not supported."""
     tensors = list(tensors) if isinstance(tensors, (list, tuple)) else [tensors]
     if grad_tensors is None:
         grad_tensors = [None] * len(tensors)

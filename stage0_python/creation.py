@@ -30,11 +30,15 @@ def _sizes(size, op, dtype):
 
 
 def tensor(data, dtype=None, requires_grad=False, device=None):
+    """A new tensor copying ``data`` (nested lists, numbers, a NumPy array, a tensor); the dtype is
+    inferred unless given. See torch.tensor."""
     device = check_device(device, "tensor")
     return _finish(Tensor._infer(data, dtype)._data, requires_grad, device)
 
 
 def as_tensor(data, dtype=None, device=None):
+    """``data`` as a tensor: a tensor is returned as it is (converted if ``dtype`` or ``device`` differ),
+    anything else copied as ``tensor`` does. See torch.as_tensor."""
     dev = check_device(device, "as_tensor")
     if isinstance(data, Tensor):  # stays on its own device unless one is named
         return data.to(dtype=dtype, device=device)
@@ -59,18 +63,21 @@ def from_dlpack(ext_tensor):
 
 
 def full(size, fill_value, dtype=None, requires_grad=False, device=None):
+    """A tensor of ``size`` filled with ``fill_value``, of its dtype unless given; see torch.full."""
     device = check_device(device, "full")
     dtype = _to_dtype(dtype) or D.result_type(fill_value)
     return _finish(B.full(_sizes((size,), "full", dtype), fill_value, dtype), requires_grad, device)
 
 
 def zeros(*size, dtype=None, requires_grad=False, device=None):
+    """See torch.zeros."""
     device = check_device(device, "zeros")
     dtype = _to_dtype(dtype) or D.get_default_dtype()
     return _finish(B.full(_sizes(size, "zeros", dtype), 0, dtype), requires_grad, device)
 
 
 def ones(*size, dtype=None, requires_grad=False, device=None):
+    """See torch.ones."""
     device = check_device(device, "ones")
     dtype = _to_dtype(dtype) or D.get_default_dtype()
     return _finish(B.full(_sizes(size, "ones", dtype), 1, dtype), requires_grad, device)
@@ -84,6 +91,7 @@ def empty(*size, dtype=None, requires_grad=False, device=None):
 
 
 def arange(start, end=None, step=1, dtype=None, requires_grad=False, device=None):
+    """Values from ``start`` to ``end`` (exclusive) by ``step``; see torch.arange."""
     device = check_device(device, "arange")
     if end is None:
         start, end = 0, start
@@ -120,6 +128,7 @@ def linspace(start, end, steps, dtype=None, requires_grad=False, device=None):
 
 
 def eye(n, m=None, dtype=None, requires_grad=False, device=None):
+    """The ``n`` x ``m`` identity matrix; see torch.eye."""
     device = check_device(device, "eye")
     m = n if m is None else m
     dtype = _to_dtype(dtype) or D.get_default_dtype()
@@ -129,6 +138,8 @@ def eye(n, m=None, dtype=None, requires_grad=False, device=None):
 
 
 def rand(*size, dtype=None, generator=None, requires_grad=False, device=None):
+    """Samples of U(0, 1) from the project's generator: a seed gives the same values on every stage, not
+    PyTorch's. See torch.rand."""
     device = check_device(device, "rand")
     dtype = _float_dtype(dtype, "rand")
     gen = generator or R.default_generator
@@ -137,6 +148,8 @@ def rand(*size, dtype=None, generator=None, requires_grad=False, device=None):
 
 
 def randn(*size, dtype=None, generator=None, requires_grad=False, device=None):
+    """Samples of N(0, 1) from the project's generator: a seed gives the same values on every stage, not
+    PyTorch's. See torch.randn."""
     device = check_device(device, "randn")
     dtype = _float_dtype(dtype, "randn")
     gen = generator or R.default_generator
@@ -145,6 +158,8 @@ def randn(*size, dtype=None, generator=None, requires_grad=False, device=None):
 
 
 def normal(mean, std, size, dtype=None, generator=None, device=None):
+    """Samples of N(mean, std²) of shape ``size`` (``mean`` and ``std`` are numbers) from the project's
+    generator; see torch.normal."""
     device = check_device(device, "normal")
     dtype = _float_dtype(dtype, "normal")
     gen = generator or R.default_generator
@@ -153,6 +168,8 @@ def normal(mean, std, size, dtype=None, generator=None, device=None):
 
 
 def randint(low, high=None, size=None, dtype=None, generator=None, device=None):
+    """Integers in ``[low, high)`` of shape ``size`` from the project's generator; ``randint(high, size)``
+    as well. See torch.randint."""
     device = check_device(device, "randint")
     if high is None or size is None and isinstance(high, (tuple, list)):
         # randint(high, size) as well as randint(low, high, size)
@@ -168,6 +185,8 @@ def randint(low, high=None, size=None, dtype=None, generator=None, device=None):
 
 
 def randperm(n, dtype=None, generator=None, device=None):
+    """A random permutation of the integers from 0 to ``n - 1``, from the project's generator;
+    see torch.randperm."""
     device = check_device(device, "randperm")
     gen = generator or R.default_generator
     dtype = _to_dtype(dtype) or int64
@@ -194,11 +213,14 @@ randn_like = _like(randn)
 
 
 def full_like(input, fill_value, dtype=None, requires_grad=False, device=None):
+    """``full`` with the shape (and by default the dtype and device) of ``input``; see torch.full_like."""
     return full(input.shape, fill_value, dtype=dtype or input.dtype, requires_grad=requires_grad,
                 device=input.device if device is None else check_device(device, "full_like"))
 
 
 def randint_like(input, low, high=None, dtype=None, device=None):
+    """``randint`` with the shape (and by default the dtype and device) of ``input``; see
+    torch.randint_like."""
     return randint(low, high, input.shape, dtype=dtype or input.dtype,
                    device=input.device if device is None else check_device(device, "randint_like"))
 
@@ -217,6 +239,7 @@ def _sequence(tensors, op):
 
 @accepts_axis
 def cat(tensors, dim=0):
+    """Join tensors along an existing dim (their dtypes promoted); see torch.cat. ``concat`` is the same."""
     from . import ops
     tensors = [t for t in _sequence(tensors, "cat") if not (t.ndim == 1 and t.numel() == 0)] or list(tensors)[:1]
     first = tensors[0]
@@ -241,6 +264,7 @@ concat = cat
 
 @accepts_axis
 def stack(tensors, dim=0):
+    """Join tensors of one shape along a new dim; see torch.stack."""
     tensors = _sequence(tensors, "stack")
     shape = tensors[0].shape
     for t in tensors:

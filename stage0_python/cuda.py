@@ -6,6 +6,12 @@ GPU raise ``CudaUnavailableError``.
 """
 from .device import DeviceError
 
+__all__ = ["CudaUnavailableError", "is_available", "device_count", "is_initialized", "is_bf16_supported",
+           "get_arch_list", "manual_seed", "manual_seed_all", "seed", "seed_all", "empty_cache",
+           "memory_allocated", "max_memory_allocated", "memory_reserved", "synchronize", "current_device",
+           "set_device", "get_device_name", "get_device_capability", "get_device_properties", "mem_get_info",
+           "init"]
+
 
 class CudaUnavailableError(DeviceError, AssertionError):
     """Raised by the calls that need a GPU. An AssertionError, as PyTorch's CPU build raises

@@ -31,6 +31,7 @@ class DType:
 
     @property
     def python_type(self):
+        """The Python type of one element: ``bool``, ``int`` or ``float``."""
         return (bool, int, float)[self.category]
 
 
@@ -77,10 +78,12 @@ def _lookup(name):
 
 
 def get_default_dtype():
+    """The floating-point dtype that creation functions use by default; see torch.get_default_dtype."""
     return _DEFAULT[2]
 
 
 def set_default_dtype(dtype):
+    """Set the default floating-point dtype (float32 or float64); see torch.set_default_dtype."""
     if dtype not in (float32, float64):
         raise TypeError(f"set_default_dtype: only float32 and float64 can be the default, got {dtype}")
     _DEFAULT[2] = dtype

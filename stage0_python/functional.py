@@ -82,6 +82,7 @@ class LogSigmoid(Function):
 
 
 def logsigmoid(input):
+    """See torch.nn.functional.logsigmoid."""
     return LogSigmoid.apply(_float_input(input, "logsigmoid"))
 
 
@@ -94,22 +95,26 @@ def _float_input(x, op):
 
 
 def softmax(input, dim, dtype=None):
+    """See torch.nn.functional.softmax."""
     (input,) = _float32("softmax", input)
     x = _float_input(input.to(dtype) if dtype is not None else input, "softmax")
     return Softmax.apply(x, x._dim(dim, "softmax"))
 
 
 def log_softmax(input, dim, dtype=None):
+    """See torch.nn.functional.log_softmax."""
     (input,) = _float32("log_softmax", input)
     x = _float_input(input.to(dtype) if dtype is not None else input, "log_softmax")
     return LogSoftmax.apply(x, x._dim(dim, "log_softmax"))
 
 
 def relu(input):
+    """See torch.nn.functional.relu (``sg.nn.functional.relu`` adds ``inplace=``)."""
     return input.relu()
 
 
 def gelu(input, approximate="none"):
+    """See torch.nn.functional.gelu."""
     if approximate == "none":
         return input.gelu()
     if approximate == "tanh":
@@ -118,23 +123,28 @@ def gelu(input, approximate="none"):
 
 
 def silu(input):
+    """See torch.nn.functional.silu (``sg.nn.functional.silu`` adds ``inplace=``)."""
     return input.silu()
 
 
 def sigmoid(input):
+    """See torch.nn.functional.sigmoid."""
     return input.sigmoid()
 
 
 def tanh(input):
+    """See torch.nn.functional.tanh."""
     return input.tanh()
 
 
 def softplus(input, beta=1.0, threshold=20.0):
+    """See torch.nn.functional.softplus."""
     z = input * beta
     return where(z > threshold, input, -logsigmoid(-z) / beta)
 
 
 def one_hot(tensor, num_classes=-1):
+    """See torch.nn.functional.one_hot."""
     if tensor.dtype not in (int64, int32):
         raise TypeError(f"one_hot: expected an integer tensor, got {tensor.dtype.name}")
     if num_classes < -1:
@@ -176,6 +186,7 @@ def _check_class_target(input, target, op):
 
 
 def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
+    """See torch.nn.functional.nll_loss."""
     input, target, weight = _float32("loss", input, target, weight)
     return _nll_loss(input, target, weight, ignore_index, reduction, "nll_loss")
 
@@ -296,6 +307,7 @@ def _check_same_shape(input, target, op):
 
 
 def mse_loss(input, target, reduction="mean"):
+    """See torch.nn.functional.mse_loss."""
     input, target = _float32("loss", input, target)
     _float_input(input, "mse_loss")
     _check_same_shape(input, target, "mse_loss")
@@ -304,12 +316,14 @@ def mse_loss(input, target, reduction="mean"):
 
 
 def l1_loss(input, target, reduction="mean"):
+    """See torch.nn.functional.l1_loss."""
     input, target = _float32("loss", input, target)
     _check_same_shape(input, target, "l1_loss")
     return _reduce((input - target).abs(), reduction, "l1_loss")
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean", pos_weight=None):
+    """See torch.nn.functional.binary_cross_entropy_with_logits."""
     input, target, weight = _float32("loss", input, target, weight)
     _float_input(input, "binary_cross_entropy_with_logits")
     _check_same_shape(input, target, "binary_cross_entropy_with_logits")
@@ -324,6 +338,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
 
 
 def binary_cross_entropy(input, target, weight=None, reduction="mean"):
+    """See torch.nn.functional.binary_cross_entropy."""
     input, target, weight = _float32("loss", input, target, weight)
     _check_same_shape(input, target, "binary_cross_entropy")
     loss = -(target * input.log().clamp(min=-100) + (1 - target) * (1 - input).log().clamp(min=-100))

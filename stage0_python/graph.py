@@ -50,17 +50,24 @@ class Context:
         self.materialize_grads = True
 
     def save_for_backward(self, *tensors):
+        """Keep ``tensors`` for ``backward``; see torch.autograd.function.FunctionCtx.save_for_backward."""
         self._saved = tensors
         self._versions = tuple(None if t is None else t._version for t in tensors)
 
     def mark_non_differentiable(self, *tensors):
+        """Declare outputs that get no gradient; see
+        torch.autograd.function.FunctionCtx.mark_non_differentiable."""
         self.non_differentiable = tensors
 
     def set_materialize_grads(self, value):
+        """Whether ``backward`` receives zeros (True, the default) or None for outputs without a gradient;
+        see torch.autograd.function.FunctionCtx.set_materialize_grads."""
         self.materialize_grads = bool(value)
 
     @property
     def saved_tensors(self):
+        """The tensors given to ``save_for_backward``; an error once the graph is freed, or when one of
+        them was modified in place since."""
         if self._freed:
             raise RuntimeError(
                 "Trying to backward through the graph a second time (or directly access saved "
@@ -75,6 +82,7 @@ class Context:
         return self._saved
 
     def release(self):
+        """Free the saved tensors: the engine calls it after a backward without ``retain_graph``."""
         self._saved = ()
         self._freed = True
 
@@ -95,6 +103,7 @@ class Node:
         self.retained = None
 
     def name(self):
+        """The node's name: the Function's name and ``Backward``, as PyTorch names its nodes."""
         return self.fn.__name__ + "Backward"
 
     def __repr__(self):
@@ -102,9 +111,12 @@ class Node:
 
     @property
     def next_functions(self):
+        """``(node, output index)`` for each input, ``(None, 0)`` where it needs no gradient; see
+        ``grad_fn.next_functions`` in PyTorch."""
         return tuple(e if e is not None else (None, 0) for e in self.next_edges)
 
     def run(self, grads, retain_graph):
+        """Run the backward on ``grads``, the gradients of the outputs (the engine's call)."""
         if self.ctx._freed:
             self.ctx.saved_tensors  # raises the clear error
         if self.ctx.materialize_grads and any(g is None for g in grads):
@@ -146,6 +158,7 @@ class AccumulateGrad:
         self.retained = None
 
     def name(self):
+        """``"AccumulateGrad"``, as PyTorch names the node that ends at a leaf."""
         return "AccumulateGrad"
 
     def __repr__(self):
@@ -153,9 +166,11 @@ class AccumulateGrad:
 
     @property
     def next_functions(self):
+        """Empty: the graph ends at a leaf."""
         return ()
 
     def run(self, grads, retain_graph):
+        """Add the gradient into the leaf's ``.grad`` (the engine's call)."""
         g = grads[0]
         t = self.tensor
         if g is None:
@@ -193,14 +208,20 @@ class Function:
 
     @staticmethod
     def forward(ctx, *args, **kwargs):
+        """The computation, which subclasses define as a static method taking ``ctx``; see
+        torch.autograd.Function.forward."""
         raise NotImplementedError(f"{type(ctx).__name__}.forward is not implemented")
 
     @staticmethod
     def backward(ctx, *grads):
+        """The gradients of the inputs from those of the outputs, which subclasses define as a static
+        method taking ``ctx``; see torch.autograd.Function.backward."""
         raise NotImplementedError("backward is not implemented for this Function")
 
     @classmethod
     def apply(cls, *args, **kwargs):
+        """Run ``forward`` and, when grad mode is on and an input requires grad, record the node whose
+        backward is ``backward``; see torch.autograd.Function.apply."""
         ctx = Context()
         if is_grad_enabled():
             _sync_views(args)

@@ -7,6 +7,9 @@ backend allocates, and the bytes of those still alive (a weak reference sees eac
 """
 import weakref
 
+# the program's calls; ``track`` is the backend's
+__all__ = ["stats", "reset_stats", "empty_cache", "set_pool_enabled", "set_pool_limit"]
+
 _live = set()  # ids of the arrays being counted
 _refs = {}  # id(weak reference) -> (id(array), nbytes, weak reference)
 _counts = {"allocations": 0, "bytes_in_use": 0, "peak_bytes_in_use": 0}
@@ -35,6 +38,9 @@ def _freed(ref):
 
 
 def stats():
+    """The allocator's counters, a dict: pool ``hits`` and ``misses``, ``allocations`` and
+    ``peak_bytes_in_use`` (both since ``reset_stats``), ``bytes_in_use`` and ``bytes_held_by_pool``.
+    Stage 0 has no pool, so ``hits`` and the pool's bytes stay 0."""
     c = _counts
     return {"hits": 0, "misses": c["allocations"], "allocations": c["allocations"],
             "bytes_in_use": c["bytes_in_use"], "peak_bytes_in_use": c["peak_bytes_in_use"],

@@ -43,6 +43,7 @@ class Generator:
         self._lock = threading.RLock()
 
     def manual_seed(self, seed):
+        """Seed the stream (an int); see torch.Generator.manual_seed."""
         if not isinstance(seed, int) or isinstance(seed, bool):
             raise TypeError(f"manual_seed expects an int, got {type(seed).__name__}")
         with self._lock:
@@ -54,12 +55,15 @@ class Generator:
         return self
 
     def initial_seed(self):
+        """The seed of the stream; see torch.Generator.initial_seed."""
         return self._seed
 
     def get_state(self):
+        """The stream's 64-bit state, an int (PyTorch's is a ByteTensor); see torch.Generator.get_state."""
         return self._state
 
     def set_state(self, state):
+        """Restore a state that ``get_state`` returned; see torch.Generator.set_state."""
         with self._lock:
             self._state = int(state) & MASK64
 
@@ -85,6 +89,8 @@ class Generator:
         return out
 
     def uniform(self, n, double=False):
+        """``n`` draws from [0, 1) as Python floats (53-bit with ``double``, else 24-bit), as the module
+        docstring specifies."""
         if double:
             w = self.words(2 * n)
             return [((w[i] >> 5) * 67108864.0 + (w[i + 1] >> 6)) * (1.0 / 9007199254740992.0)
@@ -92,6 +98,7 @@ class Generator:
         return [(x >> 8) * (1.0 / 16777216.0) for x in self.words(n)]
 
     def normal(self, n):
+        """``n`` draws from N(0, 1) as Python floats (Box-Muller; see the module docstring)."""
         u = self.uniform(n + (n & 1), double=True)
         out = []
         two_pi = 2.0 * math.pi
@@ -103,6 +110,7 @@ class Generator:
         return out[:n]
 
     def randint(self, low, high, n):
+        """``n`` integers from ``[low, high)`` (see the module docstring)."""
         span = high - low
         if span <= 0:
             raise ValueError(f"randint: expected low < high, got low={low}, high={high}")
@@ -121,6 +129,7 @@ class Generator:
         return out
 
     def randperm(self, n):
+        """A permutation of ``range(n)`` as a list (Fisher-Yates; see the module docstring)."""
         perm = list(range(n))
         with self._lock:
             for i in range(n - 1, 0, -1):
@@ -133,6 +142,8 @@ default_generator = Generator()
 
 
 def manual_seed(seed):
+    """Seed the default generator; see torch.manual_seed. The generator is the project's own, so a seed
+    gives the same numbers on every stage, not PyTorch's."""
     return default_generator.manual_seed(seed)
 
 
@@ -145,4 +156,5 @@ def seed():
 
 
 def initial_seed():
+    """The seed of the default generator; see torch.initial_seed."""
     return default_generator.initial_seed()

@@ -22,6 +22,8 @@ from .shapes import IndexRangeError, ShapeError
 from .tensor_core import Size, TensorCore  # noqa: F401  (Size is public here)
 
 ValuesIndices = namedtuple("ValuesIndices", ["values", "indices"])
+ValuesIndices.__doc__ = """``(values, indices)``: what ``max`` and ``min`` with a ``dim``, ``sort``, ``topk``,
+``kthvalue``, ``cummax`` and ``cummin`` return, as PyTorch's ``torch.return_types``."""
 
 
 _Device = device
@@ -218,6 +220,8 @@ class Tensor(TensorCore):
 
     @property
     def data(self):
+        """The tensor's values outside the autograd graph, sharing its storage; assigning replaces them.
+        See torch.Tensor.data."""
         return Tensor._make(self._data)
 
     @data.setter
@@ -229,19 +233,26 @@ class Tensor(TensorCore):
 
     @property
     def T(self):
+        """The tensor with its dims reversed; see torch.Tensor.T (a view on stages that have ``views``;
+        stage 0 copies, see ``LACKS``)."""
         return self.permute(tuple(range(self.ndim - 1, -1, -1)))
 
     @property
     def mT(self):
+        """The last two dims swapped; see torch.Tensor.mT (a view on stages that have ``views``; stage 0
+        copies, see ``LACKS``)."""
         return self.transpose(-2, -1)
 
     def is_floating_point(self):
+        """Whether the dtype is a floating-point one; see torch.is_floating_point."""
         return self.dtype.is_floating_point
 
     def dim(self):
+        """The number of dims; see torch.Tensor.dim."""
         return self.ndim
 
     def size(self, dim=None):
+        """The shape, or the length of ``dim``; see torch.Tensor.size."""
         if dim is None:
             return self.shape
         return self._data.shape[self._dim(dim, "size")]
@@ -255,19 +266,24 @@ class Tensor(TensorCore):
         return self.ndim
 
     def numel(self):
+        """The number of elements; see torch.numel."""
         return B.prod(self._data.shape)
 
     def element_size(self):
+        """The size of one element in bytes; see torch.Tensor.element_size."""
         return self.dtype.itemsize
 
     def is_contiguous(self):
+        """Whether the elements lie in row-major order with no gaps; see torch.Tensor.is_contiguous."""
         return B.is_contiguous(self._data)
 
     def stride(self, dim=None):
+        """The step in elements of each dim (or of ``dim``); see torch.Tensor.stride."""
         strides = B.strides(self._data)
         return strides if dim is None else strides[self._dim(dim, "stride")]
 
     def storage_offset(self):
+        """The index of the first element in the storage; see torch.Tensor.storage_offset."""
         return B.storage_offset(self._data)
 
     def data_ptr(self):
@@ -275,6 +291,8 @@ class Tensor(TensorCore):
         return B.data_ptr(self._data)
 
     def untyped_storage_id(self):
+        """An integer naming the storage this tensor reads: equal for tensors that share it. Stands in for
+        ``untyped_storage()``, which has no counterpart here."""
         return B.storage_id(self._data)
 
     def __len__(self):
@@ -302,12 +320,14 @@ class Tensor(TensorCore):
         return str(self)
 
     def item(self):
+        """The value of a one-element tensor as a Python number; see torch.Tensor.item."""
         if self.numel() != 1:
             raise ValueError(f"item: only one-element tensors can be converted to a Python "
                              f"scalar, got shape {list(self.shape)}")
         return self._data.item()
 
     def tolist(self):
+        """The values as nested Python lists (a number for a 0-d tensor); see torch.Tensor.tolist."""
         return self._data.tolist()
 
     def numpy(self):
@@ -407,18 +427,23 @@ class Tensor(TensorCore):
         return self.to(legacy.dtype_of(dtype))
 
     def float(self):
+        """``self.to(float32)``; see torch.Tensor.float."""
         return self.to(float32)
 
     def double(self):
+        """``self.to(float64)``; see torch.Tensor.double."""
         return self.to(float64)
 
     def long(self):
+        """``self.to(int64)``; see torch.Tensor.long."""
         return self.to(int64)
 
     def int(self):
+        """``self.to(int32)``; see torch.Tensor.int."""
         return self.to(int32)
 
     def bool(self):
+        """``self.to(bool)``; see torch.Tensor.bool."""
         return self.to(bool_)
 
     # dtypes some stages do not compute in: each raises CapabilityError there, naming the dtype
@@ -456,6 +481,8 @@ class Tensor(TensorCore):
     # ------------------------------------------------------------ autograd
 
     def requires_grad_(self, requires_grad=True):
+        """Set ``requires_grad`` in place (floating-point tensors only); see
+        ``torch.Tensor.requires_grad_``."""
         if requires_grad and not self.dtype.is_floating_point:
             raise TypeError(f"requires_grad: only floating-point tensors can require gradients, "
                             f"got {self.dtype.name}")
@@ -465,20 +492,26 @@ class Tensor(TensorCore):
         return self
 
     def detach(self):
+        """A tensor sharing this one's values, outside the autograd graph; see torch.Tensor.detach."""
         return Tensor._make(self._data)
 
     def detach_(self):
+        """Detach this tensor from the graph in place; see ``torch.Tensor.detach_``."""
         self.grad_fn = None
         self.requires_grad = False
         return self
 
     def clone(self):
+        """A copy that stays in the autograd graph; see torch.clone."""
         return ops.Clone.apply(self)
 
     def backward(self, gradient=None, retain_graph=False):
+        """Accumulate the gradient of this tensor into the leaves' ``.grad``; see torch.Tensor.backward.
+        Takes ``gradient`` and ``retain_graph``; ``create_graph`` and ``inputs`` are not supported."""
         autograd.backward([self], [gradient], retain_graph=retain_graph)
 
     def retain_grad(self):
+        """Keep ``.grad`` for this non-leaf tensor at the next backward; see torch.Tensor.retain_grad."""
         if self.grad_fn is None:
             return
         node = self.grad_fn
@@ -489,6 +522,7 @@ class Tensor(TensorCore):
 
     @property
     def retains_grad(self):
+        """Whether ``retain_grad()`` was called on this non-leaf tensor; see torch.Tensor.retains_grad."""
         node = self.grad_fn
         return bool(node is not None and node.retained and self._output_nr in node.retained)
 
@@ -537,12 +571,16 @@ class Tensor(TensorCore):
         return Tensor._make(place(buf, dev))
 
     def new_zeros(self, *shape, dtype=None, device=None):
+        """Zeros, with this tensor's dtype and device by default; see torch.Tensor.new_zeros."""
         return self._new(shape, 0, dtype, device, "new_zeros")
 
     def new_ones(self, *shape, dtype=None, device=None):
+        """Ones, with this tensor's dtype and device by default; see torch.Tensor.new_ones."""
         return self._new(shape, 1, dtype, device, "new_ones")
 
     def new_full(self, shape, value, dtype=None, device=None):
+        """A tensor of ``shape`` filled with ``value``, with this tensor's dtype and device by default; see
+        torch.Tensor.new_full."""
         return self._new((shape,), value, dtype, device, "new_full")
 
     def new_empty(self, *shape, dtype=None, device=None):
@@ -554,6 +592,8 @@ class Tensor(TensorCore):
         return self.to(other.dtype)
 
     def new_tensor(self, data, dtype=None, device=None):
+        """A new tensor from ``data``, with this tensor's dtype and device by default; see
+        torch.Tensor.new_tensor."""
         dev = self.device if device is None else check_device(device, "new_tensor")
         return Tensor._make(place(Tensor._infer(data, dtype=dtype or self.dtype)._data, dev))
 
@@ -572,6 +612,7 @@ class Tensor(TensorCore):
         return self._binary(o, "floordiv", None, True)
 
     def __mod__(self, o):
+        """The remainder with the sign of the divisor (the ``%`` operator); see torch.remainder."""
         return self._binary(o, "remainder", None)
 
     def __rmod__(self, o):
@@ -597,12 +638,15 @@ class Tensor(TensorCore):
                               TensorCore.__gt__, TensorCore.__ge__)
 
     def add(self, other, alpha=1):
+        """``self + alpha * other``; see torch.add."""
         return self + (other * alpha if alpha != 1 else other)
 
     def sub(self, other, alpha=1):
+        """``self - alpha * other``; see torch.sub."""
         return self - (other * alpha if alpha != 1 else other)
 
     def mul(self, other):
+        """``self * other``; see torch.mul."""
         return self * other
 
     def div(self, other, rounding_mode=None):
@@ -622,18 +666,23 @@ class Tensor(TensorCore):
         raise ValueError(f"div: rounding_mode must be None, 'floor' or 'trunc', got {rounding_mode!r}")
 
     def pow(self, other):
+        """``self ** other``; see torch.pow."""
         return self ** other
 
     def logical_not(self):
+        """See torch.logical_not."""
         return Tensor._make(B.unary("logical_not", self._data))
 
     def logical_and(self, other):
+        """See torch.logical_and."""
         return self.bool()._binary(other.bool() if isinstance(other, Tensor) else other, "logical_and", None)
 
     def logical_or(self, other):
+        """See torch.logical_or."""
         return self.bool()._binary(other.bool() if isinstance(other, Tensor) else other, "logical_or", None)
 
     def isnan(self):
+        """See torch.isnan."""
         return Tensor._make(B.unary("isnan", self._data))
 
     def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
@@ -663,75 +712,100 @@ class Tensor(TensorCore):
         return ops.Unary.apply(x, op)
 
     def exp(self):
+        """See torch.exp."""
         return self._unary("exp")
 
     def log(self):
+        """See torch.log."""
         return self._unary("log")
 
     def log1p(self):
+        """See torch.log1p."""
         return self._unary("log1p")
 
     def sqrt(self):
+        """See torch.sqrt."""
         return self._unary("sqrt")
 
     def rsqrt(self):
+        """``1 / sqrt(x)``; see torch.rsqrt."""
         return self._unary("rsqrt")
 
     def sin(self):
+        """See torch.sin."""
         return self._unary("sin")
 
     def cos(self):
+        """See torch.cos."""
         return self._unary("cos")
 
     def tanh(self):
+        """See torch.tanh."""
         return self._unary("tanh")
 
     def sigmoid(self):
+        """See torch.sigmoid."""
         return self._unary("sigmoid")
 
     def gelu(self):
+        """The GELU of each element (erf form); see torch.nn.functional.gelu (PyTorch has no such method)."""
         return self._unary("gelu")
 
     def silu(self):
+        """``x * sigmoid(x)`` of each element; see torch.nn.functional.silu (PyTorch has no such method)."""
         return self._unary("silu")
 
     def erf(self):
+        """See torch.erf."""
         return self._unary("erf")
 
     def reciprocal(self):
+        """``1 / x``; see torch.reciprocal."""
         return self._unary("reciprocal")
 
     def relu(self):
+        """``max(x, 0)``; see torch.relu."""
         return self._unary("relu", float_only=False)
 
     def abs(self):
+        """See torch.abs."""
         return self._unary("abs", float_only=False)
 
     def sign(self):
+        """See torch.sign."""
         return self._unary("sign", float_only=False)
 
     def neg(self):
+        """``-self``; see torch.neg."""
         return -self
 
     def floor(self):
+        """See torch.floor (integer tensors are returned unchanged)."""
         return self if not self.dtype.is_floating_point else self._unary("floor")
 
     def ceil(self):
+        """See torch.ceil (integer tensors are returned unchanged)."""
         return self if not self.dtype.is_floating_point else self._unary("ceil")
 
     def round(self):
+        """Round half to even; see torch.round (integer tensors are returned unchanged)."""
         return self if not self.dtype.is_floating_point else self._unary("round")
 
     def square(self):
+        """``x * x``; see torch.square."""
         return self * self
 
     def maximum(self, other):
+        """Elementwise maximum (NaN propagates); see torch.maximum."""
         return self._binary(other, "maximum", ops.Maximum)
 
     def minimum(self, other):
+        """Elementwise minimum (NaN propagates); see torch.minimum."""
         return self._binary(other, "minimum", ops.Minimum)
 
     def clamp(self, min=None, max=None):
+        """Limit every element to ``[min, max]`` (either may be None, not both); see torch.clamp. ``clip``
+        is the same function."""
         if min is None and max is None:
             raise ValueError("clamp: at least one of min and max must be given")
         dtype = D.result_type(*(v for v in (self, min, max) if v is not None))
@@ -747,15 +821,19 @@ class Tensor(TensorCore):
     clip = clamp
 
     def where(self, condition, other):
+        """``self`` where ``condition``, ``other`` elsewhere; see torch.Tensor.where."""
         return where(condition, self, other)
 
     def softmax(self, dim):
+        """See torch.softmax."""
         return functional.softmax(self, dim)
 
     def log_softmax(self, dim):
+        """See torch.log_softmax."""
         return functional.log_softmax(self, dim)
 
     def masked_fill(self, mask, value):
+        """``value`` where the bool ``mask`` is True, ``self`` elsewhere; see torch.Tensor.masked_fill."""
         if not isinstance(mask, Tensor) or mask.dtype is not bool_:
             raise TypeError(f"masked_fill: mask must be a bool tensor, got "
                             f"{getattr(mask, 'dtype', type(mask).__name__)}")
@@ -770,6 +848,7 @@ class Tensor(TensorCore):
 
     def lerp(self, end, weight):
         # from the nearer end, as PyTorch does: exact at weight 0 and at weight 1
+        """``self + weight * (end - self)``, exact at weight 0 and 1; see torch.lerp."""
         if isinstance(weight, Tensor):
             return where(weight < 0.5, self + (end - self) * weight, end - (end - self) * (1 - weight))
         if weight < 0.5:
@@ -785,9 +864,11 @@ class Tensor(TensorCore):
         return self.clamp(max=max)
 
     def addcmul(self, tensor1, tensor2, value=1):
+        """``self + value * tensor1 * tensor2``; see torch.addcmul."""
         return self + tensor1 * tensor2 * value
 
     def addcdiv(self, tensor1, tensor2, value=1):
+        """``self + value * tensor1 / tensor2``; see torch.addcdiv."""
         return self + tensor1 / tensor2 * value
 
     # ------------------------------------------------------------ reductions
@@ -796,12 +877,14 @@ class Tensor(TensorCore):
         return int64 if not self.dtype.is_floating_point else self.dtype
 
     def sum(self, dim=None, keepdim=False, dtype=None):
+        """The sum over ``dim`` (integers and bools sum as int64); see torch.sum."""
         axes = self._dims(dim, "sum")
         out = _to_dtype(dtype) or self._reduce_dtype()
         x = self if self.dtype is out else self.to(out)
         return ops.Sum.apply(x, axes, keepdim)
 
     def mean(self, dim=None, keepdim=False, dtype=None):
+        """The mean over ``dim`` (a floating-point tensor, or ``dtype=`` one); see torch.mean."""
         x = self.to(dtype) if dtype is not None else self
         if not x.dtype.is_floating_point:
             raise TypeError(f"mean: input dtype must be floating point, got {x.dtype.name}")
@@ -810,6 +893,7 @@ class Tensor(TensorCore):
         return x.sum(dim=axes, keepdim=keepdim) / (n if n else math.nan)
 
     def prod(self, dim=None, keepdim=False):
+        """The product over ``dim``; see torch.prod."""
         axes = self._dims(dim, "prod")
         x = self if self.dtype is self._reduce_dtype() else self.to(self._reduce_dtype())
         return ops.Prod.apply(x, axes, keepdim)
@@ -827,22 +911,26 @@ class Tensor(TensorCore):
         return ValuesIndices(*ops.ExtremeDim.apply(self, op, d, keepdim))
 
     def max(self, dim=None, keepdim=False):
+        """The maximum; with ``dim``, ``(values, indices)``; with a tensor, ``maximum``. See torch.max."""
         if isinstance(dim, Tensor):
             return self.maximum(dim)
         return self._extreme("max", dim, keepdim)
 
     def min(self, dim=None, keepdim=False):
+        """The minimum; with ``dim``, ``(values, indices)``; with a tensor, ``minimum``. See torch.min."""
         if isinstance(dim, Tensor):
             return self.minimum(dim)
         return self._extreme("min", dim, keepdim)
 
     def amax(self, dim=None, keepdim=False):
+        """The maximum over ``dim`` (one or several dims), without indices; see torch.amax."""
         axes = self._dims(dim, "amax")
         if any(self.shape[d] == 0 for d in axes):
             raise ValueError(f"amax: cannot reduce an empty dim of shape {list(self.shape)}")
         return ops.Extreme.apply(self, "max", axes, keepdim)
 
     def amin(self, dim=None, keepdim=False):
+        """The minimum over ``dim`` (one or several dims), without indices; see torch.amin."""
         axes = self._dims(dim, "amin")
         if any(self.shape[d] == 0 for d in axes):
             raise ValueError(f"amin: cannot reduce an empty dim of shape {list(self.shape)}")
@@ -859,12 +947,15 @@ class Tensor(TensorCore):
         return Tensor._make(B.arg_reduce(op, self._data, self._dim(dim, op), keepdim))
 
     def argmax(self, dim=None, keepdim=False):
+        """The index of the maximum (of the flattened tensor when ``dim`` is None); see torch.argmax."""
         return self._arg("argmax", dim, keepdim)
 
     def argmin(self, dim=None, keepdim=False):
+        """The index of the minimum (of the flattened tensor when ``dim`` is None); see torch.argmin."""
         return self._arg("argmin", dim, keepdim)
 
     def var(self, dim=None, unbiased=None, keepdim=False, correction=None):
+        """The variance over ``dim`` (``correction`` or ``unbiased`` as PyTorch's); see torch.var."""
         if not self.dtype.is_floating_point:
             raise TypeError(f"var: input dtype must be floating point, got {self.dtype.name}")
         if correction is None:
@@ -875,9 +966,12 @@ class Tensor(TensorCore):
         return (centered * centered).sum(dim=axes, keepdim=keepdim) / max(n - correction, 0)
 
     def std(self, dim=None, unbiased=None, keepdim=False, correction=None):
+        """The standard deviation over ``dim`` (``correction`` or ``unbiased`` as PyTorch's); see
+        torch.std."""
         return ops.SafeSqrt.apply(self.var(dim, unbiased, keepdim, correction))
 
     def logsumexp(self, dim, keepdim=False):
+        """``log(sum(exp(x)))`` over ``dim``, computed stably; see torch.logsumexp."""
         x = self if self.dtype.is_floating_point else self.to(D.get_default_dtype())
         axes = x._dims(dim, "logsumexp")
         m = x.detach().amax(dim=axes, keepdim=True)
@@ -886,6 +980,7 @@ class Tensor(TensorCore):
         return out if keepdim else out.squeeze(axes)
 
     def norm(self, p=2, dim=None, keepdim=False):
+        """The ``p``-norm over ``dim`` (all elements by default); see torch.Tensor.norm."""
         if p == 2:
             return ops.SafeSqrt.apply((self * self).sum(dim=dim, keepdim=keepdim))
         if p == 1:
@@ -895,9 +990,11 @@ class Tensor(TensorCore):
         return (self.abs() ** p).sum(dim=dim, keepdim=keepdim) ** (1.0 / p)
 
     def any(self, dim=None, keepdim=False):
+        """Whether any element (over ``dim``) is nonzero; see torch.any."""
         return Tensor._make(B.reduce("any", self._data, self._dims(dim, "any"), keepdim))
 
     def all(self, dim=None, keepdim=False):
+        """Whether every element (over ``dim``) is nonzero; see torch.all."""
         return Tensor._make(B.reduce("all", self._data, self._dims(dim, "all"), keepdim))
 
     def trace(self):
@@ -907,11 +1004,14 @@ class Tensor(TensorCore):
         return self.diagonal().sum()
 
     def count_nonzero(self, dim=None):
+        """The number of nonzero elements (over ``dim``); see torch.count_nonzero."""
         return (self != 0).sum(dim=dim)
 
     # ------------------------------------------------------------ matmul
 
     def matmul(self, other):
+        """Matrix product with NumPy's rules for 1-D and batched operands (the ``@`` operator); see
+        torch.matmul."""
         a, b = _lower(self, other)
         if not isinstance(b, Tensor):
             raise TypeError(f"matmul: expected a Tensor, got {type(b).__name__}")
@@ -949,17 +1049,20 @@ class Tensor(TensorCore):
         return ops.MatMul.apply(a, b)
 
     def mm(self, other):
+        """Product of two 2-D tensors; see torch.mm."""
         if self.ndim != 2 or other.ndim != 2:
             raise ShapeError(f"mm: expected 2-D tensors, got {list(self.shape)} and {list(other.shape)}")
         return self.matmul(other)
 
     def bmm(self, other):
+        """Batched matrix product of two 3-D tensors; see torch.bmm."""
         if self.ndim != 3 or other.ndim != 3 or self.shape[0] != other.shape[0]:
             raise ShapeError(f"bmm: expected 3-D tensors with equal batch, got {list(self.shape)} "
                              f"and {list(other.shape)}")
         return self.matmul(other)
 
     def dot(self, other):
+        """Inner product of two 1-D tensors; see torch.dot."""
         if self.ndim != 1 or other.ndim != 1:
             raise ShapeError(f"dot: expected 1-D tensors, got {list(self.shape)} and {list(other.shape)}")
         return self.matmul(other)
@@ -967,6 +1070,8 @@ class Tensor(TensorCore):
     # ------------------------------------------------------------ movement
 
     def reshape(self, *shape):
+        """The same elements in ``shape`` (one dim may be -1); see torch.reshape (a view on stages that
+        have ``views``; stage 0 copies, see ``LACKS``)."""
         shape = _shape_arg(shape, "reshape")
         n = self.numel()
         if shape.count(-1) > 1:
@@ -1028,11 +1133,13 @@ class Tensor(TensorCore):
         return out
 
     def view_as(self, other):
+        """``self.reshape(other.shape)``; see torch.Tensor.view_as. ``reshape_as`` is the same function."""
         return self.reshape(other.shape)
 
     reshape_as = view_as
 
     def flatten(self, start_dim=0, end_dim=-1):
+        """Merge dims ``start_dim`` to ``end_dim`` into one; see torch.flatten."""
         if not self.ndim:
             return self.reshape(1)
         s, e = self._dim(start_dim, "flatten"), self._dim(end_dim, "flatten")
@@ -1042,10 +1149,13 @@ class Tensor(TensorCore):
         return self.reshape(*shape[:s], B.prod(shape[s:e + 1]), *shape[e + 1:])
 
     def unflatten(self, dim, sizes):
+        """Split dim ``dim`` into ``sizes``; see torch.unflatten."""
         d = self._dim(dim, "unflatten")
         return self.reshape(*self.shape[:d], *sizes, *self.shape[d + 1:])
 
     def squeeze(self, dim=None):
+        """Remove dims of size 1 (all, or those in ``dim``); see torch.squeeze (a view on stages that have
+        ``views``; stage 0 copies, see ``LACKS``)."""
         if dim is None:
             axes = [d for d, n in enumerate(self.shape) if n == 1]
         else:
@@ -1055,12 +1165,16 @@ class Tensor(TensorCore):
         return self.reshape(*(n for d, n in enumerate(self.shape) if d not in axes))
 
     def unsqueeze(self, dim):
+        """Insert a dim of size 1 at ``dim``; see torch.unsqueeze (a view on stages that have ``views``;
+        stage 0 copies, see ``LACKS``)."""
         d = self._dim(dim, "unsqueeze", self.ndim + 1)
         shape = list(self.shape)
         shape.insert(d, 1)
         return self.reshape(shape)
 
     def permute(self, *dims):
+        """The dims reordered as ``dims``; see torch.permute (a view on stages that have ``views``; stage 0
+        copies, see ``LACKS``)."""
         dims = _shape_arg(dims, "permute")
         if len(dims) != self.ndim:
             raise ShapeError(f"permute: number of dims {len(dims)} does not match the tensor's "
@@ -1073,6 +1187,8 @@ class Tensor(TensorCore):
         return ops.Permute.apply(self, dims)
 
     def transpose(self, dim0, dim1):
+        """Swap ``dim0`` and ``dim1``; see torch.transpose (a view on stages that have ``views``; stage 0
+        copies, see ``LACKS``). ``swapaxes`` is the same function."""
         d0, d1 = self._dim(dim0, "transpose"), self._dim(dim1, "transpose")
         dims = list(range(self.ndim))
         dims[d0], dims[d1] = dims[d1], dims[d0]
@@ -1081,11 +1197,15 @@ class Tensor(TensorCore):
     swapaxes = transpose
 
     def t(self):
+        """Transpose a tensor of at most 2 dims; see torch.t (a view on stages that have ``views``; stage 0
+        copies, see ``LACKS``)."""
         if self.ndim > 2:
             raise ShapeError(f"t: expects a tensor with <= 2 dimensions, got {self.ndim}")
         return self.T
 
     def expand(self, *sizes):
+        """The tensor broadcast to ``sizes`` (-1 keeps a dim); see torch.Tensor.expand (a view on stages
+        that have ``views``; stage 0 copies, see ``LACKS``)."""
         sizes = _shape_arg(sizes, "expand")
         if len(sizes) < self.ndim:
             raise ShapeError(f"expand: the number of sizes ({len(sizes)}) must be at least the "
@@ -1110,9 +1230,12 @@ class Tensor(TensorCore):
         return ops.Expand.apply(self, shape)
 
     def expand_as(self, other):
+        """``self.expand(other.shape)``; see torch.Tensor.expand_as."""
         return self.expand(other.shape)
 
     def broadcast_to(self, shape):
+        """The tensor broadcast to ``shape``; see torch.broadcast_to (a view on stages that have ``views``;
+        stage 0 copies, see ``LACKS``)."""
         return self.expand(shape)
 
     def contiguous(self):
@@ -1124,6 +1247,8 @@ class Tensor(TensorCore):
         return self
 
     def diagonal(self, offset=0, dim1=0, dim2=1):
+        """The diagonal at ``offset`` between ``dim1`` and ``dim2``, as the last dim; see torch.diagonal (a
+        view on stages that have ``views``; stage 0 copies, see ``LACKS``)."""
         d1, d2 = self._dim(dim1, "diagonal"), self._dim(dim2, "diagonal")
         if d1 == d2:
             raise ShapeError(f"diagonal: dim1 and dim2 cannot be the same dimension, got {dim1} and "
@@ -1148,6 +1273,8 @@ class Tensor(TensorCore):
         return self[(slice(None),) * d + (index,)]
 
     def narrow(self, dim, start, length):
+        """``length`` entries of ``dim`` from ``start``; see torch.narrow (a view on stages that have
+        ``views``; stage 0 copies, see ``LACKS``)."""
         d = self._dim(dim, "narrow")
         n = self.shape[d]
         if start < 0:
@@ -1160,6 +1287,8 @@ class Tensor(TensorCore):
         return self[tuple(key)]
 
     def split(self, split_size_or_sections, dim=0):
+        """Split along ``dim`` into pieces of one size or of the listed sizes; see torch.split (a view on
+        stages that have ``views``; stage 0 copies, see ``LACKS``)."""
         d = self._dim(dim, "split")
         n = self.shape[d]
         if isinstance(split_size_or_sections, int):
@@ -1178,16 +1307,20 @@ class Tensor(TensorCore):
         return tuple(out)
 
     def chunk(self, chunks, dim=0):
+        """Split into ``chunks`` pieces along ``dim``; see torch.chunk (a view on stages that have
+        ``views``; stage 0 copies, see ``LACKS``)."""
         if chunks <= 0:
             raise ValueError(f"chunk: chunks must be positive, got {chunks}")
         n = self.shape[self._dim(dim, "chunk")]
         return self.split(max(1, -(-n // chunks)), dim)
 
     def unbind(self, dim=0):
+        """The slices along ``dim``, as a tuple with that dim removed; see torch.unbind."""
         d = self._dim(dim, "unbind")
         return tuple(t.squeeze(d) for t in self.split(1, d))
 
     def repeat(self, *sizes):
+        """The tensor tiled ``sizes`` times along each dim; see torch.Tensor.repeat."""
         sizes = _shape_arg(sizes, "repeat")
         if len(sizes) < self.ndim:
             raise ShapeError(f"repeat: {len(sizes)} repeats for a {self.ndim}-d tensor")
@@ -1240,6 +1373,7 @@ class Tensor(TensorCore):
         return d
 
     def gather(self, dim, index):
+        """Values along ``dim`` at ``index``; see torch.gather."""
         d = self._axis_index("gather", dim, index)
         try:  # the kernels check the range, so the success path pays nothing here
             if not index.ndim or not self.ndim or not index.numel():  # as a 1-d gather
@@ -1249,6 +1383,7 @@ class Tensor(TensorCore):
             raise IndexRangeError(f"gather: {e}") from None
 
     def scatter_add(self, dim, index, src):
+        """Add ``src`` into a copy of ``self`` at ``index`` along ``dim``; see torch.scatter_add."""
         d = self._axis_index("scatter_add", dim, index, src)
         if index.ndim and src.ndim == index.ndim and tuple(src.shape) != tuple(index.shape):
             src = src[tuple(slice(0, n) for n in index.shape)]  # only this corner is read, by position
@@ -1261,6 +1396,7 @@ class Tensor(TensorCore):
             raise IndexRangeError(f"scatter_add: {e}") from None
 
     def index_select(self, dim, index):
+        """The entries of ``index`` along ``dim``; see torch.index_select."""
         d = self._dim(dim, "index_select")
         indexing.check_index_tensor(index, "index_select")
         if index.ndim > 1:
@@ -1276,6 +1412,8 @@ class Tensor(TensorCore):
             raise IndexRangeError(f"index_select: {e}") from None
 
     def nonzero(self, as_tuple=False):
+        """The indices of the nonzero elements (a tuple of 1-D tensors with ``as_tuple``); see
+        torch.nonzero."""
         vals = self._data.values()
         flat = [i for i, v in enumerate(vals) if v]
         coords = []
@@ -1292,14 +1430,17 @@ class Tensor(TensorCore):
         return out
 
     def masked_select(self, mask):
+        """The elements where ``mask`` is True, as a 1-D tensor; see torch.masked_select."""
         return self[mask.expand(self.shape) if mask.shape != self.shape else mask]
 
     def tril(self, diagonal=0):
+        """The lower triangle from ``diagonal`` down, zeros above; see torch.tril."""
         r, c = self.shape[-2:]
         keep = arange_(r, self.device).unsqueeze(1) + diagonal >= arange_(c, self.device).unsqueeze(0)
         return where(keep, self, self.new_zeros(()))
 
     def triu(self, diagonal=0):
+        """The upper triangle from ``diagonal`` up, zeros below; see torch.triu."""
         r, c = self.shape[-2:]
         keep = arange_(r, self.device).unsqueeze(1) + diagonal <= arange_(c, self.device).unsqueeze(0)
         return where(keep, self, self.new_zeros(()))
@@ -1307,9 +1448,14 @@ class Tensor(TensorCore):
     # ------------------------------------------------------------ indexing
 
     def __getitem__(self, key):
+        """``t[key]`` with ints, slices (positive steps), ``None``, ``...``, bool masks and integer
+        tensors, as in NumPy and PyTorch; see ``torch.Tensor.__getitem__``. Basic indexing gives a view on
+        stages that have ``views`` (stage 0 copies)."""
         return indexing.getitem(self, key)
 
     def __setitem__(self, key, value):
+        """``t[key] = value`` (a number or a tensor broadcast to the indexed shape), with the keys
+        ``t[key]`` takes; see ``torch.Tensor.__setitem__``."""
         indexing.setitem(self, key, value)
 
     def _set_flat(self, i, value):
@@ -1404,12 +1550,15 @@ class Tensor(TensorCore):
         self._view = (base, steps, now)
 
     def add_(self, other, alpha=1):
+        """In-place ``add``; see ``torch.Tensor.add_``."""
         return self._inplace(lambda x: x.add(other, alpha=alpha), "add_")
 
     def sub_(self, other, alpha=1):
+        """In-place ``sub``; see ``torch.Tensor.sub_``."""
         return self._inplace(lambda x: x.sub(other, alpha=alpha), "sub_")
 
     def mul_(self, other):
+        """In-place ``mul``; see ``torch.Tensor.mul_``."""
         return self._inplace(lambda x: x * other, "mul_")
 
     def div_(self, other, rounding_mode=None):
@@ -1417,39 +1566,52 @@ class Tensor(TensorCore):
         return self._inplace(lambda x: x.div(other, rounding_mode=rounding_mode), "div_")
 
     def pow_(self, other):
+        """In-place ``pow``; see ``torch.Tensor.pow_``."""
         return self._inplace(lambda x: x ** other, "pow_")
 
     def clamp_(self, min=None, max=None):
+        """In-place ``clamp``; see ``torch.Tensor.clamp_``."""
         return self._inplace(lambda x: x.clamp(min, max), "clamp_")
 
     def addcmul_(self, tensor1, tensor2, value=1):
+        """In-place ``addcmul``; see ``torch.Tensor.addcmul_``."""
         return self._inplace(lambda x: x.addcmul(tensor1, tensor2, value), "addcmul_")
 
     def addcdiv_(self, tensor1, tensor2, value=1):
+        """In-place ``addcdiv``; see ``torch.Tensor.addcdiv_``."""
         return self._inplace(lambda x: x.addcdiv(tensor1, tensor2, value), "addcdiv_")
 
     def maximum_(self, other):
+        """In-place ``maximum``."""
         return self._inplace(lambda x: x.maximum(other), "maximum_")
 
     def lerp_(self, end, weight):
+        """In-place ``lerp``; see ``torch.Tensor.lerp_``."""
         return self._inplace(lambda x: x.lerp(end, weight), "lerp_")
 
     def masked_fill_(self, mask, value):
+        """In-place ``masked_fill``; see ``torch.Tensor.masked_fill_``."""
         return self._inplace(lambda x: x.masked_fill(mask, value), "masked_fill_")
 
     def sqrt_(self):
+        """In-place ``sqrt``; see ``torch.Tensor.sqrt_``."""
         return self._inplace(lambda x: x.sqrt(), "sqrt_")
 
     def exp_(self):
+        """In-place ``exp``; see ``torch.Tensor.exp_``."""
         return self._inplace(lambda x: x.exp(), "exp_")
 
     def relu_(self):
+        """In-place ``relu``; see ``torch.relu_``."""
         return self._inplace(lambda x: x.relu(), "relu_")
 
     def neg_(self):
+        """In-place ``neg``; see ``torch.Tensor.neg_``."""
         return self._inplace(lambda x: -x, "neg_")
 
     def copy_(self, src):
+        """Copy ``src`` (broadcast to this shape, cast to this dtype) into this tensor; see
+        ``torch.Tensor.copy_``."""
         if not isinstance(src, Tensor):
             raise TypeError(f"copy_: expected a Tensor, got {type(src).__name__}")
         if B.broadcast_shapes(self.shape, src.shape) != tuple(self.shape):
@@ -1460,20 +1622,26 @@ class Tensor(TensorCore):
                              "copy_")
 
     def fill_(self, value):
+        """Fill with ``value`` in place; see ``torch.Tensor.fill_``."""
         value = value.item() if isinstance(value, Tensor) else value
         return self._inplace(lambda x: ops.Overwrite.apply(x, self._scalar(value, self.dtype)), "fill_",
                              fill=True)
 
     def zero_(self):
+        """Fill with zeros in place; see ``torch.Tensor.zero_``."""
         return self.fill_(0)
 
     def uniform_(self, a=0.0, b=1.0, generator=None):
+        """Fill in place with samples of U(a, b) from the project's generator (a seed gives the same values
+        on every stage, not PyTorch's); see ``torch.Tensor.uniform_``."""
         gen = generator or _random.default_generator
         with autograd.no_grad():
             return self._inplace(lambda x: Tensor._make(place(B.uniform(self.shape, a, b, self.dtype, gen), x.device)),
                                  "uniform_")
 
     def normal_(self, mean=0.0, std=1.0, generator=None):
+        """Fill in place with samples of N(mean, std²) from the project's generator (a seed gives the same
+        values on every stage, not PyTorch's); see ``torch.Tensor.normal_``."""
         gen = generator or _random.default_generator
         with autograd.no_grad():
             return self._inplace(lambda x: Tensor._make(place(B.normal(self.shape, mean, std, self.dtype, gen),
@@ -1516,6 +1684,8 @@ def _replay(t, steps):
 
 
 def where(condition, input, other):
+    """``input`` where ``condition`` is True, ``other`` elsewhere (numbers allowed, dtypes promoted); see
+    torch.where."""
     return _where(condition, input, other, "where")
 
 

@@ -40,8 +40,13 @@ class TensorCore:
     # _view: None, or (root base, the view ops that made this from it, stamp) when this
     # tensor aliases another's storage (see Tensor._sync_view); on a stage without views,
     # (None, None, layout) for a copy that stands for a view (see ops.view_of)
-    __slots__ = ("_data", "requires_grad", "grad", "grad_fn", "_output_nr", "_accumulator",
-                 "_view", "__weakref__")
+    # a dict so that the public fields carry docstrings (the reference shows them)
+    __slots__ = {"_data": None,
+                 "requires_grad": "Whether autograd records operations on this tensor; see "
+                                  "torch.Tensor.requires_grad.",
+                 "grad": "The gradient accumulated by ``backward()`` (None until then); see torch.Tensor.grad.",
+                 "grad_fn": "The Function that made this tensor (None for a leaf); see torch.Tensor.grad_fn.",
+                 "_output_nr": None, "_accumulator": None, "_view": None, "__weakref__": None}
 
     @staticmethod
     def _make(buf):
@@ -151,19 +156,25 @@ class TensorCore:
         return ops.Unary.apply(self, "neg")
 
     def __eq__(self, o):
+        """See torch.eq (the ``==`` operator)."""
         return self._compare(o, "eq")
 
     def __ne__(self, o):
+        """See torch.ne (the ``!=`` operator)."""
         return self._compare(o, "ne")
 
     def __lt__(self, o):
+        """See torch.lt (the ``<`` operator)."""
         return self._compare(o, "lt")
 
     def __le__(self, o):
+        """See torch.le (the ``<=`` operator)."""
         return self._compare(o, "le")
 
     def __gt__(self, o):
+        """See torch.gt (the ``>`` operator)."""
         return self._compare(o, "gt")
 
     def __ge__(self, o):
+        """See torch.ge (the ``>=`` operator)."""
         return self._compare(o, "ge")

@@ -19,7 +19,7 @@ class Sampler:
 
 
 class SequentialSampler(Sampler):
-    """The indices ``0 .. len(data_source) - 1`` in order."""
+    """The indices from 0 to ``len(data_source) - 1``, in order."""
 
     def __init__(self, data_source):
         self.data_source = data_source

@@ -221,6 +221,7 @@ class MNIST(Dataset):
 
     @property
     def data(self):
+        """The images, an int32 tensor of shape (n, height, width), built on first use."""
         if self._data is None:
             self._data = creation.tensor(list(self._images), dtype=int32).reshape(self._n, self._h, self._w)
         return self._data

@@ -101,6 +101,7 @@ class CharTokenizer:
 
     @property
     def vocab_size(self):
+        """The number of distinct characters."""
         return len(self.chars)
 
     def encode(self, text):

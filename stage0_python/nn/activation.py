@@ -7,6 +7,7 @@ from .module import Module, Parameter, _empty
 
 
 class ReLU(Module):
+    """See torch.nn.ReLU."""
     def __init__(self, inplace=False):
         super().__init__()
         self.inplace = inplace
@@ -35,6 +36,7 @@ class GELU(Module):
 
 
 class SiLU(Module):
+    """See torch.nn.SiLU."""
     def __init__(self, inplace=False):
         super().__init__()
         self.inplace = inplace
@@ -47,16 +49,19 @@ class SiLU(Module):
 
 
 class Tanh(Module):
+    """See torch.nn.Tanh."""
     def forward(self, input):
         return input.tanh()
 
 
 class Sigmoid(Module):
+    """See torch.nn.Sigmoid."""
     def forward(self, input):
         return input.sigmoid()
 
 
 class Softplus(Module):
+    """See torch.nn.Softplus."""
     def __init__(self, beta=1.0, threshold=20.0):
         super().__init__()
         self.beta = beta
@@ -70,6 +75,7 @@ class Softplus(Module):
 
 
 class LeakyReLU(Module):
+    """See torch.nn.LeakyReLU."""
     def __init__(self, negative_slope=0.01, inplace=False):
         super().__init__()
         self.negative_slope = negative_slope
@@ -90,6 +96,7 @@ def _softmax_dim(name, ndim):
 
 
 class Softmax(Module):
+    """See torch.nn.Softmax."""
     def __init__(self, dim=None):
         super().__init__()
         self.dim = dim
@@ -103,6 +110,7 @@ class Softmax(Module):
 
 
 class LogSoftmax(Module):
+    """See torch.nn.LogSoftmax."""
     def __init__(self, dim=None):
         super().__init__()
         self.dim = dim
@@ -297,6 +305,7 @@ class PReLU(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
+        """Set every slope back to ``init``."""
         init.constant_(self.weight, self.init)
 
     def forward(self, input):

@@ -89,15 +89,18 @@ class Sequential(Module):
             self.add_module(str(i), m)
 
     def append(self, module):
+        """See torch.nn.Sequential.append."""
         self.add_module(str(len(self)), module)
         return self
 
     def extend(self, modules):
+        """See torch.nn.Sequential.extend."""
         for m in modules:
             self.append(m)
         return self
 
     def insert(self, index, module):
+        """See torch.nn.Sequential.insert."""
         items = list(self._modules.values())
         n = len(items)
         if not -n <= index <= n:
@@ -146,10 +149,12 @@ class ModuleList(Module):
         return ModuleList(list(self) + list(other))
 
     def append(self, module):
+        """See torch.nn.ModuleList.append."""
         self.add_module(str(len(self)), module)
         return self
 
     def extend(self, modules):
+        """See torch.nn.ModuleList.extend."""
         if not hasattr(modules, "__iter__"):
             raise TypeError(f"ModuleList.extend should be called with an iterable, but got "
                             f"{type(modules).__name__}")
@@ -158,6 +163,7 @@ class ModuleList(Module):
         return self
 
     def insert(self, index, module):
+        """See torch.nn.ModuleList.insert."""
         items = list(self._modules.values())
         items.insert(index, module)
         self._modules.clear()
@@ -212,21 +218,27 @@ class ModuleDict(Module):
         return key in self._modules
 
     def keys(self):
+        """See torch.nn.ModuleDict.keys."""
         return self._modules.keys()
 
     def values(self):
+        """See torch.nn.ModuleDict.values."""
         return self._modules.values()
 
     def items(self):
+        """See torch.nn.ModuleDict.items."""
         return self._modules.items()
 
     def pop(self, key):
+        """See torch.nn.ModuleDict.pop."""
         return self._modules.pop(key)
 
     def clear(self):
+        """See torch.nn.ModuleDict.clear."""
         self._modules.clear()
 
     def update(self, modules):
+        """See torch.nn.ModuleDict.update."""
         items = modules.items() if hasattr(modules, "items") else modules
         for pair in items:
             key, m = pair

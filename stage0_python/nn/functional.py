@@ -5,7 +5,6 @@ Everything is built from differentiable Tensor operations, except the im2col ste
 convolution and pooling: ``unfold``/``fold`` are backend kernels, wrapped in a
 ``Function`` pair whose backwards are each other.
 """
-import inspect
 import math
 import numbers
 import warnings
@@ -24,19 +23,12 @@ from ..dtypes import int64
 from ..shapes import ShapeError
 from ..tensor import Tensor, where
 
-# every public function of the core (softmax, losses, activations, ...), including any
-# added there later; the definitions below add the layers' forms and ``inplace=`` variants
-_CORE = {k: v for k, v in vars(_core).items()
-         if not k.startswith("_") and inspect.isfunction(v) and v.__module__ == _core.__name__}
-globals().update(_CORE)
-
-__all__ = sorted(set(_CORE) | {
-    "relu", "silu", "leaky_relu", "linear", "unfold", "fold", "pad", "conv1d", "conv2d",
-    "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool2d", "batch_norm",
-    "layer_norm", "group_norm", "rms_norm", "dropout", "embedding",
-    "elu", "selu", "celu", "mish", "hardswish", "hardsigmoid", "hardtanh", "relu6", "softsign", "glu",
-    "tanhshrink", "threshold", "softmin", "prelu", "hardshrink", "softshrink",
-    "smooth_l1_loss", "huber_loss", "kl_div", "normalize", "cosine_similarity", "pairwise_distance"})
+# the core's functions (softmax, losses, activations), named one by one so that readers and
+# autodoc see them; ``relu`` and ``silu`` are defined below with ``inplace=``. The reference
+# test checks that every name in the core's ``__all__`` is here.
+from ..functional import (binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy, gelu,
+                          l1_loss, log_softmax, logsigmoid, mse_loss, nll_loss, one_hot, sigmoid, softmax,
+                          softplus, tanh)
 
 
 def _ntuple(value, n, name, what):
@@ -64,14 +56,17 @@ def _inplace(fn, input):
 # ------------------------------------------------------------------ activations
 
 def relu(input, inplace=False):
+    """See torch.nn.functional.relu."""
     return input.relu_() if inplace else input.relu()
 
 
 def silu(input, inplace=False):
+    """See torch.nn.functional.silu."""
     return _inplace(silu, input) if inplace else input.silu()
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
+    """See torch.nn.functional.leaky_relu."""
     if inplace:
         return _inplace(lambda x: leaky_relu(x, negative_slope), input)
     return where(input > 0, input, input * negative_slope)
@@ -614,6 +609,7 @@ def _avg_counts(size, k, s, p, out, include_pad):
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
+    """See torch.nn.functional.avg_pool2d."""
     k, s, p, d = _pool_args("avg_pool2d", kernel_size, stride, padding)
     x, (N, C, H, W), (oh, ow), (eh, ew), batched = _pool_setup(input, "avg_pool2d", k, s, p, d, ceil_mode)
     if eh or ew:
@@ -647,12 +643,14 @@ def _as_2d_pool(fn, input, name, kernel_size, stride, padding, **kw):
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
+    """See torch.nn.functional.max_pool1d."""
     return _as_2d_pool(max_pool2d, input, "max_pool1d", kernel_size, stride, padding,
                        dilation=(1, _ntuple(dilation, 1, "max_pool1d", "dilation")[0]),
                        ceil_mode=ceil_mode, return_indices=return_indices)
 
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    """See torch.nn.functional.avg_pool1d."""
     return _as_2d_pool(avg_pool2d, input, "avg_pool1d", kernel_size, stride, padding,
                        ceil_mode=ceil_mode, count_include_pad=count_include_pad)
 
@@ -1045,8 +1043,24 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 
 # the resampling, transposed-convolution, unpooling, attention and remaining layers' forms live in
 # their own modules (imported last: they build on the helpers above)
-from . import functional_extra as _extra, functional_spatial as _spatial  # noqa: E402
-from . import functional_attention as _attention  # noqa: E402
+from .functional_attention import multi_head_attention_forward, scaled_dot_product_attention  # noqa: E402
+from .functional_extra import (alpha_dropout, bilinear, dropout1d, dropout2d, embedding_bag,  # noqa: E402
+                               instance_norm, local_response_norm)
+from .functional_spatial import (adaptive_avg_pool1d, adaptive_max_pool1d, adaptive_max_pool2d,  # noqa: E402
+                                 conv_transpose1d, conv_transpose2d, interpolate, max_unpool1d, max_unpool2d,
+                                 pixel_shuffle, pixel_unshuffle, upsample, upsample_bilinear, upsample_nearest)
 
-globals().update({k: getattr(m, k) for m in (_extra, _spatial, _attention) for k in m.__all__})
-__all__ = sorted(set(__all__) | set(_extra.__all__) | set(_spatial.__all__) | set(_attention.__all__))
+# every public name, defined here or imported (a literal: linters then count the imports as re-exports)
+__all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d",
+           "alpha_dropout", "avg_pool1d", "avg_pool2d", "batch_norm", "bilinear", "binary_cross_entropy",
+           "binary_cross_entropy_with_logits", "celu", "conv1d", "conv2d", "conv_transpose1d",
+           "conv_transpose2d", "cosine_similarity", "cross_entropy", "dropout", "dropout1d", "dropout2d",
+           "elu", "embedding", "embedding_bag", "fold", "gelu", "glu", "group_norm", "hardshrink",
+           "hardsigmoid", "hardswish", "hardtanh", "huber_loss", "instance_norm", "interpolate", "kl_div",
+           "l1_loss", "layer_norm", "leaky_relu", "linear", "local_response_norm", "log_softmax",
+           "logsigmoid", "max_pool1d", "max_pool2d", "max_unpool1d", "max_unpool2d", "mish", "mse_loss",
+           "multi_head_attention_forward", "nll_loss", "normalize", "one_hot", "pad", "pairwise_distance",
+           "pixel_shuffle", "pixel_unshuffle", "prelu", "relu", "relu6", "rms_norm",
+           "scaled_dot_product_attention", "selu", "sigmoid", "silu", "smooth_l1_loss", "softmax", "softmin",
+           "softplus", "softshrink", "softsign", "tanh", "tanhshrink", "threshold", "unfold", "upsample",
+           "upsample_bilinear", "upsample_nearest"]

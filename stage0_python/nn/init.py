@@ -12,6 +12,10 @@ from .. import random as _random
 from ..autograd import no_grad as _no_grad
 from ..tensor import Tensor
 
+__all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_",
+           "dirac_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
+           "orthogonal_", "sparse_"]
+
 
 def _gen(generator):
     return _random.default_generator if generator is None else generator

@@ -35,6 +35,8 @@ class Linear(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
+        """Draw the parameters again as the constructor does (PyTorch's scheme, from the project's
+        generator)."""
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
         if self.bias is not None:
             fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
@@ -71,6 +73,8 @@ class Bilinear(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
+        """Draw the parameters again as the constructor does (PyTorch's scheme, from the project's
+        generator)."""
         bound = 1 / math.sqrt(self.weight.shape[1]) if self.weight.shape[1] else 0.0
         init.uniform_(self.weight, -bound, bound)
         if self.bias is not None:

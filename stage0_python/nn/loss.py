@@ -51,16 +51,19 @@ class NLLLoss(_WeightedLoss):
 
 
 class MSELoss(_Loss):
+    """See torch.nn.MSELoss."""
     def forward(self, input, target):
         return F.mse_loss(input, target, reduction=self.reduction)
 
 
 class L1Loss(_Loss):
+    """See torch.nn.L1Loss."""
     def forward(self, input, target):
         return F.l1_loss(input, target, reduction=self.reduction)
 
 
 class BCELoss(_WeightedLoss):
+    """See torch.nn.BCELoss."""
     def forward(self, input, target):
         return F.binary_cross_entropy(input, target, weight=self.weight, reduction=self.reduction)
 

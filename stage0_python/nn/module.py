@@ -116,6 +116,8 @@ class Module:
         d["_forward_pre_hooks"] = OrderedDict()
 
     def forward(self, *args, **kwargs):
+        """The computation of the module, which subclasses define; call the module, not this. See
+        torch.nn.Module.forward."""
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required '
                                   f'"forward" function')
 
@@ -142,6 +144,7 @@ class Module:
             raise KeyError(f'{kind} name can\'t contain ".", got: {name}')
 
     def register_parameter(self, name, param):
+        """See torch.nn.Module.register_parameter."""
         if "_parameters" not in self.__dict__:
             raise AttributeError("cannot assign parameter before Module.__init__() call")
         self._check_name(name, "parameter")
@@ -170,6 +173,8 @@ class Module:
             self._non_persistent_buffers_set.add(name)
 
     def add_module(self, name, module):
+        """Register ``module`` as the child ``name``; see torch.nn.Module.add_module. ``register_module``
+        is the same."""
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{type(module).__name__} is not a Module subclass")
         self._check_name(name, "module")
@@ -252,6 +257,7 @@ class Module:
     # ------------------------------------------------------------ traversal
 
     def named_modules(self, memo=None, prefix="", remove_duplicate=True):
+        """See torch.nn.Module.named_modules."""
         if memo is None:
             memo = set()
         if remove_duplicate:
@@ -266,10 +272,12 @@ class Module:
             yield from m.named_modules(memo, sub, remove_duplicate)
 
     def modules(self):
+        """See torch.nn.Module.modules."""
         for _, m in self.named_modules():
             yield m
 
     def named_children(self):
+        """See torch.nn.Module.named_children."""
         seen = set()
         for name, m in self._modules.items():
             if m is not None and id(m) not in seen:
@@ -277,6 +285,7 @@ class Module:
                 yield name, m
 
     def children(self):
+        """See torch.nn.Module.children."""
         for _, m in self.named_children():
             yield m
 
@@ -296,17 +305,21 @@ class Module:
         return self._named_members("_parameters", prefix, recurse, remove_duplicate)
 
     def parameters(self, recurse=True):
+        """See torch.nn.Module.parameters."""
         for _, p in self.named_parameters(recurse=recurse):
             yield p
 
     def named_buffers(self, prefix="", recurse=True, remove_duplicate=True):
+        """See torch.nn.Module.named_buffers."""
         return self._named_members("_buffers", prefix, recurse, remove_duplicate)
 
     def buffers(self, recurse=True):
+        """See torch.nn.Module.buffers."""
         for _, b in self.named_buffers(recurse=recurse):
             yield b
 
     def get_submodule(self, target):
+        """See torch.nn.Module.get_submodule."""
         mod = self
         for item in target.split(".") if target else ():
             if item not in mod._modules:
@@ -316,6 +329,7 @@ class Module:
         return mod
 
     def get_parameter(self, target):
+        """See torch.nn.Module.get_parameter."""
         mod_path, _, name = target.rpartition(".")
         mod = self.get_submodule(mod_path)
         if name not in mod._parameters:
@@ -332,6 +346,7 @@ class Module:
     # ------------------------------------------------------------ modes and gradients
 
     def train(self, mode=True):
+        """See torch.nn.Module.train."""
         if not isinstance(mode, bool):
             raise ValueError(f"training mode is expected to be boolean, got {type(mode).__name__}")
         self.training = mode
@@ -340,14 +355,17 @@ class Module:
         return self
 
     def eval(self):
+        """See torch.nn.Module.eval."""
         return self.train(False)
 
     def requires_grad_(self, requires_grad=True):
+        """Set ``requires_grad`` on every parameter; see ``torch.nn.Module.requires_grad_``."""
         for p in self.parameters():
             p.requires_grad_(requires_grad)
         return self
 
     def zero_grad(self, set_to_none=True):
+        """See torch.nn.Module.zero_grad."""
         for p in self.parameters():
             if p.grad is None:
                 continue
@@ -449,9 +467,11 @@ class Module:
         return self._apply(convert)
 
     def float(self):
+        """Cast the floating-point parameters and buffers to float32; see torch.nn.Module.float."""
         return self._apply(lambda t: t.float() if t.dtype.is_floating_point else t)
 
     def double(self):
+        """Cast the floating-point parameters and buffers to float64; see torch.nn.Module.double."""
         return self._apply(lambda t: t.double() if t.dtype.is_floating_point else t)
 
     def half(self):

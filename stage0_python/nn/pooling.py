@@ -26,6 +26,7 @@ class _MaxPoolNd(Module):
 
 
 class MaxPool1d(_MaxPoolNd):
+    """See torch.nn.MaxPool1d."""
     def forward(self, input):
         _check(self, input, 1)
         return F.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation,
@@ -33,6 +34,7 @@ class MaxPool1d(_MaxPoolNd):
 
 
 class MaxPool2d(_MaxPoolNd):
+    """See torch.nn.MaxPool2d."""
     def forward(self, input):
         _check(self, input, 2)
         return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation,
@@ -40,6 +42,7 @@ class MaxPool2d(_MaxPoolNd):
 
 
 class AvgPool1d(Module):
+    """See torch.nn.AvgPool1d."""
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
         super().__init__()
         # stored as 1-tuples, as PyTorch does (its repr shows them)
@@ -59,6 +62,7 @@ class AvgPool1d(Module):
 
 
 class AvgPool2d(Module):
+    """See torch.nn.AvgPool2d."""
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                  divisor_override=None):
         super().__init__()

@@ -39,6 +39,7 @@ class Embedding(Module):
             self.weight = Parameter(_weight, requires_grad=not _freeze)
 
     def reset_parameters(self):
+        """Draw the weight again from N(0, 1), zeroing the ``padding_idx`` row."""
         init.normal_(self.weight)
         if self.padding_idx is not None:
             with no_grad():
@@ -63,6 +64,7 @@ class Embedding(Module):
     @classmethod
     def from_pretrained(cls, embeddings, freeze=True, padding_idx=None, max_norm=None, norm_type=2.0,
                         scale_grad_by_freq=False, sparse=False):
+        """An Embedding over the given 2-D weights; see torch.nn.Embedding.from_pretrained."""
         if embeddings.ndim != 2:
             raise ShapeError(f"Embedding.from_pretrained: embeddings must be 2-D, got shape "
                              f"{tuple(embeddings.shape)}")
@@ -102,6 +104,7 @@ class EmbeddingBag(Module):
             self.weight = Parameter(_weight)
 
     def reset_parameters(self):
+        """Draw the weight again from N(0, 1), zeroing the ``padding_idx`` row."""
         init.normal_(self.weight)
         if self.padding_idx is not None:
             with no_grad():

@@ -82,12 +82,17 @@ class LRScheduler:
             self._is_initial = False
 
     def get_lr(self):
+        """The learning rates for the current step, one per parameter group: what each scheduler defines.
+        See torch.optim.lr_scheduler.LRScheduler.get_lr."""
         raise NotImplementedError
 
     def get_last_lr(self):
+        """The learning rates the last ``step`` set; see torch.optim.lr_scheduler.LRScheduler.get_last_lr."""
         return list(self._last_lr)
 
     def step(self, epoch=None):
+        """Advance one step and set each group's learning rate; see
+        torch.optim.lr_scheduler.LRScheduler.step."""
         self._step_count += 1
         self._update_lr(epoch)
 
@@ -108,6 +113,8 @@ class LRScheduler:
         return {k: v for k, v in self.__dict__.items() if k != "optimizer"}
 
     def load_state_dict(self, state_dict):
+        """Restore the state that ``state_dict`` returned; see
+        torch.optim.lr_scheduler.LRScheduler.load_state_dict."""
         self.__dict__.update(state_dict)
 
 
@@ -422,9 +429,11 @@ class ReduceLROnPlateau(LRScheduler):
 
     @property
     def in_cooldown(self):
+        """Whether the scheduler is waiting out ``cooldown`` steps after a reduction."""
         return self.cooldown_counter > 0
 
     def is_better(self, a, best):
+        """Whether the metric ``a`` improves on ``best`` by ``mode``, ``threshold`` and ``threshold_mode``."""
         if self.mode == "min" and self.threshold_mode == "rel":
             return a < best * (1.0 - self.threshold)
         if self.mode == "min":

@@ -7,6 +7,8 @@ from ...creation import cat, stack
 from ...tensor import Tensor
 from . import rnn  # noqa: F401  (nn.utils.rnn, as in torch)
 
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "vector_to_parameters"]
+
 
 def _grads(parameters):
     if isinstance(parameters, Tensor):
