@@ -141,20 +141,107 @@ def test_machine_and_roofline_recorded(report):
     assert m["cpu_model"] and m["cores"]["usable"] >= 1
     assert m["peak"]["gflops"] > 0 and m["bandwidth"]["gbs"] > 0
     assert "matmul" in m["peak"]["method"] and "copies" in m["bandwidth"]["method"]
+    assert m["cache_bandwidth"]["gbs"] > 0 and "cache-resident" in m["cache_bandwidth"]["method"]
     for pkg, info in m["simd"].items():  # stages with SIMD paths record the one they ran on
         assert pkg in {i["package"] for i in report["implementations"]}
         assert info["path"] in info["supported"]
 
 
 def test_markdown_and_plots_written(report):
+    """A row per workload and size, a column per implementation; each measured cell shows
+    its time, each stage after the first its speed-up; each skip has a note with its reason."""
+    from stagegrad.journey import fmt_seconds
     md = (GENERATED / "journey.md").read_text()
+    lines = md.splitlines()
+    header = next(line for line in lines if line.startswith("| workload | size |"))
     for impl in report["implementations"]:
-        assert f"| {impl['label']} " in md
-    table_rows = [line for line in md.splitlines() if line.startswith("| ") and "implementation" not in line]
-    assert len(table_rows) == len(report["results"])
+        assert impl["label"].replace(" (", " ").replace(" GEMM)", "") in header
+    body = [line for line in lines if line.startswith("| ") and line is not header and "---" not in line]
+    rows = {(r["workload"], str(r["size"])) for r in report["results"]}
+    assert len(body) == len(rows)
+    for r in report["results"]:
+        row = next(line for line in body if f" {r['size_label']} " in line or f" {r['size_label']} [" in line)
+        if r["status"] == "ok":
+            assert fmt_seconds(r["time_s"]) in row
+            if r["speedup_prev"] is not None:
+                assert f"<br>{r['speedup_prev']:.3g}x" in row or f"<br>{r['speedup_prev']:,.0f}x" in row
+        else:
+            note = next(line for line in lines if line.startswith("- [") and r["reason"] in line)
+            assert f"[{note[3:note.index(']')]}]" in row
     for name in ("ladder.png", "roofline.png"):
         data = (GENERATED / name).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+
+
+def _fake_report(skip=(("matmul", "stage0_python"),)):
+    """A report with made-up times for every installed implementation (no measuring): the
+    layout tests need its shape, not its numbers."""
+    from stagegrad.journey import add_ratios
+    impls = implementations()
+    labels = {"numpy": "NumPy", "torch": "PyTorch"}
+    entries = []
+    for n, name in enumerate(impls):
+        pkg = name.partition("[")[0]
+        gemm = name.partition("[")[2].rstrip("]")
+        label = labels.get(pkg) or f"stage {pkg[5]}" + (f" ({gemm} GEMM)" if gemm else "")
+        entries.append({"name": name, "label": label, "kind": "peer" if pkg in labels else "stage",
+                        "package": pkg})
+    results = []
+    for w in WORKLOADS:
+        for s in w.sizes:
+            for n, i in enumerate(entries):
+                if not w.gemm and i["name"] != next(e["name"] for e in entries if e["package"] == i["package"]):
+                    continue
+                skipped = (w.key, i["package"]) in skip
+                results.append({"workload": w.key, "size": s, "size_label": w.size_label(s), "impl": i["name"],
+                                "label": i["label"], "kind": i["kind"], "package": i["package"],
+                                "status": "skipped" if skipped else "ok",
+                                "reason": "est. 41 s > budget 10 s" if skipped else None,
+                                "time_s": None if skipped else 10.0 ** -(n % 6) * 1.234, "note": None,
+                                "extra": {"loss": 0.5} if w.key == "mnist" else {}})
+    report = {"implementations": entries, "results": results, "stages": [e["name"] for e in entries],
+              "workloads": [{"key": w.key, "title": w.title, "metric": w.metric} for w in WORKLOADS]}
+    add_ratios(report)
+    return report
+
+
+def test_terminal_table_fits_100_columns_and_explains_skips():
+    from stagegrad import report as R
+    report = _fake_report()
+    text = R.text(report)
+    assert max(map(len, text.splitlines())) <= 100, text
+    for w in WORKLOADS:
+        assert w.title in text
+    assert "skip [1]" in text and "[1] skipped: est. 41 s > budget 10 s (stage 0, matmul a @ b, 64x64" in text
+    assert "loss after the last step: 0.5000 on every implementation that ran" in text
+
+
+def _row_lines(text):
+    """A row's first line: the size, indented two spaces under its workload's title."""
+    return [line for line in text.splitlines() if line.startswith("  ") and line[2] != " "]
+
+
+def test_journey_prints_each_row_as_it_is_measured(monkeypatch):
+    """The live table shows a row once its last cell is measured, before the next row starts."""
+    import io
+
+    from stagegrad import journey, machine
+    fake = {"gbs": 1.0, "gflops": 1.0, "by": "numpy", "method": ""}
+    monkeypatch.setattr(machine, "measure_peak_gflops", lambda: fake)
+    monkeypatch.setattr(machine, "measure_bandwidth_gbs", lambda: fake)
+    monkeypatch.setattr(machine, "measure_cache_bandwidth_gbs", lambda: fake)
+    out, seen = io.StringIO(), []
+
+    def cell(w, size, impl, budget, target, measured):
+        seen.append(len(_row_lines(out.getvalue())))  # rows printed when this cell starts
+        return {"workload": w.key, "size": size, "size_label": w.size_label(size), "impl": impl.name,
+                "label": impl.label, "kind": impl.kind, "package": impl.package, "metric": None,
+                "status": "ok", "reason": None, "time_s": 1e-3, "note": None, "extra": {}}
+    monkeypatch.setattr(journey, "measure_cell", cell)
+    report = journey.measure_all(stages=["stage0_python"], quick=True, stream=io.StringIO(), live=out)
+    keys = list(dict.fromkeys((r["workload"], str(r["size"])) for r in report["results"]))
+    assert len(_row_lines(out.getvalue())) == len(keys)
+    assert seen == sorted(seen) and seen[-1] == len(keys) - 1
 
 
 def test_site_shows_the_generated_material(site, report):
