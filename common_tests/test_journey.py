@@ -157,10 +157,15 @@ def test_markdown_and_plots_written(report):
     for impl in report["implementations"]:
         assert impl["label"].replace(" (", " ").replace(" GEMM)", "") in header
     body = [line for line in lines if line.startswith("| ") and line is not header and "---" not in line]
-    rows = {(r["workload"], str(r["size"])) for r in report["results"]}
-    assert len(body) == len(rows)
+    assert len(body) == len({(r["workload"], str(r["size"])) for r in report["results"]})
+    by_cell, title = {}, None  # a workload's title heads its first row only
+    for line in body:
+        cells = [c.strip() for c in line.strip()[1:-1].split("|")]
+        title = cells[0] or title
+        by_cell[(title, cells[1].partition(" [")[0])] = line
+    titles = {w["key"]: w["title"] for w in report["workloads"]}
     for r in report["results"]:
-        row = next(line for line in body if f" {r['size_label']} " in line or f" {r['size_label']} [" in line)
+        row = by_cell[(titles[r["workload"]], r["size_label"])]
         if r["status"] == "ok":
             assert fmt_seconds(r["time_s"]) in row
             if r["speedup_prev"] is not None:

@@ -231,6 +231,36 @@ def markdown(report):
     return "\n\n".join([head, machine_summary(report), table(report)])
 
 
+def headline(report):
+    """The landing page's measured ratios, as a Markdown table: for each workload, at the
+    cell the ladder figure shows (the largest size the first stage completed), the fastest
+    stage there, its speed-up over the first stage and its speed relative to each peer."""
+    labels = {i["name"]: i["label"] for i in report["implementations"]}
+    ok = {(r["workload"], str(r["size"]), r["impl"]): r for r in report["results"] if r["status"] == "ok"}
+    titles = {w["key"]: w["title"] for w in report["workloads"]}
+    first = report["stages"][0] if report["stages"] else None
+    peers = [i for i in report["implementations"] if i["kind"] == "peer"]
+    out = ["| workload | fastest stage | its speed-up over " + labels.get(first, "the first stage")
+           + "".join(f" | vs {p['label']}" for p in peers) + " |",
+           "|---|---|---:" + "|---:" * len(peers) + "|"]
+    for w in report["workloads"]:
+        base = [r for r in report["results"] if r["workload"] == w["key"] and r["impl"] == first
+                and r["status"] == "ok"]
+        if not base:
+            continue
+        size = str(base[-1]["size"])
+        stages = [ok[(w["key"], size, s)] for s in report["stages"] if (w["key"], size, s) in ok]
+        best = min(stages, key=lambda r: r["time_s"])
+        vs = [ok.get((w["key"], size, p["name"])) for p in peers]
+        out.append(f"| {titles[w['key']]}, {base[-1]['size_label']} | {best['label']} | "
+                   f"{_ratio(base[-1]['time_s'] / best['time_s'])}"
+                   + "".join(f" | {_ratio(p['time_s'] / best['time_s']) if p else '—'}" for p in vs) + " |")
+    out += ["", "A ratio above 1x means the stage is faster: over the first stage, its time divided by "
+            "the stage's; against a peer, the peer's time divided by the stage's. Every ratio compares "
+            "two times measured in the same run."]
+    return "\n".join(out)
+
+
 # ------------------------------------------------------------------ figures
 
 def _pyplot():
