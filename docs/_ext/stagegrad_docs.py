@@ -32,6 +32,9 @@ STAGE_RUNS = {"gemm_ladder.md": ("stage3_simd", ["gemm-ladder", "--size", "256",
               "simd.md": ("stage3_simd", ["simd-paths", "--n", "100000", "--side", "128"]),
               "profile.md": ("stage3_simd", ["profile", "--steps", "50"]),
               "devices.md": ("stage4_gpu", ["devices", "--quick"])}
+# measurements by scripts in tools/ that print Markdown: the file, the stage it needs, the
+# script and its arguments (the table is what follows the script's headings)
+TOOL_RUNS = {"stage1_views.md": ("stage1_strides", ["tools/measure_stage1.py", "--quick", "--only", "movement"])}
 # the note in place of a table when the stage does not import
 NOT_HERE = {"stage3_simd": "stage 3 is not built where this site was",
             "stage4_gpu": "stage 4 does not import where this site was built"}
@@ -46,10 +49,11 @@ def ensure_report(gen):
 
 
 def ensure_measurements(gen):
-    """Stage 3's GEMM ladder, SIMD-path and profile tables and stage 4's devices table:
-    measured here when absent, or a note that the stage does not import where the site was built."""
+    """Stage 1's views table, stage 3's GEMM ladder, SIMD-path and profile tables and stage
+    4's devices table: measured here when absent, or a note that the stage does not import
+    where the site was built."""
     failed = {}
-    for pkg in dict.fromkeys(pkg for pkg, _ in STAGE_RUNS.values()):
+    for pkg in dict.fromkeys(pkg for pkg, _ in (*STAGE_RUNS.values(), *TOOL_RUNS.values())):
         try:
             importlib.import_module(pkg)
         except ImportError as e:
@@ -61,6 +65,16 @@ def ensure_measurements(gen):
             subprocess.run([sys.executable, "-m", "stagegrad", *cmd, "--out", str(gen)], cwd=ROOT, check=True)
         else:
             (gen / name).write_text(f"*Not measured: {NOT_HERE[pkg]} ({failed[pkg]}).*\n")
+    for name, (pkg, cmd) in TOOL_RUNS.items():
+        if (gen / name).exists():
+            continue
+        if pkg in failed:
+            (gen / name).write_text(f"*Not measured: {pkg} does not import here ({failed[pkg]}).*\n")
+            continue
+        printed = subprocess.run([sys.executable, *cmd], cwd=ROOT, check=True, capture_output=True,
+                                 text=True).stdout
+        table = [line for line in printed.splitlines() if not line.startswith("#")]
+        (gen / name).write_text("\n".join(table).strip() + "\n")
 
 
 # ------------------------------------------------------------------ primitives
