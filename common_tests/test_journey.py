@@ -185,7 +185,7 @@ def _fake_report(skip=(("matmul", "stage0_python"),)):
     impls = implementations()
     labels = {"numpy": "NumPy", "torch": "PyTorch"}
     entries = []
-    for n, name in enumerate(impls):
+    for name in impls:
         pkg = name.partition("[")[0]
         gemm = name.partition("[")[2].rstrip("]")
         label = labels.get(pkg) or f"stage {pkg[5]}" + (f" ({gemm} GEMM)" if gemm else "")
@@ -195,16 +195,18 @@ def _fake_report(skip=(("matmul", "stage0_python"),)):
     for w in WORKLOADS:
         for s in w.sizes:
             for n, i in enumerate(entries):
-                if not w.gemm and i["name"] != next(e["name"] for e in entries if e["package"] == i["package"]):
+                first = next(e["name"] for e in entries if e["package"] == i["package"])
+                if not w.gemm and i["name"] != first:  # as the journey: one GEMM where none multiplies
                     continue
                 skipped = (w.key, i["package"]) in skip
-                results.append({"workload": w.key, "size": s, "size_label": w.size_label(s), "impl": i["name"],
-                                "label": i["label"], "kind": i["kind"], "package": i["package"],
+                results.append({"workload": w.key, "size": s, "size_label": w.size_label(s),
+                                "impl": i["name"], "label": i["label"], "kind": i["kind"], "package": i["package"],
                                 "status": "skipped" if skipped else "ok",
                                 "reason": "est. 41 s > budget 10 s" if skipped else None,
                                 "time_s": None if skipped else 10.0 ** -(n % 6) * 1.234, "note": None,
                                 "extra": {"loss": 0.5} if w.key == "mnist" else {}})
-    report = {"implementations": entries, "results": results, "stages": [e["name"] for e in entries],
+    report = {"implementations": entries, "results": results,
+              "stages": [e["name"] for e in entries if e["kind"] == "stage"],
               "workloads": [{"key": w.key, "title": w.title, "metric": w.metric} for w in WORKLOADS]}
     add_ratios(report)
     return report

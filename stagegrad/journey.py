@@ -17,6 +17,7 @@ import math
 import os
 import statistics
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -56,9 +57,10 @@ def run(args):
     budget = args.budget if args.budget is not None else (QUICK_BUDGET if args.quick else DEFAULT_BUDGET)
     if budget <= 0:
         raise ValueError("--budget must be positive")
-    report = measure_all(stages=stages, budget=budget, quick=args.quick, threads=args.threads, live=sys.stdout)
+    report = measure_all(stages=stages, budget=budget, quick=args.quick, threads=args.threads,
+                         live=sys.stdout)
     paths = write(report, Path(args.out), plots=not args.no_plots)
-    from .report import machine_summary
+    from .report import fit, machine_summary
     print()
     print(machine_summary(report, width=100))
     if any(s.startswith("stage4_gpu") for s in report["stages"]):  # the devices' own chapter
@@ -67,8 +69,8 @@ def run(args):
         measured = devices.measure(quick=args.quick)
         paths += list(devices.write(measured, args.out))
         print()
-        print(devices.markdown(measured))
-    print("wrote " + ", ".join(str(p) for p in paths))
+        print(fit(devices.markdown(measured)))
+    print(fit("wrote " + ", ".join(str(p) for p in paths)))
     errors = [r for r in report["results"] if r["status"] == "error"]
     if errors:
         raise RuntimeError(f"{len(errors)} cell(s) failed: " +
@@ -90,7 +92,7 @@ def measure_all(stages=None, budget=DEFAULT_BUDGET, quick=False, threads=None, s
             torch.set_num_threads(threads)
         except ImportError:
             pass
-    print(f"journey: {machine.banner()}", file=stream)
+    print(textwrap.fill(f"journey: {machine.banner()}", 100, subsequent_indent="  "), file=stream)
     print("journey: measuring the machine's roofline (sgemm peak, memory and cache bandwidth)", file=stream)
     facts = machine.describe()
     facts["peak"] = machine.measure_peak_gflops()

@@ -84,7 +84,8 @@ class Grid:
                 cells.append(("", ""))
                 continue
             if r["status"] != "ok":
-                n = self.notes.mark(f"{STATUS_WORDS[r['status']]}: {r['reason']}", f"{impl['label']}, {where}")
+                n = self.notes.mark(f"{STATUS_WORDS[r['status']]}: {r['reason']}",
+                                    f"{impl['label']}, {where}")
                 cells.append((f"{STATUS[r['status']]} [{n}]", ""))
                 continue
             time = fmt_seconds(r["time_s"]) + ("*" if r.get("note") else "")
@@ -104,7 +105,8 @@ class Grid:
         if len(losses) == 1:
             text = f"loss after the last step: {next(iter(losses))} on every implementation that ran"
         else:
-            text = "loss after the last step: " + "; ".join(f"{v} on {', '.join(who)}" for v, who in losses.items())
+            text = "loss after the last step: " + "; ".join(f"{v} on {', '.join(who)}"
+                                                             for v, who in losses.items())
         mark = self.notes.mark(text, where) if losses else None
         return first["size_label"], mark, cells
 
@@ -185,6 +187,17 @@ class TextTable:
         for note in self.grid.notes.lines():
             lines += wrap.wrap(note)
         return "\n".join(lines)
+
+
+def fit(markdown_text, width=WIDTH):
+    """Markdown for a terminal: prose wrapped to ``width``; tables (already narrow) as they are."""
+    out = []
+    for line in markdown_text.splitlines():
+        if line.startswith("|") or not line:
+            out.append(line)
+        else:
+            out += textwrap.wrap(line, width, subsequent_indent="  " if line.startswith("- ") else "")
+    return "\n".join(out)
 
 
 def text(report, impls=None, width=WIDTH):
@@ -307,7 +320,8 @@ def plot_ladder(report, path):
     x_of = {}
     for i in impls:  # a stage's second GEMM sits just right of its first
         if i["kind"] == "stage":
-            x_of[i["name"]] = packages.index(i["package"]) + (0 if i["name"] == firsts[i["package"]] else 0.15)
+            second = i["name"] != firsts[i["package"]]
+            x_of[i["name"]] = packages.index(i["package"]) + (0.15 if second else 0)
     for k, i in enumerate(peers):
         x_of[i["name"]] = len(packages) + 0.5 + k
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]

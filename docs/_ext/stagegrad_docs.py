@@ -34,7 +34,8 @@ STAGE_RUNS = {"gemm_ladder.md": ("stage3_simd", ["gemm-ladder", "--size", "256",
               "devices.md": ("stage4_gpu", ["devices", "--quick"])}
 # measurements by scripts in tools/ that print Markdown: the file, the stage it needs, the
 # script and its arguments (the table is what follows the script's headings)
-TOOL_RUNS = {"stage1_views.md": ("stage1_strides", ["tools/measure_stage1.py", "--quick", "--only", "movement"])}
+TOOL_RUNS = {"stage1_views.md": ("stage1_strides",
+                                   ["tools/measure_stage1.py", "--quick", "--only", "movement"])}
 # the note in place of a table when the stage does not import
 NOT_HERE = {"stage3_simd": "stage 3 is not built where this site was",
             "stage4_gpu": "stage 4 does not import where this site was built"}
