@@ -223,6 +223,28 @@ def test_terminal_table_fits_100_columns_and_explains_skips():
     assert "loss after the last step: 0.5000 on every implementation that ran" in text
 
 
+def test_a_stage_without_a_package_is_marked_as_such(tmp_path, monkeypatch):
+    """The landing page's stage list and a chapter's top say "planned" or "in progress"
+    for a stage that has no folder, or a folder without ``__init__.py``, instead of numbers."""
+    sys.path.insert(0, str(ROOT / "docs" / "_ext"))
+    try:
+        import stagegrad_docs as ext
+    finally:
+        sys.path.remove(str(ROOT / "docs" / "_ext"))
+    monkeypatch.setattr(ext, "stage_packages", lambda: ["stage0_python"])
+    monkeypatch.setattr(ext, "ROOT", tmp_path)
+    (tmp_path / "stage1_strides").mkdir()
+    assert ext.stage_status("0") == "ready"
+    assert ext.stage_status("1") == "in progress"
+    assert ext.stage_status("2") == "planned"
+    source = ["# Stage 2: Cython storage and kernels\n\nBody.\n"]
+    ext._source_read(None, "stage2", source)
+    assert source[0].startswith("# Stage 2") and "This stage is planned" in source[0]
+    report = _fake_report()
+    table = ext.stages_table(report)
+    assert "| planned |" in table and "| in progress |" in table
+
+
 def _row_lines(text):
     """A row's first line: the size, indented two spaces under its workload's title."""
     return [line for line in text.splitlines() if line.startswith("  ") and line[2] != " "]
@@ -258,6 +280,15 @@ def test_site_shows_the_generated_material(site, report):
     first = report["stages"][0]
     chapter = (site / f"stage{first[5]}.html").read_text()
     assert "Measured by the journey report" in chapter and "<table" in chapter
+    index = (site / "index.html").read_text()  # the landing page: figure, headline, stages
+    assert "ladder.png" in index and "its speed-up over" in index and "status here" in index
+    titles = {w["key"]: w["title"] for w in report["workloads"]}
+    for w in {r["workload"] for r in report["results"] if r["impl"] == first and r["status"] == "ok"}:
+        assert titles[w].replace(">", "&gt;") in index
+    reading = (site / "reading_path.html").read_text()
+    assert "reading_path.html" in index and "_run" in reading and "MatMul" in reading
+    if "stage1_strides" in report["stages"]:  # the views table, measured at build time
+        assert "transpose x.t()" in (site / "stage1.html").read_text()
     primitives = (site / "api" / "primitives.html").read_text()
     assert "<code" in primitives and "native" in primitives
     assert "class=\"sig" in (site / "api" / "tensor.html").read_text()  # autodoc ran
