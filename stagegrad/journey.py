@@ -9,8 +9,10 @@ taken, without exceeding the budget; the reported time is the median sample per 
 A whole run (the MNIST training run) starts from a fresh model each time and is timed
 whole, up to three times within the same limits; the median run is reported.
 
-Writes ``journey.json`` (everything, raw), ``journey.md`` (the table) and the plots
-``ladder.png`` and ``roofline.png`` to the output folder.
+The comparison (a row per workload and size, a column per implementation) is printed as
+it is measured, each row as soon as its last cell is, within 100 columns. Writes
+``journey.json`` (everything, raw), ``journey.md`` (the table) and the plots ``ladder.png``
+and ``roofline.png`` to the output folder.
 """
 import json
 import math
