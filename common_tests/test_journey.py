@@ -250,6 +250,22 @@ def _row_lines(text):
     return [line for line in text.splitlines() if line.startswith("  ") and line[2] != " "]
 
 
+def test_headline_names_the_fastest_stage_and_its_ratios():
+    """Against the made-up times: the fastest stage is 10^5 times the first stage's speed,
+    and 10^3 times PyTorch's; a workload the first stage skipped has no headline row."""
+    from stagegrad import report as R
+    report = _fake_report()
+    fastest = report["implementations"][5]
+    if fastest["kind"] != "stage" or "torch" not in report["stages"] + [i["name"] for i in
+                                                                         report["implementations"]]:
+        pytest.skip("needs six stage implementations and PyTorch")
+    lines = R.headline(report).splitlines()
+    assert lines[0].startswith("| workload | fastest stage | its speed-up over stage 0")
+    mlp = next(line for line in lines if line.startswith("| MLP training step"))
+    assert f"| {fastest['label']} | 100,000x |" in mlp and mlp.endswith("| 1,000x |")
+    assert not any(line.startswith("| matmul") for line in lines)
+
+
 def test_journey_prints_each_row_as_it_is_measured(monkeypatch):
     """The live table shows a row once its last cell is measured, before the next row starts."""
     import io

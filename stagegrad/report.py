@@ -99,7 +99,7 @@ class Grid:
         self.single |= any(t.endswith("*") for t, _ in cells)
         losses = {}  # the same data from the same weights: equal losses say the stages agree
         for impl in self.columns:
-            extra = by_impl[impl["name"]].get("extra") or {} if impl["name"] in by_impl else {}
+            extra = (by_impl[impl["name"]].get("extra") or {}) if impl["name"] in by_impl else {}
             if "loss" in extra:
                 losses.setdefault(f"{extra['loss']:.4f}", []).append(impl["label"])
         if len(losses) == 1:
@@ -268,9 +268,9 @@ def headline(report):
         out.append(f"| {titles[w['key']]}, {base[-1]['size_label']} | {best['label']} | "
                    f"{_ratio(base[-1]['time_s'] / best['time_s'])}"
                    + "".join(f" | {_ratio(p['time_s'] / best['time_s']) if p else '—'}" for p in vs) + " |")
-    out += ["", "A ratio above 1x means the stage is faster: over the first stage, its time divided by "
-            "the stage's; against a peer, the peer's time divided by the stage's. Every ratio compares "
-            "two times measured in the same run."]
+    out += ["", "A ratio above 1x means the stage is faster: over the first stage, the first stage's "
+            "time divided by this stage's; against a peer, the peer's time divided by the stage's. Every "
+            "ratio compares two times measured in the same run."]
     return "\n".join(out)
 
 
