@@ -13,6 +13,7 @@ LEGEND = ("Each cell: the median time of one call. Under a stage's time: its spe
 BLANK = ("A blank cell: the workload multiplies no matrices, so the stage ran it with its first GEMM "
          "only.")
 SINGLE = "*: a single call, warm-up included (one call took the whole budget)."
+NBSP = "\u00a0"
 STATUS = {"skipped": "skip", "unsupported": "n/a", "error": "error"}
 STATUS_WORDS = {"skipped": "skipped", "unsupported": "not supported", "error": "failed"}
 
@@ -141,6 +142,8 @@ def table(report, impls=None, workloads=None):
         first = title != shown
         shown = title
         size = label + (f" [{mark}]" if mark else "")
+        # a cell breaks between its time and its ratio, never inside "1.49 ms" or "skip [2]"
+        cells = [(t.replace(" ", NBSP), r) for t, r in cells]
         out.append(f"| {title if first else ''} | {size} | "
                    + " | ".join(f"{t}<br>{r}" if r else t for t, r in cells) + " |")
     out += ["", grid.legend()]
