@@ -7,6 +7,7 @@ times, the MNIST runs of all implementations reach the same loss (same data, sam
 initial weights), and the site contains the generated tables and figures. Timings
 themselves are never asserted.
 """
+import html
 import json
 import math
 import os
@@ -141,20 +142,152 @@ def test_machine_and_roofline_recorded(report):
     assert m["cpu_model"] and m["cores"]["usable"] >= 1
     assert m["peak"]["gflops"] > 0 and m["bandwidth"]["gbs"] > 0
     assert "matmul" in m["peak"]["method"] and "copies" in m["bandwidth"]["method"]
+    assert m["cache_bandwidth"]["gbs"] > 0 and "cache-resident" in m["cache_bandwidth"]["method"]
     for pkg, info in m["simd"].items():  # stages with SIMD paths record the one they ran on
         assert pkg in {i["package"] for i in report["implementations"]}
         assert info["path"] in info["supported"]
 
 
 def test_markdown_and_plots_written(report):
-    md = (GENERATED / "journey.md").read_text()
+    """A row per workload and size, a column per implementation; each measured cell shows
+    its time, each stage after the first its speed-up; each skip has a note with its reason."""
+    from stagegrad.journey import fmt_seconds
+    md = (GENERATED / "journey.md").read_text().replace("\u00a0", " ")  # cells keep "1.2 ms" on one line
+    lines = md.splitlines()
+    header = next(line for line in lines if line.startswith("| workload | size |"))
     for impl in report["implementations"]:
-        assert f"| {impl['label']} " in md
-    table_rows = [line for line in md.splitlines() if line.startswith("| ") and "implementation" not in line]
-    assert len(table_rows) == len(report["results"])
+        assert impl["label"].replace(" (", " ").replace(" GEMM)", "") in header
+    body = [line for line in lines if line.startswith("| ") and line is not header and "---" not in line]
+    assert len(body) == len({(r["workload"], str(r["size"])) for r in report["results"]})
+    by_cell, title = {}, None  # a workload's title heads its first row only
+    for line in body:
+        cells = [c.strip() for c in line.strip()[1:-1].split("|")]
+        title = cells[0] or title
+        by_cell[(title, cells[1].partition(" [")[0])] = line
+    titles = {w["key"]: w["title"] for w in report["workloads"]}
+    for r in report["results"]:
+        row = by_cell[(titles[r["workload"]], r["size_label"])]
+        if r["status"] == "ok":
+            assert fmt_seconds(r["time_s"]) in row
+            if r["speedup_prev"] is not None:
+                assert f"<br>{r['speedup_prev']:.3g}x" in row or f"<br>{r['speedup_prev']:,.0f}x" in row
+        else:
+            note = next(line for line in lines if line.startswith("- [") and r["reason"] in line)
+            assert f"[{note[3:note.index(']')]}]" in row
     for name in ("ladder.png", "roofline.png"):
         data = (GENERATED / name).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+
+
+def _fake_report(skip=(("matmul", "stage0_python"),)):
+    """A report with made-up times for every installed implementation (no measuring): the
+    layout tests need its shape, not its numbers."""
+    from stagegrad.journey import add_ratios
+    impls = implementations()
+    labels = {"numpy": "NumPy", "torch": "PyTorch"}
+    entries = []
+    for name in impls:
+        pkg = name.partition("[")[0]
+        gemm = name.partition("[")[2].rstrip("]")
+        label = labels.get(pkg) or f"stage {pkg[5]}" + (f" ({gemm} GEMM)" if gemm else "")
+        entries.append({"name": name, "label": label, "kind": "peer" if pkg in labels else "stage",
+                        "package": pkg})
+    results = []
+    for w in WORKLOADS:
+        for s in w.sizes:
+            for n, i in enumerate(entries):
+                first = next(e["name"] for e in entries if e["package"] == i["package"])
+                if not w.gemm and i["name"] != first:  # as the journey: one GEMM where none multiplies
+                    continue
+                skipped = (w.key, i["package"]) in skip
+                results.append({"workload": w.key, "size": s, "size_label": w.size_label(s),
+                                "impl": i["name"], "label": i["label"], "kind": i["kind"], "package": i["package"],
+                                "status": "skipped" if skipped else "ok",
+                                "reason": "est. 41 s > budget 10 s" if skipped else None,
+                                "time_s": None if skipped else 10.0 ** -(n % 6) * 1.234, "note": None,
+                                "extra": {"loss": 0.5} if w.key == "mnist" else {}})
+    report = {"implementations": entries, "results": results,
+              "stages": [e["name"] for e in entries if e["kind"] == "stage"],
+              "workloads": [{"key": w.key, "title": w.title, "metric": w.metric} for w in WORKLOADS]}
+    add_ratios(report)
+    return report
+
+
+def test_terminal_table_fits_100_columns_and_explains_skips():
+    from stagegrad import report as R
+    report = _fake_report()
+    text = R.text(report)
+    assert max(map(len, text.splitlines())) <= 100, text
+    for w in WORKLOADS:
+        assert w.title in text
+    assert "skip [1]" in text and "[1] skipped: est. 41 s > budget 10 s (stage 0, matmul a @ b, 64x64" in text
+    assert "loss after the last step: 0.5000 on every implementation that ran" in text
+
+
+def test_a_stage_without_a_package_is_marked_as_such(tmp_path, monkeypatch):
+    """The landing page's stage list and a chapter's top say "planned" or "in progress"
+    for a stage that has no folder, or a folder without ``__init__.py``, instead of numbers."""
+    sys.path.insert(0, str(ROOT / "docs" / "_ext"))
+    try:
+        import stagegrad_docs as ext
+    finally:
+        sys.path.remove(str(ROOT / "docs" / "_ext"))
+    monkeypatch.setattr(ext, "stage_packages", lambda: ["stage0_python"])
+    monkeypatch.setattr(ext, "ROOT", tmp_path)
+    (tmp_path / "stage1_strides").mkdir()
+    assert ext.stage_status("0") == "ready"
+    assert ext.stage_status("1") == "in progress"
+    assert ext.stage_status("2") == "planned"
+    source = ["# Stage 2: Cython storage and kernels\n\nBody.\n"]
+    ext._source_read(None, "stage2", source)
+    assert source[0].startswith("# Stage 2") and "This stage is planned" in source[0]
+    report = _fake_report()
+    table = ext.stages_table(report)
+    assert "| planned |" in table and "| in progress |" in table
+
+
+def _row_lines(text):
+    """A row's first line: the size, indented two spaces under its workload's title."""
+    return [line for line in text.splitlines() if line.startswith("  ") and line[2] != " "]
+
+
+def test_headline_names_the_fastest_stage_and_its_ratios():
+    """Against the made-up times: the fastest stage is 10^5 times the first stage's speed,
+    and 10^3 times PyTorch's; a workload the first stage skipped has no headline row."""
+    from stagegrad import report as R
+    report = _fake_report()
+    fastest = report["implementations"][5]
+    if fastest["kind"] != "stage" or "torch" not in report["stages"] + [i["name"] for i in
+                                                                         report["implementations"]]:
+        pytest.skip("needs six stage implementations and PyTorch")
+    lines = R.headline(report).splitlines()
+    assert lines[0].startswith("| workload | fastest stage | its speed-up over stage 0")
+    mlp = next(line for line in lines if line.startswith("| MLP training step"))
+    assert f"| {fastest['label']} | 100,000x |" in mlp and mlp.endswith("| 1,000x |")
+    assert not any(line.startswith("| matmul") for line in lines)
+
+
+def test_journey_prints_each_row_as_it_is_measured(monkeypatch):
+    """The live table shows a row once its last cell is measured, before the next row starts."""
+    import io
+
+    from stagegrad import journey, machine
+    fake = {"gbs": 1.0, "gflops": 1.0, "by": "numpy", "method": ""}
+    monkeypatch.setattr(machine, "measure_peak_gflops", lambda: fake)
+    monkeypatch.setattr(machine, "measure_bandwidth_gbs", lambda: fake)
+    monkeypatch.setattr(machine, "measure_cache_bandwidth_gbs", lambda: fake)
+    out, seen = io.StringIO(), []
+
+    def cell(w, size, impl, budget, target, measured):
+        seen.append(len(_row_lines(out.getvalue())))  # rows printed when this cell starts
+        return {"workload": w.key, "size": size, "size_label": w.size_label(size), "impl": impl.name,
+                "label": impl.label, "kind": impl.kind, "package": impl.package, "metric": None,
+                "status": "ok", "reason": None, "time_s": 1e-3, "note": None, "extra": {}}
+    monkeypatch.setattr(journey, "measure_cell", cell)
+    report = journey.measure_all(stages=["stage0_python"], quick=True, stream=io.StringIO(), live=out)
+    keys = list(dict.fromkeys((r["workload"], str(r["size"])) for r in report["results"]))
+    assert len(_row_lines(out.getvalue())) == len(keys)
+    assert seen == sorted(seen) and seen[-1] == len(keys) - 1
 
 
 def test_site_shows_the_generated_material(site, report):
@@ -164,6 +297,15 @@ def test_site_shows_the_generated_material(site, report):
     first = report["stages"][0]
     chapter = (site / f"stage{first[5]}.html").read_text()
     assert "Measured by the journey report" in chapter and "<table" in chapter
+    index = html.unescape((site / "index.html").read_text())  # the landing page: figure, headline, stages
+    assert "ladder.png" in index and "its speed-up over" in index and "status here" in index
+    titles = {w["key"]: w["title"] for w in report["workloads"]}
+    for w in {r["workload"] for r in report["results"] if r["impl"] == first and r["status"] == "ok"}:
+        assert titles[w] in index
+    reading = (site / "reading_path.html").read_text()
+    assert "reading_path.html" in index and "_run" in reading and "MatMul" in reading
+    if "stage1_strides" in report["stages"]:  # the views table, measured at build time
+        assert "transpose x.t()" in (site / "stage1.html").read_text()
     primitives = (site / "api" / "primitives.html").read_text()
     assert "<code" in primitives and "native" in primitives
     assert "class=\"sig" in (site / "api" / "tensor.html").read_text()  # autodoc ran

@@ -14,10 +14,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 REPORT_FILES = ("journey.json", "journey.md", "ladder.png", "roofline.png")
-# the stages' own measurements (stage 3's GEMM ladder, SIMD paths and profile, stage 4's
-# devices): copied from --from DIR when there, else the build measures quick ones
-MEASUREMENT_FILES = ("gemm_ladder.json", "gemm_ladder.md", "gemm_ladder.png", "simd.json", "simd.md",
-                     "profile.json", "profile.md", "devices.json", "devices.md")
+# the stages' own measurements (stage 1's views, stage 3's GEMM ladder, SIMD paths and
+# profile, stage 4's devices): copied from --from DIR when there, else the build measures quick ones
+MEASUREMENT_FILES = ("stage1_views.md", "gemm_ladder.json", "gemm_ladder.md", "gemm_ladder.png", "simd.json",
+                     "simd.md", "profile.json", "profile.md", "devices.json", "devices.md")
 
 
 def add_arguments(p):

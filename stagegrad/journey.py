@@ -9,14 +9,17 @@ taken, without exceeding the budget; the reported time is the median sample per 
 A whole run (the MNIST training run) starts from a fresh model each time and is timed
 whole, up to three times within the same limits; the median run is reported.
 
-Writes ``journey.json`` (everything, raw), ``journey.md`` (the table) and the plots
-``ladder.png`` and ``roofline.png`` to the output folder.
+The comparison (a row per workload and size, a column per implementation) is printed as
+it is measured, each row as soon as its last cell is, within 100 columns. Writes
+``journey.json`` (everything, raw), ``journey.md`` (the table) and the plots ``ladder.png``
+and ``roofline.png`` to the output folder.
 """
 import json
 import math
 import os
 import statistics
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -56,19 +59,20 @@ def run(args):
     budget = args.budget if args.budget is not None else (QUICK_BUDGET if args.quick else DEFAULT_BUDGET)
     if budget <= 0:
         raise ValueError("--budget must be positive")
-    report = measure_all(stages=stages, budget=budget, quick=args.quick, threads=args.threads)
+    report = measure_all(stages=stages, budget=budget, quick=args.quick, threads=args.threads,
+                         live=sys.stdout)
     paths = write(report, Path(args.out), plots=not args.no_plots)
-    from .report import markdown
+    from .report import fit, machine_summary
     print()
-    print(markdown(report))
+    print(machine_summary(report, width=100))
     if any(s.startswith("stage4_gpu") for s in report["stages"]):  # the devices' own chapter
         from . import devices
         print("journey: measuring stage 4's devices (stagegrad devices)", file=sys.stderr)
         measured = devices.measure(quick=args.quick)
         paths += list(devices.write(measured, args.out))
         print()
-        print(devices.markdown(measured))
-    print("wrote " + ", ".join(str(p) for p in paths))
+        print(fit(devices.markdown(measured)))
+    print(fit("wrote " + ", ".join(str(p) for p in paths)))
     errors = [r for r in report["results"] if r["status"] == "error"]
     if errors:
         raise RuntimeError(f"{len(errors)} cell(s) failed: " +
@@ -76,8 +80,11 @@ def run(args):
     return report
 
 
-def measure_all(stages=None, budget=DEFAULT_BUDGET, quick=False, threads=None, stream=None):
-    """Run every cell; return the report (a JSON-ready dict)."""
+def measure_all(stages=None, budget=DEFAULT_BUDGET, quick=False, threads=None, stream=None, live=None):
+    """Run every cell; return the report (a JSON-ready dict). With ``live`` (a text
+    stream), the comparison table is printed there a row at a time, as each row's last
+    cell is measured."""
+    from .report import TextTable
     from .workloads import WORKLOADS, Impl, implementations
     stream = stream or sys.stderr
     started = time.time()
@@ -87,17 +94,24 @@ def measure_all(stages=None, budget=DEFAULT_BUDGET, quick=False, threads=None, s
             torch.set_num_threads(threads)
         except ImportError:
             pass
-    print(f"journey: {machine.banner()}", file=stream)
-    print("journey: measuring the machine's roofline (sgemm peak, copy bandwidth)", file=stream)
+    print(textwrap.fill(f"journey: {machine.banner()}", 100, subsequent_indent="  "), file=stream)
+    print("journey: measuring the machine's roofline (sgemm peak, memory and cache bandwidth)", file=stream)
     facts = machine.describe()
     facts["peak"] = machine.measure_peak_gflops()
     facts["bandwidth"] = machine.measure_bandwidth_gbs()
+    facts["cache_bandwidth"] = machine.measure_cache_bandwidth_gbs()
     impls = [Impl(name) for name in implementations(stages)]
     facts["simd"] = {i.package: i.lib.simd_info() for i in impls if hasattr(i.lib, "simd_info")}
     target = 0.05 if quick else 0.5
     # a stage's second GEMM is measured only where a workload multiplies matrices
     cells = [(w, s, impl) for w in WORKLOADS for s in (w.quick_sizes if quick else w.sizes) for impl in impls
              if w.gemm or impl.first_gemm]
+    head = {"implementations": [{"name": m.name, "label": m.label, "kind": m.kind, "package": m.package}
+                                for m in impls],
+            "workloads": [{"key": w.key, "title": w.title, "metric": w.metric} for w in WORKLOADS]}
+    table = TextTable(head, labels=[w.size_label(s) for w, s, _ in cells]) if live else None
+    if table:
+        _show(live, stream, table.header())
     bar = Progress(len(cells), "journey", stream=stream)
     measured = {impl.name: {} for impl in impls}
     results = []
@@ -107,7 +121,13 @@ def measure_all(stages=None, budget=DEFAULT_BUDGET, quick=False, threads=None, s
         if row["status"] == "ok":
             measured[impl.name][(w.key, size)] = row["time_s"]
         results.append(row)
+        if table and (i == len(cells) or cells[i][:2] != (w, size)):  # the row is complete
+            done = [r for r in results if (r["workload"], r["size"]) == (w.key, size)]
+            add_ratios(dict(head, results=done))
+            _show(live, stream, table.row(done))
     bar.update(len(cells), now="done")
+    if table:
+        _show(live, stream, "\n" + table.footer())
     report = {
         "format": 1,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
@@ -116,14 +136,22 @@ def measure_all(stages=None, budget=DEFAULT_BUDGET, quick=False, threads=None, s
         "budget_s": budget,
         "target_s": target,
         "machine": facts,
-        "implementations": [{"name": m.name, "label": m.label, "kind": m.kind, "package": m.package}
-                            for m in impls],
+        "implementations": head["implementations"],
         "stages": [m.name for m in impls if m.kind == "stage"],
-        "workloads": [{"key": w.key, "title": w.title, "metric": w.metric} for w in WORKLOADS],
+        "workloads": head["workloads"],
         "results": results,
     }
     add_ratios(report)
     return report
+
+
+def _show(out, bar_stream, text):
+    """Print part of the live table; on a terminal, first erase the progress bar's line
+    (it is redrawn below at its next update)."""
+    if bar_stream.isatty():
+        bar_stream.write("\r\033[K")
+        bar_stream.flush()
+    print(text, file=out, flush=True)
 
 
 def measure_cell(w, size, impl, budget, target, measured):
@@ -227,13 +255,14 @@ def add_ratios(report):
 
 
 def fmt_seconds(t):
+    """Three significant digits in the largest unit under 1000 of it (at most 7 characters
+    below 1000 s: the terminal table's cells are 8 wide)."""
     if t is None:
         return "—"
-    if t < 1e-3:
-        return f"{t * 1e6:.3g} µs"
-    if t < 1:
-        return f"{t * 1e3:.3g} ms"
-    return f"{t:.3g} s"
+    for scale, unit in ((1e6, "µs"), (1e3, "ms"), (1, "s")):
+        if t * scale < 999.5:  # what would round to 1000 moves up a unit
+            return f"{t * scale:.3g} {unit}"
+    return f"{t:,.0f} s"
 
 
 def write(report, out, plots=True):

@@ -311,7 +311,7 @@ WORKLOADS = (
              lambda n: f"{n}x{n}", flops=lambda n: 2 * n ** 3, nbytes=lambda n: 12 * n * n,
              metric="GFLOP/s"),
     Workload("overhead", "per-op overhead a + b", ("no grad", "grad"), ("no grad", "grad"),
-             build_overhead, lambda g: "4 elements" + (", requires_grad" if g == "grad" else ""),
+             build_overhead, lambda g: "4 elements" + (", grad" if g == "grad" else ""),
              probe="none", gemm=False),
     Workload("mlp_step", "MLP training step 784-128-10", (MLP_BATCH,), (MLP_BATCH,), build_mlp_step,
              lambda b: f"batch {b}", flops=mlp_flops, nbytes=mlp_bytes, metric="GFLOP/s"),

@@ -3,9 +3,11 @@
 At the start of a build it makes sure a journey report exists in ``_generated/`` (a quick
 run when there is none) and writes Markdown fragments from it and from the installed
 stages: the machine summary, the full table, one table per stage, and the table of which
-stage implements which backend primitive natively. Every stage chapter (``stageN.md``)
+stage implements which backend primitive natively; for the landing page, the headline
+ratios and where each stage stands (ready, in progress or planned). Every stage chapter (``stageN.md``)
 whose stage appears in the report gets its measured results appended, so a new stage's
-chapter shows its numbers without anyone typing them in.
+chapter shows its numbers without anyone typing them in; the chapter of a stage that is
+in progress or planned says so at its top.
 """
 import importlib
 import inspect
@@ -30,6 +32,10 @@ STAGE_RUNS = {"gemm_ladder.md": ("stage3_simd", ["gemm-ladder", "--size", "256",
               "simd.md": ("stage3_simd", ["simd-paths", "--n", "100000", "--side", "128"]),
               "profile.md": ("stage3_simd", ["profile", "--steps", "50"]),
               "devices.md": ("stage4_gpu", ["devices", "--quick"])}
+# measurements by scripts in tools/ that print Markdown: the file, the stage it needs, the
+# script and its arguments (the table is what follows the script's headings)
+TOOL_RUNS = {"stage1_views.md": ("stage1_strides",
+                                   ["tools/measure_stage1.py", "--quick", "--only", "movement"])}
 # the note in place of a table when the stage does not import
 NOT_HERE = {"stage3_simd": "stage 3 is not built where this site was",
             "stage4_gpu": "stage 4 does not import where this site was built"}
@@ -44,10 +50,11 @@ def ensure_report(gen):
 
 
 def ensure_measurements(gen):
-    """Stage 3's GEMM ladder, SIMD-path and profile tables and stage 4's devices table:
-    measured here when absent, or a note that the stage does not import where the site was built."""
+    """Stage 1's views table, stage 3's GEMM ladder, SIMD-path and profile tables and stage
+    4's devices table: measured here when absent, or a note that the stage does not import
+    where the site was built."""
     failed = {}
-    for pkg in dict.fromkeys(pkg for pkg, _ in STAGE_RUNS.values()):
+    for pkg in dict.fromkeys(pkg for pkg, _ in (*STAGE_RUNS.values(), *TOOL_RUNS.values())):
         try:
             importlib.import_module(pkg)
         except ImportError as e:
@@ -59,6 +66,16 @@ def ensure_measurements(gen):
             subprocess.run([sys.executable, "-m", "stagegrad", *cmd, "--out", str(gen)], cwd=ROOT, check=True)
         else:
             (gen / name).write_text(f"*Not measured: {NOT_HERE[pkg]} ({failed[pkg]}).*\n")
+    for name, (pkg, cmd) in TOOL_RUNS.items():
+        if (gen / name).exists():
+            continue
+        if pkg in failed:
+            (gen / name).write_text(f"*Not measured: {pkg} does not import here ({failed[pkg]}).*\n")
+            continue
+        printed = subprocess.run([sys.executable, *cmd], cwd=ROOT, check=True, capture_output=True,
+                                 text=True).stdout
+        table = [line for line in printed.splitlines() if not line.startswith("#")]
+        (gen / name).write_text("\n".join(table).strip() + "\n")
 
 
 # ------------------------------------------------------------------ primitives
@@ -170,8 +187,48 @@ def onnx_fragment(gen):
 
 # ------------------------------------------------------------------ fragments
 
+def stage_status(number):
+    """Where stage ``number`` stands on this machine: ``ready`` (a package that imports),
+    ``in progress`` (a folder without ``__init__.py`` yet), ``not built`` (it does not import,
+    for want of its compiled parts) or ``planned`` (no folder)."""
+    pkg = STAGES[number]
+    if pkg in stage_packages():
+        return "ready"
+    folder = ROOT / pkg
+    if not folder.is_dir():
+        return "planned"
+    return "in progress" if not (folder / "__init__.py").exists() else "not built"
+
+
+def _chapter_summary(number):
+    """The chapter's title, its "rewrites" line and the status it declares (if any), as the
+    chapter's header states them."""
+    text = (Path(__file__).resolve().parents[1] / f"stage{number}.md").read_text()
+    heading = text.splitlines()[0].lstrip("# ")
+    field = {}
+    for key in ("rewrites", "status"):
+        found = re.search(rf"\*\*{key}:\*\* (.*?)(?: ·|\.\s|\n\n)", text, re.S)
+        field[key] = " ".join(found.group(1).split()) if found else ""
+    return heading.partition(": ")[2] or heading, field["rewrites"], field["status"]
+
+
+def stages_table(report):
+    measured = set(_packages(report))
+    lines = ["| stage | what it rewrites | status here |", "|---|---|---|"]
+    for number, pkg in STAGES.items():
+        title, rewrites, declared = _chapter_summary(number)
+        status = stage_status(number)
+        if status == "ready":
+            status = (declared + "; " if declared else "") + (
+                "measured in this report" if pkg in measured else "not in this report")
+        lines.append(f"| [stage {number}: {title}](stage{number}.md) | {rewrites} | {status} |")
+    return "\n".join(lines)
+
+
 def write_fragments(gen, report):
     (gen / "machine.md").write_text(R.machine_summary(report) + "\n")
+    (gen / "headline.md").write_text(R.headline(report) + "\n")
+    (gen / "stages.md").write_text(stages_table(report) + "\n")
     (gen / "table.md").write_text(R.table(report) + "\n")
     kind = "a quick run (smallest sizes, short timing)" if report["quick"] else "a full run"
     (gen / "provenance.md").write_text(
@@ -206,6 +263,11 @@ def _builder_inited(app):
 def _source_read(app, docname, source):
     m = re.fullmatch(r"stage(\d)", docname)
     report = _REPORT.get("report")
+    if m and m.group(1) in STAGES and stage_status(m.group(1)) in ("planned", "in progress"):
+        title, _, rest = source[0].partition("\n")
+        source[0] = (f"{title}\n\n```{{note}}\nThis stage is {stage_status(m.group(1))}: this chapter "
+                     "describes what it will do, and has no measurements yet.\n```\n{rest}")
+        return
     if not m or report is None or STAGES.get(m.group(1)) not in _packages(report):
         return
     name = STAGES[m.group(1)]
