@@ -89,11 +89,13 @@ _CURRENT = [_Stream()]
 
 
 class _Pool:
+    """No pool: the figures are stand-ins (NumPy owns the memory)."""
+
     def used_bytes(self):
-        return 0
+        return 1 << 30
 
     def total_bytes(self):
-        return 0
+        return 1 << 30
 
     def free_all_blocks(self):
         pass
