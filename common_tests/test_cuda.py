@@ -765,6 +765,10 @@ def test_matmul_engine_takes_any_float32_shape(gpu):
 
 def test_the_cuda_namespace_answers_for_the_gpu(gpu):
     assert gpu.cuda.device_count() == 1 and gpu.cuda.current_device() == 0
+    # the usual device line: a tensor made on "cuda" reports index 0, as PyTorch's does
+    assert gpu.zeros(2, device=gpu.device("cuda" if gpu.cuda.is_available() else "cpu")).device == (
+        gpu.device("cuda", 0))
+    gpu.cuda.set_device(0)
     assert isinstance(gpu.cuda.get_device_name(), str) and gpu.cuda.get_device_name()
     major, minor = gpu.cuda.get_device_capability()
     assert major >= 3

@@ -25,9 +25,16 @@ def cpu_torch():
     return torch
 
 
+def _without_a_gpu(sg):
+    """Skip where this stage has a usable GPU: sg.cuda then answers for it (test_cuda.py)."""
+    if sg.cuda.is_available():
+        pytest.skip(f"{sg.__name__} has a usable CUDA GPU here: sg.cuda answers for it")
+
+
 @pytest.mark.needs_torch
 @pytest.mark.parametrize("name,args", ANSWERED)
 def test_cuda_answers_as_torch_without_a_gpu(sg, cpu_torch, name, args):
+    _without_a_gpu(sg)
     ours, theirs = getattr(sg.cuda, name)(*args), getattr(cpu_torch.cuda, name)(*args)
     assert ours == theirs and type(ours) is type(theirs)
     assert getattr(sg.cuda, name).__doc__
@@ -36,6 +43,7 @@ def test_cuda_answers_as_torch_without_a_gpu(sg, cpu_torch, name, args):
 @pytest.mark.needs_torch
 @pytest.mark.parametrize("name,args", REFUSED)
 def test_cuda_refuses_what_needs_a_gpu(sg, cpu_torch, name, args):
+    _without_a_gpu(sg)
     with pytest.raises(AssertionError):
         getattr(cpu_torch.cuda, name)(*args)
     with pytest.raises(AssertionError, match=f"cuda.{name}:.*CPU"):
@@ -54,6 +62,7 @@ def test_cuda_seeding_leaves_the_cpu_generator_alone(sg):
 
 
 def test_the_usual_device_line_picks_the_cpu(sg):
+    _without_a_gpu(sg)
     dev = sg.device("cuda" if sg.cuda.is_available() else "cpu")
     assert sg.zeros(2, device=dev).device == dev
     set_device = getattr(sg.cuda, "set_device")

@@ -61,6 +61,15 @@ def test_creation_accepts_the_cpu(sg, how):
 
 @pytest.mark.parametrize("dev", ["cuda", "cuda:0", "mps", "cuda:1"])
 def test_creation_refuses_other_devices(sg, dev):
+    if dev.startswith("cuda") and sg.cuda.is_available():  # a stage with a usable GPU: device 0 only
+        for name, make in _creations(sg).items():
+            if dev == "cuda:1":
+                with pytest.raises(RuntimeError, match=f"(?s){name}.*'cuda:1' does not exist"):
+                    make(dev)
+            else:
+                made = make(dev)  # a tensor, or the shape of a random one
+                assert getattr(made, "device", sg.device("cuda", 0)) == sg.device("cuda", 0), name
+        return
     for name, make in _creations(sg).items():
         with pytest.raises(RuntimeError, match=f"(?s){name}.*'{dev}'.*CPU"):
             make(dev)
@@ -111,13 +120,15 @@ def test_tensor_device_and_moves(sg):
     assert copied is not x and np.array_equal(np_(copied), np_(x))
     (y * y).sum().backward()  # a move keeps the graph
     assert_close(x.grad, np.array([2.0, 4.0], np.float32))
-    for bad in ("cuda", "cuda:0", "mps"):
+    gpu = sg.cuda.is_available()  # a stage with a usable GPU moves to cuda (test_cuda.py)
+    for bad in ("mps",) if gpu else ("cuda", "cuda:0", "mps"):
         with pytest.raises(RuntimeError, match=f"'{bad}'.*CPU"):
             x.to(bad)
         with pytest.raises(RuntimeError, match=f"'{bad}'"):
             x.to(sg.device(bad), sg.float64)
-    with pytest.raises(RuntimeError, match="'cuda'.*CPU"):
-        x.cuda()
+    if not gpu:
+        with pytest.raises(RuntimeError, match="'cuda'.*CPU"):
+            x.cuda()
     with pytest.raises(RuntimeError, match="'cuda:1'"):
         x.cuda(1)
     with pytest.raises((AssertionError, RuntimeError)):  # PyTorch's CPU build refuses too

@@ -211,8 +211,9 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True):
                 if not out.requires_grad:
                     analytic = [0.0] * len(flat)
                 else:
-                    g = grad(out, [x], Tensor._infer(seed, dtype=out.dtype).reshape(out.shape),
-                             allow_unused=True)[0]
+                    # the seed on the output's device (a float64-capable GPU runs gradcheck too)
+                    seed_t = Tensor._infer(seed, dtype=out.dtype).reshape(out.shape).to(out.device)
+                    g = grad(out, [x], seed_t, allow_unused=True)[0]
                     analytic = [0.0] * len(flat) if g is None else g.reshape(-1).tolist()
                 for j, (a, b) in enumerate(zip(analytic, numeric[r])):
                     if not (math.isfinite(a) and abs(a - b) <= atol + rtol * abs(b)):

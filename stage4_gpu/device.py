@@ -108,8 +108,9 @@ def fused(name, *bufs):
     kinds = {b.device.type for b in bufs if hasattr(b, "device")}
     if kinds:
         if kinds == {"cuda"}:
-            from .cuda.fused import FUSED as on_device
-        elif kinds == {"webgpu"}:
+            from .cuda.fused import takes
+            return takes(name, bufs)
+        if kinds == {"webgpu"}:
             from .webgpu.fused import FUSED as on_device
         else:  # two devices: the routed primitive will name both
             return False

@@ -13,6 +13,15 @@ from .reduce import reduce
 from .runtime import BLOCK, runtime
 
 FUSED = frozenset({"softmax", "log_softmax", "cross_entropy", "layer_norm", "adam", "sgd", "rmsprop"})
+# the dtypes each fused kernel is written for; other dtypes (float64 layer norm, say) take
+# the composite, which runs on this device too
+_DTYPES = {"softmax": ("float32", "float64"), "log_softmax": ("float32", "float64")}
+
+
+def takes(name, bufs):
+    """Whether the fused kernel ``name`` takes these buffers (its dtypes: float32, and
+    float64 for the softmaxes)."""
+    return name in FUSED and all(b.dtype.name in _DTYPES.get(name, ("float32",)) for b in bufs)
 ROW_THREADS = 256  # rows.cuh's: one block of this many threads per row
 
 

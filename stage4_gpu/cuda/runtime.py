@@ -47,6 +47,22 @@ class Runtime:
         self.stream = cupy.cuda.Stream(non_blocking=False)
         self._modules = {}  # (file, name expression) -> the compiled kernel
         self.launches = 0
+        self._probe()
+
+    def _probe(self):
+        """Compile, launch and read back one small kernel, so that a GPU whose NVRTC or
+        driver cannot run our kernels is reported unavailable, with why, here."""
+        np = self.np
+        try:
+            out = self.alloc(1, np.float32)
+            value = self.upload(np.array([1.5], dtype=np.float32), np.float32)
+            self.launch("fill", "fill<float>", 1, 1, [out, 1, value])
+            got = self.download(out, 0, 1)[0]
+        except Exception as e:
+            raise DeviceError(f"cuda: {self.name} cannot run a kernel (NVRTC or the driver failed: "
+                              f"{type(e).__name__}: {e})") from None
+        if got != 1.5:
+            raise DeviceError(f"cuda: a probe kernel on {self.name} wrote {got}, not 1.5")
 
     def enter(self):
         """Make this runtime's stream the calling thread's current one (CuPy's copies and

@@ -133,9 +133,16 @@ struct Maximum {
 struct Minimum {
   template <typename T> static __device__ T f(T a, T b) { return min_nan(a, b); }
 };
+// an integer divisor of -1: the quotient is -a (wrapping at the lowest value, where C++'s
+// division is undefined) and the remainder 0
+template <typename T> __device__ __forceinline__ bool minus_one(T b) {
+  if constexpr (is_float<T>::value) return false; else return b == T(-1);
+}
+
 // Python's remainder: the sign of the divisor (the host refuses an integer zero divisor)
 struct Remainder {
   template <typename T> static __device__ T f(T a, T b) {
+    if (minus_one(b)) return T(0);
     T r;
     if constexpr (is_float<T>::value) r = m_fmod(a, b); else r = a % b;
     if (r != T(0) && ((r < T(0)) != (b < T(0)))) r += b;
@@ -155,6 +162,7 @@ struct FloorDiv {
       if (d - fl > T(0.5)) fl += T(1);
       return fl;
     } else {
+      if (minus_one(b)) return Neg::f(a);
       T q = a / b;
       if (a % b != 0 && ((a < 0) != (b < 0))) q -= 1;
       return q;
@@ -164,7 +172,7 @@ struct FloorDiv {
 // C's fmod: the sign of the dividend
 struct Fmod {
   template <typename T> static __device__ T f(T a, T b) {
-    if constexpr (is_float<T>::value) return m_fmod(a, b); else return a % b;
+    if constexpr (is_float<T>::value) return m_fmod(a, b); else return minus_one(b) ? T(0) : a % b;
   }
 };
 // a float power is libm's (C99's special cases are PyTorch's); an integer power squares

@@ -1,0 +1,187 @@
+"""A stand-in for CuPy that runs stage 4's CUDA kernels on the host, for checking the
+kernels' logic and the launch layer on a machine without a GPU. Not a GPU: its timings
+mean nothing, and what only hardware shows (occupancy, races between warps, NVRTC itself)
+it cannot show.
+
+Put this folder first on ``PYTHONPATH`` and ``sg.cuda.is_available()`` is True: memory is
+NumPy's, a ``RawModule`` pastes the kernel source after ``emulation.h`` and compiles it
+with g++ (C++20, cached under ``$STAGEGRAD_CUDA_ON_HOST_CACHE``), and a launch runs every
+block in turn. Only what stage 4 and its tests use is here.
+"""
+import ctypes
+import hashlib
+import os
+import subprocess
+import tempfile
+import time
+import types
+
+import numpy as np
+
+_HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_CACHE = os.environ.get("STAGEGRAD_CUDA_ON_HOST_CACHE",
+                        os.path.join(tempfile.gettempdir(), "stagegrad-cuda-on-host"))
+float32 = np.float32
+
+
+class ndarray(np.ndarray):
+    """Device memory: host memory here, with CuPy's transfer methods."""
+
+    def set(self, arr, stream=None):
+        self[...] = arr
+
+    def get(self, stream=None, **kwargs):
+        return np.array(self)
+
+    @property
+    def data(self):
+        return types.SimpleNamespace(ptr=self.__array_interface__["data"][0])
+
+
+def _device(a):
+    return np.asarray(a).view(ndarray)
+
+
+def empty(shape, dtype=np.float64):
+    """Memory filled with 0x7f bytes, never zeros: a kernel that skips an element shows."""
+    a = np.empty(shape, dtype=dtype)
+    a.view(np.uint8)[...] = 0x7F
+    return a.view(ndarray)
+
+
+def empty_like(a):
+    return empty(a.shape, a.dtype)
+
+
+def asarray(a, dtype=None):
+    return np.array(a, dtype=dtype).view(ndarray)
+
+
+def asnumpy(a):
+    return np.array(a)
+
+
+def abs(a):  # noqa: A001  (CuPy's name)
+    return _device(np.abs(np.asarray(a)))
+
+
+def matmul(a, b, out=None):
+    """cuBLAS's place: a float64 product rounded to the operands' dtype."""
+    r = np.matmul(np.asarray(a, np.float64), np.asarray(b, np.float64)).astype(a.dtype)
+    if out is None:
+        return _device(r)
+    out[...] = r
+    return out
+
+
+class _Stream:
+    def __init__(self, non_blocking=False):
+        self.ptr = id(self)
+
+    def use(self):
+        _CURRENT[0] = self
+
+    def synchronize(self):
+        pass
+
+
+_CURRENT = [_Stream()]
+
+
+class _Pool:
+    """No pool: the figures are stand-ins (NumPy owns the memory)."""
+
+    def used_bytes(self):
+        return 1 << 30
+
+    def total_bytes(self):
+        return 1 << 30
+
+    def free_all_blocks(self):
+        pass
+
+
+def get_default_memory_pool():
+    return _Pool()
+
+
+class _Device:
+    def __init__(self, index):
+        pass
+
+    def use(self):
+        pass
+
+
+class _Event:
+    def record(self, stream=None):
+        self.t = time.perf_counter()
+
+    def synchronize(self):
+        pass
+
+
+class _Generator:
+    def __init__(self, seed):
+        self.rng = np.random.default_rng(seed)
+
+    def standard_normal(self, shape, dtype=np.float64):
+        return _device(self.rng.standard_normal(shape).astype(dtype))
+
+
+random = types.SimpleNamespace(default_rng=_Generator)
+cuda = types.SimpleNamespace(
+    runtime=types.SimpleNamespace(
+        getDeviceCount=lambda: 1, memGetInfo=lambda: (1 << 30, 1 << 30),
+        getDeviceProperties=lambda i: {"name": b"host emulation (tools/cuda_on_host)", "major": 8,
+                                       "minor": 0}),
+    Device=_Device, Stream=_Stream, Event=_Event, get_current_stream=lambda: _CURRENT[0],
+    get_elapsed_time=lambda a, b: (b.t - a.t) * 1e3)
+
+# a scalar argument's C type, by its NumPy type (as CuPy passes a scalar's bytes)
+_SCALARS = {np.int64: ctypes.c_longlong, np.float64: ctypes.c_double, np.float32: ctypes.c_float,
+            np.int32: ctypes.c_int}
+
+
+class RawModule:
+    """The kernels of ``code``, compiled by g++ for the host on first use."""
+
+    def __init__(self, code, options=(), name_expressions=()):
+        if any(line.startswith("#include") for line in code.splitlines()):
+            raise ValueError("the source includes a header: NVRTC is given no include path")
+        self.code, self.names = code, list(name_expressions)
+        self.barriers = "__syncthreads" in code
+
+    def get_function(self, name):
+        if name not in self.names:
+            raise ValueError(f"{name} is not among the module's name expressions")
+        with open(os.path.join(_HERE, "emulation.h"), encoding="utf-8") as f:
+            src = (f.read() + "\n" + self.code + "\n"
+                   'extern "C" void stagegrad_launch(unsigned gx, unsigned gy, unsigned gz, '
+                   "unsigned bx, unsigned by, unsigned bz, void** args) {\n"
+                   f"  on_host::launch(&{name}, dim3{{gx, gy, gz}}, dim3{{bx, by, bz}}, args, "
+                   f"{str(self.barriers).lower()});\n}}\n")
+        os.makedirs(_CACHE, exist_ok=True)
+        lib = os.path.join(_CACHE, hashlib.sha1(src.encode()).hexdigest() + ".so")
+        if not os.path.exists(lib):
+            cpp = lib[:-3] + ".cpp"
+            with open(cpp, "w", encoding="utf-8") as f:
+                f.write(src)
+            r = subprocess.run(["g++", "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", "-w", "-o",
+                                lib + ".part", cpp], capture_output=True, text=True)
+            if r.returncode:
+                raise RuntimeError(f"{name} does not compile for the host:\n{r.stderr[-3000:]}")
+            os.replace(lib + ".part", lib)
+        launch = ctypes.CDLL(lib).stagegrad_launch
+        launch.restype = None
+
+        def run(grid, block, args, shared_mem=0, stream=None):
+            grid, block = tuple(grid) + (1,) * (3 - len(grid)), tuple(block) + (1,) * (3 - len(block))
+            if block[0] * block[1] * block[2] > 1024 or grid[1] > 65535 or grid[2] > 65535:
+                raise ValueError(f"{name}: grid {grid} or block {block} past CUDA's limits")
+            values = [ctypes.c_void_p(a.__array_interface__["data"][0]) if isinstance(a, ndarray)
+                      else _SCALARS[type(a)](a) for a in args]
+            pointers = (ctypes.c_void_p * max(len(values), 1))(
+                *[ctypes.cast(ctypes.pointer(v), ctypes.c_void_p) for v in values])
+            launch(*grid, *block, pointers)
+        return run
