@@ -539,8 +539,8 @@ def test_fused_layer_norm_is_one_launch_forward_and_matches_the_cpu(gpu, affine)
 
 def test_the_devices_command_reports_what_it_measured(tmp_path):
     """``stagegrad devices --quick``: every time positive, each bandwidth its bytes over its
-    time, each crossover the smallest size where the device's time is below stage 3's, and
-    a software adapter named as such."""
+    time, each crossover the smallest size where a device's time is below stage 3's, a
+    missing device with its reason, and a software adapter named as such."""
     import json
     import subprocess
     import sys
@@ -550,17 +550,20 @@ def test_the_devices_command_reports_what_it_measured(tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     report = json.loads((tmp_path / "devices.json").read_text())
     text = (tmp_path / "devices.md").read_text()
-    gpu = report["webgpu"]
     assert all(o["seconds"] > 0 for o in report["overhead"])
     for t in report["transfer"]:
         assert t["gib_s"] == pytest.approx(t["bytes"] / t["seconds"] / 2 ** 30)
-    if not gpu["available"]:
-        assert gpu["reason"] in text
-        return
-    assert all(r["stage3_s"] > 0 and r["webgpu_s"] > 0 for r in report["sweep"])
-    for name, size in report["crossover"].items():
-        faster = [r["size"] for r in report["sweep"]
-                  if r["workload"] == name and r["webgpu_s"] < r["stage3_s"]]
-        assert size == (min(faster) if faster else None)
-    if gpu["software"]:
+        assert report["devices"][t["device"]]["available"]
+    for name, info in report["devices"].items():  # a device missing here says why
+        assert (name in report["columns"]) == info["available"]
+        if not info["available"]:
+            assert info["reason"] in text
+    for c in report["columns"]:
+        assert all(r["stage3_s"] > 0 and r["seconds"][c] > 0 for r in report["sweep"])
+        for name, size in report["crossover"][c].items():
+            faster = [r["size"] for r in report["sweep"]
+                      if r["workload"] == name and r["seconds"][c] < r["stage3_s"]]
+            assert size == (min(faster) if faster else None)
+    gpu = report["devices"]["webgpu"]
+    if gpu["available"] and gpu["software"]:
         assert "never GPU speed" in text and gpu["name"] in text

@@ -1,17 +1,19 @@
-"""``stagegrad devices``: what stage 4's ``webgpu`` device costs and where it pays off.
+"""``stagegrad devices``: what each of stage 4's devices (``webgpu``, ``cuda``) costs and
+where it pays off.
 
-Stage 3 on the CPU is the baseline, PyTorch on the CPU the peer. One run measures:
+Stage 3 on the CPU is the baseline, PyTorch the peer (on the CPU, and on CUDA where
+PyTorch has a GPU). One run measures, on every device that is available:
 
 - one operation's fixed cost: ``a + b`` on 4 float32 elements, on the device both queued
-  (the host's cost of issuing it) and followed by ``sg.webgpu.synchronize()``;
+  (the host's cost of issuing it) and followed by the device's ``synchronize()``;
 - copies of a 16 MiB float32 tensor to the device and back, in GiB/s;
-- a sweep of sizes (elementwise add, square matmul, a 784-256-10 MLP training step with
-  SGD), each call ending with a synchronize so the device's work is counted, and for each
-  workload the smallest size at which the device beats stage 3 (the crossover).
+- a sweep of sizes (elementwise add, square matmul, a 784-256-10 MLP training step and a
+  small CNN's, with SGD), each call ending with a synchronize so the device's work is counted, and for each
+  device and workload the smallest size at which the device beats stage 3 (the crossover).
 
-Times are medians of repeated calls. On Mesa's lavapipe the "device" is software Vulkan
-running on this same CPU: the report says so, and such timings are never GPU speed. Without
-a device the CPU side is measured and the report says why. Writes ``devices.json`` and
+Times are medians of repeated calls. A software device (Mesa's lavapipe for webgpu: Vulkan
+running on this same CPU) is named as such, and its timings are never GPU speed. A device
+that is not available is reported with the reason. Writes ``devices.json`` and
 ``devices.md`` to the output folder.
 """
 import json
@@ -22,8 +24,9 @@ from pathlib import Path
 TRANSFER_BYTES = 16 << 20
 MLP = (784, 256, 10)
 FULL = {"add": [10 ** k for k in range(2, 8)], "matmul": [64, 128, 256, 512, 1024],
-        "MLP step": [16, 64, 256, 1024]}
-QUICK = {"add": [10 ** k for k in range(2, 7)], "matmul": [64, 128, 256], "MLP step": [16, 64, 256]}
+        "MLP step": [16, 64, 256, 1024], "CNN step": [16, 64, 256]}
+QUICK = {"add": [10 ** k for k in range(2, 7)], "matmul": [64, 128, 256], "MLP step": [16, 64, 256],
+         "CNN step": [16, 64]}
 
 
 def _pair(sg, dev, *shape):
@@ -55,6 +58,22 @@ def _mlp_step(sg, dev, batch):
     return step
 
 
+def _cnn_step(sg, dev, batch):
+    sg.manual_seed(0)
+    nn = sg.nn
+    model = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                          nn.Linear(8 * 14 * 14, 10)).to(dev)
+    opt = sg.optim.SGD(model.parameters(), lr=0.01)
+    x, y = sg.randn(batch, 1, 28, 28, device=dev), sg.randint(0, 10, (batch,), device=dev)
+
+    def step():
+        loss = nn.functional.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return step
+
+
 def _synced(call, sync):
     """``call`` followed by ``sync``: the device's work counted, not only its queuing."""
     def run():
@@ -63,13 +82,13 @@ def _synced(call, sync):
     return run
 
 
-def _upload(sg):
+def _upload(sg, dev, sync):
     x = sg.randn(TRANSFER_BYTES // 4)
-    return _synced(lambda: x.to("webgpu"), sg.webgpu.synchronize)
+    return _synced(lambda: x.to(dev), sync)
 
 
-def _download(sg):
-    return sg.randn(TRANSFER_BYTES // 4, device="webgpu").cpu  # reading back waits for the device
+def _download(sg, dev):
+    return sg.randn(TRANSFER_BYTES // 4, device=dev).cpu  # reading back waits for the device
 
 
 SWEEPS = {  # workload: (what one call does, the size's label, build(sg, device, size) -> call)
@@ -77,6 +96,8 @@ SWEEPS = {  # workload: (what one call does, the size's label, build(sg, device,
     "matmul": ("`a @ b` on square float32 matrices", "{0}x{0}", _matmul),
     "MLP step": ("a 784-256-10 MLP with ReLU: forward, cross-entropy, backward, SGD step", "batch {}",
                  _mlp_step),
+    "CNN step": ("a 3x3 convolution to 8 channels, ReLU, 2x2 max pool and a linear layer on 28x28 "
+                 "images: one SGD step", "batch {}", _cnn_step),
 }
 
 
@@ -118,58 +139,79 @@ def _torch():
     return torch
 
 
+DEVICES = ("webgpu", "cuda")
+
+
+def _device_info(s4, name):
+    """What the report says of device ``name``: available, why not, its adapter or GPU,
+    and whether it is software running on this CPU."""
+    mod = getattr(s4, name)
+    info = {"available": mod.is_available(), "reason": mod.unavailable_reason(), "name": None,
+            "software": None}
+    if info["available"]:
+        info["name"] = mod.device_name() if name == "webgpu" else mod.get_device_name()
+        # webgpu knows its adapter's kind; a cuda device is software only when emulated
+        info["software"] = mod.is_software() if name == "webgpu" else "emulation" in info["name"]
+    return info
+
+
 def measure(quick=False, stream=None):
     """Time every workload on every device there is; the report as a JSON-ready dict."""
     from . import load_stage, machine
     from .progress import Progress
     s3, s4 = load_stage("3"), load_stage("4")
-    gpu = s4.webgpu
-    available = gpu.is_available()
+    devices = {name: _device_info(s4, name) for name in DEVICES}
+    on = [name for name in DEVICES if devices[name]["available"]]
     torch = _torch()
+    torch_cuda = torch is not None and torch.cuda.is_available()
     sizes, target = (QUICK, 0.1) if quick else (FULL, 0.3)
     # (section, label, build() -> (call, after)): built one at a time, so that only the
     # tensors of the workload being timed are alive
     jobs = [("overhead", "stage 3", lambda: (_add(s3, "cpu", 4), None))]
-    if available:
-        sync = gpu.synchronize
-        jobs += [("overhead", "webgpu, queued", lambda: (_add(s4, "webgpu", 4), sync)),
-                 ("overhead", "webgpu, synchronized", lambda: (_synced(_add(s4, "webgpu", 4), sync), None)),
-                 ("transfer", "host to device", lambda: (_upload(s4), None)),
-                 ("transfer", "device to host", lambda: (_download(s4), None))]
+    for dev in on:
+        sync = getattr(s4, dev).synchronize
+        jobs += [("overhead", f"{dev}, queued", lambda d=dev, y=sync: (_add(s4, d, 4), y)),
+                 ("overhead", f"{dev}, synchronized", lambda d=dev, y=sync: (_synced(_add(s4, d, 4), y), None)),
+                 ("transfer", (dev, "host to device"), lambda d=dev, y=sync: (_upload(s4, d, y), None)),
+                 ("transfer", (dev, "device to host"), lambda d=dev: (_download(s4, d), None))]
     if torch is not None:
         jobs.append(("overhead", "PyTorch", lambda: (_add(torch, "cpu", 4), None)))
+    if torch_cuda:
+        jobs.append(("overhead", "PyTorch CUDA, synchronized",
+                     lambda: (_synced(_add(torch, "cuda", 4), torch.cuda.synchronize), None)))
+    runs = [("stage 3", s3, "cpu", None)] + [(dev, s4, dev, getattr(s4, dev).synchronize) for dev in on]
+    if torch_cuda:
+        runs.append(("PyTorch CUDA", torch, "cuda", torch.cuda.synchronize))
     for name, (_, _, build) in SWEEPS.items():
         for n in sizes[name]:
-            jobs.append(("sweep", (name, n, "stage 3"), lambda b=build, n=n: (b(s3, "cpu", n), None)))
-            if available:
-                jobs.append(("sweep", (name, n, "webgpu"),
-                             lambda b=build, n=n: (_synced(b(s4, "webgpu", n), sync), None)))
+            for label, lib, dev, sync in runs:
+                jobs.append(("sweep", (name, n, label), lambda b=build, n=n, lib=lib, dev=dev, y=sync: (
+                    b(lib, dev, n) if y is None else _synced(b(lib, dev, n), y), None)))
     bar = Progress(len(jobs), "devices", stream=stream)
     seconds = {}
     for done, (section, label, build) in enumerate(jobs, 1):
         call, after = build()
         seconds[(section, label)] = _median(call, target, after)
-        bar.update(done, now=label if isinstance(label, str) else f"{label[0]} {label[1]:,} on {label[2]}")
-    return _report(quick, s3, gpu, available, torch, sizes, seconds, machine.cpu_model())
+        now = label if isinstance(label, str) else " ".join(f"{x:,}" if isinstance(x, int) else x for x in label)
+        bar.update(done, now=now)
+    columns = [label for label, *_ in runs[1:]]
+    return _report(quick, s3, devices, columns, torch, sizes, seconds, machine.cpu_model())
 
 
-def _report(quick, s3, gpu, available, torch, sizes, seconds, cpu):
+def _report(quick, s3, devices, columns, torch, sizes, seconds, cpu):
     sweep = [{"workload": name, "size": n, "stage3_s": seconds[("sweep", (name, n, "stage 3"))],
-              "webgpu_s": seconds.get(("sweep", (name, n, "webgpu")))}
+              "seconds": {c: seconds[("sweep", (name, n, c))] for c in columns}}
              for name in SWEEPS for n in sizes[name]]
-    crossover = {name: next((r["size"] for r in sweep if r["workload"] == name
-                             and r["webgpu_s"] is not None and r["webgpu_s"] < r["stage3_s"]), None)
-                 for name in SWEEPS} if available else {}
+    crossover = {c: {name: next((r["size"] for r in sweep if r["workload"] == name
+                                 and r["seconds"][c] < r["stage3_s"]), None) for name in SWEEPS}
+                 for c in columns}
     return {
         "quick": quick, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "cpu": cpu,
-        "stage3_threads": s3.get_num_threads(),
-        "webgpu": {"available": available, "reason": gpu.unavailable_reason(),
-                   "name": gpu.device_name() if available else None,
-                   "software": gpu.is_software() if available else None},
+        "stage3_threads": s3.get_num_threads(), "devices": devices, "columns": columns,
         "torch": torch.__version__ if torch is not None else None,
         "overhead": [{"device": label, "seconds": t} for (section, label), t in seconds.items()
                      if section == "overhead"],
-        "transfer": [{"direction": label, "bytes": TRANSFER_BYTES, "seconds": t,
+        "transfer": [{"device": label[0], "direction": label[1], "bytes": TRANSFER_BYTES, "seconds": t,
                       "gib_s": TRANSFER_BYTES / t / 2 ** 30}
                      for (section, label), t in seconds.items() if section == "transfer"],
         "sweep": sweep, "crossover": crossover,
@@ -187,60 +229,64 @@ def _table(head, rows):
             *("| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |" for r in rows)]
 
 
-TIMED = {"stage 3": "`a + b`", "webgpu, queued": "`a + b`, not waited for",
-         "webgpu, synchronized": "`a + b; sg.webgpu.synchronize()`", "PyTorch": "`a + b`",
-         "host to device": "`x.to(\"webgpu\")`, synchronized", "device to host": "`y.cpu()`"}
+def _timed(label):
+    """What one overhead or transfer row times."""
+    dev, _, how = label.partition(", ")
+    if label in ("stage 3", "PyTorch"):
+        return "`a + b`"
+    if dev == "PyTorch CUDA":
+        return "`a + b; torch.cuda.synchronize()`"
+    return {"queued": "`a + b`, not waited for", "synchronized": f"`a + b; sg.{dev}.synchronize()`"}[how]
 
 
 def markdown(report):
     """The report's tables, as Markdown no wider than about 100 columns."""
-    gpu = report["webgpu"]
+    devices, columns = report["devices"], report["columns"]
     kind = "a quick run" if report["quick"] else "a full run"
+    named = [f"`{d}` is **{i['name']}**" for d, i in devices.items() if i["available"]]
     lines = [f"Stage 4's devices on {report['cpu']}, {kind} of `stagegrad devices` on {report['created']}: "
              f"stage 3 on the CPU ({report['stage3_threads']} threads) is the baseline"
-             + (f", PyTorch {report['torch']} on the CPU the peer" if report["torch"] else "")
-             + (f"; `webgpu` is the adapter **{gpu['name']}**." if gpu["available"] else "."), ""]
-    if not gpu["available"]:
-        lines += [f"**No webgpu rows or columns: the device is not available here** ({gpu['reason']}). "
-                  "Only the CPU side was measured.", ""]
-    elif gpu["software"]:
-        lines += [f"**{gpu['name']} is a software Vulkan driver (Mesa's lavapipe) running on this "
-                  "machine's CPU: the webgpu timings below are software-Vulkan timings on the CPU, "
-                  "never GPU speed.**", ""]
+             + (f", PyTorch {report['torch']} the peer" if report["torch"] else "")
+             + (f"; {'; '.join(named)}." if named else "."), ""]
+    for d, info in devices.items():
+        if not info["available"]:
+            lines += [f"**No {d} rows or columns: the device is not available here** ({info['reason']}).", ""]
+        elif info["software"]:
+            what = "a software Vulkan driver (Mesa's lavapipe)" if d == "webgpu" else "an emulation"
+            lines += [f"**{info['name']} is {what} running on this machine's CPU: the {d} timings below "
+                      "are never GPU speed.**", ""]
     base = next(r["seconds"] for r in report["overhead"] if r["device"] == "stage 3")
-    rows = [[r["device"], TIMED[r["device"]], _fmt(r["seconds"]), f"{r['seconds'] / base:.3g}x"]
+    rows = [[r["device"], _timed(r["device"]), _fmt(r["seconds"]), f"{r['seconds'] / base:.3g}x"]
             for r in report["overhead"]]
     lines += ["One operation's fixed cost: `a + b` on 4 float32 elements, median time per call and "
               "how many times stage 3's time that is.", ""]
     lines += _table(["device", "what is timed", "per call", "relative"], rows) + [""]
     if report["transfer"]:
-        rows = [[r["direction"], TIMED[r["direction"]], _fmt(r["seconds"]), f"{r['gib_s']:.3g} GiB/s"]
+        rows = [[r["device"], r["direction"], _fmt(r["seconds"]), f"{r['gib_s']:.3g} GiB/s"]
                 for r in report["transfer"]]
-        lines += [f"Copies of {TRANSFER_BYTES >> 20} MiB of float32 between host and device.", ""]
-        lines += _table(["direction", "what is timed", "per copy", "bandwidth"], rows) + [""]
+        lines += [f"Copies of {TRANSFER_BYTES >> 20} MiB of float32 between host and device "
+                  "(`x.to(device)` then a synchronize; `y.cpu()`, which waits for the device).", ""]
+        lines += _table(["device", "direction", "per copy", "bandwidth"], rows) + [""]
     workloads = "; ".join(f"{name}, {what}" for name, (what, _, _) in SWEEPS.items())
-    lines += [f"Where the device may overtake stage 3 ({workloads}): time per call on stage 3 and on "
-              "webgpu, each call ending with `sg.webgpu.synchronize()` on the device so that its work "
-              "is counted; speed-up = stage 3's time / the device's (above 1: the device is faster)."
-              if gpu["available"] else f"Stage 3 over the sweep of sizes ({workloads}): time per call.", ""]
+    lines += [f"Where a device may overtake stage 3 ({workloads}): time per call, each call on a device "
+              "ending with its `synchronize()` so that its work is counted; under each device's time, "
+              "stage 3's time over it (above 1: the device is faster)."
+              if columns else f"Stage 3 over the sweep of sizes ({workloads}): time per call.", ""]
     rows = []
     for r in report["sweep"]:
         _, label, _ = SWEEPS[r["workload"]]
-        row = [r["workload"], label.format(r["size"]), _fmt(r["stage3_s"])]
-        if gpu["available"]:
-            row += [_fmt(r["webgpu_s"]), f"{r['stage3_s'] / r['webgpu_s']:.2g}x"]
-        rows.append(row)
-    lines += _table(["workload", "size", "stage 3"] + (["webgpu", "speed-up"] if gpu["available"] else []),
-                    rows)
-    if gpu["available"]:
+        rows.append([r["workload"], label.format(r["size"]), _fmt(r["stage3_s"])]
+                    + [f"{_fmt(r['seconds'][c])} ({r['stage3_s'] / r['seconds'][c]:.2g}x)" for c in columns])
+    lines += _table(["workload", "size", "stage 3"] + columns, rows)
+    if columns:
         rows = []
-        for name, size in report["crossover"].items():
-            label = SWEEPS[name][1]
+        for name, (_, label, _) in SWEEPS.items():
             largest = max(r["size"] for r in report["sweep"] if r["workload"] == name)
-            rows.append([name, label.format(size) if size is not None else
-                         f"not within the sweep (up to {label.format(largest)})"])
-        lines += ["", "The crossover: the smallest size at which webgpu is faster than stage 3.", ""]
-        lines += _table(["workload", "crossover"], rows)
+            rows.append([name] + [label.format(report["crossover"][c][name])
+                                  if report["crossover"][c][name] is not None else
+                                  f"none up to {label.format(largest)}" for c in columns])
+        lines += ["", "The crossover: the smallest size at which each is faster than stage 3.", ""]
+        lines += _table(["workload"] + columns, rows)
     return "\n".join(lines)
 
 
