@@ -26,7 +26,7 @@ from itertools import repeat
 from stage0_python import backend as _s0
 from stage0_python import dtypes as _s0_dtypes
 from stage0_python.backend import (  # noqa: F401  (re-exported: the frontend uses some)
-    BINARY, BOOL_RESULT, REDUCE, UNARY, _argmax, _argmin, _axis_positions, _int_pow, _shift,
+    BINARY, BOOL_RESULT, UNARY, _argmax, _argmin, _axis_positions, _int_pow, _shift,
     _map_safe, _reduced_shape, _to_int, arange_values, broadcast_shapes, contiguous_strides,
     diagonal_layout, fold_values, normal_values, prod, strided_indices, unfold_values,
     uniform_values, view_strides, windows_layout)

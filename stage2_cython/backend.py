@@ -25,13 +25,12 @@ import math
 from stage0_python import backend as _s0
 from stage0_python import dtypes as _s0_dtypes
 from stage0_python.backend import (  # noqa: F401  (re-exported: the frontend uses some)
-    BOOL_RESULT, INF, NAN, _to_int, diagonal_layout, windows_layout)
+    BOOL_RESULT, _to_int, diagonal_layout, windows_layout)
 from stage2_cython import (_buffer, _conv, _convert, _dlpack, _elementwise, _index, _matmul, _random,
                            _reduce, _sort)
 from stage2_cython._buffer import (  # noqa: F401  (primitives that are the compiled functions)
     Buffer, alias, broadcast_shapes, contiguous, contiguous_strides, copy, data_ptr, is_contiguous,
     permute, prod, reshape, shares_storage, slice, storage_id, storage_offset, strides)
-from stage2_cython._storage import Storage  # noqa: F401
 
 from . import dtypes
 from .capabilities import lacking
