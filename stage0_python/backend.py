@@ -801,6 +801,20 @@ def diagonal_layout(shape, strides, start, offset, dim1, dim2):
             start)
 
 
+def _overlaps(x):
+    """Whether two of x's elements share memory through a broadcast (stride 0) dim."""
+    return any(s == 0 and n > 1 for n, s in zip(x.shape, x.strides))
+
+
+def refuse_overlapping_write(region):
+    """The strided stages' refusal to write into a region whose elements share memory:
+    which of the writes would win is not defined (stage 0 has no strides, so no such region)."""
+    if _overlaps(region):
+        raise RuntimeError(f"setitem: more than one element of the written-to region (shape "
+                           f"{list(region.shape)}, stride {list(region.strides)}) refers to a single "
+                           f"memory location; clone() the tensor first")
+
+
 def view_strides(shape, strides, new_shape):
     """Strides that lay ``new_shape`` over the same elements, or None when the layout
     does not allow it (PyTorch's rule, so views get PyTorch's strides)."""

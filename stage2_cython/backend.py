@@ -25,7 +25,7 @@ import math
 from stage0_python import backend as _s0
 from stage0_python import dtypes as _s0_dtypes
 from stage0_python.backend import (  # noqa: F401  (re-exported: the frontend uses some)
-    BOOL_RESULT, _to_int, diagonal_layout, windows_layout)
+    BOOL_RESULT, _to_int, diagonal_layout, refuse_overlapping_write, windows_layout)
 from stage2_cython import (_buffer, _conv, _convert, _dlpack, _elementwise, _index, _matmul, _random,
                            _reduce, _sort)
 from stage2_cython._buffer import (  # noqa: F401  (primitives that are the compiled functions)
@@ -193,11 +193,6 @@ def _source(src, dst_dtype):
     return reshape(src, ()) if src.numel == 1 and src.ndim else src
 
 
-def _overlaps(x):
-    """Whether two of x's elements share memory through a broadcast (stride 0) dim."""
-    return any(s == 0 and n > 1 for n, s in zip(x.shape, x.strides))
-
-
 def _write(dst, src):
     """Store ``src`` (broadcast to ``dst``'s shape) into ``dst``'s elements, in row-major
     order: where elements share memory the last write wins, as in stage 1 (callers refuse
@@ -211,10 +206,7 @@ def _write(dst, src):
 def assign(dst, starts, steps, counts, src):
     """Write ``src`` (broadcast to ``counts``) into the basic-slice region of ``dst``."""
     region = slice(dst, starts, steps, counts)
-    if _overlaps(region):
-        raise RuntimeError(f"setitem: more than one element of the written-to region (shape "
-                           f"{list(region.shape)}, stride {list(region.strides)}) refers to a single "
-                           f"memory location; clone() the tensor first")
+    refuse_overlapping_write(region)
     _write(region, _source(src, dst.dtype))
     dst.version += 1
 
