@@ -101,10 +101,11 @@ def strided_indices(shape, strides, offset=0):
     return idx
 
 
-def _wrap_int(values, dtype):
-    bits = 32 if dtype is int32 else 64
-    half, full = 1 << (bits - 1), 1 << bits
-    return [((v + half) % full) - half for v in values]
+def _wrap_int(value, dtype):
+    """A Python int reduced modulo 2**bits into ``dtype``'s range (two's complement): 32 bits
+    for int32, else 64. By name, so stage 2 can pass its own dtype objects."""
+    half = 1 << (31 if dtype.name == "int32" else 63)
+    return ((value + half) % (2 * half)) - half
 
 
 def _pack(values, dtype):
@@ -114,11 +115,11 @@ def _pack(values, dtype):
     try:
         return array(dtype.typecode, values)
     except OverflowError:
-        return array(dtype.typecode, _wrap_int([int(v) for v in values], dtype))
+        return array(dtype.typecode, [_wrap_int(int(v), dtype) for v in values])
     except TypeError:
         if dtype.is_floating_point:
             return array(dtype.typecode, [float(v) for v in values])
-        return array(dtype.typecode, _wrap_int([_to_int(v) for v in values], dtype))
+        return array(dtype.typecode, [_wrap_int(_to_int(v), dtype) for v in values])
 
 
 def _to_int(v):

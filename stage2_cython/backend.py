@@ -25,7 +25,7 @@ import math
 from stage0_python import backend as _s0
 from stage0_python import dtypes as _s0_dtypes
 from stage0_python.backend import (  # noqa: F401  (re-exported: the frontend uses some)
-    BOOL_RESULT, _to_int, diagonal_layout, refuse_overlapping_write, windows_layout)
+    BOOL_RESULT, _to_int, _wrap_int, diagonal_layout, refuse_overlapping_write, windows_layout)
 from stage2_cython import (_buffer, _conv, _convert, _dlpack, _elementwise, _index, _matmul, _random,
                            _reduce, _sort)
 from stage2_cython._buffer import (  # noqa: F401  (primitives that are the compiled functions)
@@ -34,7 +34,7 @@ from stage2_cython._buffer import (  # noqa: F401  (primitives that are the comp
 
 from . import dtypes
 from .capabilities import lacking
-from .dtypes import bool_, int32, int64
+from .dtypes import bool_, int64
 
 FUSED = frozenset()
 VIEWS = True  # movement results alias their input
@@ -44,12 +44,6 @@ _TO_S0 = {d.name: _s0_dtypes.BY_NAME[d.name] for d in dtypes.ALL}
 # on bool operands arithmetic is logic, as in stage 0
 _BOOL_OPS = {"add": "logical_or", "mul": "logical_and", "maximum": "logical_or",
              "minimum": "logical_and"}
-
-
-def _wrap(value, dtype):
-    """A Python int reduced modulo 2**bits into ``dtype``'s range (two's complement)."""
-    half = 1 << (31 if dtype is int32 else 63)
-    return ((value + half) % (2 * half)) - half
 
 
 # ---------------------------------------------------------------- creation
@@ -64,7 +58,7 @@ def full(shape, value, dtype):
     elif dtype.is_floating_point:
         value = float(value)
     else:
-        value = _wrap(_to_int(value), dtype)
+        value = _wrap_int(_to_int(value), dtype)
     return _convert.full(tuple(shape), value, dtype)
 
 
