@@ -28,7 +28,6 @@ from .progress import Progress
 
 DEFAULT_BUDGET = 10.0   # seconds per cell: the full report takes a few minutes on 2 cores
 QUICK_BUDGET = 2.0
-THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 def add_arguments(p):
@@ -51,7 +50,7 @@ def run(args):
     if args.threads == 0:
         args.threads = None
     if args.threads is not None:  # before any library starts its thread pool
-        for name in THREAD_ENV:
+        for name in machine.THREAD_VARIABLES:
             os.environ[name] = str(args.threads)
     stages = None
     if args.stages:
