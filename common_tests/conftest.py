@@ -19,8 +19,10 @@ import types
 
 import pytest
 
-KNOWN_STAGES = ("stage0_python", "stage1_strides", "stage2_cython", "stage3_simd", "stage4_gpu",
-                "stage4_gpu[webgpu]", "stage4_gpu[cuda]")
+from stagegrad import STAGES
+
+# the stage packages, then stage 4 pinned to each of its devices
+KNOWN_STAGES = (*STAGES.values(), "stage4_gpu[webgpu]", "stage4_gpu[cuda]")
 _loaded = {}
 _missing = {}
 

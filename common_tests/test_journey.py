@@ -151,7 +151,7 @@ def test_machine_and_roofline_recorded(report):
 def test_markdown_and_plots_written(report):
     """A row per workload and size, a column per implementation; each measured cell shows
     its time, each stage after the first its speed-up; each skip has a note with its reason."""
-    from stagegrad.journey import fmt_seconds
+    from stagegrad.report import fmt_seconds
     md = (GENERATED / "journey.md").read_text().replace("\u00a0", " ")  # cells keep "1.2 ms" on one line
     lines = md.splitlines()
     header = next(line for line in lines if line.startswith("| workload | size |"))

@@ -101,10 +101,11 @@ def strided_indices(shape, strides, offset=0):
     return idx
 
 
-def _wrap_int(values, dtype):
-    bits = 32 if dtype is int32 else 64
-    half, full = 1 << (bits - 1), 1 << bits
-    return [((v + half) % full) - half for v in values]
+def _wrap_int(value, dtype):
+    """A Python int reduced modulo 2**bits into ``dtype``'s range (two's complement): 32 bits
+    for int32, else 64. By name, so stage 2 can pass its own dtype objects."""
+    half = 1 << (31 if dtype.name == "int32" else 63)
+    return ((value + half) % (2 * half)) - half
 
 
 def _pack(values, dtype):
@@ -114,11 +115,11 @@ def _pack(values, dtype):
     try:
         return array(dtype.typecode, values)
     except OverflowError:
-        return array(dtype.typecode, _wrap_int([int(v) for v in values], dtype))
+        return array(dtype.typecode, [_wrap_int(int(v), dtype) for v in values])
     except TypeError:
         if dtype.is_floating_point:
             return array(dtype.typecode, [float(v) for v in values])
-        return array(dtype.typecode, _wrap_int([_to_int(v) for v in values], dtype))
+        return array(dtype.typecode, [_wrap_int(_to_int(v), dtype) for v in values])
 
 
 def _to_int(v):
@@ -799,6 +800,20 @@ def diagonal_layout(shape, strides, start, offset, dim1, dim2):
     keep = [d for d in range(len(shape)) if d not in (dim1, dim2)]
     return ((*(shape[d] for d in keep), size), (*(strides[d] for d in keep), strides[dim1] + strides[dim2]),
             start)
+
+
+def _overlaps(x):
+    """Whether two of x's elements share memory through a broadcast (stride 0) dim."""
+    return any(s == 0 and n > 1 for n, s in zip(x.shape, x.strides))
+
+
+def refuse_overlapping_write(region):
+    """The strided stages' refusal to write into a region whose elements share memory:
+    which of the writes would win is not defined (stage 0 has no strides, so no such region)."""
+    if _overlaps(region):
+        raise RuntimeError(f"setitem: more than one element of the written-to region (shape "
+                           f"{list(region.shape)}, stride {list(region.strides)}) refers to a single "
+                           f"memory location; clone() the tensor first")
 
 
 def view_strides(shape, strides, new_shape):

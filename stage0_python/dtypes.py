@@ -89,10 +89,6 @@ def set_default_dtype(dtype):
     _DEFAULT[2] = dtype
 
 
-def default_for(category):
-    return _DEFAULT[category]
-
-
 def promote(a, b):
     """The smallest dtype that holds both ``a`` and ``b``."""
     if a is b:

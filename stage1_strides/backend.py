@@ -26,10 +26,10 @@ from itertools import repeat
 from stage0_python import backend as _s0
 from stage0_python import dtypes as _s0_dtypes
 from stage0_python.backend import (  # noqa: F401  (re-exported: the frontend uses some)
-    BINARY, BOOL_RESULT, REDUCE, UNARY, _argmax, _argmin, _axis_positions, _int_pow, _shift,
-    _map_safe, _reduced_shape, _to_int, arange_values, broadcast_shapes, contiguous_strides,
-    diagonal_layout, fold_values, normal_values, prod, strided_indices, unfold_values,
-    uniform_values, view_strides, windows_layout)
+    BINARY, BOOL_RESULT, UNARY, _argmax, _argmin, _axis_positions, _int_pow, _shift,
+    _map_safe, _overlaps, _reduced_shape, _to_int, arange_values, broadcast_shapes, contiguous_strides,
+    diagonal_layout, fold_values, normal_values, prod, refuse_overlapping_write, strided_indices,
+    unfold_values, uniform_values, view_strides, windows_layout)
 
 from . import dtypes
 from .capabilities import refusal
@@ -191,11 +191,6 @@ def _flat(x):
     for o in starts:
         out += data[o:o + span:step]
     return out
-
-
-def _overlaps(x):
-    """Whether two of x's elements share memory through a broadcast (stride 0) dim."""
-    return any(s == 0 and n > 1 for n, s in zip(x.shape, x.strides))
 
 
 def _write(x, vals):
@@ -606,10 +601,7 @@ def matmul(a, b):
 def assign(dst, starts, steps, counts, src):
     """Write ``src`` (broadcast to ``counts``) into the basic-slice region of ``dst``."""
     region = slice(dst, starts, steps, counts)
-    if _overlaps(region):
-        raise RuntimeError(f"setitem: more than one element of the written-to region (shape "
-                           f"{list(region.shape)}, stride {list(region.strides)}) refers to a single "
-                           f"memory location; clone() the tensor first")
+    refuse_overlapping_write(region)
     _write(region, _values_as(cast(src, dst.dtype), tuple(counts)))
     dst.version += 1
 

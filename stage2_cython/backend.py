@@ -25,17 +25,16 @@ import math
 from stage0_python import backend as _s0
 from stage0_python import dtypes as _s0_dtypes
 from stage0_python.backend import (  # noqa: F401  (re-exported: the frontend uses some)
-    BOOL_RESULT, INF, NAN, _to_int, diagonal_layout, windows_layout)
+    BOOL_RESULT, _to_int, _wrap_int, diagonal_layout, refuse_overlapping_write, windows_layout)
 from stage2_cython import (_buffer, _conv, _convert, _dlpack, _elementwise, _index, _matmul, _random,
                            _reduce, _sort)
 from stage2_cython._buffer import (  # noqa: F401  (primitives that are the compiled functions)
     Buffer, alias, broadcast_shapes, contiguous, contiguous_strides, copy, data_ptr, is_contiguous,
     permute, prod, reshape, shares_storage, slice, storage_id, storage_offset, strides)
-from stage2_cython._storage import Storage  # noqa: F401
 
 from . import dtypes
 from .capabilities import lacking
-from .dtypes import bool_, int32, int64
+from .dtypes import bool_, int64
 
 FUSED = frozenset()
 VIEWS = True  # movement results alias their input
@@ -45,12 +44,6 @@ _TO_S0 = {d.name: _s0_dtypes.BY_NAME[d.name] for d in dtypes.ALL}
 # on bool operands arithmetic is logic, as in stage 0
 _BOOL_OPS = {"add": "logical_or", "mul": "logical_and", "maximum": "logical_or",
              "minimum": "logical_and"}
-
-
-def _wrap(value, dtype):
-    """A Python int reduced modulo 2**bits into ``dtype``'s range (two's complement)."""
-    half = 1 << (31 if dtype is int32 else 63)
-    return ((value + half) % (2 * half)) - half
 
 
 # ---------------------------------------------------------------- creation
@@ -65,7 +58,7 @@ def full(shape, value, dtype):
     elif dtype.is_floating_point:
         value = float(value)
     else:
-        value = _wrap(_to_int(value), dtype)
+        value = _wrap_int(_to_int(value), dtype)
     return _convert.full(tuple(shape), value, dtype)
 
 
@@ -194,11 +187,6 @@ def _source(src, dst_dtype):
     return reshape(src, ()) if src.numel == 1 and src.ndim else src
 
 
-def _overlaps(x):
-    """Whether two of x's elements share memory through a broadcast (stride 0) dim."""
-    return any(s == 0 and n > 1 for n, s in zip(x.shape, x.strides))
-
-
 def _write(dst, src):
     """Store ``src`` (broadcast to ``dst``'s shape) into ``dst``'s elements, in row-major
     order: where elements share memory the last write wins, as in stage 1 (callers refuse
@@ -212,10 +200,7 @@ def _write(dst, src):
 def assign(dst, starts, steps, counts, src):
     """Write ``src`` (broadcast to ``counts``) into the basic-slice region of ``dst``."""
     region = slice(dst, starts, steps, counts)
-    if _overlaps(region):
-        raise RuntimeError(f"setitem: more than one element of the written-to region (shape "
-                           f"{list(region.shape)}, stride {list(region.strides)}) refers to a single "
-                           f"memory location; clone() the tensor first")
+    refuse_overlapping_write(region)
     _write(region, _source(src, dst.dtype))
     dst.version += 1
 

@@ -25,10 +25,10 @@ from pathlib import Path
 
 from . import machine
 from .progress import Progress
+from .report import TextTable, fit, fmt_seconds, machine_summary, markdown, plot_ladder, plot_roofline
 
 DEFAULT_BUDGET = 10.0   # seconds per cell: the full report takes a few minutes on 2 cores
 QUICK_BUDGET = 2.0
-THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 def add_arguments(p):
@@ -51,7 +51,7 @@ def run(args):
     if args.threads == 0:
         args.threads = None
     if args.threads is not None:  # before any library starts its thread pool
-        for name in THREAD_ENV:
+        for name in machine.THREAD_VARIABLES:
             os.environ[name] = str(args.threads)
     stages = None
     if args.stages:
@@ -62,7 +62,6 @@ def run(args):
     report = measure_all(stages=stages, budget=budget, quick=args.quick, threads=args.threads,
                          live=sys.stdout)
     paths = write(report, Path(args.out), plots=not args.no_plots)
-    from .report import fit, machine_summary
     print()
     print(machine_summary(report, width=100))
     if any(s.startswith("stage4_gpu") for s in report["stages"]):  # the devices' own chapter
@@ -84,7 +83,6 @@ def measure_all(stages=None, budget=DEFAULT_BUDGET, quick=False, threads=None, s
     """Run every cell; return the report (a JSON-ready dict). With ``live`` (a text
     stream), the comparison table is printed there a row at a time, as each row's last
     cell is measured."""
-    from .report import TextTable
     from .workloads import WORKLOADS, Impl, implementations
     stream = stream or sys.stderr
     started = time.time()
@@ -254,20 +252,8 @@ def add_ratios(report):
             r["vs_torch"] = torch["time_s"] / r["time_s"]
 
 
-def fmt_seconds(t):
-    """Three significant digits in the largest unit under 1000 of it (at most 7 characters
-    below 1000 s: the terminal table's cells are 8 wide)."""
-    if t is None:
-        return "—"
-    for scale, unit in ((1e6, "µs"), (1e3, "ms"), (1, "s")):
-        if t * scale < 999.5:  # what would round to 1000 moves up a unit
-            return f"{t * scale:.3g} {unit}"
-    return f"{t:,.0f} s"
-
-
 def write(report, out, plots=True):
     """Write journey.json, journey.md and (unless ``plots`` is false) the figures."""
-    from .report import markdown, plot_ladder, plot_roofline
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / "journey.json", out / "journey.md"]
     paths[0].write_text(json.dumps(report, indent=1, default=str) + "\n")

@@ -89,7 +89,8 @@ def _version(module):
         return None
 
 
-def _best_time(fn, repeats):
+def best_time(fn, repeats):
+    """The fastest of ``repeats`` timed calls of ``fn``, in seconds, after one untimed call."""
     fn()  # warm-up: page faults, thread-pool start
     best = float("inf")
     for _ in range(repeats):
@@ -111,7 +112,7 @@ def measure_peak_gflops(n=1024, repeats=10):
         import numpy as np
         a = np.random.default_rng(0).standard_normal((n, n), dtype=np.float32)
         b = a.T.copy()
-        found["numpy"] = flops / _best_time(lambda: a @ b, repeats) / 1e9
+        found["numpy"] = flops / best_time(lambda: a @ b, repeats) / 1e9
     except ImportError:
         pass
     try:
@@ -119,7 +120,7 @@ def measure_peak_gflops(n=1024, repeats=10):
         g = torch.Generator().manual_seed(0)
         a = torch.randn(n, n, generator=g)
         b = torch.randn(n, n, generator=g)
-        found["torch"] = flops / _best_time(lambda: torch.mm(a, b), repeats) / 1e9
+        found["torch"] = flops / best_time(lambda: torch.mm(a, b), repeats) / 1e9
     except ImportError:
         pass
     by = max(found, key=found.get) if found else None
@@ -140,14 +141,14 @@ def measure_bandwidth_gbs(mib=64, repeats=10):
         import numpy as np
         src = np.ones(nbytes // 4, dtype=np.float32)
         dst = np.empty_like(src)
-        found["numpy"] = 2 * nbytes / _best_time(lambda: np.copyto(dst, src), repeats) / 1e9
+        found["numpy"] = 2 * nbytes / best_time(lambda: np.copyto(dst, src), repeats) / 1e9
     except ImportError:
         pass
     try:
         import torch
         src = torch.ones(nbytes // 4)
         dst = torch.empty_like(src)
-        found["torch"] = 2 * nbytes / _best_time(lambda: dst.copy_(src), repeats) / 1e9
+        found["torch"] = 2 * nbytes / best_time(lambda: dst.copy_(src), repeats) / 1e9
     except ImportError:
         pass
     by = max(found, key=found.get) if found else None
@@ -176,14 +177,14 @@ def measure_cache_bandwidth_gbs(kib=256, copies=200, repeats=10):
         import numpy as np
         src = np.ones(nbytes // 4, dtype=np.float32)
         dst = np.empty_like(src)
-        found["numpy"] = 2 * nbytes * copies / _best_time(loop(lambda: np.copyto(dst, src)), repeats) / 1e9
+        found["numpy"] = 2 * nbytes * copies / best_time(loop(lambda: np.copyto(dst, src)), repeats) / 1e9
     except ImportError:
         pass
     try:
         import torch
         src = torch.ones(nbytes // 4)
         dst = torch.empty_like(src)
-        found["torch"] = 2 * nbytes * copies / _best_time(loop(lambda: dst.copy_(src)), repeats) / 1e9
+        found["torch"] = 2 * nbytes * copies / best_time(loop(lambda: dst.copy_(src)), repeats) / 1e9
     except ImportError:
         pass
     by = max(found, key=found.get) if found else None

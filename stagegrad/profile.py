@@ -40,6 +40,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from .machine import THREAD_VARIABLES
+
 BUCKETS = ("kernels", "backend", "autograd", "ops", "tensor", "optimizer", "nn", "other")
 # the step's phases: the cumulative time of the call that is each one
 PHASES = {"forward (model)": ("nn/module.py", "__call__"), "loss": ("functional.py", "cross_entropy"),
@@ -49,7 +51,6 @@ PHASES = {"forward (model)": ("nn/module.py", "__call__"), "loss": ("functional.
 STAGE3_RUNGS = (("stage 3: kernels, Python frontend", {"STAGEGRAD_FRONTEND": "python"}, False),
                 ("+ fused kernels", {"STAGEGRAD_FRONTEND": "python"}, True),
                 ("+ compiled frontend (stage 3)", {"STAGEGRAD_FRONTEND": "compiled"}, True))
-THREADS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 def add_arguments(p):
@@ -202,7 +203,7 @@ def markdown(reports):
 def run(args):
     if args.steps < 1:
         raise ValueError("--steps must be positive")
-    for name in THREADS:
+    for name in THREAD_VARIABLES:
         os.environ.setdefault(name, "1")  # one core, like the journey
     reports = []
     for label, package, row_env, fused in rows([s.strip() for s in args.stages.split(",") if s.strip()]):

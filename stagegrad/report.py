@@ -3,8 +3,6 @@ text for a terminal, row by row as the journey measures), the headline ratios an
 two figures."""
 import textwrap
 
-from .journey import fmt_seconds
-
 WIDTH = 100        # the terminal table fits this many columns
 CELL = 8           # characters per implementation column in the terminal
 LEGEND = ("Each cell: the median time of one call. Under a stage's time: its speed-up over the stage "
@@ -16,6 +14,17 @@ SINGLE = "*: a single call, warm-up included (one call took the whole budget)."
 NBSP = "\u00a0"
 STATUS = {"skipped": "skip", "unsupported": "n/a", "error": "error"}
 STATUS_WORDS = {"skipped": "skipped", "unsupported": "not supported", "error": "failed"}
+
+
+def fmt_seconds(t):
+    """Three significant digits in the largest unit under 1000 of it (at most 7 characters
+    below 1000 s: the terminal table's cells are 8 wide)."""
+    if t is None:
+        return "—"
+    for scale, unit in ((1e6, "µs"), (1e3, "ms"), (1, "s")):
+        if t * scale < 999.5:  # what would round to 1000 moves up a unit
+            return f"{t * scale:.3g} {unit}"
+    return f"{t:,.0f} s"
 
 
 def _ratio(x):

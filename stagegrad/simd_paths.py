@@ -12,6 +12,8 @@ import statistics
 import time
 from pathlib import Path
 
+from .machine import THREAD_VARIABLES
+
 KERNELS = {  # name: (what it computes, call(sg, a, b, m))
     "add": ("a + b", lambda sg, a, b, m: a + b),
     "exp": ("a.exp()", lambda sg, a, b, m: a.exp()),
@@ -140,7 +142,7 @@ def markdown(report):
 def run(args):
     if args.n < 1 or args.side < 1:
         raise ValueError("--n and --side must be positive")
-    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    for name in THREAD_VARIABLES:
         os.environ[name] = "1"  # the peers on one thread, like the paths' column
     report = measure(args.n, args.side)
     out = Path(args.out)

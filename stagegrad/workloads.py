@@ -13,11 +13,11 @@ import importlib
 import importlib.util
 import itertools
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import STAGES, installed_stages, load_stage
+from .machine import best_time
 
 PEERS = {"numpy": "NumPy", "torch": "PyTorch"}
 MLP_SHAPE = (784, 128, 10)
@@ -329,30 +329,20 @@ BY_KEY = {w.key: w for w in WORKLOADS}
 _PROBES = {}
 
 
-def _best(fn, repeats=3):
-    fn()
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
 def probe(impl):
     """Two cheap throughput figures per implementation (cached): elements/s of an add and
     FLOP/s of a matmul. The small sizes (4,096 elements, 64x64) cost a pure-Python stage
     milliseconds; an implementation that finishes them in microseconds is measured again at
     a larger size, so that fixed overheads do not make a fast library look slow."""
     if impl.name not in _PROBES:
-        t = _best(build_add(impl, 4096))
+        t = best_time(build_add(impl, 4096), 3)
         elementwise = 4096 / t
         if t < 50e-6:
-            elementwise = max(elementwise, 2 ** 20 / _best(build_add(impl, 2 ** 20)))
-        t = _best(build_matmul(impl, 64))
+            elementwise = max(elementwise, 2 ** 20 / best_time(build_add(impl, 2 ** 20), 3))
+        t = best_time(build_matmul(impl, 64), 3)
         matmul = 2 * 64 ** 3 / t
         if t < 2e-3:
-            matmul = max(matmul, 2 * 256 ** 3 / _best(build_matmul(impl, 256)))
+            matmul = max(matmul, 2 * 256 ** 3 / best_time(build_matmul(impl, 256), 3))
         _PROBES[impl.name] = {"elementwise": elementwise, "matmul": matmul}
     return _PROBES[impl.name]
 

@@ -2,7 +2,7 @@
 expand, slice, diagonal, windows) is new metadata over the same Storage, laid out by stage
 0's ``view_layout`` exactly as on the host; copies (``contiguous``, ``copy``, ``cat``, the
 in-place writes) run the strided copy kernel."""
-from stage0_python.backend import view_layout
+from stage0_python.backend import refuse_overlapping_write, view_layout
 
 from .buffer import Buffer, empty
 from .elementwise import copy_into, run
@@ -97,10 +97,7 @@ def assign(dst, starts, steps, counts, src):
     """Write ``src`` (broadcast to ``counts``) into the basic-slice region of ``dst``;
     RuntimeError where two elements of the region share memory (as on the CPU)."""
     region = slice(dst, starts, steps, counts)
-    if any(s == 0 and n > 1 for n, s in zip(region.shape, region.strides)):
-        raise RuntimeError(f"setitem: more than one element of the written-to region (shape "
-                           f"{list(region.shape)}, stride {list(region.strides)}) refers to a single "
-                           f"memory location; clone() the tensor first")
+    refuse_overlapping_write(region)
     copy_into(region, src)
 
 
