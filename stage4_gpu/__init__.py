@@ -6,7 +6,8 @@ NVIDIA GPU through CuPy.
 ``import stage4_gpu as sg``. This folder holds only what stage 4 rewrites: the device
 layer (``device.py``: which devices exist, moving buffers between them), the backend
 (``backend.py``: each primitive routed to the device its buffers live on, and a clear
-error when they live on two), and one folder per device with its kernels
+error when they live on two), the strided views every device's buffers share
+(``strided.py``), and one folder per device with its kernels
 (``webgpu/``, ``cuda/``). Everything else is inherited: ``__path__`` lists stage 3's folder after
 this one.
 

@@ -9,7 +9,7 @@ tensors live on this device.
 """
 from ..capabilities import CapabilityError
 from ..device import device as _device
-from ..dtypes import bool_
+from ..strided import StridedBuffer, contiguous_strides
 from .kernels import CTYPE
 from .runtime import runtime
 
@@ -40,37 +40,14 @@ class Storage:
         self.version = 0
 
 
-class Buffer:
+class Buffer(StridedBuffer):
     """A strided view of a Storage on the cuda device (see the module's docstring)."""
-    __slots__ = ("storage", "shape", "strides", "offset", "dtype", "numel", "__weakref__")
+    __slots__ = ()
     device = DEVICE
-
-    def __init__(self, storage, shape, strides, offset, dtype):
-        self.storage = storage
-        self.shape = shape
-        self.strides = strides
-        self.offset = offset
-        self.dtype = dtype
-        n = 1
-        for s in shape:
-            n *= s
-        self.numel = n
-
-    @property
-    def version(self):
-        return self.storage.version
-
-    @version.setter
-    def version(self, value):
-        self.storage.version = value
 
     @property
     def itemsize(self):
         return self.dtype.itemsize
-
-    @property
-    def nbytes(self):
-        return self.numel * self.dtype.itemsize
 
     @property
     def ctype(self):
@@ -82,47 +59,12 @@ class Buffer:
         """The storage's CuPy array (kernels take it with the view's offset in ``p``)."""
         return self.storage.array
 
-    def is_contiguous(self):
-        expected = 1
-        for n, s in zip(reversed(self.shape), reversed(self.strides)):
-            if n != 1 and s != expected:
-                return False
-            expected *= n
-        return True
+    def _download(self):
+        return to_numpy(self)
 
-    # reading a value back is where the host waits for the device
-    def values(self):
-        """The elements as Python numbers, row-major (a download)."""
-        vals = to_numpy(self).tolist()
-        return [bool(v) for v in vals] if self.dtype is bool_ else vals
-
-    def item(self):
-        return self.values()[0]
-
-    def tolist(self):
-        vals = self.values()
-        if not self.shape:
-            return vals[0]
-
-        def build(off, dims):
-            if len(dims) == 1:
-                return vals[off:off + dims[0]]
-            step = 1
-            for d in dims[1:]:
-                step *= d
-            return [build(off + i * step, dims[1:]) for i in range(dims[0])]
-        return build(0, list(self.shape))
-
-    def __repr__(self):
-        return f"cuda.Buffer(shape={self.shape}, dtype={self.dtype.name})"
-
-
-def contiguous_strides(shape):
-    strides, s = [], 1
-    for n in reversed(shape):
-        strides.append(s)
-        s *= max(n, 1)
-    return tuple(reversed(strides))
+    def _copied(self):
+        from .movement import copy  # the movement kernels build on this module
+        return copy(self)
 
 
 def empty(shape, dtype):

@@ -1,47 +1,14 @@
 """Movement on the WebGPU device: every view (reshape where the strides allow, permute,
-expand, slice, diagonal, windows) is new metadata over the same Storage, laid out by stage
-0's ``view_layout`` exactly as on the host; copies (``contiguous``, ``copy``, ``cat``, the
+expand, slice, diagonal, windows) is new metadata over the same Storage, the same on
+every device (``../strided.py``); copies (``contiguous``, ``copy``, ``cat``, the
 in-place writes) run the strided copy kernel."""
-from stage0_python.backend import refuse_overlapping_write, view_layout
+from stage0_python.backend import refuse_overlapping_write
 
-from .buffer import Buffer, empty
+from ..strided import (  # noqa: F401  (the views: the same on every device)
+    alias, diagonal, expand, is_contiguous, permute, reshape, shares_storage, slice, storage_id,
+    storage_offset, strides, windows)
+from .buffer import empty
 from .elementwise import copy_into, run
-
-
-def _view(x, op, *args):
-    layout = view_layout((x.shape, x.strides, x.offset), op, args)
-    if layout is None:  # a reshape the strides do not allow: copy, as PyTorch does
-        return _view(contiguous(x), op, *args)
-    shape, strides, offset = layout
-    return Buffer(x.storage, tuple(shape), tuple(strides), offset, x.dtype)
-
-
-def reshape(x, shape):
-    return _view(x, "reshape", shape)
-
-
-def permute(x, dims):
-    return _view(x, "permute", dims)
-
-
-def expand(x, shape):
-    return _view(x, "expand", shape)
-
-
-def slice(x, starts, steps, counts):  # noqa: A001  (the primitive's name at every stage)
-    return _view(x, "slice", starts, steps, counts)
-
-
-def diagonal(x, offset, dim1, dim2):
-    return _view(x, "diagonal", offset, dim1, dim2)
-
-
-def windows(x, dim, size, step):
-    return _view(x, "windows", dim, size, step)
-
-
-def alias(x):
-    return Buffer(x.storage, x.shape, x.strides, x.offset, x.dtype)
 
 
 def copy(x):
@@ -52,28 +19,8 @@ def contiguous(x):
     return x if x.is_contiguous() else copy(x)
 
 
-def is_contiguous(x):
-    return x.is_contiguous()
-
-
-def strides(x):
-    return x.strides
-
-
-def storage_offset(x):
-    return x.offset
-
-
-def storage_id(x):
-    return id(x.storage)
-
-
 def data_ptr(x):
     return id(x.storage) + x.offset * x.itemsize  # an identity, not an address: no host pointer
-
-
-def shares_storage(a, b):
-    return getattr(b, "storage", None) is a.storage
 
 
 def cat(xs, axis):
