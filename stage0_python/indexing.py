@@ -7,7 +7,7 @@ NumPy places it.
 """
 import operator
 
-from . import autograd, ops
+from . import autograd, ops, views
 from . import backend as B
 from . import dtypes as D
 from .dtypes import bool_, int32, int64
@@ -43,7 +43,7 @@ def setitem(t, key, value):
         if B.broadcast_shapes(target, value.shape) != target:
             raise ShapeError(f"setitem: value of shape {list(value.shape)} cannot be broadcast "
                              f"to the indexed shape {list(target)}")
-    t._check_not_copied_view("setitem")
+    views.refuse_copied_view(t, "setitem")
     if t._view is not None and autograd.is_grad_enabled():
         t._sync_view()
     tracked = autograd.is_grad_enabled() and (t.requires_grad or value.requires_grad)

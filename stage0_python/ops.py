@@ -11,6 +11,7 @@ from .autograd import Function
 from .device import place
 from .dtypes import int64
 from .tensor import Tensor, where
+from .views import view_of
 
 wrap = Tensor._make
 
@@ -463,32 +464,6 @@ class MatMul(Function):
 
 
 # ------------------------------------------------------------------ movement
-
-def view_of(x, buf, fn, args):
-    """Wrap a movement result. When it aliases ``x``'s storage (a stage with views),
-    remember its root base and the ops that made it, so that an in-place change through
-    the view or the base can update the other's place in the graph (Tensor._sync_view)."""
-    out = wrap(buf)
-    if B.shares_storage(buf, x._data):
-        base, steps = (x, ()) if x._view is None or x._view[1] is None else x._view[:2]
-        out._view = (base, steps + ((fn, args),), (buf.version, base.grad_fn, base.requires_grad))
-    elif not B.VIEWS:
-        # a stage without views copied what PyTorch makes a view: mark the copy with the
-        # layout that view would have, so that writing into it (the write could not reach
-        # ``x``) or ``view`` of a layout PyTorch cannot view is refused, as PyTorch would
-        layout = B.view_layout(copied_view_layout(x), fn.__name__.lower(), args)
-        if layout is not None:
-            out._view = (None, None, layout)
-    return out
-
-
-def copied_view_layout(x):
-    """On a stage without views, the (shape, strides, offset) ``x`` would have in PyTorch:
-    its mark when it is a copy standing for a view, else the contiguous layout."""
-    if x._view is not None and x._view[0] is None:
-        return x._view[2]
-    return tuple(x.shape), B.contiguous_strides(x.shape), 0
-
 
 def _scatter_back(g, shape, fn, args):
     """The adjoint of a view op: ``g`` added into a zero tensor of ``shape`` at the

@@ -1097,10 +1097,10 @@ class Tensor(TensorCore):
             return self._view_dtype(_to_dtype(shape[0], "view"))
         out = self.reshape(*shape)
         # a copy standing for a view (stage 0) is viewable exactly where PyTorch's view is
-        copied = self._view is not None and self._view[0] is None
+        copied = views.copied(self)
         if out is not self and (B.storage_id(out._data) != B.storage_id(self._data)
                                 or (copied and out._view is None)):
-            strides = self._view[2][1] if copied else self.stride()
+            strides = copied.layout[1] if copied else self.stride()
             raise ShapeError(f"view: size {list(out.shape)} is not compatible with the input's size "
                              f"{list(self.shape)} and stride {list(strides)} (at least one "
                              f"dimension spans two contiguous subspaces); use .reshape(...) instead")
@@ -1121,7 +1121,7 @@ class Tensor(TensorCore):
         shape = list(self.shape)
         if old != new:
             # on a stage without views, the strides the PyTorch view would have
-            strides = self._view[2][1] if self._view is not None and self._view[0] is None else self.stride()
+            strides = views.layout_of(self)[1]
             if not shape or (shape[-1] * old) % new or (strides[-1] != 1 and shape[-1] != 1):
                 raise ShapeError(f"view: a tensor of shape {shape} and dtype {self.dtype.name} cannot be "
                                  f"read as {dtype.name}: the last dim must be contiguous and hold a whole "
@@ -1129,7 +1129,7 @@ class Tensor(TensorCore):
             shape[-1] = shape[-1] * old // new
         raw = array(self.dtype.typecode, self.detach().reshape(-1).tolist()).tobytes()
         out = Tensor._make(B.from_list(array(dtype.typecode, raw).tolist(), tuple(shape), dtype))
-        out._view = (None, None, (tuple(shape), B.contiguous_strides(shape), 0))
+        out._view = views.ViewRecord.copy((tuple(shape), B.contiguous_strides(shape), 0))
         return out
 
     def view_as(self, other):
@@ -1242,7 +1242,8 @@ class Tensor(TensorCore):
         """This tensor if its elements lie in row-major order, else a row-major copy."""
         if not B.is_contiguous(self._data):
             return ops.Contiguous.apply(self)
-        if self._view is not None and self._view[0] is None and not _dense(*self._view[2][:2]):
+        copied = views.copied(self)
+        if copied is not None and not _dense(*copied.layout[:2]):
             return self.clone()  # PyTorch copies this layout, so the result is no view
         return self
 
@@ -1464,90 +1465,12 @@ class Tensor(TensorCore):
     # ------------------------------------------------------------ in place
 
     def _inplace(self, compute, op, fill=False):
-        """Compute out of place, then write the result into this tensor's elements and
-        take over its place in the graph. Where storage is shared the write is seen through
-        every view of it, so writing through a view also rewrites its base's history.
-        ``fill``: every element gets the same value, so elements sharing memory are fine."""
-        grad_mode = autograd.is_grad_enabled()
-        base = None
-        if self._view is not None:
-            base = self._view[0]
-            if grad_mode:
-                self._sync_view()
-        if grad_mode and self.requires_grad and self.is_leaf:
-            raise RuntimeError(f"{op}: a leaf tensor that requires grad is being used in an "
-                               f"in-place operation (wrap it in no_grad())")
-        if grad_mode and base is not None and base.requires_grad and base.is_leaf:
-            raise RuntimeError(f"{op}: a view of a leaf tensor that requires grad is being used in "
-                               f"an in-place operation (wrap it in no_grad())")
-        if grad_mode and base is not None and self._view[1] is None:
-            raise RuntimeError(f"{op}: this tensor is an input that a custom Function returned "
-                               f"as-is; changing it in place would bypass that Function's backward "
-                               f"and give wrong gradients: clone() it first")
-        if not fill and any(s == 0 and n > 1 for s, n in zip(self.stride(), self.shape)):
-            raise RuntimeError(f"{op}: more than one element of the written-to tensor (shape "
-                               f"{list(self.shape)}, stride {list(self.stride())}) refers to a single "
-                               f"memory location; clone() it first")
-        # the graph records the old contents, not this tensor object, whose place in the
-        # graph is about to change; under grad mode they are copied, since a saved alias
-        # would see the write below (stage 0's alias keeps its values, a view's does not)
-        src = Tensor._make(B.copy(self._data) if grad_mode else B.alias(self._data))
-        src.requires_grad, src.grad_fn, src._output_nr = self.requires_grad, self.grad_fn, self._output_nr
-        src._accumulator = self._accumulator
-        result = compute(src)
-        if tuple(result.shape) != tuple(self.shape):
-            raise ShapeError(f"{op}: output of shape {list(self.shape)} doesn't match the broadcast "
-                             f"shape {list(result.shape)}")
-        if result.dtype is not self.dtype:
-            if result.dtype.category > self.dtype.category:
-                raise TypeError(f"{op}: result type {result.dtype.name} can't be cast to the "
-                                f"in-place output type {self.dtype.name}")
-            result = result.to(self.dtype)
-        self._check_not_copied_view(op)  # after the checks PyTorch makes too
-        if base is not None and grad_mode and (base.requires_grad or result.requires_grad):
-            self._write_through_view(base, result, op)
-            return self
-        B.set_data(self._data, result._data)
-        if result.requires_grad:
-            self.requires_grad, self.grad_fn, self._output_nr = True, result.grad_fn, result._output_nr
-        return self
-
-    def _check_not_copied_view(self, op):
-        """Refuse to write into a copy that stands for a view (a stage without views): in
-        PyTorch the write would reach the tensor it was taken from; here it could not."""
-        if self._view is not None and self._view[0] is None:
-            # with views, the only copies marked so are reinterpretations of the bits
-            raise lacking(__name__, "views" if not B.VIEWS else "dtype_views",
-                          f"{op}: this tensor (shape {list(self.shape)}) would be a view of another "
-                          f"in PyTorch; it is a copy here, so an in-place write could not reach the "
-                          f"tensor it was taken from. Write through indexing on that tensor "
-                          f"(t[...] = ...), or clone() this one first")
-
-    def _write_through_view(self, base, result, op):
-        """An in-place change of a view whose base is in the graph (PyTorch's CopySlices):
-        the base becomes "old base with the view's elements replaced by ``result``", a
-        differentiable IndexPut, and the view is re-derived from the new base."""
-        _, steps, _ = self._view
-        positions = Tensor._make(place(B.arange(0, base.numel(), 1, int64), base.device))
-        positions = _replay(positions.reshape(base.shape), steps)
-        base._inplace(lambda b: ops.IndexPut.apply(b, positions, result), op)
-        self._view = (base, steps, None)
-        self._sync_view()
+        """Write ``compute(old self)`` into this tensor's elements (see ``views.inplace``)."""
+        return views.inplace(self, compute, op, fill)
 
     def _sync_view(self):
-        """Re-derive this view's place in the graph from its base when their storage was
-        written in place, or the base's history changed, since it was made: the old
-        place would give wrong gradients."""
-        base, steps, stamp = self._view
-        if base is None:  # a copy standing for a view: no base to follow
-            return
-        now = (self._data.version, base.grad_fn, base.requires_grad)
-        if stamp == now or steps is None:  # no steps: an input handed back, see autograd
-            return
-        if base.requires_grad and autograd.is_grad_enabled():
-            fresh = _replay(base, steps)
-            self.requires_grad, self.grad_fn, self._output_nr = True, fresh.grad_fn, fresh._output_nr
-        self._view = (base, steps, now)
+        """Re-derive this view's place in the graph from its base (see ``views.sync``)."""
+        views.sync(self)
 
     def add_(self, other, alpha=1):
         """In-place ``add``; see ``torch.Tensor.add_``."""
@@ -1676,13 +1599,6 @@ def _dense(shape, strides):
     return True
 
 
-def _replay(t, steps):
-    """Apply a view's recorded movement ops to ``t``."""
-    for fn, args in steps:
-        t = fn.apply(t, *args)
-    return t
-
-
 def where(condition, input, other):
     """``input`` where ``condition`` is True, ``other`` elsewhere (numbers allowed, dtypes promoted); see
     torch.where."""
@@ -1746,6 +1662,7 @@ from . import scatter as _scatter  # noqa: E402,F401  (adds the scatter methods)
 from . import contractions as _contractions  # noqa: E402,F401  (adds addmm, fill_diagonal_, ...)
 from . import random as _random  # noqa: E402
 from . import tensor_core as _core  # noqa: E402
+from . import views  # noqa: E402
 
 _core.bind(Tensor, ops)
 from . import math_ops  # noqa: E402,F401  (attaches its methods to Tensor)

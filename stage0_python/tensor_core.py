@@ -37,9 +37,8 @@ class Size(tuple):
 class TensorCore:
     """The fields of a Tensor and its per-operation path (see the module's docstring)."""
 
-    # _view: None, or (root base, the view ops that made this from it, stamp) when this
-    # tensor aliases another's storage (see Tensor._sync_view); on a stage without views,
-    # (None, None, layout) for a copy that stands for a view (see ops.view_of)
+    # _view: None, or a views.ViewRecord when this tensor aliases another's storage or, on a
+    # stage without views, is a copy standing for a view
     # a dict so that the public fields carry docstrings (the reference shows them)
     __slots__ = {"_data": None,
                  "requires_grad": "Whether autograd records operations on this tensor; see "

@@ -374,15 +374,16 @@ def _check_hook_result(hook, grad, result):
 cdef object _returned_input(TensorCore x):
     """A new Tensor on the storage of an input that a Function handed back. It aliases the
     input, and an in-place change of it would bypass the Function's backward: it is
-    marked as a view that cannot be replayed, which Tensor._inplace refuses to modify."""
+    marked as a view that cannot be replayed, which views.inplace refuses to modify."""
+    from .views import ViewRecord  # here: views builds on the autograd this module is part of
     t = make(x._data)
-    t._view = (x, None, None)
+    t._view = ViewRecord.returned(x)
     return t
 
 
 def _sync_views(tensors):
     """A view whose storage or base changed in place since it was made gets its place in
-    the graph re-derived from its base (Tensor._sync_view)."""
+    the graph re-derived from its base (views.sync)."""
     for t in tensors:
         if isinstance(t, TensorCore) and (<TensorCore>t)._view is not None:
             t._sync_view()
