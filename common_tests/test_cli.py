@@ -106,6 +106,33 @@ def test_download_fetches_into_the_data_directory(tmp_path, capsys, monkeypatch)
     assert len(fetched) == 1
 
 
+def test_journey_data_is_authoritative_too(tmp_path, capsys, monkeypatch):
+    _need_mnist()
+    out = tmp_path / "report"
+    assert cli.main(["journey", "--quick", "--data", str(tmp_path / "none"), "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert f"stagegrad journey: error: --data {tmp_path / 'none'}: no such directory" in err, err
+    assert "measuring" not in err and not out.exists()  # refused before any measurement
+    # a directory that holds the files is where the training-run row reads them, and the
+    # run says so; the search path (emptied here) is not consulted
+    from stagegrad import journey, workloads
+    _copy_mnist(tmp_path / "mine" / "mnist")
+    mnist = load_stage("0").datasets.mnist
+    monkeypatch.setattr(mnist, "search_dirs",
+                        lambda root=None: [Path(root), Path(root) / "mnist"] if root else [tmp_path / "none"])
+    monkeypatch.setattr(workloads, "MNIST_ROOT", None)
+    monkeypatch.setattr(workloads, "_MNIST_CACHE", {})
+    journey._find_mnist(str(tmp_path / "mine"), False)
+    assert f"journey: MNIST from {tmp_path / 'mine' / 'mnist'}" in capsys.readouterr().err
+    images, labels = workloads.mnist_arrays(3)
+    reference = load_stage("0").datasets.MNIST(tmp_path / "mine", train=True).as_tensors(0, 3)
+    assert images.tolist() == reference[0].numpy().reshape(3, -1).tolist()
+    assert labels.tolist() == reference[1].tolist()
+    monkeypatch.setattr(workloads, "MNIST_ROOT", None)  # the search path alone: nothing found
+    with pytest.raises(workloads.Unsupported, match="journey --data DIR"):
+        workloads.build_mnist(workloads.Impl("stage0_python"), 1)
+
+
 # ------------------------------------------------------------------ the progress bar
 
 class _Terminal(io.StringIO):

@@ -44,6 +44,12 @@ def add_arguments(p):
                         "PyTorch's). Default 1: the stages run on one core, so the peers do "
                         "too; 0 leaves each library its own default")
     p.add_argument("--no-plots", action="store_true", help="skip the matplotlib figures")
+    p.add_argument("--data", default=None, metavar="DIR",
+                   help="the directory holding MNIST (DIR or DIR/mnist) for the training-run "
+                        "row: an error if it lacks the files (default: the datasets' search path; "
+                        "without the files there the row is skipped, saying why)")
+    p.add_argument("--download", action="store_true",
+                   help="fetch MNIST into --data (or the user cache) if it is not there")
 
 
 def run(args):
@@ -59,6 +65,7 @@ def run(args):
     budget = args.budget if args.budget is not None else (QUICK_BUDGET if args.quick else DEFAULT_BUDGET)
     if budget <= 0:
         raise ValueError("--budget must be positive")
+    _find_mnist(args.data, args.download)
     report = measure_all(stages=stages, budget=budget, quick=args.quick, threads=args.threads,
                          live=sys.stdout)
     paths = write(report, Path(args.out), plots=not args.no_plots)
@@ -77,6 +84,23 @@ def run(args):
         raise RuntimeError(f"{len(errors)} cell(s) failed: " +
                            "; ".join(f"{r['label']} {r['workload']}: {r['reason']}" for r in errors))
     return report
+
+
+def _find_mnist(data, download):
+    """Point the MNIST row at ``--data`` (authoritative: an error when the files are not
+    there) or at the search path's copy, and say which; without either, the row is skipped
+    with the reason."""
+    from . import datafiles, workloads
+    try:
+        workloads.MNIST_ROOT = datafiles.mnist_dir(data, download,
+                                                   say=lambda m: print("journey: " + m, file=sys.stderr))
+    except ValueError:
+        if data is not None or download:
+            raise
+        print("journey: MNIST not found: the training-run row will be skipped (--data DIR names "
+              "a directory that holds it, --download fetches it)", file=sys.stderr)
+        return
+    print(f"journey: MNIST from {workloads.MNIST_ROOT}", file=sys.stderr)
 
 
 def measure_all(stages=None, budget=DEFAULT_BUDGET, quick=False, threads=None, stream=None, live=None):

@@ -199,13 +199,14 @@ def build_conv(impl, batch, backward=True):
 
 
 _MNIST_CACHE = {}
+MNIST_ROOT = None  # the directory MNIST is read from (journey's --data); None: the search path
 
 
 def mnist_arrays(n):
     """The first ``n`` training images (flattened, float32 in [0, 1]) and labels, as NumPy
     arrays read by the reference stage's loader: the peers' copy of the data."""
     if n not in _MNIST_CACHE:
-        images, labels = load_stage("0").datasets.MNIST(train=True).as_tensors(0, n)
+        images, labels = load_stage("0").datasets.MNIST(MNIST_ROOT, train=True).as_tensors(0, n)
         _MNIST_CACHE[n] = images.numpy().reshape(n, -1), labels.numpy()
     return _MNIST_CACHE[n]
 
@@ -217,13 +218,13 @@ def build_mnist(impl, steps):
     n = steps * MLP_BATCH
     try:
         if impl.kind == "stage":
-            images, labels = impl.lib.datasets.MNIST(train=True).as_tensors(0, n)
+            images, labels = impl.lib.datasets.MNIST(MNIST_ROOT, train=True).as_tensors(0, n)
             x, y = images.reshape(n, MLP_SHAPE[0]), labels
         else:
             xs, ys = mnist_arrays(n)
             x, y = impl.tensor(xs), _labels(impl, ys)
     except FileNotFoundError as e:
-        raise Unsupported(f"MNIST files not found ({e})") from None
+        raise Unsupported(f"MNIST files not found ({e}; journey --data DIR names where they are)") from None
     fresh = {}
 
     def prepare():
