@@ -28,6 +28,7 @@ import sys
 from pathlib import Path
 
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 
 DEBUG = os.environ.get("STAGEGRAD_CYTHON_DEBUG") == "1"
 SANITIZE = (["-fsanitize=" + os.environ["STAGEGRAD_SANITIZE"], "-fno-omit-frame-pointer"]
@@ -43,9 +44,25 @@ CXX = ["-std=c++17", "-fvisibility=hidden", "-fopenmp", "-ffp-contract=off", "-f
        "-Wno-maybe-uninitialized", "-Wno-uninitialized"]  # xsimd leaves AVX-512 registers undefined on purpose
 
 
-# What the build generates (Cython's .c files, the .pyx rendered from a template) goes
-# here, not into the stage folders: a built `ls stage2_cython/` shows just the chapter
+# What the build generates goes under build/, not into the stage folders, so that a built
+# `ls stage2_cython/` shows just the chapter: Cython's .c files and the .pyx rendered from a
+# template here, the compiled modules of an in-place build in COMPILED/<stage>/
 GENERATED = Path("build") / "cython"
+COMPILED = Path(__file__).resolve().parent / "build" / "ext"
+
+
+class BuildExt(build_ext):
+    """An in-place build (``pip install -e .``, ``setup.py build_ext --inplace``) puts each
+    compiled module in ``COMPILED/<stage>/``, which the stage's ``__init__`` adds to its
+    ``__path__``, instead of beside the sources. A wheel keeps its modules in the package."""
+
+    def _get_inplace_equivalent(self, build_py, ext):
+        inplace_file, regular_file = super()._get_inplace_equivalent(build_py, ext)
+        folder = COMPILED.joinpath(*self.get_ext_fullname(ext.name).split(".")[:-1])
+        self.mkpath(str(folder))
+        if os.path.exists(inplace_file):  # an older build's, which would shadow the new one
+            os.remove(inplace_file)
+        return str(folder / os.path.basename(inplace_file)), regular_file
 
 
 # What every template sees besides its own {{py:}} block: the dtype lists a kernel is
@@ -145,4 +162,5 @@ def extensions():
                      annotate=os.environ.get("STAGEGRAD_CYTHON_ANNOTATE") == "1")
 
 
-setup(ext_modules=extensions(), options={"build_ext": {"parallel": os.cpu_count() or 1}})
+setup(ext_modules=extensions(), cmdclass={"build_ext": BuildExt},
+      options={"build_ext": {"parallel": os.cpu_count() or 1}})

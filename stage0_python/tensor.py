@@ -1121,7 +1121,8 @@ class Tensor(TensorCore):
         shape = list(self.shape)
         if old != new:
             # on a stage without views, the strides the PyTorch view would have
-            strides = views.layout_of(self)[1]
+            copied = views.copied(self)
+            strides = copied.layout[1] if copied else self.stride()
             if not shape or (shape[-1] * old) % new or (strides[-1] != 1 and shape[-1] != 1):
                 raise ShapeError(f"view: a tensor of shape {shape} and dtype {self.dtype.name} cannot be "
                                  f"read as {dtype.name}: the last dim must be contiguous and hold a whole "

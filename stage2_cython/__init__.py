@@ -12,6 +12,9 @@ import os
 
 _STAGE2_DOC = __doc__
 _PREVIOUS = importlib.util.find_spec("stage1_strides").submodule_search_locations[0]
+# the compiled modules: in a checkout, build/ext/stage2_cython (setup.py's BuildExt); in an
+# installed wheel, this folder. Named, not derived from __name__: stage 3 runs this file too
+__path__.append(os.path.join(os.path.dirname(_PREVIOUS), "build", "ext", "stage2_cython"))
 __path__.append(_PREVIOUS)
 
 # Stage 1's __init__ extends __path__ with stage 0's folder and runs stage 0's __init__,

@@ -56,6 +56,9 @@ class _PythonFrontend:
 if _FRONTEND == "python":
     sys.meta_path.insert(0, _PythonFrontend)
 _PREVIOUS = importlib.util.find_spec("stage2_cython").submodule_search_locations[0]
+# the compiled modules: in a checkout, build/ext/stage3_simd (setup.py's BuildExt); in an
+# installed wheel, this folder. Named, not derived from __name__: stage 4 runs this file too
+__path__.append(os.path.join(os.path.dirname(_PREVIOUS), "build", "ext", "stage3_simd"))
 __path__.append(_PREVIOUS)
 
 # Stage 2's __init__ extends __path__ with stage 1's and stage 0's folders and runs
