@@ -127,12 +127,22 @@ def _strings(value):
             yield from _strings(v)
 
 
+# a test's stage argument: ``sg``, or test_fused's ``fsg`` (the stages that fuse)
+STAGE_ARGUMENTS = ("sg", "fsg")
+
+
+def _stage_of(request):
+    """The stage the test runs on, or None."""
+    name = next((n for n in STAGE_ARGUMENTS if n in request.fixturenames), None)
+    return None if name is None else request.getfixturevalue(name)
+
+
 @pytest.fixture(autouse=True)
 def _capabilities(request):
-    if "sg" not in request.fixturenames:
+    stage = _stage_of(request)
+    if stage is None:
         return
     needs = {name for m in request.node.iter_markers("capability") for name in m.args}
-    stage = request.getfixturevalue("sg")
     callspec = getattr(request.node, "callspec", None)
     if callspec is not None:  # on a device, a test parametrized by a dtype it lacks needs it
         named = {v for p in callspec.params.values() for v in _strings(p)} & DTYPE_NAMES
@@ -145,11 +155,11 @@ def _capabilities(request):
 @pytest.fixture(autouse=True)
 def _default_device(request):
     """On ``package[device]``, every test runs with that device as the default."""
-    stage = request.getfixturevalue("sg") if "sg" in request.fixturenames else None
-    device = getattr(stage, "DEVICE", None)
+    device = getattr(_stage_of(request), "DEVICE", None)
     if device is None:
         yield
         return
+    stage = _stage_of(request)
     stage.set_default_device(device)
     try:
         yield

@@ -152,6 +152,28 @@ def test_cross_entropy_names_the_first_target_out_of_range(fsg):
                 fsg.nn.functional.cross_entropy(x, fsg.tensor(targets))
 
 
+# ---------------------------------------------------------------- views
+
+VIEWS = {  # each reads rows of its operands from the middle of their storage
+    "softmax": lambda lib, t: lib.nn.functional.softmax(t[2:5], -1),
+    "log_softmax of a column slice": lambda lib, t: lib.nn.functional.log_softmax(t[:, 1:6], 0),
+    "cross_entropy": lambda lib, t, y: lib.nn.functional.cross_entropy(t[3:9], y[1:7]),
+    "layer_norm": lambda lib, t, w, b: lib.nn.functional.layer_norm(t[1:4], (7,), w[1:8], b[2:9]),
+}
+
+
+@pytest.mark.parametrize("name", VIEWS)
+def test_fused_kernels_read_views_at_an_offset(fsg, name):
+    """A row slice is contiguous but starts inside its storage: a kernel that binds the
+    storage must start at the view's offset (or be given a copy)."""
+    arrays = [_data((10, 7), "float32") * 3]
+    if name == "cross_entropy":
+        arrays.append(np.random.default_rng(1).integers(0, 7, 10))
+    if name == "layer_norm":
+        arrays += [_data((10,), "float32", 1), _data((10,), "float32", 2)]
+    check(fsg, VIEWS[name], arrays, "float32")
+
+
 # ---------------------------------------------------------------- linear
 
 
@@ -280,6 +302,22 @@ def test_optimizer_falls_back_to_the_composite_for_strided_parameters(fsg):
     ref = _steps(torch, "Adam", dict(lr=0.01), "float32", params=transposed)
     for a, t in zip(got[-1], ref[-1]):
         _close(a, t, "float32")
+
+
+def test_optimizer_steps_a_parameter_that_starts_inside_its_storage(fsg):
+    # a row slice made a parameter: the step must write its elements, not the storage's
+    # first ones, and leave the rest of the storage alone
+    def sliced(lib, arrays):
+        sliced.flat = lib.tensor(np.concatenate([np.zeros(3, np.float32), arrays[1].ravel()]))
+        return [sliced.flat[3:].view(arrays[1].shape).detach().requires_grad_()]
+    torch = need_torch()
+    for name, options in (("Adam", dict(lr=0.01)), ("SGD", dict(lr=0.1, momentum=0.9)),
+                          ("RMSprop", dict(lr=0.01))):
+        got = _steps(fsg, name, options, "float32", params=sliced)
+        assert sliced.flat[:3].tolist() == [0.0, 0.0, 0.0]
+        ref = _steps(torch, name, options, "float32", params=lambda lib, arrays: [
+            lib.tensor(arrays[1]).requires_grad_()])
+        _close(got[-1][0], ref[-1][0], "float32")
 
 
 def test_fused_step_bumps_versions_as_the_composite_does(fsg):

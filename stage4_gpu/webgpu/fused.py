@@ -10,7 +10,7 @@ import struct
 from ..dtypes import bool_, float32
 from .buffer import empty
 from .elementwise import MATH, _read, kernel_source, run
-from .movement import contiguous, permute, reshape
+from .movement import copy, permute, reshape
 from .reduce import reduce
 from .runtime import WORKGROUP, runtime
 
@@ -22,10 +22,17 @@ def _bits(v):
     return struct.unpack("<i", struct.pack("<f", v))[0]
 
 
+def _whole(x):
+    """``x`` contiguous from its storage's first element: a kernel here binds whole storages
+    and indexes them from 0 (a WebGPU binding can start only at a 256-byte boundary), so a
+    view that starts inside its storage, a row slice, is copied."""
+    return x if x.offset == 0 and x.is_contiguous() else copy(x)
+
+
 def _rows_last(x, dim):
     if dim != len(x.shape) - 1:
         x = permute(x, tuple(d for d in range(len(x.shape)) if d != dim) + (dim,))
-    return contiguous(x)
+    return _whole(x)
 
 
 def _from_rows(y, dim, ndim):
@@ -33,7 +40,7 @@ def _from_rows(y, dim, ndim):
         return y
     order = list(range(ndim - 1))
     order.insert(dim, ndim - 1)
-    return contiguous(permute(y, tuple(order)))
+    return _whole(permute(y, tuple(order)))
 
 
 def _rows(x, y, dim, needs_max, term, out):
@@ -84,14 +91,14 @@ def _check_targets(target, cols, ignore_index):
 def _weights(weight, cols):
     """The class weights, contiguous: ones where there are none."""
     from .backend import full
-    return full((cols,), 1.0, float32) if weight is None else contiguous(weight)
+    return full((cols,), 1.0, float32) if weight is None else _whole(weight)
 
 
 def cross_entropy(x, target, weight, ignore_index, label_smoothing):
     """Logits (N, C), class indices (N,): (each row's loss, each row's weight in a mean,
     the probabilities for the backward)."""
     rows, cols = x.shape
-    x, target = contiguous(x), contiguous(target)
+    x, target = _whole(x), _whole(target)
     _check_targets(target, cols, ignore_index)
     weight = _weights(weight, cols)
     loss, wrow, probs = empty((rows,), float32), empty((rows,), float32), empty((rows, cols), float32)
@@ -105,7 +112,7 @@ def cross_entropy(x, target, weight, ignore_index, label_smoothing):
 def cross_entropy_backward(probs, target, weight, scale, ignore_index, label_smoothing):
     """The logits' gradient, each row's scaled by ``scale`` (N,)."""
     rows, cols = probs.shape
-    target, scale = contiguous(target), contiguous(scale)
+    probs, target, scale = _whole(probs), _whole(target), _whole(scale)
     weight = _weights(weight, cols)
     wsum = reshape(reduce("sum", weight, {0}, False), (1,))
     gx = empty((rows, cols), float32)
@@ -119,10 +126,11 @@ def cross_entropy_backward(probs, target, weight, scale, ignore_index, label_smo
 # ---------------------------------------------------------------- optimizer steps
 
 def _fits(*lists):
-    """Whether every buffer is a whole float32 tensor of its own, contiguous."""
-    from .movement import is_contiguous, storage_id
+    """Whether every buffer is a whole float32 tensor of its own: contiguous from its
+    storage's first element (see ``_whole``)."""
+    from .movement import storage_id
     bufs = [b for lst in lists if lst for b in lst]
-    return (all(b.dtype is float32 and is_contiguous(b) for b in bufs)
+    return (all(b.dtype is float32 and b.offset == 0 and b.is_contiguous() for b in bufs)
             and len({storage_id(b) for b in bufs}) == len(bufs))
 
 
@@ -236,8 +244,8 @@ def _layer_norm(backward, out, mean, rstd, x, g, w, b, rows, cols, eps):
 
 def layer_norm(x, cols, w, b, eps):
     """Normalise each run of ``cols`` trailing elements: (y, mean, rstd)."""
-    x = contiguous(x)
-    w, b = (None if t is None else contiguous(t) for t in (w, b))
+    x = _whole(x)
+    w, b = (None if t is None else _whole(t) for t in (w, b))
     rows = x.numel // cols if cols else 0
     y, mean, rstd = empty(x.shape, float32), empty((rows,), float32), empty((rows,), float32)
     _layer_norm(False, y, mean, rstd, x, x, w, b, rows, cols, eps)
@@ -250,8 +258,8 @@ def layer_norm_backward(g, x, mean, rstd, w, shape, need_x, need_w, need_b):
     cols = 1
     for n in shape:
         cols *= n
-    x, g = contiguous(x), contiguous(g)
-    w = None if w is None else contiguous(w)
+    x, g, mean, rstd = _whole(x), _whole(g), _whole(mean), _whole(rstd)
+    w = None if w is None else _whole(w)
     rows = x.numel // cols if cols else 0
     gx = gw = gb = None
     if need_x:
