@@ -11,11 +11,24 @@ import sys
 import threading
 import time
 import traceback
+import types
 
 DEFAULT_TIMEOUT = datetime.timedelta(minutes=30)  # torch.distributed's default
 
-_state = {"comm": None, "watchdog": None, "excepthook": None}
-_mpi = {}  # the mpi4py.MPI module once loaded, or why it cannot be
+
+def _shared():
+    """The group's state, one per process: every stage has its own copy of this module,
+    but a process belongs to one MPI job whichever stages it imports."""
+    holder = sys.modules.get("_stagegrad_process_group")
+    if holder is None:
+        holder = types.ModuleType("_stagegrad_process_group", "sg.distributed's state, shared by every stage")
+        holder.state = {"comm": None, "watchdog": None, "excepthook": None}
+        holder.mpi = {}  # the mpi4py.MPI module once loaded, or why it cannot be
+        sys.modules[holder.__name__] = holder
+    return holder
+
+
+_state, _mpi = _shared().state, _shared().mpi
 
 
 def _load_mpi():
