@@ -26,6 +26,8 @@ from .oracle import need_torch
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKER = Path(__file__).with_name("distributed_worker.py")
+# one worker runs this file: its MPI jobs are made once, and two at once would share the cores
+pytestmark = pytest.mark.xdist_group("distributed")
 WORLDS = (2, 3)
 JOB_TIMEOUT = 120  # seconds: a job that runs longer has hung, and is killed
 
@@ -373,3 +375,86 @@ def test_distributed_sampler_shares_cover_the_dataset(sg):
         sg.utils.data.DistributedSampler(range(10), 3, 3)
     with pytest.raises(RuntimeError, match="init_process_group"):
         sg.utils.data.DistributedSampler(range(10))
+
+
+# ------------------------------------------------------------------ stagegrad train --nproc
+
+MNIST = ROOT.parent / "shared" / "datasets" / "mnist"
+# a rank's program that stops the run as its second epoch starts, on every rank alike (a
+# BaseException, as Ctrl-C is, so that the run does not take it for a failure to abort on)
+STOP_AT_EPOCH_2 = """
+import sys
+from stagegrad import cli, train
+from stagegrad.progress import Progress
+
+class Stop(BaseException):
+    pass
+
+def progress(length, label, **kw):
+    if label.startswith("epoch 2/"):
+        raise Stop
+    return Progress(length, label, **kw)
+
+train.Progress = progress
+try:
+    cli.main(sys.argv[1:])
+except Stop:
+    pass
+"""
+
+
+def _train(*args, program=None, timeout=JOB_TIMEOUT):
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    cmd = [sys.executable, "-m", "stagegrad", "train", *args] if program is None else \
+        mpi.mpirun_command(2, [sys.executable, str(program), "train", *args])
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT, check=False)
+    assert proc.returncode == 0, f"{' '.join(cmd)} failed:\n{proc.stdout}\n{proc.stderr[-4000:]}"
+    return proc
+
+
+@needs_mpi
+def test_train_nproc_2_prints_once_and_resumes_exactly(tmp_path):
+    """``stagegrad train --nproc 2``: one header, one checkpoint line per epoch, one
+    result (rank 0's); and a run stopped after epoch 1 and resumed (on two ranks again)
+    ends with the very weights of an uninterrupted one."""
+    if not (MNIST / "train-images-idx3-ubyte.gz").exists():
+        pytest.skip(f"MNIST is not in {MNIST}")
+    from stagegrad import installed_stages
+    stage = [s for s in installed_stages() if s != "stage4_gpu"][-1]
+    sg = __import__(stage)
+    base = ["--stage", stage, "--subset", "192", "--test-subset", "100", "--batch-size", "32", "--epochs", "2",
+            "--data", str(MNIST)]
+    straight, half = tmp_path / "straight.sgt", tmp_path / "half.sgt"
+    proc = _train(*base, "--nproc", "2", "--save", str(straight))
+    out = proc.stdout
+    assert "mpirun -n 2" in out
+    assert out.count("data: MNIST from") == 1 and out.count("2 processes (MPI)") == 1
+    assert out.count("checkpoint written") == 2 and out.count("test accuracy") == 1
+    assert proc.stderr.count("  test [") == 1  # the progress bars: rank 0's only
+    stopper = tmp_path / "stop_at_epoch_2.py"
+    stopper.write_text(STOP_AT_EPOCH_2)
+    _train(*base, "--save", str(half), program=stopper)
+    assert sg.load(str(half))["epoch"] == 1
+    resumed = _train(*base, "--nproc", "2", "--resume", str(half), "--save", str(half))
+    assert "resumed from" in resumed.stdout and resumed.stdout.count("checkpoint written") == 1
+    a, b = sg.load(str(straight)), sg.load(str(half))
+    assert a["epoch"] == b["epoch"] == 2
+    for name, t in a["model"].items():
+        assert t.tolist() == b["model"][name].tolist(), name
+
+
+def test_train_nproc_refuses_what_runs_in_one_process():
+    from stagegrad import train
+    for extra in (["--stage", "torch"], ["--model", "gpt"]):
+        args = train_args(*extra, "--nproc", "2")
+        with pytest.raises(ValueError, match="one process"):
+            train.run(args)
+
+
+def train_args(*argv):
+    import argparse
+
+    from stagegrad import train
+    p = argparse.ArgumentParser()
+    train.add_arguments(p)
+    return p.parse_args(list(argv))
