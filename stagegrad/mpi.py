@@ -28,9 +28,10 @@ def mpirun_path():
     return shutil.which("mpirun")
 
 
-def mpirun_command(nproc, program, threads=1):
+def mpirun_command(nproc, program, threads=None):
     """The command that runs ``program`` (a list: the executable and its arguments) as
-    ``nproc`` ranks on this machine, with ``threads`` threads each."""
+    ``nproc`` ranks on this machine, with ``threads`` threads each (default: the thread
+    variables' values where set, else 1)."""
     mpirun = mpirun_path()
     if mpirun is None:
         raise RuntimeError("mpirun was not found: install Open MPI (Debian: openmpi-bin libopenmpi-dev) "
@@ -39,7 +40,8 @@ def mpirun_command(nproc, program, threads=1):
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-run-as-root")
     for name in THREAD_VARIABLES:
-        cmd += ["-x", f"{name}={os.environ.get(name, threads)}"]
+        value = threads if threads is not None else os.environ.get(name, 1)
+        cmd += ["-x", f"{name}={value}"]
     return cmd + list(program)
 
 

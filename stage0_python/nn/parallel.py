@@ -52,9 +52,9 @@ class DistributedDataParallel(Module):
     must name nothing but this process's device (``None``). ``bucket_cap_mb`` defaults to
     25 MiB, as PyTorch's. ``find_unused_parameters=True`` walks the autograd graph after
     every forward and counts the parameters it does not reach as ready (their gradient,
-    if any, is still averaged). ``gradient_as_bucket_view`` and ``static_graph`` are
-    accepted and change nothing: each ``.grad`` is a slice of its bucket anyway where the
-    stage has views. ``overlap=False`` (stagegrad only) starts the all-reduces after
+    if any, is still averaged). ``gradient_as_bucket_view=True`` leaves each ``.grad`` a
+    slice of its bucket (a view, on a stage with views) instead of a copy of its own;
+    ``static_graph`` is accepted and changes nothing. ``overlap=False`` (stagegrad only) starts the all-reduces after
     backward has produced every gradient, not as buckets fill: the baseline against which
     ``stagegrad distributed`` measures what overlapping bought.
     """
@@ -233,9 +233,11 @@ class DistributedDataParallel(Module):
                 g = bucket.flat[offset:offset + n].reshape(p.shape)
                 offset += n
                 if i == current:
-                    p.grad, result = None, g
+                    p.grad, result = None, g  # the engine stores a copy
                 else:
-                    p.grad = g
+                    # a gradient of its own, as PyTorch's default: an optimizer's fused step
+                    # refuses gradients that share one storage
+                    p.grad = g if self.gradient_as_bucket_view else g.clone()
             bucket.flat = bucket.work = None
         self.__dict__["_reducing"] = False
         return result
