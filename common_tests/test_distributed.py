@@ -458,3 +458,29 @@ def train_args(*argv):
     p = argparse.ArgumentParser()
     train.add_arguments(p)
     return p.parse_args(list(argv))
+
+
+# ------------------------------------------------------------------ the docs' example
+
+@needs_mpi
+def test_the_docs_example_trains_on_two_ranks(tmp_path):
+    """docs/distributed.md's program, run as printed under ``mpirun -n 2``: rank 0 alone
+    prints each epoch and writes the model."""
+    import re
+
+    from stagegrad import installed_stages
+    page = (ROOT / "docs" / "distributed.md").read_text(encoding="utf-8")
+    code = re.search(r"```python\n(.*?)```", page, re.S).group(1)
+    assert code.startswith("import stage3_simd as sg")
+    stage = [s for s in installed_stages() if s != "stage4_gpu"][-1]
+    program = tmp_path / "train.py"
+    program.write_text(code.replace("stage3_simd", stage, 1))
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run(mpi.mpirun_command(2, [sys.executable, str(program)]), capture_output=True, text=True,
+                          timeout=JOB_TIMEOUT, env=env, cwd=tmp_path, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("epoch")]
+    assert [line.split()[1] for line in lines] == ["0", "1", "2"] and all(
+        line.endswith("on 2 ranks") for line in lines), proc.stdout
+    sg = __import__(stage)
+    assert set(sg.load(str(tmp_path / "model.sgt"))) == {"0.weight", "0.bias", "2.weight", "2.bias"}

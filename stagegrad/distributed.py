@@ -15,6 +15,9 @@ For each model and rank count, one ``mpirun`` job times, per step (medians of
 - *all-reduce alone*: one blocking all-reduce of as many floats as the model has
   parameters.
 
+The four take turns (three rounds), so that a change in the machine's load during the
+run falls on all of them alike.
+
 From these: the images per second of the whole job, the scaling over one rank's, and the
 communication a step exposes (a DDP step minus the step without communication). The
 input is random (the step's cost does not depend on the pixels). Writes
@@ -51,16 +54,46 @@ def add_arguments(p):
 
 # ------------------------------------------------------------------ one rank's measurement
 
-def _median_step(step, steps, barrier):
-    for _ in range(3):  # warm-up: the first steps allocate what the later ones reuse
-        step()
-    barrier()
+ROUNDS = 3  # the modes take turns, so that a change in the machine's load falls on all of them
+
+
+def _step_times(step, steps):
     times = []
     for _ in range(steps):
         t0 = time.perf_counter()
         step()
         times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    return times
+
+
+def _medians(steps_by_mode, steps, barrier):
+    """Median seconds per step of each ``{mode: step}``, the modes timed in turns."""
+    for step in steps_by_mode.values():
+        for _ in range(3):  # warm-up: the first steps allocate what the later ones reuse
+            step()
+    times = {mode: [] for mode in steps_by_mode}
+    for _ in range(ROUNDS):
+        for mode, step in steps_by_mode.items():
+            barrier()
+            times[mode] += _step_times(step, max(1, steps // ROUNDS))
+    return {mode: statistics.median(t) for mode, t in times.items()}
+
+
+def _training_step(sg, net, model, x, y, quiet):
+    opt = sg.optim.AdamW(model.parameters(), lr=1e-3)
+
+    def step():
+        if quiet is not None:  # no_sync(): the step without communication
+            with quiet():
+                loss = sg.nn.functional.cross_entropy(net(x), y)
+                opt.zero_grad()
+                loss.backward()
+        else:
+            loss = sg.nn.functional.cross_entropy(net(x), y)
+            opt.zero_grad()
+            loss.backward()
+        opt.step()
+    return step
 
 
 def _rank_measure(stage, steps, batch, bucket_cap_mb):
@@ -78,7 +111,7 @@ def _rank_measure(stage, steps, batch, bucket_cap_mb):
         sg.manual_seed(0)
         x = sg.randn(batch, 1, 28, 28)
         y = sg.randint(0, 10, (batch,))
-        row = {}
+        steps_by_mode, buckets = {}, None
         for mode in MODES:
             sg.manual_seed(0)
             model = build_model(sg, kind)
@@ -87,26 +120,13 @@ def _rank_measure(stage, steps, batch, bucket_cap_mb):
             else:
                 net = DDP(model, bucket_cap_mb=bucket_cap_mb, overlap=(mode != "after"))
                 quiet = net.no_sync if mode == "plain" else None
-            opt = sg.optim.AdamW(model.parameters(), lr=1e-3)
-
-            def step(net=net, opt=opt, quiet=quiet):
-                if quiet is not None:
-                    with quiet():
-                        loss = sg.nn.functional.cross_entropy(net(x), y)
-                        opt.zero_grad()
-                        loss.backward()
-                else:
-                    loss = sg.nn.functional.cross_entropy(net(x), y)
-                    opt.zero_grad()
-                    loss.backward()
-                opt.step()
-            row[mode] = _median_step(step, steps, dist.barrier)
-            if mode == "overlap":
-                row["buckets"] = len(net._buckets)
+                buckets = len(net._buckets)
+            steps_by_mode[mode] = _training_step(sg, net, model, x, y, quiet)
         n = sum(p.numel() for p in model.parameters())
         flat = sg.zeros(n)
-        row["allreduce"] = _median_step(lambda: dist.all_reduce(flat), steps, dist.barrier)
-        row["parameters"] = n
+        steps_by_mode["allreduce"] = lambda flat=flat: dist.all_reduce(flat)
+        row = _medians(steps_by_mode, steps, dist.barrier)
+        row.update(parameters=n, buckets=buckets)
         out["models"][kind] = row
     from mpi4py import MPI
     out["mpi"] = MPI.Get_library_version().splitlines()[0].strip()
@@ -176,7 +196,8 @@ def markdown(report):
     first = report["runs"]["1"]
     lines = [f"`stagegrad distributed` on {report['cpu']} ({report['cpus']} cores), {report['created']}: "
              f"{report['stage']}, one thread per rank, {report['batch']} images per rank per step, AdamW, "
-             f"DDP buckets of {report['bucket_cap_mb']:g} MiB, medians of {report['steps']} steps"
+             f"DDP buckets of {report['bucket_cap_mb']:g} MiB, medians of {report['steps']} steps in "
+             f"{ROUNDS} rounds"
              f"{' (a quick run)' if report['quick'] else ''}; {first['mpi']}, every rank on this one "
              f"machine.", "",
              "| model | ranks | step, no communication | step, all-reduce after backward | step, overlapped "
