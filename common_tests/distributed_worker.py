@@ -130,7 +130,8 @@ def collectives(sg, lacks, rank, size):
 
         def scatter_tensor(op=op):
             got = sg.zeros(2, 3)
-            d.reduce_scatter_tensor(got, rank_values(sg, "float32", rank, (2 * size, 3)), getattr(d.ReduceOp, op))
+            whole = rank_values(sg, "float32", rank, (2 * size, 3))
+            d.reduce_scatter_tensor(got, whole, getattr(d.ReduceOp, op))
             return got.tolist()
         out[f"reduce_scatter/tensor/{op}"] = attempt(scatter_tensor)
     out["barrier"] = attempt(lambda: d.barrier())

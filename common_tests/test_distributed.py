@@ -50,7 +50,8 @@ def _job(n, *args, timeout=JOB_TIMEOUT):
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     env.setdefault("XDG_RUNTIME_DIR", "/tmp")  # quiets the Vulkan loader of stage 4's webgpu device
     cmd = mpi.mpirun_command(n, [sys.executable, str(WORKER), *args])
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT, check=False)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT,
+                          check=False)
 
 
 @pytest.fixture(scope="module")
@@ -147,7 +148,8 @@ def _replaced(rank, n, columns=None, rows=None, source=None):
     """Rank ``rank``'s base (4, 6) with some rows or columns replaced by the sum over the
     ranks (or by rank ``source``'s values)."""
     base = rank_values("float32", rank)
-    new = rank_values("float32", source) if source is not None else sum(rank_values("float32", r) for r in range(n))
+    new = (rank_values("float32", source) if source is not None
+           else sum(rank_values("float32", r) for r in range(n)))
     if rows is not None:
         base[rows] = new[rows]
     else:
@@ -184,7 +186,8 @@ def test_all_reduce_of_a_parameter_and_async(sg, jobs, stage_name, n):
         weights.append(np.array(sg.nn.Linear(3, 2).weight.tolist()))
     for r, res in enumerate(_results(jobs, n, stage_name, "all_reduce/parameter")):
         got, requires_grad = _ok(res)
-        np.testing.assert_array_equal(np.array(got, dtype=np.float32), np.max(weights, axis=0).astype(np.float32))
+        np.testing.assert_array_equal(np.array(got, dtype=np.float32),
+                                      np.max(weights, axis=0).astype(np.float32))
         assert requires_grad
     for res in _results(jobs, n, stage_name, "all_reduce/async"):
         got, completed = _ok(res)
@@ -245,7 +248,8 @@ def _single_process(sg, n, micro_batches):
 def _assert_replicas_equal(values):
     for r, v in enumerate(values[1:], 1):
         for a, b in zip(values[0], v):
-            np.testing.assert_array_equal(np.asarray(b), np.asarray(a), err_msg=f"rank {r} differs from rank 0")
+            np.testing.assert_array_equal(np.asarray(b), np.asarray(a),
+                                          err_msg=f"rank {r} differs from rank 0")
 
 
 @needs_mpi
@@ -353,8 +357,8 @@ def test_distributed_sampler_matches_torch(sg, case, monkeypatch):
         return torch.tensor(sg.randperm(n, generator=sg.Generator().manual_seed(seed + epoch)).tolist())
     monkeypatch.setattr(torch, "randperm", our_permutation)
     for rank in range(case["replicas"]):
-        ours = sg.utils.data.DistributedSampler(data, case["replicas"], rank, shuffle=case["shuffle"], seed=seed,
-                                                drop_last=case["drop_last"])
+        ours = sg.utils.data.DistributedSampler(data, case["replicas"], rank, shuffle=case["shuffle"],
+                                                seed=seed, drop_last=case["drop_last"])
         theirs = TorchSampler(data, case["replicas"], rank, shuffle=case["shuffle"], seed=seed,
                               drop_last=case["drop_last"])
         for epoch in range(3):
@@ -368,8 +372,9 @@ def test_distributed_sampler_shares_cover_the_dataset(sg):
     shares = [list(sg.utils.data.DistributedSampler(range(10), 3, r, seed=1)) for r in range(3)]
     assert all(len(s) == 4 for s in shares)
     assert set(sum(shares, [])) == set(range(10))
+    sampler = sg.utils.data.DistributedSampler(range(10), 3, 0, shuffle=False)
     loader = sg.utils.data.DataLoader(sg.utils.data.TensorDataset(sg.arange(10)), batch_size=2,
-                                      sampler=sg.utils.data.DistributedSampler(range(10), 3, 0, shuffle=False))
+                                      sampler=sampler)
     assert [b[0].tolist() for b in loader] == [[0, 3], [6, 9]]
     with pytest.raises(ValueError, match="Invalid rank 3"):
         sg.utils.data.DistributedSampler(range(10), 3, 3)
@@ -407,7 +412,8 @@ def _train(*args, program=None, timeout=JOB_TIMEOUT):
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     cmd = [sys.executable, "-m", "stagegrad", "train", *args] if program is None else \
         mpi.mpirun_command(2, [sys.executable, str(program), "train", *args])
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT, check=False)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT,
+                          check=False)
     assert proc.returncode == 0, f"{' '.join(cmd)} failed:\n{proc.stdout}\n{proc.stderr[-4000:]}"
     return proc
 
@@ -422,8 +428,8 @@ def test_train_nproc_2_prints_once_and_resumes_exactly(tmp_path):
     from stagegrad import installed_stages
     stage = [s for s in installed_stages() if s != "stage4_gpu"][-1]
     sg = __import__(stage)
-    base = ["--stage", stage, "--subset", "192", "--test-subset", "100", "--batch-size", "32", "--epochs", "2",
-            "--data", str(MNIST)]
+    base = ["--stage", stage, "--subset", "192", "--test-subset", "100", "--batch-size", "32",
+            "--epochs", "2", "--data", str(MNIST)]
     straight, half = tmp_path / "straight.sgt", tmp_path / "half.sgt"
     proc = _train(*base, "--nproc", "2", "--save", str(straight))
     out = proc.stdout
@@ -476,8 +482,8 @@ def test_the_docs_example_trains_on_two_ranks(tmp_path):
     program = tmp_path / "train.py"
     program.write_text(code.replace("stage3_simd", stage, 1))
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.run(mpi.mpirun_command(2, [sys.executable, str(program)]), capture_output=True, text=True,
-                          timeout=JOB_TIMEOUT, env=env, cwd=tmp_path, check=False)
+    proc = subprocess.run(mpi.mpirun_command(2, [sys.executable, str(program)]), capture_output=True,
+                          text=True, timeout=JOB_TIMEOUT, env=env, cwd=tmp_path, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = [line for line in proc.stdout.splitlines() if line.startswith("epoch")]
     assert [line.split()[1] for line in lines] == ["0", "1", "2"] and all(

@@ -159,7 +159,8 @@ def measure(nproc=2, steps=None, batch=64, bucket_cap_mb=0.25, stage="stage3_sim
             proc = subprocess.run(mpi.mpirun_command(world, program, threads=1), capture_output=True,
                                   text=True, env=env, check=False, timeout=1800)
             if proc.returncode != 0:
-                raise RuntimeError(f"the {world}-rank measurement failed:\n{proc.stdout}\n{proc.stderr[-3000:]}")
+                raise RuntimeError(f"the {world}-rank measurement failed:\n{proc.stdout}\n"
+                                   f"{proc.stderr[-3000:]}")
             report["runs"][str(world)] = json.loads(result.read_text())
     _derive(report, nproc)
     return report
@@ -209,7 +210,8 @@ def markdown(report):
             row = run["models"][kind]
             lines.append(f"| {kind} ({row['parameters']:,} parameters, {row['buckets']} buckets) | {world} "
                          f"| {_ms(row['plain'])} | {_ms(row['after'])} | {_ms(row['overlap'])} "
-                         f"| {_ms(row['allreduce'])} | {_ms(row['exposed_after'])} / {_ms(row['exposed_overlap'])} "
+                         f"| {_ms(row['allreduce'])} "
+                         f"| {_ms(row['exposed_after'])} / {_ms(row['exposed_overlap'])} "
                          f"| {row['images_per_s']:,.0f} | {row['scaling']:.2f}x |")
     return "\n".join(lines)
 

@@ -52,8 +52,8 @@ def ensure_report(gen):
 
 def ensure_measurements(gen):
     """Stage 1's views table, stage 3's GEMM ladder, SIMD-path and profile tables, stage
-    4's devices table and the distributed training table: measured here when absent, or a note that the stage does not import
-    where the site was built."""
+    4's devices table and the distributed training table: measured here when absent, or a
+    note that the stage does not import where the site was built."""
     failed = {}
     for pkg in dict.fromkeys(pkg for pkg, _ in (*STAGE_RUNS.values(), *TOOL_RUNS.values())):
         try:

@@ -14,7 +14,7 @@ from array import array
 from .. import creation, dtypes
 from ..autograd import no_grad
 from ..tensor import Tensor
-from .process_group import _check_group, _load_mpi, _require, _state, _Waiting
+from .process_group import _check_group, _load_mpi, _require, _Waiting
 
 
 class ReduceOp:
@@ -194,6 +194,18 @@ def _launch(what, async_op, blocking, nonblocking, finish):
     return None
 
 
+def _averaging(op, tensor, comm):
+    """For ``ReduceOp.AVG``, what turns the sum in ``tensor`` into the mean; else None."""
+    if op != ReduceOp.AVG:
+        return None
+    size = comm.Get_size()
+
+    def average():
+        with no_grad():
+            tensor.div_(size)
+    return average
+
+
 def _then(*steps):
     steps = [s for s in steps if s is not None]
     return (lambda: [s() for s in steps]) if steps else None
@@ -210,15 +222,9 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     buf, finish = _writable(tensor)
     spec = [buf, _datatype(_type_name(tensor))]
     MPI = _mpi()
-    average = None
-    if op == ReduceOp.AVG:
-        size = comm.Get_size()
-
-        def average():
-            with no_grad():
-                tensor.div_(size)
     return _launch("all_reduce", async_op, lambda: comm.Allreduce(MPI.IN_PLACE, spec, op=mpi_op),
-                   lambda: comm.Iallreduce(MPI.IN_PLACE, spec, op=mpi_op), _then(finish, average))
+                   lambda: comm.Iallreduce(MPI.IN_PLACE, spec, op=mpi_op),
+                   _then(finish, _averaging(op, tensor, comm)))
 
 
 def broadcast(tensor, src, group=None, async_op=False):
@@ -332,15 +338,9 @@ def _reduce_scatter(comm, output, send_buf, op, async_op, caller):
     out, finish = _writable(output)
     send = [send_buf, _datatype(name)]
     recv = [out, _datatype(name)]
-    average = None
-    if op == ReduceOp.AVG:
-        size = comm.Get_size()
-
-        def average():
-            with no_grad():
-                output.div_(size)
     return _launch(caller, async_op, lambda: comm.Reduce_scatter_block(send, recv, op=mpi_op),
-                   lambda: comm.Ireduce_scatter_block(send, recv, op=mpi_op), _then(finish, average))
+                   lambda: comm.Ireduce_scatter_block(send, recv, op=mpi_op),
+                   _then(finish, _averaging(op, output, comm)))
 
 
 def barrier(group=None, async_op=False, device_ids=None):

@@ -117,7 +117,8 @@ def destroy_process_group(group=None):
     finalized when the process exits (mpi4py does it), so the group can be made again."""
     _check_group(group, "destroy_process_group")
     comm = _require("destroy_process_group")
-    comm.Barrier()  # as the ranks leave together, none is left waiting in a collective
+    with _Waiting("destroy_process_group"):
+        comm.Barrier()  # as the ranks leave together, none is left waiting in a collective
     _state["watchdog"].stop()
     _state["comm"] = _state["watchdog"] = None
     if _state["excepthook"] is not None:
@@ -215,11 +216,12 @@ class _Watchdog:
     def _watch(self):
         while not self.stopped.wait(self.poll):
             watched = self.current
-            if watched is not None and time.monotonic() - watched[1] > self.seconds and self.current is watched:
+            late = watched is not None and time.monotonic() - watched[1] > self.seconds
+            if late and self.current is watched:
                 rank, size = self.comm.Get_rank(), self.comm.Get_size()
-                _abort(self.comm, f"sg.distributed: rank {rank} of {size}: {watched[0]} did not complete within "
-                                  f"the timeout of {self.seconds:g} s (another rank failed, hangs, or never "
-                                  f"called it); aborting the job")
+                _abort(self.comm, f"sg.distributed: rank {rank} of {size}: {watched[0]} did not complete "
+                                  f"within the timeout of {self.seconds:g} s (another rank failed, hangs, or "
+                                  f"never called it); aborting the job")
 
 
 class _Waiting:

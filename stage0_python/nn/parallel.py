@@ -54,9 +54,10 @@ class DistributedDataParallel(Module):
     every forward and counts the parameters it does not reach as ready (their gradient,
     if any, is still averaged). ``gradient_as_bucket_view=True`` leaves each ``.grad`` a
     slice of its bucket (a view, on a stage with views) instead of a copy of its own;
-    ``static_graph`` is accepted and changes nothing. ``overlap=False`` (stagegrad only) starts the all-reduces after
-    backward has produced every gradient, not as buckets fill: the baseline against which
-    ``stagegrad distributed`` measures what overlapping bought.
+    ``static_graph`` is accepted and changes nothing. ``overlap=False`` (stagegrad only)
+    starts the all-reduces after backward has produced every gradient, not as buckets
+    fill: the baseline against which ``stagegrad distributed`` measures what overlapping
+    bought.
     """
 
     def __init__(self, module, device_ids=None, output_device=None, dim=0, broadcast_buffers=True,
@@ -72,7 +73,8 @@ class DistributedDataParallel(Module):
         comm = PG._require("DistributedDataParallel")
         cap = 25.0 if bucket_cap_mb is None else float(bucket_cap_mb)
         if not cap > 0:
-            raise ValueError(f"DistributedDataParallel: bucket_cap_mb must be positive, got {bucket_cap_mb!r}")
+            raise ValueError(f"DistributedDataParallel: bucket_cap_mb must be positive, got "
+                             f"{bucket_cap_mb!r}")
         self.module = module
         named = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
         state = self.__dict__  # plain attributes: none of this is a parameter or a submodule
