@@ -140,7 +140,7 @@ def measure(nproc=2, steps=None, batch=64, bucket_cap_mb=0.25, stage="stage3_sim
     """One job per rank count (1 and ``nproc``); the report, a JSON-ready dict."""
     steps = steps or (15 if quick else 60)
     report = {"format": 1, "created": time.strftime("%Y-%m-%d %H:%M"), "stage": stage, "quick": quick,
-              "steps": steps, "batch": batch, "bucket_cap_mb": bucket_cap_mb, "cpus": os.cpu_count(),
+              "steps": steps, "batch": batch, "bucket_cap_mb": bucket_cap_mb, "cpus": _usable_cores(),
               "cpu": _cpu_name(), "runs": {}}
     from stage0_python import distributed
     why = distributed.unavailable_reason() or (None if mpi.mpirun_path() else "mpirun is not on PATH")
@@ -167,11 +167,13 @@ def measure(nproc=2, steps=None, batch=64, bucket_cap_mb=0.25, stage="stage3_sim
 
 
 def _cpu_name():
-    from .machine import describe
-    try:
-        return describe().get("cpu") or "this CPU"
-    except Exception:  # noqa: BLE001  (a name for the header only)
-        return "this CPU"
+    from .machine import cpu_model
+    return cpu_model() or "this CPU"
+
+
+def _usable_cores():
+    from .machine import cores
+    return cores()["usable"]
 
 
 def _derive(report, nproc):
