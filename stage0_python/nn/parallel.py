@@ -100,7 +100,8 @@ class DistributedDataParallel(Module):
         all-reduces would pair unrelated tensors, or wait forever."""
         mine = [(n, tuple(p.shape), p.dtype.name) for n, p in zip(self._names, self._params)]
         mine += [(n, tuple(b.shape), b.dtype.name) for n, b in self.module.named_buffers()]
-        everyone = comm.allgather(mine)
+        with PG._Waiting("DistributedDataParallel's comparison of the replicas"):
+            everyone = comm.allgather(mine)
         for rank, theirs in enumerate(everyone):
             if theirs != everyone[0]:
                 diff = next((a, b) for a, b in zip(everyone[0] + [None], theirs + [None]) if a != b)
