@@ -129,7 +129,7 @@ def _rank_measure(stage, steps, batch, bucket_cap_mb):
         row.update(parameters=n, buckets=buckets)
         out["models"][kind] = row
     from mpi4py import MPI
-    out["mpi"] = MPI.Get_library_version().split(",")[0].strip()  # "Open MPI v4.1.4"
+    out["mpi"] = MPI.Get_library_version().split(",")[0].strip()  # the name and version
     dist.barrier()
     return out if dist.get_rank() == 0 else None
 
