@@ -99,6 +99,17 @@ def collectives(sg, lacks, rank, size):
         return [t.tolist(), work.is_completed()]
     out["all_reduce/async"] = attempt(async_reduce)
 
+    def async_others():
+        x = rank_values(sg, "float32", rank, (2, 3))
+        got = [sg.zeros(2, 3) for _ in range(size)]
+        gathering = d.all_gather(got, x * 1, async_op=True)  # x * 1: the only reference is the Work's
+        b = rank_values(sg, "int64", rank)
+        sending = d.broadcast(b, 0, async_op=True)
+        sending.wait()
+        gathering.wait()
+        return [[g.tolist() for g in got], b.tolist()]
+    out["async/all_gather+broadcast"] = attempt(async_others)
+
     for dtype in ("float32", "int64"):
         def bcast(dtype=dtype):
             t = rank_values(sg, dtype, rank)

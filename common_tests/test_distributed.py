@@ -179,7 +179,7 @@ def test_collectives_write_through_views(sg, jobs, stage_name, n, case):
 
 @needs_mpi
 @pytest.mark.parametrize("n", WORLDS)
-def test_all_reduce_of_a_parameter_and_async(sg, jobs, stage_name, n):
+def test_all_reduce_of_a_parameter_and_the_async_collectives(sg, jobs, stage_name, n):
     weights = []
     for r in range(n):
         sg.manual_seed(r)
@@ -193,6 +193,10 @@ def test_all_reduce_of_a_parameter_and_async(sg, jobs, stage_name, n):
         got, completed = _ok(res)
         np.testing.assert_array_equal(got, sum(rank_values("float32", r) for r in range(n)))
         assert completed
+    for res in _results(jobs, n, stage_name, "async/all_gather+broadcast"):
+        gathered, sent = _ok(res)
+        np.testing.assert_array_equal(gathered, [rank_values("float32", r, (2, 3)) for r in range(n)])
+        np.testing.assert_array_equal(sent, rank_values("int64", 0))
 
 
 @needs_mpi

@@ -40,8 +40,9 @@ class Work:
     """A collective started with ``async_op=True``; see torch.distributed.Work.
     ``wait()`` blocks until it has completed and its result is in the tensors."""
 
-    def __init__(self, what, request, finish):
+    def __init__(self, what, request, finish, buffers):
         self._what, self._request, self._finish = what, request, finish
+        self._buffers = buffers  # the memory MPI reads and writes, alive until it is done
         self._done = False
 
     def wait(self, timeout=None):
@@ -65,6 +66,7 @@ class Work:
 
     def _complete(self):
         self._done = True
+        self._buffers = None
         if self._finish is not None:
             self._finish()
 
@@ -183,10 +185,11 @@ def _check_tensor(t, caller, what="tensor"):
         raise TypeError(f"{caller}: {what} must be a Tensor of this stage, got {type(t).__name__}")
 
 
-def _launch(what, async_op, blocking, nonblocking, finish):
-    """Run a collective: blocking under the watchdog, or started and handed back as Work."""
+def _launch(what, async_op, blocking, nonblocking, finish, buffers=()):
+    """Run a collective: blocking under the watchdog, or started and handed back as Work
+    (which keeps ``buffers``, the memory MPI uses, alive until it completes)."""
     if async_op:
-        return Work(what, nonblocking(), finish)
+        return Work(what, nonblocking(), finish, buffers)
     with _Waiting(what):
         blocking()
     if finish is not None:
@@ -224,7 +227,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     MPI = _mpi()
     return _launch("all_reduce", async_op, lambda: comm.Allreduce(MPI.IN_PLACE, spec, op=mpi_op),
                    lambda: comm.Iallreduce(MPI.IN_PLACE, spec, op=mpi_op),
-                   _then(finish, _averaging(op, tensor, comm)))
+                   _then(finish, _averaging(op, tensor, comm)), (spec,))
 
 
 def broadcast(tensor, src, group=None, async_op=False):
@@ -240,7 +243,7 @@ def broadcast(tensor, src, group=None, async_op=False):
         buf, finish = _writable(tensor)
     spec = [buf, _datatype(_type_name(tensor))]
     return _launch("broadcast", async_op, lambda: comm.Bcast(spec, root=src),
-                   lambda: comm.Ibcast(spec, root=src), finish)
+                   lambda: comm.Ibcast(spec, root=src), finish, (spec,))
 
 
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
@@ -261,7 +264,7 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
     out, finish = _writable(output_tensor)
     recv = [out, _datatype(name)]
     return _launch("all_gather", async_op, lambda: comm.Allgather(send, recv),
-                   lambda: comm.Iallgather(send, recv), finish)
+                   lambda: comm.Iallgather(send, recv), finish, (send, recv))
 
 
 def all_gather(tensor_list, tensor, group=None, async_op=False):
@@ -292,7 +295,7 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
             for i, t in enumerate(tensor_list):
                 t.copy_(gathered[i])
     return _launch("all_gather", async_op, lambda: comm.Allgather(send, recv),
-                   lambda: comm.Iallgather(send, recv), scatter_back)
+                   lambda: comm.Iallgather(send, recv), scatter_back, (send, recv))
 
 
 def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):
@@ -340,7 +343,7 @@ def _reduce_scatter(comm, output, send_buf, op, async_op, caller):
     recv = [out, _datatype(name)]
     return _launch(caller, async_op, lambda: comm.Reduce_scatter_block(send, recv, op=mpi_op),
                    lambda: comm.Ireduce_scatter_block(send, recv, op=mpi_op),
-                   _then(finish, _averaging(op, output, comm)))
+                   _then(finish, _averaging(op, output, comm)), (send, recv))
 
 
 def barrier(group=None, async_op=False, device_ids=None):
