@@ -226,7 +226,8 @@ def unused_parameters(sg, rank, find):
         opt.zero_grad()
         sg.nn.functional.cross_entropy(ddp(x), y).backward()
         opt.step()
-    return [p.tolist() for p in model.parameters()]
+    # the unused layer's gradients stay None (no rank had one), as PyTorch leaves them
+    return [p.tolist() for p in model.parameters()] + [[p.grad is None for p in model.unused.parameters()]]
 
 
 def mismatched(sg, rank):

@@ -276,9 +276,11 @@ def test_ddp_matches_one_process_on_the_global_batch(sg, jobs, stage_name, n, ca
 @needs_mpi
 @pytest.mark.parametrize("n", WORLDS)
 def test_ddp_unused_parameters(sg, jobs, stage_name, n):
-    """With ``find_unused_parameters`` a layer outside the graph is no obstacle (and stays
-    as it was); without it, the next forward says what to do, as PyTorch's does."""
+    """With ``find_unused_parameters`` a layer outside the graph is no obstacle (it stays as
+    it was, its ``.grad`` None); without it, the next forward says what to do, as
+    PyTorch's does."""
     runs = [_ok(res) for res in _results(jobs, n, stage_name, "ddp/unused_found")]
+    assert all(run.pop() == [True, True] for run in runs)  # the unused layer's .grad stays None
     _assert_replicas_equal(runs)
     model = W.two_of_three(sg)
     opt = sg.optim.SGD(model.parameters(), lr=0.1)

@@ -15,6 +15,7 @@ import contextlib
 
 from .. import creation
 from ..autograd import is_grad_enabled, no_grad
+from ..dtypes import int32
 from ..distributed import collectives as C
 from ..distributed import process_group as PG
 from ..tensor import Tensor
@@ -52,12 +53,12 @@ class DistributedDataParallel(Module):
     must name nothing but this process's device (``None``). ``bucket_cap_mb`` defaults to
     25 MiB, as PyTorch's. ``find_unused_parameters=True`` walks the autograd graph after
     every forward and counts the parameters it does not reach as ready (their gradient,
-    if any, is still averaged). ``gradient_as_bucket_view=True`` leaves each ``.grad`` a
-    slice of its bucket (a view, on a stage with views) instead of a copy of its own;
-    ``static_graph`` is accepted and changes nothing. ``overlap=False`` (stagegrad only)
-    starts the all-reduces after backward has produced every gradient, not as buckets
-    fill: the baseline against which ``stagegrad distributed`` measures what overlapping
-    bought.
+    if any, is still averaged; one that no rank has a gradient for keeps ``.grad``
+    None). ``gradient_as_bucket_view=True`` leaves each ``.grad`` a slice of its bucket
+    (a view, on a stage with views) instead of a copy of its own; ``static_graph`` is
+    accepted and changes nothing. ``overlap=False`` (stagegrad only) starts the
+    all-reduces after backward has produced every gradient, not as buckets fill: the
+    baseline against which ``stagegrad distributed`` measures what overlapping bought.
     """
 
     def __init__(self, module, device_ids=None, output_device=None, dim=0, broadcast_buffers=True,
@@ -89,7 +90,7 @@ class DistributedDataParallel(Module):
         for b, bucket in enumerate(self._buckets):
             for j, i in enumerate(bucket.indices):
                 where[i] = (b, j)
-        self.__dict__.update(_where=where, _reducing=False, _arrived=0, _ready=0, _next=0)
+        self.__dict__.update(_where=where, _reducing=False, _arrived=0, _ready=0, _next=0, _unused=())
         for i, p in enumerate(self._params):
             p.register_hook(self._make_hook(i))
 
@@ -143,7 +144,7 @@ class DistributedDataParallel(Module):
                     C.broadcast(b, 0)
         out = self.module(*inputs, **kwargs)
         reducing = self.require_backward_grad_sync and is_grad_enabled() and bool(self._params)
-        self.__dict__.update(_reducing=reducing, _arrived=0, _ready=0, _next=0)
+        self.__dict__.update(_reducing=reducing, _arrived=0, _ready=0, _next=0, _unused=())
         if reducing:
             for bucket in self._buckets:
                 bucket.grads, bucket.pending = [None] * len(bucket.indices), len(bucket.indices)
@@ -175,10 +176,14 @@ class DistributedDataParallel(Module):
             seen.add(id(node))
             reached.add(id(node))
             stack.extend(n for n, _ in node.next_functions if n is not None)
+        unused = []
         for i, p in enumerate(self._params):
             acc = p._accumulator
             if acc is None or id(acc) not in reached:
+                if p.grad is None:
+                    unused.append(i)
                 self._arrive(i, p.grad if p.grad is not None else creation.zeros_like(p))
+        self.__dict__["_unused"] = tuple(unused)
         if self._ready == len(self._params):  # nothing left for backward to produce
             self._finish(None)
 
@@ -226,6 +231,7 @@ class DistributedDataParallel(Module):
         gradient of ``current`` (whose hook is running, so its own accumulation is still
         to come) is returned for the engine to store instead."""
         self._launch_ready()
+        untouched = self._untouched_everywhere()
         result = None
         for bucket in self._buckets:
             bucket.work.wait()
@@ -235,6 +241,8 @@ class DistributedDataParallel(Module):
                 n = p.numel()
                 g = bucket.flat[offset:offset + n].reshape(p.shape)
                 offset += n
+                if i in untouched:
+                    continue  # no rank has a gradient for it: .grad stays None, as in PyTorch
                 if i == current:
                     p.grad, result = None, g  # the engine stores a copy
                 else:
@@ -244,6 +252,17 @@ class DistributedDataParallel(Module):
             bucket.flat = bucket.work = None
         self.__dict__["_reducing"] = False
         return result
+
+    def _untouched_everywhere(self):
+        """The parameters (positions) that no rank's graph reached and none had a gradient
+        for: found with one small all-reduce of flags, only with find_unused_parameters."""
+        if not self.find_unused_parameters:
+            return frozenset()
+        flags = creation.ones(len(self._params), dtype=int32, device="cpu")
+        for i in self._unused:
+            flags[i] = 0
+        C.all_reduce(flags, C.ReduceOp.MAX)
+        return frozenset(i for i, used in enumerate(flags.tolist()) if not used)
 
     @contextlib.contextmanager
     def no_sync(self):
