@@ -27,7 +27,8 @@ _spec.loader.exec_module(REF)  # the extension that turns the tables into entrie
 
 # the public namespaces, as paths from the package ("Tensor" is the class)
 NAMESPACES = ("", "Tensor", "autograd", "nn", "nn.functional", "nn.init", "nn.utils", "nn.utils.rnn", "optim",
-              "optim.lr_scheduler", "data", "datasets", "amp", "cuda", "memory", "viz", "onnx")
+              "optim.lr_scheduler", "data", "datasets", "amp", "cuda", "memory", "viz", "onnx", "distributed",
+              "nn.parallel")
 # namespaces that re-export another's names: those are documented once, under the other
 REEXPORTS = {"functional": "nn.functional", "utils.data": "data"}
 # loaded on first use by the package's ``__getattr__``, so ``dir(sg)`` does not list them

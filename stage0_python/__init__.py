@@ -108,7 +108,7 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 
 _SUBMODULES = ("functional", "nn", "onnx", "optim", "data", "datasets", "serialization", "utils", "memory",
-               "backends", "cuda", "viz", "amp")
+               "backends", "cuda", "viz", "amp", "distributed")
 
 
 def __getattr__(name):

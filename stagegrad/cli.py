@@ -2,8 +2,8 @@
 import argparse
 import sys
 
-from . import (bench_site, cuda_ladder, devices, docs, gemm_ladder, installed_text, journey, profile,
-               simd_paths, train, train_text)
+from . import (bench_site, cuda_ladder, devices, distributed, docs, gemm_ladder, installed_text, journey,
+               profile, simd_paths, train, train_text)
 
 
 # each command: its name, its module's option and run functions, a one-line summary for
@@ -47,6 +47,13 @@ COMMANDS = (
      "Time each tier of stage 4's CUDA matrix product on an NVIDIA GPU, each checked against and "
      "timed next to cuBLAS and PyTorch. Needs an NVIDIA GPU and CuPy (without them the report "
      "says why). Writes a table and JSON to --out."),
+    ("distributed", distributed.add_arguments, distributed.run,
+     "data-parallel training on MPI: the MNIST MLP's and CNN's step on 1 and N ranks, the all-reduce, "
+     "and what overlapping it bought",
+     "Time the MNIST MLP's and CNN's training step with stage 3 on one rank and on --nproc ranks of "
+     "this machine (one thread each, under mpirun), with DistributedDataParallel's all-reduce after "
+     "backward and overlapped with it, and the all-reduce alone. Needs Open MPI and mpi4py (without "
+     "them the report says why). Writes a table and JSON to --out."),
     ("profile", profile.add_arguments, profile.run,
      "where each microsecond of an MLP training step goes, per stage",
      "Profile an MLP training step on each of --stages, and time it on PyTorch, and split each "

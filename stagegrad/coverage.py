@@ -23,7 +23,8 @@ NAMESPACES = (("sg", "", ""), ("Tensor", "Tensor", "Tensor"), ("sg.nn", "nn", "n
               ("sg.nn.utils.rnn", "nn.utils.rnn", "nn.utils.rnn"),
               ("sg.optim", "optim", "optim"), ("sg.optim.lr_scheduler", "optim.lr_scheduler",
                                                "optim.lr_scheduler"),
-              ("sg.utils.data", "utils.data", "utils.data"))
+              ("sg.utils.data", "utils.data", "utils.data"), ("sg.distributed", "distributed", "distributed"),
+              ("sg.nn.parallel", "nn.parallel", "nn.parallel"))
 
 
 def _resolve(package, path):

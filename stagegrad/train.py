@@ -22,6 +22,15 @@ header line names the threads each runs on (``OMP_NUM_THREADS`` sets them for bo
 samples/s times the whole loop, data loading included: PyTorch's ``DataLoader`` indexes and
 collates sample by sample, where a stage's MNIST hands over whole batches (``get_batch``).
 
+``--nproc N`` trains on N processes of this machine, each on one thread: the command
+starts itself again under ``mpirun`` (``stagegrad.mpi``), and each process (rank) trains
+a replica wrapped in ``DistributedDataParallel`` on its ``DistributedSampler`` share of
+the images, ``--batch-size`` of them per step, so a step sees N times as many. A
+program that ``mpirun`` started (``mpirun -n N --hostfile hosts stagegrad train ...``,
+across hosts) does the same without ``--nproc``. Rank 0 alone prints and writes the
+checkpoint; every rank reads ``--resume`` and the data, which must be on every host. The
+test images are split among the ranks and their counts summed.
+
 ``--data DIR`` is the one directory the data is read from (``datafiles``): a directory
 that does not exist or lacks the dataset is an error naming it, and ``--download`` fetches
 MNIST into it. Without ``--data`` the datasets' search path applies. Either way the run
@@ -37,9 +46,11 @@ import argparse
 import math
 import os
 import pickle
+import subprocess
+import sys
 import time
 
-from . import datafiles, installed_text, load_stage, stage_type, train_text, zoo
+from . import datafiles, installed_text, load_stage, mpi, stage_type, train_text, zoo
 from .progress import Progress, seconds, stat
 
 
@@ -98,6 +109,10 @@ def add_arguments(p):
                    help="write a checkpoint here after every epoch (default: none)")
     p.add_argument("--resume", default=None,
                    help="continue from this checkpoint, which --save wrote (default: start afresh)")
+    p.add_argument("--nproc", type=_positive, default=None, metavar="N",
+                   help="train on N processes of this machine, one thread each, under mpirun (Open MPI): "
+                        "each takes --batch-size images per step. Under `mpirun -n N stagegrad train` "
+                        "(across hosts) leave it out (default: one process)")
     train_text.add_arguments(p.add_argument_group("language models (gpt, lstm)"))
 
 
@@ -261,28 +276,108 @@ def _resume(ckpt, path, model, opt, schedule, shuffle):
     return ckpt["epoch"]
 
 
-def evaluate(sg, model, dataset, batch_size=500):
+def evaluate(sg, model, dataset, batch_size=500, dist=None, quiet=False):
+    """The accuracy of ``model`` on ``dataset``; with ``dist`` (``sg.distributed``,
+    initialized), each rank counts every world-size-th image and the counts are summed."""
     model.eval()
     correct = 0
+    whole = len(dataset)
+    if dist is not None:
+        dataset = sg.utils.data.Subset(dataset, range(dist.get_rank(), whole, dist.get_world_size()))
     loader = sg.utils.data.DataLoader(dataset, batch_size=batch_size)
-    bar = Progress(len(loader), "  test")
+    bar = _progress(len(loader), "  test", quiet)
     with sg.no_grad():
         for i, (x, y) in enumerate(loader, 1):
             correct += (model(x).argmax(dim=1) == y).sum().item()
             bar.update(i, acc=correct / min(i * batch_size, len(dataset)))
-    return correct / len(dataset)
+    if dist is not None:
+        total = sg.tensor([correct], dtype=sg.int64)
+        dist.all_reduce(total)
+        correct = total.item()
+    return correct / whole
+
+
+def _progress(length, label, quiet):
+    """A progress bar; on a rank other than 0 one that draws nowhere."""
+    if not quiet:
+        return Progress(length, label)
+    return Progress(length, label, stream=open(os.devnull, "w"))  # noqa: SIM115  (lives as the bar does)
+
+
+def _launch(args):
+    """``--nproc N``: this command again, without ``--nproc``, as N ranks under mpirun."""
+    _check_distributable(args)
+    cmd = mpi.mpirun_command(args.nproc, mpi.python_module("stagegrad", "train", *_rank_arguments(args)))
+    print("launching: " + " ".join(cmd), flush=True)
+    status = subprocess.run(cmd, check=False).returncode
+    if status != 0:
+        raise RuntimeError(f"the {args.nproc} training processes failed (mpirun exited with status {status}; "
+                           f"their messages are above)")
+
+
+def _check_distributable(args):
+    if args.model in TEXT_MODELS:
+        raise ValueError(f"--model {args.model} trains in one process; --nproc and mpirun train the image "
+                         f"models ({', '.join(IMAGE_MODELS)})")
+    if str(args.stage) == "torch":
+        raise ValueError("--stage torch trains in one process: distributed training runs on the stages "
+                         "(sg.distributed on MPI); PyTorch's CPU wheels have no MPI backend")
+
+
+def _rank_arguments(args):
+    """The command line each rank runs: every option that differs from its default,
+    except ``--nproc``."""
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    out = []
+    for action in parser._actions:
+        if not action.option_strings or action.dest in ("help", "nproc"):
+            continue
+        value = getattr(args, action.dest, action.default)
+        if value == action.default:
+            continue
+        if action.nargs == 0:  # a flag
+            out.append(action.option_strings[0])
+        else:
+            out += [action.option_strings[0], "all" if value is None else str(value)]
+    return out
 
 
 def run(args):
+    if getattr(args, "nproc", None) is not None:
+        if mpi.launched_by_mpirun():
+            raise ValueError("--nproc starts mpirun itself; in a program mpirun started, leave it out")
+        return _launch(args)
+    if mpi.launched_by_mpirun():
+        _check_distributable(args)
     if args.model in TEXT_MODELS:
         return train_text.run(args)
     sg = load_stage(args.stage, peers=True)  # a stage, or PyTorch itself
+    dist = None
+    if mpi.launched_by_mpirun():
+        dist = sg.distributed
+        dist.init_process_group()
+        try:
+            summary = _train(sg, args, dist)
+        except Exception:
+            if dist.get_world_size() > 1:  # the other ranks would wait for this one forever
+                sys.excepthook(*sys.exc_info())  # sg.distributed's: the traceback, then the job aborts
+            raise
+        dist.destroy_process_group()
+        return summary
+    return _train(sg, args, None)
+
+
+def _train(sg, args, dist):
     if args.epochs < 1 or args.batch_size < 1:
         raise ValueError("--epochs and --batch-size must be positive")
+    rank, world = (dist.get_rank(), dist.get_world_size()) if dist else (0, 1)
+    quiet = rank != 0
+    say = print if not quiet else (lambda *a, **k: None)
     ckpt = _training_checkpoint(sg, args.resume, args.model) if args.resume else None
     data = sg.utils.data
-    root = datafiles.mnist_dir(args.data, args.download)
-    print(f"data: MNIST from {root}")
+    root = datafiles.mnist_dir(args.data, args.download, say=say)
+    say(f"data: MNIST from {root}")
     train_set, test_set = mnist(sg, root, train=True), mnist(sg, root, train=False)
     if args.subset is not None:
         train_set = data.Subset(train_set, range(min(args.subset, len(train_set))))
@@ -293,44 +388,55 @@ def run(args):
     model = build_model(sg, args.model, args.width)
     opt = sg.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
     shuffle = sg.Generator().manual_seed(args.seed)
-    loader = data.DataLoader(train_set, batch_size=args.batch_size, shuffle=True, generator=shuffle)
+    sampler = None
+    if dist is not None:  # each rank its share, reshuffled each epoch by seed + epoch, alike on every rank
+        sampler = data.DistributedSampler(train_set, world, rank, shuffle=True, seed=args.seed)
+        loader = data.DataLoader(train_set, batch_size=args.batch_size, sampler=sampler)
+    else:
+        loader = data.DataLoader(train_set, batch_size=args.batch_size, shuffle=True, generator=shuffle)
     schedule = sg.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=args.epochs * len(loader))
     start_epoch = 0
     if ckpt is not None:
         start_epoch = _resume(ckpt, args.resume, model, opt, schedule, shuffle)
-        print(f"resumed from {args.resume} after epoch {start_epoch}")
+        say(f"resumed from {args.resume} after epoch {start_epoch}")
+    # the replicas: rank 0's weights are broadcast when wrapping; checkpoints hold the model itself
+    net = sg.nn.parallel.DistributedDataParallel(model) if dist is not None else model
 
     threads = sg.get_num_threads()
     name = f"torch (PyTorch {sg.__version__})" if is_torch(sg) else sg.__name__
-    print(f"stage {name}, {threads} thread{'s' if threads != 1 else ''}, model {args.model} "
-          f"({sum(p.numel() for p in model.parameters()):,} parameters), {len(train_set):,} "
-          f"training images, batch {args.batch_size}, lr {args.lr:g} (cosine to 0)")
+    ranks = f", {world} processes (MPI)" if dist is not None else ""
+    say(f"stage {name}, {threads} thread{'s' if threads != 1 else ''}{ranks}, model {args.model} "
+        f"({sum(p.numel() for p in model.parameters()):,} parameters), {len(train_set):,} "
+        f"training images, batch {args.batch_size}{' per process' if ranks else ''}, lr {args.lr:g} "
+        f"(cosine to 0)")
     wall = time.perf_counter()
     train_time, seen, loss_value = 0.0, 0, float("nan")
     for epoch in range(start_epoch, args.epochs):
         model.train()
-        bar = Progress(len(loader), f"epoch {epoch + 1}/{args.epochs}")
+        if sampler is not None:
+            sampler.set_epoch(epoch)
+        bar = _progress(len(loader), f"epoch {epoch + 1}/{args.epochs}", quiet)
         t0 = time.perf_counter()
         for i, (x, y) in enumerate(loader, 1):
-            loss = sg.nn.functional.cross_entropy(model(x), y)
+            loss = sg.nn.functional.cross_entropy(net(x), y)
             opt.zero_grad()
             loss.backward()
             opt.step()
             schedule.step()
-            loss_value = loss.item()
-            seen += x.shape[0]
+            loss_value = loss.item()  # rank 0's own batch: the progress shows no other
+            seen += x.shape[0] * world
             bar.update(i, loss=loss_value, **{"samples/s": seen / (train_time + time.perf_counter() - t0)})
         train_time += time.perf_counter() - t0
-        if args.save:
+        if args.save and rank == 0:
             sg.save({"model": model.state_dict(), "optimizer": opt.state_dict(),
                      "scheduler": schedule.state_dict(), "epoch": epoch + 1, "model_kind": args.model,
                      "shuffle_state": shuffle.get_state()}, args.save)
-            print(f"checkpoint written to {args.save}")
-    accuracy = evaluate(sg, model, test_set)
+            say(f"checkpoint written to {args.save}")
+    accuracy = evaluate(sg, model, test_set, dist=dist, quiet=quiet)
     wall = time.perf_counter() - wall
     summary = {"stage": sg.__name__, "model": args.model, "train_images_seen": seen,
                "final_loss": loss_value, "test_accuracy": accuracy,
                "samples_per_s": seen / train_time if train_time else float("nan"), "wall_s": wall}
-    print(f"test accuracy {accuracy:.2%} on {len(test_set):,} images | final train loss "
-          f"{loss_value:.4f} | {stat('samples/s', summary['samples_per_s'])} | wall time {seconds(wall)}")
+    say(f"test accuracy {accuracy:.2%} on {len(test_set):,} images | final train loss "
+        f"{loss_value:.4f} | {stat('samples/s', summary['samples_per_s'])} | wall time {seconds(wall)}")
     return summary

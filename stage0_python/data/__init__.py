@@ -1,10 +1,11 @@
 """Datasets, samplers and batching: ``Dataset``, ``TensorDataset``, ``Subset``,
-``random_split``, the ``Sampler`` family and ``DataLoader``."""
+``random_split``, the ``Sampler`` family (``DistributedSampler`` among them) and ``DataLoader``."""
 from .collate import default_collate
 from .dataset import Dataset, Subset, TensorDataset
+from .distributed import DistributedSampler
 from .loader import DataLoader
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 from .split import random_split
 
 __all__ = ["Dataset", "TensorDataset", "Subset", "DataLoader", "default_collate", "random_split",
-           "Sampler", "SequentialSampler", "RandomSampler", "BatchSampler"]
+           "Sampler", "SequentialSampler", "RandomSampler", "BatchSampler", "DistributedSampler"]

@@ -1,6 +1,6 @@
 """Neural-network layers, containers, initialisation and functional forms, with
 ``torch.nn``'s names and semantics."""
-from . import functional, init, utils
+from . import functional, init, parallel, utils
 from .activation import (CELU, ELU, GELU, GLU, SELU, Hardshrink, Hardsigmoid, Hardswish, Hardtanh,
                          LeakyReLU, LogSigmoid, LogSoftmax, Mish, PReLU, ReLU, ReLU6, Sigmoid, SiLU,
                          Softmax, Softmin, Softplus, Softshrink, Softsign, Tanh, Tanhshrink, Threshold)
