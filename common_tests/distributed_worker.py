@@ -187,8 +187,7 @@ def ddp_run(sg, rank, size, micro_batches=1, **options):
         opt.zero_grad()
         for m in range(micro_batches):
             x, y = global_batch(sg, step, size, m)
-            # this rank's part as a batch of its own, as a loader hands it over
-            x, y = x[mine].clone(), y[mine].clone()
+            x, y = x[mine], y[mine]  # this rank's rows: views inside the global batch's storage
             if m < micro_batches - 1:
                 with ddp.no_sync():
                     sg.nn.functional.cross_entropy(ddp(x), y).backward()
