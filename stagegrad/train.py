@@ -261,6 +261,39 @@ def _resume(ckpt, path, model, opt, schedule, shuffle):
     return ckpt["epoch"]
 
 
+def fit(sg, model, opt, schedule, loader, epochs, start_epoch=0, on_step=None, on_epoch=None):
+    """Train ``model`` on ``loader`` from ``start_epoch`` to ``epochs`` with cross-entropy,
+    stepping ``schedule`` (or nothing, if None) after every optimizer step; a progress bar
+    on standard error. ``on_step(info)`` is called after every step with a dict (``epoch``,
+    ``step`` in the epoch, ``steps`` per epoch, ``loss``, the batch's ``logits`` and
+    ``targets``, ``samples_per_s``), ``on_epoch(n)`` after the n-th epoch. Returns the
+    images seen, the training time in seconds and the last loss."""
+    train_time, seen, loss_value = 0.0, 0, float("nan")
+    for epoch in range(start_epoch, epochs):
+        model.train()
+        bar = Progress(len(loader), f"epoch {epoch + 1}/{epochs}")
+        t0 = time.perf_counter()
+        for i, (x, y) in enumerate(loader, 1):
+            logits = model(x)
+            loss = sg.nn.functional.cross_entropy(logits, y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            if schedule is not None:
+                schedule.step()
+            loss_value = loss.item()
+            seen += x.shape[0]
+            rate = seen / (train_time + time.perf_counter() - t0)
+            bar.update(i, loss=loss_value, **{"samples/s": rate})
+            if on_step is not None:
+                on_step({"epoch": epoch, "step": i, "steps": len(loader), "loss": loss_value,
+                         "logits": logits, "targets": y, "samples_per_s": rate})
+        train_time += time.perf_counter() - t0
+        if on_epoch is not None:
+            on_epoch(epoch + 1)
+    return seen, train_time, loss_value
+
+
 def evaluate(sg, model, dataset, batch_size=500):
     model.eval()
     correct = 0
@@ -306,26 +339,16 @@ def run(args):
           f"({sum(p.numel() for p in model.parameters()):,} parameters), {len(train_set):,} "
           f"training images, batch {args.batch_size}, lr {args.lr:g} (cosine to 0)")
     wall = time.perf_counter()
-    train_time, seen, loss_value = 0.0, 0, float("nan")
-    for epoch in range(start_epoch, args.epochs):
-        model.train()
-        bar = Progress(len(loader), f"epoch {epoch + 1}/{args.epochs}")
-        t0 = time.perf_counter()
-        for i, (x, y) in enumerate(loader, 1):
-            loss = sg.nn.functional.cross_entropy(model(x), y)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            schedule.step()
-            loss_value = loss.item()
-            seen += x.shape[0]
-            bar.update(i, loss=loss_value, **{"samples/s": seen / (train_time + time.perf_counter() - t0)})
-        train_time += time.perf_counter() - t0
+
+    def checkpoint(epoch):
         if args.save:
             sg.save({"model": model.state_dict(), "optimizer": opt.state_dict(),
-                     "scheduler": schedule.state_dict(), "epoch": epoch + 1, "model_kind": args.model,
+                     "scheduler": schedule.state_dict(), "epoch": epoch, "model_kind": args.model,
                      "shuffle_state": shuffle.get_state()}, args.save)
             print(f"checkpoint written to {args.save}")
+
+    seen, train_time, loss_value = fit(sg, model, opt, schedule, loader, args.epochs, start_epoch,
+                                       on_epoch=checkpoint)
     accuracy = evaluate(sg, model, test_set)
     wall = time.perf_counter() - wall
     summary = {"stage": sg.__name__, "model": args.model, "train_images_seen": seen,
