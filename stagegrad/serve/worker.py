@@ -80,7 +80,8 @@ def _save(sg, model, example, out):
     files["safetensors"] = "model.safetensors"
     model.eval()
     try:
-        sg.onnx.export(model, (example,), str(out / "model.onnx"))
+        sg.onnx.export(model, (example,), str(out / "model.onnx"), input_names=["input"],
+                       output_names=["output"], dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}})
         files["onnx"] = "model.onnx"
     except Exception as e:  # the export covers most layers, not all; the page says why it is absent
         (out / "model.onnx").unlink(missing_ok=True)
