@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 with warnings.catch_warnings():  # starlette 1 suggests httpx2 for its test client; httpx works the same
-    warnings.simplefilter("ignore", DeprecationWarning)
+    warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testclient`")
     from fastapi.testclient import TestClient
 
 from stagegrad import datafiles, installed_stages, load_stage, train

@@ -2,14 +2,16 @@
 
 The test starts ``stagegrad serve`` (port 0, a fresh history) and drives the page in
 Debian's Chromium over the DevTools protocol (``cdp``), which resolves no host name but
-the local one. It fills the form and starts a short run, sees the loss chart gain points
-while it streams and the run finish in the history with the numbers the server stored;
-starts a longer run, sees its chart update, cancels it and sees it marked cancelled; sees
-a bad learning rate refused with the server's message beside the field; sees the layer
-builder's parameter count equal the zoo MLP's; overlays two runs in the comparison view.
-Every request must stay on the local server and no script may fail. Set
-``STAGEGRAD_SERVE_SCREENSHOTS=DIR`` to keep the screenshots (``docs/img/serve_*.png`` are
-made that way).
+the local one. It fills the form and starts a short run on stage 3, sees it finish with
+its loss chart holding every point the server stored and the history showing the final
+loss and test accuracy the server recorded; runs the same settings on stage 2, whose
+first loss must equal stage 3's (the stages share their random numbers); starts a long
+run on stage 1, sees its chart gain points while it streams, with a progress bar and an
+ETA, cancels it and sees it marked cancelled; sees a bad learning rate refused with the
+server's message beside the field; sees the layer builder's parameter count equal the
+zoo MLP's; overlays the two finished runs in the comparison view. Every request must
+stay on the local server and no script may fail. Set ``STAGEGRAD_SERVE_SCREENSHOTS=DIR``
+to keep the screenshots (``docs/img/serve_*.png`` are made that way).
 """
 import json
 import os
