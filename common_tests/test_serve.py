@@ -21,8 +21,8 @@ with warnings.catch_warnings():  # starlette 1 suggests httpx2 for its test clie
     warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testclient`")
     from fastapi.testclient import TestClient
 
-from stagegrad import datafiles, installed_stages, load_stage, train
-from stagegrad.serve import architecture, settings
+from stagegrad import datafiles, installed_stages, load_stage, train, train_text
+from stagegrad.serve import architecture, settings, worker
 from stagegrad.serve.app import create_app
 
 TIMEOUT = 60
@@ -200,7 +200,7 @@ def test_history_survives_a_restart_and_unfinished_runs_are_interrupted(finished
         assert runs[left]["status"] == "interrupted" and "server stopped" in runs[left]["error"]
 
 
-def test_a_language_model_trains_and_reports_its_validation_loss(client):
+def test_a_language_model_trains_and_reports_its_validation_loss(client, tmp_path):
     r = client.post("/api/runs", json={"model": "lstm", "stage": "3", "steps": 4, "batch_size": 2, "context": 16})
     assert r.status_code == 201, r.text
     run = _wait(client, r.json()["id"], lambda run: run["status"] not in ("queued", "running"))
@@ -208,7 +208,22 @@ def test_a_language_model_trains_and_reports_its_validation_loss(client):
     assert run["settings"]["dataset"] == "shakespeare" and run["total_steps"] == 4
     val = [p["val_loss"] for p in run["points"] if p["val_loss"] is not None]
     assert val and run["final"]["val_loss"] == val[-1] and 0 < val[-1] < 10
-    assert client.get(f"/api/runs/{run['id']}/weights.safetensors").status_code == 200
+    # the weights rebuild the model on the stage, and the ONNX file (its logits) computes the same
+    import onnxruntime
+    sg = load_stage("3")
+    (tmp_path / "w.safetensors").write_bytes(client.get(f"/api/runs/{run['id']}/weights.safetensors").content)
+    weights = sg.load_safetensors(str(tmp_path / "w.safetensors"))
+    vocab = weights["encoder.weight"].shape[0]
+    model = train_text.build_model(sg, "lstm", vocab, dict(worker.TEXT_CONFIG["lstm"], context=16))
+    model.load_state_dict(weights)
+    model.eval()
+    r = client.get(f"/api/runs/{run['id']}/model.onnx")
+    assert r.status_code == 200, r.text
+    session = onnxruntime.InferenceSession(r.content, providers=["CPUExecutionProvider"])
+    x = np.random.default_rng(0).integers(0, vocab, (3, 16))
+    theirs = session.run(None, {session.get_inputs()[0].name: x.astype(np.int64)})[0]
+    ours = train_text.logits_of(model, sg.tensor(x.tolist())).detach().numpy()
+    np.testing.assert_allclose(theirs, ours, rtol=1e-4, atol=1e-4)
 
 
 def test_options_list_the_installed_stages(client):
@@ -307,3 +322,15 @@ def test_the_server_refuses_other_host_names_on_loopback(tmp_path):
     with TestClient(app, base_url="http://127.0.0.1") as c:
         assert c.get("/api/options").status_code == 200
         assert c.get("/api/options", headers={"host": "attacker.example"}).status_code == 400
+
+
+def test_open_streams_end_when_the_server_stops(tmp_path):
+    app = create_app(tmp_path / "runs.sqlite")
+    with TestClient(app) as c:
+        run_id = c.post("/api/runs", json=LONG).json()["id"]
+        _wait(c, run_id, lambda run: run["points"])
+        threading.Timer(1.0, app.state.stopping.set).start()  # as Ctrl-C does, while the stream is open
+        events = _stream(c, run_id)
+        assert events[0][0] == "status" and events[-1][0] == "point"  # ended without an "end"
+    run = create_app(tmp_path / "runs.sqlite").state.store.run(run_id)
+    assert run["status"] == "interrupted"

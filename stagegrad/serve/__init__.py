@@ -17,7 +17,7 @@ import os
 import socket
 from pathlib import Path
 
-LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1", "[::1]")
+LOOPBACK_NAMES = ("127.0.0.1", "localhost")
 
 
 def default_db():
@@ -55,7 +55,7 @@ def add_arguments(p):
 
 
 def _loopback(host):
-    if host in LOOPBACK_NAMES:
+    if host == "localhost":
         return True
     try:
         return ipaddress.ip_address(host).is_loopback
@@ -72,8 +72,11 @@ def run(args):
         raise RuntimeError(f"the dashboard needs FastAPI and uvicorn ({e}); install them with "
                            f"pip install -e '.[serve]' (./dev serve does)") from None
     local = _loopback(args.host)
-    app = create_app(args.db, data_dir=args.data, max_runs=args.max_runs,
-                     trusted_hosts=LOOPBACK_NAMES if local else None)
+    # on loopback, a request must name this machine: a DNS name an attacker points at
+    # 127.0.0.1 would otherwise let their page read the API (Starlette's host check reads
+    # IPv4 and names only, so an IPv6 address goes without it)
+    trusted = LOOPBACK_NAMES if local and ":" not in args.host else None
+    app = create_app(args.db, data_dir=args.data, max_runs=args.max_runs, trusted_hosts=trusted)
     family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -84,5 +87,11 @@ def run(args):
     if not local:
         print(f"stagegrad serve: listening on {args.host}: anyone who can reach it can start runs on this "
               f"machine", flush=True)
-    config = uvicorn.Config(app, log_level="warning")
-    uvicorn.Server(config).run(sockets=[sock])
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig, frame):
+            app.state.stopping.set()  # an open event stream would hold the shutdown up: end them
+            super().handle_exit(sig, frame)
+
+    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=5)
+    Server(config).run(sockets=[sock])

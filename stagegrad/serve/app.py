@@ -18,6 +18,7 @@ page elsewhere cannot start runs on this machine through the visitor's browser.
 """
 import asyncio
 import json
+import threading
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -34,6 +35,7 @@ from .store import FINAL, Store
 STATIC = Path(__file__).resolve().parent / "static"
 MAX_BODY = 64 * 1024
 KEEPALIVE_S = 15  # a comment line this often keeps proxies and browsers from closing a quiet stream
+POLL_S = 0.5  # how soon an event stream notices that the server is stopping
 # what a run offers for download: its URL's last part -> the kind and the fixed file name
 DOWNLOADS = {"weights.safetensors": ("safetensors", "model.safetensors"), "model.onnx": ("onnx", "model.onnx")}
 
@@ -79,6 +81,7 @@ def create_app(db, runs_dir=None, data_dir=None, max_runs=1, trusted_hosts=None)
 
     app = FastAPI(title="stagegrad dashboard", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.store, app.state.jobs = store, jobs
+    app.state.stopping = stopping = threading.Event()  # set when the server is asked to exit
     if trusted_hosts:
         app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(trusted_hosts))
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
@@ -173,12 +176,19 @@ def create_app(db, runs_dir=None, data_dir=None, max_runs=1, trusted_hosts=None)
             for point in store.points(run_id):
                 last = point["seq"]
                 yield _sse("point", point)
+            quiet = 0.0
             while run["status"] not in FINAL:
+                if stopping.is_set():
+                    return
                 try:
-                    kind, data = await asyncio.wait_for(queue.get(), KEEPALIVE_S)
+                    kind, data = await asyncio.wait_for(queue.get(), POLL_S)
                 except asyncio.TimeoutError:
-                    yield ": keep-alive\n\n"
+                    quiet += POLL_S
+                    if quiet >= KEEPALIVE_S:
+                        quiet = 0.0
+                        yield ": keep-alive\n\n"
                     continue
+                quiet = 0.0
                 if kind == "point":
                     if data["seq"] <= last:
                         continue

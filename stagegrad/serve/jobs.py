@@ -98,7 +98,7 @@ class Jobs:
         self.hub.publish(run_id, "status", self.store.run(run_id))
         thread = threading.Thread(target=self._follow, args=(run_id, proc), daemon=True,
                                   name=f"run-{run_id}")
-        self._threads.append(thread)
+        self._threads = [t for t in self._threads if t.is_alive()] + [thread]
         thread.start()
 
     def _follow(self, run_id, proc):

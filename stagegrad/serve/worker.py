@@ -72,21 +72,34 @@ def schedule(sg, settings, opt, total):
     return None
 
 
-def _save(sg, model, example, out):
-    """Write the weights (safetensors) and, where the export works, ONNX; what was written."""
+def _save(sg, model, example, out, exported=None):
+    """Write the weights (safetensors) and, where the export works, ONNX of ``exported``
+    (default ``model``); what was written."""
     files = {}
     state = {k: v for k, v in model.state_dict().items() if isinstance(v, sg.Tensor)}
     sg.save_safetensors(state, str(out / "model.safetensors"))
     files["safetensors"] = "model.safetensors"
     model.eval()
     try:
-        sg.onnx.export(model, (example,), str(out / "model.onnx"), input_names=["input"],
+        sg.onnx.export(exported or model, (example,), str(out / "model.onnx"), input_names=["input"],
                        output_names=["output"], dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}})
         files["onnx"] = "model.onnx"
     except Exception as e:  # the export covers most layers, not all; the page says why it is absent
         (out / "model.onnx").unlink(missing_ok=True)
         files["onnx_error"] = f"{type(e).__name__}: {e}"
     return files
+
+
+def _logits_only(sg, model):
+    """``model`` with only its logits as output (the LSTM's also returns its state), for ONNX."""
+    class Logits(sg.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def forward(self, x):
+            return train_text.logits_of(self.model, x)
+    return Logits()
 
 
 def run_mnist(sg, s, data, out, report):
@@ -163,7 +176,7 @@ def run_text(sg, s, data, out, report):
         if step % every == 0 or step == total:
             val_loss = train_text.estimate_loss(sg, model, val_tokens, s["batch_size"], context, EVAL_BATCHES)
             report.send("point", step=step, epoch=1, val_loss=val_loss, elapsed=time.perf_counter() - t0)
-    files = _save(sg, model, x[:1], out)
+    files = _save(sg, model, x[:1], out, _logits_only(sg, model))
     return {"final_loss": loss, "val_loss": val_loss, "samples_per_s": seen / (time.perf_counter() - t0),
             "parameters": parameters, "files": files}
 
