@@ -13,7 +13,6 @@ import sqlite3
 import threading
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -125,7 +124,8 @@ def test_downloads_are_the_trained_model(client, finished, tmp_path):
     (tmp_path / "w.safetensors").write_bytes(r.content)
     weights = load_file(str(tmp_path / "w.safetensors"))
     model = train.build_model(sg, "mlp")
-    assert {k: tuple(v.shape) for k, v in model.state_dict().items()} == {k: v.shape for k, v in weights.items()}
+    shapes = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    assert shapes == {k: v.shape for k, v in weights.items()}
     model.load_state_dict(sg.load_safetensors(str(tmp_path / "w.safetensors")))
     test_set = sg.utils.data.Subset(sg.datasets.MNIST(root=datafiles.mnist_dir(None), train=False),
                                     range(TINY["test_subset"]))
@@ -201,7 +201,8 @@ def test_history_survives_a_restart_and_unfinished_runs_are_interrupted(finished
 
 
 def test_a_language_model_trains_and_reports_its_validation_loss(client, tmp_path):
-    r = client.post("/api/runs", json={"model": "lstm", "stage": "3", "steps": 4, "batch_size": 2, "context": 16})
+    r = client.post("/api/runs", json={"model": "lstm", "stage": "3", "steps": 4, "batch_size": 2,
+                                       "context": 16})
     assert r.status_code == 201, r.text
     run = _wait(client, r.json()["id"], lambda run: run["status"] not in ("queued", "running"))
     assert run["status"] == "done", run["error"]
@@ -266,7 +267,8 @@ BAD = [  # (settings, field, words the message must hold)
     ({"architecture": [{"type": "linear"}]}, "architecture", "only used with the model 'custom'"),
     ({"model": "custom", "architecture": "__import__('os').system('true')"}, "architecture",
      "must be a list of layers, got str"),
-    ({"model": "custom", "architecture": [{"type": "eval"}]}, "architecture", "layer 1: unknown layer type 'eval'"),
+    ({"model": "custom", "architecture": [{"type": "eval"}]}, "architecture",
+     "layer 1: unknown layer type 'eval'"),
     ({"model": "custom", "architecture": [{"type": "linear", "out_features": 10}]}, "architecture",
      "layer 1: linear needs a flat input"),
     ({"model": "custom", "architecture": [{"type": "flatten"}, {"type": "linear", "out_features": 7}]},
@@ -274,10 +276,12 @@ BAD = [  # (settings, field, words the message must hold)
     ({"model": "custom", "architecture": [{"type": "flatten"}, {"type": "linear", "out_features": 16384},
                                           {"type": "linear", "out_features": 16384},
                                           {"type": "linear", "out_features": 10}]},
-     "architecture", f"the model has {(784 + 1) * 16384 + (16384 + 1) * 16384 + (16384 + 1) * 10:,} parameters; "
-                     "at most 20,000,000"),
+     "architecture",
+     f"the model has {(784 + 1) * 16384 + (16384 + 1) * 16384 + (16384 + 1) * 10:,} parameters; "
+     "at most 20,000,000"),
     ({"model": "custom", "batch_size": 1024, "architecture": [
-        {"type": "conv2d", "out_channels": 1024}, {"type": "flatten"}, {"type": "linear", "out_features": 10}]},
+        {"type": "conv2d", "out_channels": 1024}, {"type": "flatten"},
+        {"type": "linear", "out_features": 10}]},
      "architecture", "needs about"),
     ({"model": "custom", "architecture": [{"type": "conv2d", "kernel_size": 11, "padding": 0, "exec": 1}]},
      "architecture", "conv2d has no field 'exec'"),

@@ -85,9 +85,21 @@ def _click(browser, element_id):
     browser.evaluate(f"document.getElementById({json.dumps(element_id)}).click()")
 
 
+def _row(run_id):
+    """A script expression: the history table's row of the run."""
+    return f"document.querySelector('#runs tr[data-id=\"{run_id}\"]')"
+
+
 def _row_status(browser, run_id):
-    return browser.evaluate(f"(function () {{ const r = document.querySelector('#runs tr[data-id=\"{run_id}\"]');"
-                            f" return r ? r.children[2].textContent : null; }})()")
+    return browser.evaluate(f"(function () {{ const r = {_row(run_id)};"
+                            " return r && r.children[2].textContent; })()")
+
+
+def _wait_status(browser, run_id, status):
+    """Wait until the history shows the run with ``status``; fail saying what it shows."""
+    shown = browser.wait_for(f"(function () {{ const r = {_row(run_id)};"
+                             f" return r && r.children[2].textContent === '{status}'; }})()")
+    assert shown, f"run {run_id} is not shown {status} in the history: {_row_status(browser, run_id)}"
 
 
 def _shown_run(browser, previous=None):
@@ -101,9 +113,7 @@ def _start_and_finish(browser, previous=None):
     _click(browser, "start")
     run_id = _shown_run(browser, previous)
     assert run_id, "starting a run did not show it"
-    assert browser.wait_for(f"(function () {{ const r = document.querySelector('#runs tr[data-id=\"{run_id}\"]');"
-                            " return r && r.children[2].textContent === 'done'; })()"), \
-        f"run {run_id} did not finish: {_row_status(browser, run_id)}"
+    _wait_status(browser, run_id, "done")
     return run_id
 
 
@@ -128,7 +138,8 @@ def _shot(browser, directory, name, selector=None):
 
 def test_start_watch_cancel_compare_in_the_browser(server, browser, tmp_path):
     browser.call("Page.navigate", url=server + "/")
-    assert browser.wait_for("!!document.body && document.body.dataset.ready === '1'"), "the page did not finish loading"
+    assert browser.wait_for("!!document.body && document.body.dataset.ready === '1'"), \
+        "the page did not finish loading"
     stages = browser.evaluate("[...document.querySelectorAll('#stage option')].map(o => o.value)")
     assert stages == [s["id"] for s in _get(server + "/api/options")["stages"]] and "0" in stages
 
@@ -142,13 +153,13 @@ def test_start_watch_cancel_compare_in_the_browser(server, browser, tmp_path):
     curve = [p for p in run["points"] if p["loss"] is not None]
     browser.wait_for(f"document.getElementById('chart-loss').dataset.points == {len(curve)}")
     assert _points(browser, "chart-loss") == len(curve) >= 2
-    row = browser.evaluate(f"[...document.querySelector('#runs tr[data-id=\"{first}\"]').children]"
-                           ".map(td => td.textContent)")
+    row = browser.evaluate(f"[...{_row(first)}.children].map(td => td.textContent)")
     assert row[6] == f"{run['final']['final_loss']:.4f}" == f"{curve[-1]['loss']:.4f}", row
     assert row[7] == f"{run['final']['test_accuracy'] * 100:.2f}% test", row
     assert browser.evaluate("document.getElementById('progress-text').textContent") == \
         f"{run['total_steps']} / {run['total_steps']} steps"
-    links = browser.evaluate("[...document.querySelectorAll('#downloads a')].map(a => a.getAttribute('href'))")
+    links = browser.evaluate("[...document.querySelectorAll('#downloads a')]"
+                             ".map(a => a.getAttribute('href'))")
     assert links == [f"/api/runs/{first}/weights.safetensors", f"/api/runs/{first}/model.onnx"]
 
     # the same run on stage 2: the same start (the stages share their random numbers), its own speed
@@ -173,9 +184,7 @@ def test_start_watch_cancel_compare_in_the_browser(server, browser, tmp_path):
     assert browser.evaluate("parseFloat(document.getElementById('progress-fill').style.width) > 0")
     _shot(browser, tmp_path, "serve_live.png")
     _click(browser, "cancel")
-    assert browser.wait_for(f"(function () {{ const r = document.querySelector('#runs tr[data-id=\"{second}\"]');"
-                            " return r && r.children[2].textContent === 'cancelled'; })()"), \
-        f"run {second} is not shown cancelled: {_row_status(browser, second)}"
+    _wait_status(browser, second, "cancelled")
     assert _get(f"{server}/api/runs/{second}")["status"] == "cancelled"
     assert browser.evaluate("document.getElementById('cancel').disabled")
 

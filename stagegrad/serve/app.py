@@ -37,7 +37,8 @@ MAX_BODY = 64 * 1024
 KEEPALIVE_S = 15  # a comment line this often keeps proxies and browsers from closing a quiet stream
 POLL_S = 0.5  # how soon an event stream notices that the server is stopping
 # what a run offers for download: its URL's last part -> the kind and the fixed file name
-DOWNLOADS = {"weights.safetensors": ("safetensors", "model.safetensors"), "model.onnx": ("onnx", "model.onnx")}
+DOWNLOADS = {"weights.safetensors": ("safetensors", "model.safetensors"),
+             "model.onnx": ("onnx", "model.onnx")}
 
 
 def _options(stages):
@@ -212,7 +213,8 @@ def create_app(db, runs_dir=None, data_dir=None, max_runs=1, trusted_hosts=None)
             raise HTTPException(404, f"run {run_id} has no {key} file: {why}")
         path = jobs.runs_dir / str(run_id) / filename
         model = run["model"] or "model"
-        return FileResponse(path, media_type="application/octet-stream", filename=f"run{run_id}-{model}.{name.rsplit('.', 1)[1]}")
+        return FileResponse(path, media_type="application/octet-stream",
+                            filename=f"run{run_id}-{model}.{name.rsplit('.', 1)[1]}")
 
     @app.exception_handler(HTTPException)
     async def http_error(request, exc):  # one shape for every error: {"detail": ...}

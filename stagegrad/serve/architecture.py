@@ -112,14 +112,16 @@ def check(layers, batch_size=64):
     if not layers:
         raise ArchitectureError("the architecture has no layers")
     if len(layers) > MAX_LAYERS:
-        raise ArchitectureError(f"the architecture has {len(layers)} layers; at most {MAX_LAYERS} are allowed")
+        raise ArchitectureError(f"the architecture has {len(layers)} layers; at most {MAX_LAYERS} are "
+                                f"allowed")
     shape, parameters, activations, out = INPUT_SHAPE, 0, 0, []
     for index, spec in enumerate(layers, 1):
         if not isinstance(spec, dict):
             raise ArchitectureError(f"expected an object such as {{\"type\": \"relu\"}}, got {spec!r}", index)
         kind = spec.get("type")
         if kind not in LAYERS:
-            raise ArchitectureError(f"unknown layer type {kind!r}; expected one of {', '.join(LAYERS)}", index)
+            raise ArchitectureError(f"unknown layer type {kind!r}; expected one of {', '.join(LAYERS)}",
+                                    index)
         unknown = sorted(set(spec) - set(LAYERS[kind]) - {"type"})
         if unknown:
             raise ArchitectureError(f"{kind} has no field {', '.join(map(repr, unknown))}; its fields are: "

@@ -87,10 +87,12 @@ class Jobs:
         out = self.runs_dir / str(run_id)
         out.mkdir(parents=True, exist_ok=True)
         settings = self.store.run(run_id)["settings"]
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-        proc = subprocess.Popen([sys.executable, "-m", "stagegrad.serve.worker", str(out), self.data_dir or ""],
+        # the worker imports this very package, wherever it was imported from
+        path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+        proc = subprocess.Popen([sys.executable, "-m", "stagegrad.serve.worker", str(out),
+                                 self.data_dir or ""], env=dict(os.environ, PYTHONPATH=path),
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                env=env, text=True)
+                                text=True)
         proc.stdin.write(json.dumps(settings))
         proc.stdin.close()
         self._running[run_id] = proc

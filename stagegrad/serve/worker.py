@@ -142,7 +142,8 @@ def run_mnist(sg, s, data, out, report):
                                        on_epoch=on_epoch)
     files = _save(sg, model, train_set[0][0].unsqueeze(0), out)
     return {"final_loss": loss, "train_accuracy": tally["correct"] / max(tally["seen"], 1),
-            "test_accuracy": tally["test_accuracy"], "samples_per_s": seen / train_time if train_time else None,
+            "test_accuracy": tally["test_accuracy"],
+            "samples_per_s": seen / train_time if train_time else None,
             "parameters": parameters, "files": files}
 
 
@@ -171,7 +172,8 @@ def run_text(sg, s, data, out, report):
         elapsed = time.perf_counter() - t0
         if report.due(step == total):
             accuracy = (logits.argmax(dim=-1) == y).float().mean().item()
-            report.send("point", step=step, epoch=1, loss=loss, accuracy=accuracy, samples_per_s=seen / elapsed,
+            report.send("point", step=step, epoch=1, loss=loss, accuracy=accuracy,
+                        samples_per_s=seen / elapsed,
                         lr=opt.param_groups[0]["lr"], elapsed=elapsed)
         if step % every == 0 or step == total:
             val_loss = train_text.estimate_loss(sg, model, val_tokens, s["batch_size"], context, EVAL_BATCHES)
