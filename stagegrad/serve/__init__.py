@@ -17,6 +17,8 @@ import os
 import socket
 from pathlib import Path
 
+from ..train import _integer
+
 LOOPBACK_NAMES = ("127.0.0.1", "localhost")
 
 
@@ -28,12 +30,10 @@ def default_db():
 
 
 def _max_runs(text):
-    from ..train import _integer
     return _integer(text, 1, 65, "a number of runs in [1, 64]")
 
 
 def _port(text):
-    from ..train import _integer
     return _integer(text, 0, 65536, "a port in [0, 65535]")
 
 
