@@ -255,6 +255,8 @@ def test_the_builder_builds_what_it_counted():
 BAD = [  # (settings, field, words the message must hold)
     ({"lr": -1}, "lr", "must be more than 0 and at most 10, got -1"),
     ({"lr": "fast"}, "lr", "must be a number, got 'fast'"),
+    ({"lr": 10**400}, "lr", "at most 10, got 10,000,000,000,000,0..."),  # no float holds it
+    ({"subset": 1e300}, "subset", "between 1 and 60,000, got 1,000,000,000,000,00..."),
     ({"batch_size": 0}, "batch_size", "between 1 and 1,024, got 0"),
     ({"batch_size": 2.5}, "batch_size", "whole number"),
     ({"epochs": 10**9}, "epochs", "between 1 and 50"),

@@ -211,7 +211,8 @@ def test_start_watch_cancel_compare_in_the_browser(server, browser, tmp_path):
     _shot(browser, tmp_path, "serve_builder.png", "#setup")
     for _ in range(4):  # up, to the top: a conv on the image, then the flatten
         browser.evaluate("[...document.querySelectorAll('#layers li')].find(li =>"
-                         " li.querySelector('.layer-type').textContent === 'conv2d').querySelector('button').click()")
+                         " li.querySelector('.layer-type').textContent === 'conv2d')"
+                         ".querySelector('button').click()")
     size = browser.wait_for("!document.getElementById('errors').textContent &&"
                             " document.getElementById('arch-size').textContent")
     conv = 16 * 1 * 3 * 3 + 16  # the builder's default conv2d: 16 channels, 3x3, padding 1

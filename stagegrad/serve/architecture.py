@@ -41,18 +41,25 @@ class ArchitectureError(ValueError):
         self.layer = layer
 
 
+def shown(value):
+    """``value`` as an error message quotes it: a number with thousands separated, cut short
+    when long (a request may hold a JSON integer of hundreds of digits)."""
+    text = f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else repr(value)
+    return text if len(text) <= 24 else text[:20] + "..."
+
+
 def _field(spec, kind, name, index):
     low, high, default = LAYERS[kind][name]
     value = spec.get(name, default)
     if isinstance(low, float):
         ok = isinstance(value, (int, float)) and not isinstance(value, bool) and low <= value <= high
         if not ok:
-            raise ArchitectureError(f"{kind}'s {name} must be a number in [{low}, {high}], got {value!r}",
-                                    index)
+            raise ArchitectureError(f"{kind}'s {name} must be a number in [{low}, {high}], "
+                                    f"got {shown(value)}", index)
         return float(value)
     if not (isinstance(value, int) and not isinstance(value, bool) and low <= value <= high):
-        raise ArchitectureError(f"{kind}'s {name} must be a whole number in [{low}, {high}], got {value!r}",
-                                index)
+        raise ArchitectureError(f"{kind}'s {name} must be a whole number in [{low}, {high}], "
+                                f"got {shown(value)}", index)
     return value
 
 

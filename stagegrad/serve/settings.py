@@ -5,8 +5,6 @@ the fields the chosen model uses) or raises ``SettingsError`` holding one messag
 field at fault, which the page shows beside that field. Numbers are bounded so that no
 request can ask for an unbounded amount of time or memory without being told.
 """
-import math
-
 from . import architecture
 
 # model -> its dataset: the zoo's models (the ones ``stagegrad train`` runs), and a model
@@ -52,15 +50,17 @@ def _number(name, value):
         return default
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError(f"must be a number, got {value!r}")
+    # compared as they are: a huge JSON integer does not fit a float
     if whole:
-        if not float(value).is_integer():
-            raise ValueError(f"must be a whole number, got {value!r}")
-        value = int(value)
+        if isinstance(value, float):
+            if not value.is_integer():
+                raise ValueError(f"must be a whole number, got {value!r}")
+            value = int(value)
         if not low <= value <= high:
-            raise ValueError(f"must be between {low:,} and {high:,}, got {value:,}")
+            raise ValueError(f"must be between {low:,} and {high:,}, got {architecture.shown(value)}")
         return value
-    if not (math.isfinite(value) and low < value <= high):
-        raise ValueError(f"must be more than {low:g} and at most {high:g}, got {value!r}")
+    if not low < value <= high:  # NaN fails this too
+        raise ValueError(f"must be more than {low:g} and at most {high:g}, got {architecture.shown(value)}")
     return float(value)
 
 
