@@ -162,8 +162,13 @@ class Browser:
                 return value
             time.sleep(0.1)
 
-    def screenshot(self, path):
-        data = self.call("Page.captureScreenshot", format="png")["data"]
+    def screenshot(self, path, clip=None):
+        """Save the page as a PNG: the window, or the rectangle ``clip`` (``x``, ``y``,
+        ``width``, ``height`` in the document's CSS pixels), beyond the window if need be."""
+        params = {"format": "png"}
+        if clip is not None:
+            params.update(clip=dict(clip, scale=1), captureBeyondViewport=True)
+        data = self.call("Page.captureScreenshot", **params)["data"]
         with open(path, "wb") as f:
             f.write(base64.b64decode(data))
 
@@ -172,3 +177,25 @@ class Browser:
             self.ws.close()
         self.proc.kill()
         self.proc.wait(timeout=30)
+
+
+def problems(browser, origin):
+    """Requests that left the local server, failed loads, HTTP errors and script errors."""
+    out, urls = [], {}
+    for e in browser.events:
+        m, p = e["method"], e["params"]
+        if m == "Network.requestWillBeSent":
+            url = urls[p["requestId"]] = p["request"]["url"]
+            if not url.startswith((origin, "data:", "about:")):
+                out.append(f"request to the outside: {url}")
+        elif m == "Network.loadingFailed" and not p.get("canceled"):
+            out.append(f"failed load ({p.get('type')}): {p.get('errorText')} "
+                       f"{urls.get(p.get('requestId'), p.get('requestId'))}")
+        elif m == "Network.responseReceived" and p["response"]["status"] >= 400:
+            out.append(f"HTTP {p['response']['status']}: {p['response']['url']}")
+        elif m == "Runtime.exceptionThrown":
+            d = p["exceptionDetails"]
+            out.append(f"script error: {d.get('exception', {}).get('description') or d.get('text')}")
+        elif m == "Log.entryAdded" and p["entry"]["level"] == "error":
+            out.append(f"console error: {p['entry']['text']} {p['entry'].get('url', '')}")
+    return out

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from common_tests.cdp import Browser, find_chromium
+from common_tests.cdp import Browser, find_chromium, problems
 from stagegrad import bench_site
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -130,28 +130,6 @@ def browser(server, tmp_path_factory):
         b.quit()
 
 
-def _problems(browser, origin):
-    """Requests that left the local server, failed loads, HTTP errors and script errors."""
-    out, urls = [], {}
-    for e in browser.events:
-        m, p = e["method"], e["params"]
-        if m == "Network.requestWillBeSent":
-            url = urls[p["requestId"]] = p["request"]["url"]
-            if not url.startswith((origin, "data:", "about:")):
-                out.append(f"request to the outside: {url}")
-        elif m == "Network.loadingFailed" and not p.get("canceled"):
-            out.append(f"failed load ({p.get('type')}): {p.get('errorText')} "
-                       f"{urls.get(p.get('requestId'), p.get('requestId'))}")
-        elif m == "Network.responseReceived" and p["response"]["status"] >= 400:
-            out.append(f"HTTP {p['response']['status']}: {p['response']['url']}")
-        elif m == "Runtime.exceptionThrown":
-            d = p["exceptionDetails"]
-            out.append(f"script error: {d.get('exception', {}).get('description') or d.get('text')}")
-        elif m == "Log.entryAdded" and p["entry"]["level"] == "error":
-            out.append(f"console error: {p['entry']['text']} {p['entry'].get('url', '')}")
-    return out
-
-
 def test_page_references_only_local_files(site):
     html, stdout = site
     page = (html / "index.html").read_text()
@@ -229,8 +207,8 @@ def test_grid_and_graph_render_offline(site, server, browser):
     assert sorted(ticks) == sorted(s.strip("'") for s in STAGES), f"category axis ticks {ticks}"
     browser.screenshot(site[0] / "bars.png")
     browser.wait_for("false", timeout=0.5)  # let late loads report before the check below
-    problems = _problems(browser, server)
-    assert not problems, "the site did not load cleanly offline:\n" + "\n".join(problems)
+    found = problems(browser, server)
+    assert not found, "the site did not load cleanly offline:\n" + "\n".join(found)
 
 
 def location_is_index(browser):

@@ -276,6 +276,45 @@ def _resume(ckpt, path, model, opt, schedule, shuffle):
     return ckpt["epoch"]
 
 
+def fit(sg, model, opt, schedule, loader, epochs, start_epoch=0, on_step=None, on_epoch=None,
+        sampler=None, world=1, quiet=False):
+    """Train ``model`` on ``loader`` from ``start_epoch`` to ``epochs`` with cross-entropy,
+    stepping ``schedule`` (or nothing, if None) after every optimizer step; a progress bar
+    on standard error (drawn nowhere when ``quiet``). ``on_step(info)`` is called after
+    every step with a dict (``epoch``, ``step`` in the epoch, ``steps`` per epoch, ``loss``,
+    the batch's ``logits`` and ``targets``, ``samples_per_s``), ``on_epoch(n)`` after the
+    n-th epoch. In a distributed run ``model`` is the DistributedDataParallel wrapper,
+    ``sampler`` the DistributedSampler (its epoch is set) and ``world`` the number of
+    ranks, each seeing its own batch. Returns the images seen, the training time in
+    seconds and the last loss (this rank's batch's)."""
+    train_time, seen, loss_value = 0.0, 0, float("nan")
+    for epoch in range(start_epoch, epochs):
+        model.train()
+        if sampler is not None:
+            sampler.set_epoch(epoch)
+        bar = _progress(len(loader), f"epoch {epoch + 1}/{epochs}", quiet)
+        t0 = time.perf_counter()
+        for i, (x, y) in enumerate(loader, 1):
+            logits = model(x)
+            loss = sg.nn.functional.cross_entropy(logits, y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            if schedule is not None:
+                schedule.step()
+            loss_value = loss.item()
+            seen += x.shape[0] * world
+            rate = seen / (train_time + time.perf_counter() - t0)
+            bar.update(i, loss=loss_value, **{"samples/s": rate})
+            if on_step is not None:
+                on_step({"epoch": epoch, "step": i, "steps": len(loader), "loss": loss_value,
+                         "logits": logits, "targets": y, "samples_per_s": rate})
+        train_time += time.perf_counter() - t0
+        if on_epoch is not None:
+            on_epoch(epoch + 1)
+    return seen, train_time, loss_value
+
+
 def evaluate(sg, model, dataset, batch_size=500, dist=None, quiet=False):
     """The accuracy of ``model`` on ``dataset``; with ``dist`` (``sg.distributed``,
     initialized), each rank counts every world-size-th image and the counts are summed."""
@@ -410,28 +449,16 @@ def _train(sg, args, dist):
         f"training images, batch {args.batch_size}{' per process' if ranks else ''}, lr {args.lr:g} "
         f"(cosine to 0)")
     wall = time.perf_counter()
-    train_time, seen, loss_value = 0.0, 0, float("nan")
-    for epoch in range(start_epoch, args.epochs):
-        model.train()
-        if sampler is not None:
-            sampler.set_epoch(epoch)
-        bar = _progress(len(loader), f"epoch {epoch + 1}/{args.epochs}", quiet)
-        t0 = time.perf_counter()
-        for i, (x, y) in enumerate(loader, 1):
-            loss = sg.nn.functional.cross_entropy(net(x), y)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            schedule.step()
-            loss_value = loss.item()  # rank 0's own batch: the progress shows no other
-            seen += x.shape[0] * world
-            bar.update(i, loss=loss_value, **{"samples/s": seen / (train_time + time.perf_counter() - t0)})
-        train_time += time.perf_counter() - t0
+
+    def checkpoint(epoch):
         if args.save and rank == 0:
             sg.save({"model": model.state_dict(), "optimizer": opt.state_dict(),
-                     "scheduler": schedule.state_dict(), "epoch": epoch + 1, "model_kind": args.model,
+                     "scheduler": schedule.state_dict(), "epoch": epoch, "model_kind": args.model,
                      "shuffle_state": shuffle.get_state()}, args.save)
             say(f"checkpoint written to {args.save}")
+
+    seen, train_time, loss_value = fit(sg, net, opt, schedule, loader, args.epochs, start_epoch,
+                                       on_epoch=checkpoint, sampler=sampler, world=world, quiet=quiet)
     accuracy = evaluate(sg, model, test_set, dist=dist, quiet=quiet)
     wall = time.perf_counter() - wall
     summary = {"stage": sg.__name__, "model": args.model, "train_images_seen": seen,

@@ -102,6 +102,21 @@ def get_batch(sg, tokens, batch_size, context, generator):
     return tokens[index], tokens[index + 1]
 
 
+def train_step(sg, model, opt, schedule, x, y):
+    """One optimizer step on the windows ``x`` and their targets ``y``, the gradient's norm
+    clipped at 1, then ``schedule`` stepped (unless it is None). Returns the loss's value
+    and the logits."""
+    logits = logits_of(model, x)
+    loss = _loss(sg, logits, y)
+    opt.zero_grad()
+    loss.backward()
+    sg.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+    if schedule is not None:
+        schedule.step()
+    return loss.item(), logits
+
+
 def estimate_loss(sg, model, tokens, batch_size, context, batches):
     """The mean cross-entropy (nats per character) over ``batches`` fixed windows."""
     model.eval()
@@ -171,15 +186,9 @@ def run(args):
     model.train()
     while step < args.steps:
         x, y = get_batch(sg, train_tokens, args.batch_size, args.context, batches)
-        loss = _loss(sg, logits_of(model, x), y)
-        opt.zero_grad()
-        loss.backward()
-        sg.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        schedule.step()
+        loss_value, _ = train_step(sg, model, opt, schedule, x, y)
         step += 1
         seen += x.numel()
-        loss_value = loss.item()
         elapsed = time.perf_counter() - t0
         out_of_time = args.time_limit is not None and elapsed >= args.time_limit
         bar.update(step - first, loss=loss_value, **{"chars/s": seen / elapsed})

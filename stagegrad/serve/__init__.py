@@ -1,0 +1,97 @@
+"""``stagegrad serve``: a local training dashboard in the browser.
+
+Choose a model (the zoo's, or one built layer by layer), a stage, an optimizer and its
+schedule, start, and watch the loss, accuracy, samples/s and learning rate live; cancel
+at any time; download the trained weights (safetensors, and ONNX where the export
+works). Runs are worker processes (``jobs``), at most ``--max-runs`` at a time; their
+history (``store``) is kept in SQLite and survives a restart, and the page overlays the
+curves of any runs chosen. ``app`` is the web app; ``settings`` and ``architecture``
+check what a request asks for; ``worker`` trains.
+
+The server listens on 127.0.0.1 unless ``--host`` says otherwise, prints its address and
+opens nothing by itself. FastAPI and uvicorn are the ``serve`` extra
+(``pip install -e '.[serve]'``; ``./dev serve`` installs them).
+"""
+import ipaddress
+import os
+import socket
+from pathlib import Path
+
+from ..train import _integer
+
+LOOPBACK_NAMES = ("127.0.0.1", "localhost")
+
+
+def default_db():
+    """Where the history is kept by default: ``$XDG_DATA_HOME/stagegrad/runs.sqlite``
+    (``~/.local/share/stagegrad/runs.sqlite`` when the variable is unset)."""
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return str(Path(base) / "stagegrad" / "runs.sqlite")
+
+
+def _max_runs(text):
+    return _integer(text, 1, 65, "a number of runs in [1, 64]")
+
+
+def _port(text):
+    return _integer(text, 0, 65536, "a port in [0, 65535]")
+
+
+def add_arguments(p):
+    """``stagegrad serve``'s options."""
+    p.add_argument("--host", default="127.0.0.1",
+                   help="the address to listen on; anything but a loopback address lets other machines "
+                        "start runs on this one (default 127.0.0.1)")
+    p.add_argument("--port", type=_port, default=8750, help="the port; 0 picks a free one (default 8750)")
+    p.add_argument("--db", default=default_db(), metavar="PATH",
+                   help="the SQLite file of the run history; each run's weights and log go to 'runs/' "
+                        "beside it (default %(default)s, under $XDG_DATA_HOME when set)")
+    p.add_argument("--data", default=None, metavar="DIR",
+                   help="the directory holding MNIST (DIR or DIR/mnist) and Shakespeare (DIR or "
+                        "DIR/shakespeare) (default: $STAGEGRAD_DATA, the shared datasets folder beside "
+                        "the checkout, then the user cache)")
+    p.add_argument("--max-runs", type=_max_runs, default=1,
+                   help="runs trained at the same time; more are queued (default 1)")
+
+
+def _loopback(host):
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def run(args):
+    """Serve the dashboard until interrupted."""
+    try:
+        import uvicorn
+        from .app import create_app
+    except ImportError as e:
+        raise RuntimeError(f"the dashboard needs FastAPI and uvicorn ({e}); install them with "
+                           f"pip install -e '.[serve]' (./dev serve does)") from None
+    local = _loopback(args.host)
+    # on loopback, a request must name this machine: a DNS name an attacker points at
+    # 127.0.0.1 would otherwise let their page read the API (Starlette's host check reads
+    # IPv4 and names only, so an IPv6 address goes without it)
+    trusted = LOOPBACK_NAMES if local and ":" not in args.host else None
+    app = create_app(args.db, data_dir=args.data, max_runs=args.max_runs, trusted_hosts=trusted)
+    family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((args.host, args.port))  # bound here, so that the port printed is the one in use
+    port = sock.getsockname()[1]
+    shown = f"[{args.host}]" if ":" in args.host else args.host
+    print(f"stagegrad serve: the dashboard is at http://{shown}:{port}/ (history: {args.db})", flush=True)
+    if not local:
+        print(f"stagegrad serve: listening on {args.host}: anyone who can reach it can start runs on this "
+              f"machine", flush=True)
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig, frame):
+            app.state.stopping.set()  # an open event stream would hold the shutdown up: end them
+            super().handle_exit(sig, frame)
+
+    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=5)
+    Server(config).run(sockets=[sock])

@@ -1,0 +1,225 @@
+"""The dashboard's web app (FastAPI): the page, the JSON API and the live event streams.
+
+- ``GET /`` the page; ``/static/*`` its script and style (nothing is loaded from elsewhere).
+- ``GET /api/options``: the installed stages, models, optimizers, schedules, layer types
+  and the bounds the page offers.
+- ``POST /api/check``: settings checked without starting anything (the builder's sizes).
+- ``POST /api/runs``: start a run (201), or 422 with one message per field at fault.
+- ``GET /api/runs``, ``GET /api/runs/{id}``: the history, a run with its curve.
+- ``GET /api/runs/{id}/events``: server-sent events: ``status``, then every ``point``
+  so far and as they come, and ``end`` when the run has finished.
+- ``POST /api/runs/{id}/cancel``; ``GET /api/runs/{id}/weights.safetensors`` and
+  ``/model.onnx``: the trained model, from the run's own folder (no path comes from the
+  request).
+
+Requests that change something must be JSON (``Content-Type: application/json``) of at
+most ``MAX_BODY`` bytes, and a request from a page of another origin is refused: a web
+page elsewhere cannot start runs on this machine through the visitor's browser.
+"""
+import asyncio
+import json
+import threading
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
+from fastapi.staticfiles import StaticFiles
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+
+from .. import STAGES, datafiles, installed_stages
+from . import architecture, settings as settings_mod
+from .jobs import Hub, Jobs
+from .store import FINAL, Store
+
+STATIC = Path(__file__).resolve().parent / "static"
+MAX_BODY = 64 * 1024
+KEEPALIVE_S = 15  # a comment line this often keeps proxies and browsers from closing a quiet stream
+POLL_S = 0.5  # how soon an event stream notices that the server is stopping
+# what a run offers for download: its URL's last part -> the kind and the fixed file name
+DOWNLOADS = {"weights.safetensors": ("safetensors", "model.safetensors"),
+             "model.onnx": ("onnx", "model.onnx")}
+
+
+def _options(stages):
+    return {
+        "stages": [{"id": n, "package": pkg} for n, pkg in stages.items()],
+        "models": settings_mod.MODELS,
+        "optimizers": settings_mod.OPTIMIZERS,
+        "schedules": settings_mod.SCHEDULES,
+        "numbers": {k: {"min": v[0], "max": v[1], "default": v[2], "integer": v[3]}
+                    for k, v in settings_mod.NUMBERS.items()},
+        "fields": settings_mod.FIELDS,
+        "layers": {k: {f: {"min": b[0], "max": b[1], "default": b[2]} for f, b in fields.items()}
+                   for k, fields in architecture.LAYERS.items()},
+        "limits": {"layers": architecture.MAX_LAYERS, "parameters": architecture.MAX_PARAMETERS,
+                   "activation_bytes": architecture.MAX_ACTIVATION_BYTES},
+    }
+
+
+def _sse(kind, data):
+    return f"event: {kind}\ndata: {json.dumps(data)}\n\n"
+
+
+def create_app(db, runs_dir=None, data_dir=None, max_runs=1, trusted_hosts=None):
+    """The app, keeping its history in the SQLite file ``db`` and each run's files in
+    ``runs_dir`` (default: ``runs`` beside ``db``); ``data_dir`` is where datasets are read
+    (default: the datasets' search path). ``trusted_hosts``: the host names requests may
+    name (default: any)."""
+    db = Path(db)
+    db.parent.mkdir(parents=True, exist_ok=True)
+    store = Store(db)
+    store.interrupt_leftovers()
+    hub = Hub()
+    jobs = Jobs(store, hub, runs_dir or db.parent / "runs", data_dir, max_runs)
+    stages = {n: pkg for n, pkg in STAGES.items() if pkg in installed_stages()}
+
+    @asynccontextmanager
+    async def lifespan(app):
+        yield
+        await asyncio.to_thread(jobs.close)
+        store.close()
+
+    app = FastAPI(title="stagegrad dashboard", lifespan=lifespan, docs_url=None, redoc_url=None)
+    app.state.store, app.state.jobs = store, jobs
+    app.state.stopping = stopping = threading.Event()  # set when the server is asked to exit
+    if trusted_hosts:
+        app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(trusted_hosts))
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+
+    def same_origin(request):
+        origin = request.headers.get("origin")
+        if origin and origin.split("://", 1)[-1] != request.headers.get("host"):
+            raise HTTPException(403, f"requests from another origin ({origin}) are refused")
+
+    async def body(request):
+        same_origin(request)
+        if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
+            raise HTTPException(415, "send the settings as JSON (Content-Type: application/json)")
+        raw = b""
+        async for chunk in request.stream():  # read no further than the bound, whatever it claims
+            raw += chunk
+            if len(raw) > MAX_BODY:
+                raise HTTPException(413, f"the request is over {MAX_BODY:,} bytes, the most accepted")
+        try:
+            return json.loads(raw)
+        except ValueError as e:
+            raise HTTPException(400, f"the request is not valid JSON: {e}") from None
+
+    def checked(raw):
+        try:
+            out = settings_mod.check(raw, stages)
+        except settings_mod.SettingsError as e:
+            raise HTTPException(422, {"errors": e.errors}) from None
+        try:
+            find = datafiles.mnist_dir if out["dataset"] == "mnist" else datafiles.shakespeare_dir
+            find(data_dir)
+        except ValueError as e:
+            raise HTTPException(422, {"errors": {"dataset": str(e)}}) from None
+        return out
+
+    def get_run(run_id):
+        run = store.run(run_id)
+        if run is None:
+            raise HTTPException(404, f"there is no run {run_id}")
+        return run
+
+    @app.get("/", include_in_schema=False)
+    def page():
+        return FileResponse(STATIC / "index.html")
+
+    @app.get("/api/options")
+    def options():
+        return _options(stages)
+
+    @app.post("/api/check")
+    async def check(request: Request):
+        out = checked(await body(request))
+        info = {"settings": out}
+        if out["model"] == "custom":
+            sizes = architecture.check(out["architecture"], out["batch_size"])
+            info.update(parameters=sizes["parameters"], activation_bytes=sizes["activation_bytes"],
+                        layers=sizes["layers"])
+        return info
+
+    @app.post("/api/runs", status_code=201)
+    async def start(request: Request):
+        out = checked(await body(request))
+        run_id = jobs.submit(out)
+        return store.run(run_id)
+
+    @app.get("/api/runs")
+    def history():
+        return store.runs()
+
+    @app.get("/api/runs/{run_id}")
+    def one(run_id: int):
+        return dict(get_run(run_id), points=store.points(run_id))
+
+    @app.post("/api/runs/{run_id}/cancel")
+    async def cancel(run_id: int, request: Request):
+        same_origin(request)
+        run = get_run(run_id)
+        if not jobs.cancel(run_id):
+            raise HTTPException(409, f"run {run_id} has already ended ({run['status']})")
+        return {"id": run_id, "cancelling": True}
+
+    @app.get("/api/runs/{run_id}/events")
+    async def events(run_id: int):
+        get_run(run_id)
+        return StreamingResponse(_stream(run_id), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-store"})
+
+    async def _stream(run_id):
+        queue = hub.subscribe(run_id)  # before the snapshot: nothing falls between the two
+        try:
+            run = store.run(run_id)
+            yield _sse("status", run)
+            last = 0
+            for point in store.points(run_id):
+                last = point["seq"]
+                yield _sse("point", point)
+            quiet = 0.0
+            while run["status"] not in FINAL:
+                if stopping.is_set():
+                    return
+                try:
+                    kind, data = await asyncio.wait_for(queue.get(), POLL_S)
+                except asyncio.TimeoutError:
+                    quiet += POLL_S
+                    if quiet >= KEEPALIVE_S:
+                        quiet = 0.0
+                        yield ": keep-alive\n\n"
+                    continue
+                quiet = 0.0
+                if kind == "point":
+                    if data["seq"] <= last:
+                        continue
+                    last = data["seq"]
+                else:
+                    run = data
+                yield _sse(kind, data)
+            yield _sse("end", store.run(run_id))
+        finally:
+            hub.unsubscribe(run_id, queue)
+
+    @app.get("/api/runs/{run_id}/{name}")
+    def download(run_id: int, name: str):
+        if name not in DOWNLOADS:
+            raise HTTPException(404, f"no such download {name!r}; there are: {', '.join(DOWNLOADS)}")
+        run = get_run(run_id)
+        key, filename = DOWNLOADS[name]
+        files = run["files"] or {}
+        if run["status"] != "done" or key not in files:
+            why = files.get(f"{key}_error") or f"the run is {run['status']}"
+            raise HTTPException(404, f"run {run_id} has no {key} file: {why}")
+        path = jobs.runs_dir / str(run_id) / filename
+        model = run["model"] or "model"
+        return FileResponse(path, media_type="application/octet-stream",
+                            filename=f"run{run_id}-{model}.{name.rsplit('.', 1)[1]}")
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request, exc):  # one shape for every error: {"detail": ...}
+        return JSONResponse({"detail": exc.detail}, status_code=exc.status_code)
+
+    return app
