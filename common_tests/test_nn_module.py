@@ -2,6 +2,7 @@
 train/eval, zero_grad, state_dict round trips and their errors, dtype conversion,
 hooks, and the gradient-clipping utilities."""
 import copy
+import gc
 from collections import OrderedDict
 
 import numpy as np
@@ -383,6 +384,26 @@ def test_deepcopy_is_independent(sg):
     with sg.no_grad():
         b.blocks[0].weight.add_(1.0)
     assert a.blocks[0].weight.tolist() != b.blocks[0].weight.tolist()
+
+
+
+def test_deepcopy_of_buffers_and_views_owns_its_memory(sg):
+    # buffers (not Parameters) and plain tensors are copied through their storage: the copy
+    # must get memory of its own, views included, and both must outlive each other
+    m = sg.nn.BatchNorm1d(3)
+    with sg.no_grad():
+        m.running_mean.add_(1.0)
+    c = copy.deepcopy(m)
+    with sg.no_grad():
+        c.running_mean.add_(1.0)
+    assert m.running_mean.tolist() == [1.0] * 3 and c.running_mean.tolist() == [2.0] * 3
+    t = sg.arange(6.0)[2:5]
+    u = copy.deepcopy(t)
+    u.add_(10.0)
+    assert t.tolist() == [2.0, 3.0, 4.0] and u.tolist() == [12.0, 13.0, 14.0]
+    del m, t
+    gc.collect()
+    assert c.running_mean.tolist() == [2.0] * 3 and u.tolist() == [12.0, 13.0, 14.0]
 
 
 # ------------------------------------------------------------------ containers

@@ -37,6 +37,10 @@ class ViewRecord:
     def __init__(self, base, steps, stamp, layout):
         self.base, self.steps, self.stamp, self.layout = base, steps, stamp, layout
 
+    def __deepcopy__(self, memo):
+        # a deep copy of a tensor owns its memory and is no view, as PyTorch's: no record
+        return None
+
     @classmethod
     def view(cls, base, steps, stamp):
         """A view of ``base`` made by ``steps``."""

@@ -12,6 +12,7 @@ covers every case.
 import ast
 import importlib
 import types
+import warnings
 from pathlib import Path
 
 from . import STAGES, installed_stages
@@ -42,8 +43,10 @@ def public_names(obj, declared=True):
     if obj is None:
         return set()
     names = getattr(obj, "__all__", None) if declared and isinstance(obj, types.ModuleType) else None
-    return {n for n in (names if names is not None else dir(obj)) if not n.startswith("_")
-            and not isinstance(getattr(obj, n, None), types.ModuleType)}
+    with warnings.catch_warnings():  # reading a deprecated alias (torch.distributed.reduce_op) warns
+        warnings.simplefilter("ignore", FutureWarning)
+        return {n for n in (names if names is not None else dir(obj)) if not n.startswith("_")
+                and not isinstance(getattr(obj, n, None), types.ModuleType)}
 
 
 # operators count as the names PyTorch gives them

@@ -59,6 +59,17 @@ class Storage:
     def __del__(self):
         _RT[0].release(_OWNED.pop(self.key))
 
+    def __deepcopy__(self, memo):
+        """A storage of its own holding the same bytes (``copy.deepcopy`` of a tensor): the
+        default copy would share the key, so two storages would alias one GPU buffer and
+        both hand it back to the pool."""
+        src, rt = self.gbuf, runtime()
+        key = next(_KEYS)
+        _OWNED[key] = rt.alloc(src.size)
+        rt.copy(src, 0, _OWNED[key], 0, src.size)
+        twin = memo[id(self)] = Storage(key)
+        return twin
+
 
 _RT = []  # the runtime, for Storage.__del__
 _OWNED = {}  # key -> the GPU buffer of a live Storage
