@@ -77,7 +77,7 @@ def db(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def client(db):
-    with TestClient(create_app(db)) as c:
+    with TestClient(create_app(db, threads=1)) as c:
         yield c
 
 
@@ -109,6 +109,7 @@ def test_a_run_streams_its_progress_and_the_history_keeps_it(client, finished):
     assert len(tests) == TINY["epochs"] and run["final"]["test_accuracy"] == tests[-1]
     assert [p["lr"] for p in losses] == sorted((p["lr"] for p in losses), reverse=True)  # the cosine falls
     assert run["stage"] == "stage3_simd" and run["wall_s"] > 0
+    assert run["final"]["threads"] == 1  # the app's threads per run reached the worker's kernels
     assert run["settings"] == settings.check(TINY, {"3": "stage3_simd"})
     history = client.get("/api/runs").json()
     assert history[0]["id"] == run["id"] and history[0]["status"] == "done"

@@ -40,7 +40,10 @@ def server(tmp_path_factory):
     if find_chromium() is None:
         pytest.skip("Chromium is not installed (apt-get install chromium; ./dev test installs it)")
     db = tmp_path_factory.mktemp("serve") / "runs.sqlite"
-    proc = subprocess.Popen([sys.executable, "-m", "stagegrad", "serve", "--port", "0", "--db", str(db)],
+    # one thread per run: the browser and the server share the cores, and the screenshots'
+    # samples/s should show the stages, not kernels' threads waiting for a core
+    proc = subprocess.Popen([sys.executable, "-m", "stagegrad", "serve", "--port", "0", "--db", str(db),
+                             "--threads", "1"],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()

@@ -33,6 +33,17 @@ def _max_runs(text):
     return _integer(text, 1, 65, "a number of runs in [1, 64]")
 
 
+def _threads(text):
+    return _integer(text, 1, 1025, "a number of threads in [1, 1024]")
+
+
+def default_threads(max_runs):
+    """The threads each run gets: the cores shared among the runs that may train at once
+    (a kernel's threads that outnumber the free cores wait on each other, and a step
+    slows many times over)."""
+    return max(1, (os.cpu_count() or 1) // max_runs)
+
+
 def _port(text):
     return _integer(text, 0, 65536, "a port in [0, 65535]")
 
@@ -52,6 +63,9 @@ def add_arguments(p):
                         "the checkout, then the user cache)")
     p.add_argument("--max-runs", type=_max_runs, default=1,
                    help="runs trained at the same time; more are queued (default 1)")
+    p.add_argument("--threads", type=_threads, default=None,
+                   help="threads each run's kernels use (default: the CPU's cores divided among "
+                        "--max-runs runs)")
 
 
 def _loopback(host):
@@ -76,7 +90,9 @@ def run(args):
     # 127.0.0.1 would otherwise let their page read the API (Starlette's host check reads
     # IPv4 and names only, so an IPv6 address goes without it)
     trusted = LOOPBACK_NAMES if local and ":" not in args.host else None
-    app = create_app(args.db, data_dir=args.data, max_runs=args.max_runs, trusted_hosts=trusted)
+    threads = args.threads or default_threads(args.max_runs)
+    app = create_app(args.db, data_dir=args.data, max_runs=args.max_runs, threads=threads,
+                     trusted_hosts=trusted)
     family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

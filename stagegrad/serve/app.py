@@ -61,17 +61,18 @@ def _sse(kind, data):
     return f"event: {kind}\ndata: {json.dumps(data)}\n\n"
 
 
-def create_app(db, runs_dir=None, data_dir=None, max_runs=1, trusted_hosts=None):
+def create_app(db, runs_dir=None, data_dir=None, max_runs=1, threads=None, trusted_hosts=None):
     """The app, keeping its history in the SQLite file ``db`` and each run's files in
     ``runs_dir`` (default: ``runs`` beside ``db``); ``data_dir`` is where datasets are read
-    (default: the datasets' search path). ``trusted_hosts``: the host names requests may
+    (default: the datasets' search path); ``threads``: each run's kernel threads (default:
+    the libraries' own). ``trusted_hosts``: the host names requests may
     name (default: any)."""
     db = Path(db)
     db.parent.mkdir(parents=True, exist_ok=True)
     store = Store(db)
     store.interrupt_leftovers()
     hub = Hub()
-    jobs = Jobs(store, hub, runs_dir or db.parent / "runs", data_dir, max_runs)
+    jobs = Jobs(store, hub, runs_dir or db.parent / "runs", data_dir, max_runs, threads)
     stages = {n: pkg for n, pkg in STAGES.items() if pkg in installed_stages()}
 
     @asynccontextmanager

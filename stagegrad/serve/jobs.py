@@ -19,6 +19,8 @@ import sys
 import threading
 from pathlib import Path
 
+from ..machine import THREAD_VARIABLES
+
 ROOT = Path(__file__).resolve().parents[2]  # the folder holding the stagegrad package
 
 
@@ -58,8 +60,9 @@ class Hub:
 class Jobs:
     """Starts, follows and cancels runs. ``runs_dir/<id>`` holds a run's log and files."""
 
-    def __init__(self, store, hub, runs_dir, data_dir=None, max_runs=1):
+    def __init__(self, store, hub, runs_dir, data_dir=None, max_runs=1, threads=None):
         self.store, self.hub = store, hub
+        self.threads = threads
         self.runs_dir = Path(runs_dir)
         self.data_dir = data_dir
         self.max_runs = max_runs
@@ -89,8 +92,11 @@ class Jobs:
         settings = self.store.run(run_id)["settings"]
         # the worker imports this very package, wherever it was imported from
         path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+        env = dict(os.environ, PYTHONPATH=path)
+        if self.threads is not None:  # read by the kernels' libraries when the worker imports them
+            env.update({name: str(self.threads) for name in THREAD_VARIABLES})
         proc = subprocess.Popen([sys.executable, "-m", "stagegrad.serve.worker", str(out),
-                                 self.data_dir or ""], env=dict(os.environ, PYTHONPATH=path),
+                                 self.data_dir or ""], env=env,
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                 text=True)
         proc.stdin.write(json.dumps(settings))

@@ -201,6 +201,7 @@ def main(argv=None):
         sg = load_stage(settings["stage"])
         run = run_text if settings["dataset"] == "shakespeare" else run_mnist
         final = run(sg, settings, data, out, report)
+        final["threads"] = sg.get_num_threads()  # what samples/s was measured with
     except Exception as e:
         traceback.print_exc()
         report.send("error", message=f"{type(e).__name__}: {e}")
