@@ -12,9 +12,9 @@ fraction of cuBLAS's. PyTorch CUDA joins when it is installed and sees the GPU.
 Without CuPy or a GPU nothing is measured: the report says why. Writes
 ``cuda_ladder.json`` and ``cuda_ladder.md`` to the output folder.
 """
-import json
 import time
-from pathlib import Path
+
+from .report import write_tables
 
 SIZES = (1024, 2048, 4096, 8192)
 QUICK = (1024, 2048)
@@ -145,12 +145,9 @@ def run(args):
         if any(s < 1 for s in sizes):
             raise ValueError("--sizes must be positive")
     report = measure(sizes, args.budget)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "cuda_ladder.json").write_text(json.dumps(report, indent=1) + "\n")
     text = markdown(report)
-    (out / "cuda_ladder.md").write_text(text + "\n")
+    written = list(write_tables(args.out, "cuda_ladder", report, text))
     print()
     print(text)
-    print(f"wrote {out / 'cuda_ladder.json'}, {out / 'cuda_ladder.md'}")
+    print("wrote " + ", ".join(str(p) for p in written))
     return report

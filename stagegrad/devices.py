@@ -16,10 +16,10 @@ running on this same CPU) is named as such, and its timings are never GPU speed.
 that is not available is reported with the reason. Writes ``devices.json`` and
 ``devices.md`` to the output folder.
 """
-import json
 import statistics
 import time
-from pathlib import Path
+
+from .report import write_tables
 
 TRANSFER_BYTES = 16 << 20
 MLP = (784, 256, 10)
@@ -292,12 +292,7 @@ def markdown(report):
 
 def write(report, out):
     """``devices.json`` and ``devices.md`` in the folder ``out``; their paths."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = out / "devices.json", out / "devices.md"
-    paths[0].write_text(json.dumps(report, indent=1) + "\n")
-    paths[1].write_text(markdown(report) + "\n")
-    return paths
+    return write_tables(out, "devices", report, markdown(report))
 
 
 def run(args):

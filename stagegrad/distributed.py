@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 
 from . import mpi
+from .report import write_tables
 
 MODELS = ("mlp", "cnn")
 MODES = ("plain", "after", "overlap")
@@ -220,12 +221,7 @@ def markdown(report):
 
 def write(report, out):
     """``distributed.json`` and ``distributed.md`` in the folder ``out``; their paths."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = out / "distributed.json", out / "distributed.md"
-    paths[0].write_text(json.dumps(report, indent=1) + "\n")
-    paths[1].write_text(markdown(report) + "\n")
-    return paths
+    return write_tables(out, "distributed", report, markdown(report))
 
 
 def run(args):

@@ -17,9 +17,10 @@ traffic at all), all from this one run.
 
 Writes ``gemm_ladder.json``, ``gemm_ladder.md`` and ``gemm_ladder.png`` to the output folder.
 """
-import json
 import time
 from pathlib import Path
+
+from .report import write_tables
 
 RUNGS = {1: "naive i-j-k loops", 2: "loop order i-k-j", 3: "+ packing", 4: "+ register micro-kernel",
          5: "+ cache blocking (one thread)", 6: "+ threads"}
@@ -142,15 +143,11 @@ def run(args):
     if args.size < 1 or args.budget <= 0:
         raise ValueError("--size and --budget must be positive")
     report = measure(args.size, args.budget)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "gemm_ladder.json").write_text(json.dumps(report, indent=1) + "\n")
     text = markdown(report)
-    (out / "gemm_ladder.md").write_text(text + "\n")
+    written = list(write_tables(args.out, "gemm_ladder", report, text))
     print()
     print(text)
-    written = [out / "gemm_ladder.json", out / "gemm_ladder.md"]
     if not args.no_plot:
-        written.append(plot(report, out / "gemm_ladder.png"))
+        written.append(plot(report, Path(args.out) / "gemm_ladder.png"))
     print("wrote " + ", ".join(map(str, written)))
     return report

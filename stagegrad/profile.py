@@ -41,6 +41,7 @@ import sys
 from pathlib import Path
 
 from .machine import THREAD_VARIABLES
+from .report import write_tables
 
 BUCKETS = ("kernels", "backend", "autograd", "ops", "tensor", "optimizer", "nn", "other")
 # the step's phases: the cumulative time of the call that is each one
@@ -212,11 +213,8 @@ def run(args):
             continue
         print(f"profiling {label} ...", file=sys.stderr)
         reports.append(measure_in_subprocess(label, package, row_env, fused, args.steps))
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "profile.json").write_text(json.dumps(reports, indent=1) + "\n")
     text = markdown(reports)
-    (out / "profile.md").write_text(text + "\n")
+    written = list(write_tables(args.out, "profile", reports, text))
     print(text)
-    print(f"wrote {out / 'profile.json'}, {out / 'profile.md'}")
+    print("wrote " + ", ".join(str(p) for p in written))
     return reports

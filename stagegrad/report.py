@@ -1,7 +1,9 @@
 """Rendering a journey report: the comparison table (Markdown for the site, fixed-width
 text for a terminal, row by row as the journey measures), the headline ratios and the
-two figures."""
+two figures; and ``write_tables``, which every measuring command writes its results with."""
+import json
 import textwrap
+from pathlib import Path
 
 WIDTH = 100        # the terminal table fits this many columns
 CELL = 8           # characters per implementation column in the terminal
@@ -199,6 +201,17 @@ class TextTable:
         for note in self.grid.notes.lines():
             lines += wrap.wrap(note)
         return "\n".join(lines)
+
+
+def write_tables(out, name, data, table):
+    """``name.json`` (``data``, every measurement) and ``name.md`` (``table``, Markdown) in
+    the folder ``out``, made if missing; their paths."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = out / f"{name}.json", out / f"{name}.md"
+    paths[0].write_text(json.dumps(data, indent=1) + "\n")
+    paths[1].write_text(table + "\n")
+    return paths
 
 
 def fit(markdown_text, width=WIDTH):

@@ -6,13 +6,12 @@ one, so the chapter shows what the register width buys and where threads stop he
 Times are medians of repeated calls, next to NumPy and PyTorch on one thread in the same
 run. Writes ``simd.json`` and ``simd.md`` to the output folder.
 """
-import json
 import os
 import statistics
 import time
-from pathlib import Path
 
 from .machine import THREAD_VARIABLES
+from .report import write_tables
 
 KERNELS = {  # name: (what it computes, call(sg, a, b, m))
     "add": ("a + b", lambda sg, a, b, m: a + b),
@@ -145,12 +144,9 @@ def run(args):
     for name in THREAD_VARIABLES:
         os.environ[name] = "1"  # the peers on one thread, like the paths' column
     report = measure(args.n, args.side)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "simd.json").write_text(json.dumps(report, indent=1) + "\n")
     text = markdown(report)
-    (out / "simd.md").write_text(text + "\n")
+    written = list(write_tables(args.out, "simd", report, text))
     print()
     print(text)
-    print(f"wrote {out / 'simd.json'}, {out / 'simd.md'}")
+    print("wrote " + ", ".join(str(p) for p in written))
     return report
