@@ -5,6 +5,7 @@ unmasked frames in) to send DevTools commands and collect the events the browser
 back, so that a test can see every request, failed load and script error of a page.
 """
 import base64
+import contextlib
 import json
 import os
 import re
@@ -177,6 +178,19 @@ class Browser:
             self.ws.close()
         self.proc.kill()
         self.proc.wait(timeout=30)
+
+
+@contextlib.contextmanager
+def watching(profile_dir, timeout=30):
+    """A Browser recording what pages do (the Page, Network, Runtime and Log events, which
+    ``problems`` reads), quit on leaving."""
+    b = Browser(profile_dir, timeout=timeout)
+    try:
+        for domain in ("Page", "Network", "Runtime", "Log"):
+            b.call(f"{domain}.enable")
+        yield b
+    finally:
+        b.quit()
 
 
 def problems(browser, origin):

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from common_tests.cdp import Browser, find_chromium, problems
+from common_tests.cdp import find_chromium, problems, watching
 from stagegrad import bench_site
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -121,13 +121,8 @@ def server(site):
 
 @pytest.fixture(scope="module")
 def browser(server, tmp_path_factory):
-    b = Browser(tmp_path_factory.mktemp("chromium-profile"))
-    try:
-        for domain in ("Page", "Network", "Runtime", "Log"):
-            b.call(f"{domain}.enable")
+    with watching(tmp_path_factory.mktemp("chromium-profile")) as b:
         yield b
-    finally:
-        b.quit()
 
 
 def test_page_references_only_local_files(site):

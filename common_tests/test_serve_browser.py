@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from common_tests.cdp import Browser, find_chromium, problems
+from common_tests.cdp import find_chromium, problems, watching
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT = 60
@@ -63,13 +63,8 @@ def server(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser(server, tmp_path_factory):
-    b = Browser(tmp_path_factory.mktemp("chromium-profile"), timeout=TIMEOUT)
-    try:
-        for domain in ("Page", "Network", "Runtime", "Log"):
-            b.call(f"{domain}.enable")
+    with watching(tmp_path_factory.mktemp("chromium-profile"), timeout=TIMEOUT) as b:
         yield b
-    finally:
-        b.quit()
 
 
 def _get(url):
