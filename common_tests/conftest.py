@@ -12,14 +12,25 @@ default device: every tensor a test makes lands there, and the device's own ``LA
 reported as not tested, with the adapter's reason. ``stage4_gpu[cuda]`` does the same on
 the cuda device: where CuPy or an NVIDIA GPU is missing it is reported as not tested,
 with the reason.
+
+The suite reads no data from outside the repository: ``STAGEGRAD_DATA`` points every
+dataset at the slices the package carries (``sg.datasets.SAMPLE_ROOT``), whatever the
+caller set, and ``STAGEGRAD_OFFLINE`` refuses downloads, so neither a shared folder beside
+the checkout, the user's cache nor the network can change a result. Subprocesses inherit
+both.
 """
 import importlib
 import os
 import types
+from pathlib import Path
 
 import pytest
 
 from stagegrad import STAGES
+
+os.environ["STAGEGRAD_DATA"] = str(Path(__file__).resolve().parents[1] / "stage0_python" / "datasets"
+                                   / "sample")
+os.environ["STAGEGRAD_OFFLINE"] = "1"
 
 # the stage packages, then stage 4 pinned to each of its devices
 KNOWN_STAGES = (*STAGES.values(), "stage4_gpu[webgpu]", "stage4_gpu[cuda]")

@@ -15,20 +15,15 @@ import pytest
 from stagegrad import cli, datafiles, installed_stages, load_stage
 from stagegrad.progress import Progress, seconds, stat
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
+SAMPLE = load_stage("0").datasets.SAMPLE_ROOT  # the slices of MNIST and Shakespeare the package carries
 MNIST_FILES = ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz",
                "t10k-labels-idx1-ubyte.gz")
-
-
-def _need_mnist():
-    if not all((SHARED / "mnist" / f).exists() for f in MNIST_FILES):
-        pytest.skip(f"MNIST is not in {SHARED / 'mnist'}")
 
 
 def _copy_mnist(target):
     target.mkdir(parents=True, exist_ok=True)
     for f in MNIST_FILES:
-        shutil.copy(SHARED / "mnist" / f, target / f)
+        shutil.copy(SAMPLE / "mnist" / f, target / f)
 
 
 def _train(*argv):
@@ -52,8 +47,7 @@ def test_data_that_does_not_exist_is_an_error_naming_it(tmp_path, capsys):
 
 
 def test_data_without_the_dataset_is_an_error_not_a_fallback(tmp_path, capsys, monkeypatch):
-    _need_mnist()
-    monkeypatch.setenv("STAGEGRAD_DATA", str(SHARED))  # the files are on the search path...
+    monkeypatch.setenv("STAGEGRAD_DATA", str(SAMPLE))  # the files are on the search path...
     empty = tmp_path / "empty"
     empty.mkdir()
     assert _train("--data", str(empty)) == 1  # ...but --data names where to read them
@@ -64,7 +58,8 @@ def test_data_without_the_dataset_is_an_error_not_a_fallback(tmp_path, capsys, m
     assert "data:" not in text.out
     assert _train("--model", "gpt", "--data", str(empty)) == 1
     err = capsys.readouterr().err
-    assert f"shakespeare-plays-gutenberg.tar.gz was not found in {empty}" in err and "--data DIR" in err
+    assert f"neither shakespeare-plays-gutenberg.tar.gz nor tinyshakespeare.txt was found in {empty}" in err
+    assert "--data DIR" in err and "--download to fetch tinyshakespeare.txt" in err
 
 
 def test_missing_data_without_data_option_names_the_search_path(tmp_path, monkeypatch):
@@ -72,14 +67,54 @@ def test_missing_data_without_data_option_names_the_search_path(tmp_path, monkey
     dirs = [tmp_path / "a", tmp_path / "cache"]
     monkeypatch.setattr(mnist, "search_dirs", lambda root=None: dirs)
     with pytest.raises(ValueError) as info:
-        datafiles.mnist_dir(None)
+        datafiles.mnist_dir(None, fetch=False)
     message = str(info.value)
     assert f"in any of: {dirs[0]}, {dirs[1]}" in message
     assert "--data DIR" in message and f"--download to fetch them into {dirs[1]}" in message
 
 
+def test_data_found_nowhere_is_downloaded_into_the_user_cache(tmp_path, capsys, monkeypatch):
+    datasets = load_stage("0").datasets
+    cache = tmp_path / "cache"
+    monkeypatch.setattr(datasets.mnist, "search_dirs", lambda root=None: [tmp_path / "a", cache])
+    monkeypatch.setattr(datasets.shakespeare, "search_dirs", lambda root=None: [tmp_path / "a", cache])
+    fetched = []
+
+    def fake_download(names, target):  # the network, replaced by the bundled slice
+        fetched.append(Path(target))
+        _copy_mnist(Path(target))
+
+    def fake_text(target):
+        fetched.append(Path(target))
+        Path(target).mkdir(parents=True, exist_ok=True)
+        return shutil.copy(SAMPLE / "shakespeare" / datasets.shakespeare.ARCHIVE, target)
+
+    monkeypatch.setattr(datasets.mnist, "download_files", fake_download)
+    monkeypatch.setattr(datasets.shakespeare, "download_text", fake_text)
+    assert datafiles.mnist_dir(None) == cache and datafiles.shakespeare_dir(None) == cache
+    assert fetched == [cache, cache]
+    assert "MNIST not found; downloading it into" in capsys.readouterr().out
+    assert datafiles.mnist_dir(None) == cache and len(fetched) == 2  # found now: not fetched again
+
+
+def test_offline_the_error_names_the_bundled_slice(tmp_path, monkeypatch, capsys):
+    datasets = load_stage("0").datasets
+    monkeypatch.setenv("STAGEGRAD_OFFLINE", "1")
+    given = lambda root=None: ([Path(root), Path(root) / "mnist"] if root else []) + [tmp_path / "cache"]  # noqa: E731
+    monkeypatch.setattr(datasets.mnist, "search_dirs", given)
+    monkeypatch.setattr(datasets.shakespeare, "search_dirs", lambda root=None: [tmp_path / "cache"])
+    for find, what in ((datafiles.mnist_dir, "MNIST"), (datafiles.shakespeare_dir, "the Shakespeare corpus")):
+        with pytest.raises(ValueError) as info:
+            find(None, say=lambda m: None)
+        assert f"{what} could not be downloaded" in str(info.value) and "STAGEGRAD_OFFLINE" in str(info.value)
+        assert f"--data {SAMPLE}" in str(info.value)
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())
+    # the bundled slice trains, as the error says it can
+    assert _train("--data", str(SAMPLE)) == 0
+    assert f"data: MNIST from {SAMPLE / 'mnist'}" in capsys.readouterr().out
+
+
 def test_data_is_read_from_the_directory_given_and_says_so(tmp_path, capsys):
-    _need_mnist()
     _copy_mnist(tmp_path / "mine" / "mnist")
     assert datafiles.mnist_dir(tmp_path / "mine") == tmp_path / "mine" / "mnist"
     assert _train("--data", str(tmp_path / "mine")) == 0
@@ -88,11 +123,10 @@ def test_data_is_read_from_the_directory_given_and_says_so(tmp_path, capsys):
 
 
 def test_download_fetches_into_the_data_directory(tmp_path, capsys, monkeypatch):
-    _need_mnist()
     mnist = load_stage("0").datasets.mnist
     fetched = []
 
-    def fake_download(names, target):  # the network, replaced by the shared copy
+    def fake_download(names, target):  # the network, replaced by the bundled slice
         fetched.append((tuple(names), Path(target)))
         _copy_mnist(Path(target))
 
@@ -101,13 +135,12 @@ def test_download_fetches_into_the_data_directory(tmp_path, capsys, monkeypatch)
     assert _train("--data", str(target), "--download") == 0
     out = capsys.readouterr().out
     assert fetched == [(mnist.FILES[True] + mnist.FILES[False], target)]
-    assert f"downloading MNIST into {target}\n" in out and f"data: MNIST from {target}\n" in out
+    assert f"MNIST not found; downloading it into {target}\n" in out and f"data: MNIST from {target}\n" in out
     assert _train("--data", str(target), "--download") == 0  # present now: not fetched again
     assert len(fetched) == 1
 
 
 def test_journey_data_is_authoritative_too(tmp_path, capsys, monkeypatch):
-    _need_mnist()
     out = tmp_path / "report"
     assert cli.main(["journey", "--quick", "--data", str(tmp_path / "none"), "--out", str(out)]) == 1
     err = capsys.readouterr().err
@@ -131,6 +164,11 @@ def test_journey_data_is_authoritative_too(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(workloads, "MNIST_ROOT", None)  # the search path alone: nothing found
     with pytest.raises(workloads.Unsupported, match="journey --data DIR"):
         workloads.build_mnist(workloads.Impl("stage0_python"), 1)
+    # found nowhere and offline: the row runs on the bundled slice, and the report says so
+    monkeypatch.setenv("STAGEGRAD_OFFLINE", "1")
+    source = journey._find_mnist(None, False)
+    assert workloads.MNIST_ROOT == SAMPLE and source.startswith(f"the bundled slice of MNIST in {SAMPLE}")
+    assert "STAGEGRAD_OFFLINE" in source and f"journey: MNIST from {source}" in capsys.readouterr().err
 
 
 # ------------------------------------------------------------------ the progress bar
@@ -207,12 +245,11 @@ def test_progress_on_an_80_column_terminal_never_wraps():
 
 
 def test_numbers_read_the_same_in_the_bar_and_the_summary(capsys):
-    _need_mnist()
     assert (stat("loss", 2.31234), stat("samples/s", 1049.6), stat("acc", 0.4321), stat("step", 3)) == \
         ("loss 2.3123", "1050 samples/s", "acc 43.21%", "step 3")
     assert (seconds(0.25), seconds(59.94), seconds(61.2), seconds(3600.4)) == ("0.2 s", "59.9 s", "61 s",
                                                                                "3600 s")
-    assert _train("--data", str(SHARED / "mnist")) == 0
+    assert _train("--data", str(SAMPLE / "mnist")) == 0
     text = capsys.readouterr()
     bar_loss = re.findall(r"epoch 1/1 \[#+\] 1/1  loss (\d+\.\d{4})  \d+ samples/s", text.err)
     summary = re.search(r"test accuracy (\d+\.\d\d)% on 20 images \| final train loss (\d+\.\d{4}) \| "

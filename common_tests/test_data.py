@@ -13,7 +13,7 @@ import pytest
 from .helpers_optim import stage_tensor
 from .oracle import assert_close, need_torch, np_
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
+SAMPLE = Path(__file__).resolve().parents[1] / "stage0_python" / "datasets" / "sample"
 
 
 def _dataset(sg, n=10):
@@ -168,10 +168,8 @@ def test_utils_data_is_torch_spelling_of_data(sg):
 # ------------------------------------------------------------------ MNIST
 
 def _mnist_dir():
-    for d in (SHARED / "mnist", Path(os.environ.get("STAGEGRAD_DATA", "/nonexistent")) / "mnist"):
-        if (d / "t10k-images-idx3-ubyte.gz").is_file():
-            return d
-    pytest.skip(f"the MNIST files are not available (looked in {SHARED / 'mnist'} and $STAGEGRAD_DATA)")
+    """The slice of MNIST the package carries: real files, 1,024 training and 256 test images."""
+    return SAMPLE / "mnist"
 
 
 def _np_idx(path):
@@ -190,7 +188,7 @@ def mnist_test_np():
 def test_mnist_reads_the_test_split(sg, mnist_test_np):
     images, labels = mnist_test_np
     ds = sg.datasets.MNIST(root=_mnist_dir(), train=False)
-    assert len(ds) == 10000
+    assert len(ds) == len(labels) == 256 and ds.is_sample
     assert ds.targets.dtype is sg.int64
     np.testing.assert_array_equal(np_(ds.targets), labels)
     x, y = ds.as_tensors(100, 164)
@@ -202,19 +200,19 @@ def test_mnist_reads_the_test_split(sg, mnist_test_np):
     assert tuple(img.shape) == (1, 28, 28) and isinstance(label, int) and label == labels[-1]
     np.testing.assert_array_equal(np_(img)[0], images[-1].astype(np.float32) / np.float32(255))
     with pytest.raises(IndexError):
-        ds[10000]
+        ds[256]
 
 
 def test_mnist_loader_batches_and_transforms(sg, mnist_test_np):
     images, labels = mnist_test_np
     ds = sg.datasets.MNIST(root=_mnist_dir(), train=False)
-    idx = [5, 9999, 0, 42]
+    idx = [5, 255, 0, 42]
     bx, by = ds.get_batch(idx)
     np.testing.assert_array_equal(np_(bx), images[idx, None].astype(np.float32) / np.float32(255))
     np.testing.assert_array_equal(np_(by), labels[idx])
     loader = sg.data.DataLoader(ds, batch_size=4, shuffle=True, generator=sg.Generator().manual_seed(0))
     bx2, by2 = next(iter(loader))
-    order = sg.randperm(10000, generator=sg.Generator().manual_seed(0)).tolist()[:4]
+    order = sg.randperm(256, generator=sg.Generator().manual_seed(0)).tolist()[:4]
     np.testing.assert_array_equal(np_(by2), labels[order])
     flipped = sg.datasets.MNIST(root=_mnist_dir(), train=False, transform=lambda t: 1 - t,
                                 target_transform=lambda y: y + 100)
@@ -320,38 +318,33 @@ def test_mnist_search_order(sg, tmp_path, monkeypatch):
     assert len(sg.datasets.MNIST(root=tmp_path / "root", train=False, verify=False)) == 6
 
 
-def test_mnist_not_found_and_download(sg, tmp_path, monkeypatch):
+def test_mnist_not_found_and_download(sg, tmp_path, monkeypatch, capsys):
     mnist = sg.datasets.mnist
     src = _mnist_dir()
     monkeypatch.setattr(mnist, "search_dirs", lambda root=None: [Path(root)])
     with pytest.raises(FileNotFoundError, match="download=True"):
         sg.datasets.MNIST(root=tmp_path, train=False)
 
-    # a fake network that serves the real test files, then one that is offline
+    # a fake network that serves the bundled slice's real test files (their digests stand in
+    # for the full files' here), then one that is offline, then one serving something else
+    monkeypatch.delenv("STAGEGRAD_OFFLINE", raising=False)
+    monkeypatch.setattr(mnist, "SHA256", mnist.SAMPLE_SHA256)
     served = []
-
-    class Response:
-        def __init__(self, blob):
-            self.blob = blob
-
-        def read(self):
-            return self.blob
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            return False
 
     def serve(url, timeout=None):
         served.append(url)
-        return Response((src / url.rsplit("/", 1)[1]).read_bytes())
+        return _Response((src / url.rsplit("/", 1)[1]).read_bytes())
 
     monkeypatch.setattr(mnist.urllib.request, "urlopen", serve)
     ds = sg.datasets.MNIST(root=tmp_path / "dl", train=False, download=True)
-    assert len(ds) == 10000 and sorted(p.name for p in (tmp_path / "dl").iterdir()) == \
+    assert len(ds) == 256 and sorted(p.name for p in (tmp_path / "dl").iterdir()) == \
         ["t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"]
     assert all(u.startswith(mnist.MIRRORS[0]) for u in served)
+    # not a terminal: one line as each file starts and one as it ends, never a flood
+    progress = capsys.readouterr().err.splitlines()
+    size = (src / "t10k-images-idx3-ubyte.gz").stat().st_size
+    assert progress[:2] == [f"downloading t10k-images-idx3-ubyte.gz ({size / 1e6:.1f} MB)",
+                            f"  t10k-images-idx3-ubyte.gz: {size / 1e6:.1f} MB received"] and len(progress) == 4
 
     def offline(url, timeout=None):
         raise mnist.urllib.error.URLError("network is unreachable")
@@ -361,9 +354,55 @@ def test_mnist_not_found_and_download(sg, tmp_path, monkeypatch):
         sg.datasets.MNIST(root=tmp_path / "off", train=False, download=True)
 
     def wrong(url, timeout=None):
-        return Response(gzip.compress(b"not mnist"))
+        return _Response(gzip.compress(b"not mnist"))
 
     monkeypatch.setattr(mnist.urllib.request, "urlopen", wrong)
     with pytest.raises(RuntimeError, match="checksum mismatch"):
         sg.datasets.MNIST(root=tmp_path / "bad", train=False, download=True)
     assert not any((tmp_path / "bad").iterdir())  # nothing unverified is kept
+    monkeypatch.setenv("STAGEGRAD_OFFLINE", "1")  # refused before the network is tried
+    monkeypatch.setattr(mnist.urllib.request, "urlopen", serve)
+    with pytest.raises(RuntimeError, match="STAGEGRAD_OFFLINE is set"):
+        sg.datasets.MNIST(root=tmp_path / "air", train=False, download=True)
+
+
+class _Response:
+    """What ``urlopen`` returns, serving ``blob`` in the pieces asked for."""
+
+    def __init__(self, blob):
+        self.blob, self.headers = blob, {"Content-Length": str(len(blob))}
+
+    def read(self, n=-1):
+        part, self.blob = (self.blob, b"") if n < 0 else (self.blob[:n], self.blob[n:])
+        return part
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def test_shakespeare_downloads_the_pinned_text_when_no_corpus_is_found(sg, tmp_path, monkeypatch):
+    shakespeare = sg.datasets.shakespeare
+    monkeypatch.delenv("STAGEGRAD_OFFLINE", raising=False)
+    monkeypatch.setattr(shakespeare, "search_dirs", lambda root=None: [Path(root)])
+    with pytest.raises(FileNotFoundError, match="download=True"):
+        sg.datasets.Shakespeare(tmp_path / "none")
+    text = ("First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\nSpeak, speak.\n" * 40)
+    monkeypatch.setattr(shakespeare, "TEXT_SHA256", hashlib.sha256(text.encode()).hexdigest())
+    served = []
+
+    def serve(url, timeout=None):
+        served.append(url)
+        return _Response(text.encode())
+
+    monkeypatch.setattr(sg.datasets.download.urllib.request, "urlopen", serve)
+    ds = sg.datasets.Shakespeare(tmp_path / "dl", block_size=8, download=True)
+    assert served == list(shakespeare.TEXT_URLS) and (tmp_path / "dl" / shakespeare.TEXT).read_text() == text
+    assert ds.text == text[:int(len(text) * 0.9)]  # the text as it is: already in the layout
+    assert sg.datasets.Shakespeare(tmp_path / "dl", block_size=8).text == ds.text  # found: not fetched again
+    assert len(served) == 1
+    (tmp_path / "dl" / shakespeare.TEXT).write_text(text + "tampered")
+    with pytest.raises(sg.datasets.DatasetError, match="SHA-256 differs"):
+        sg.datasets.Shakespeare(tmp_path / "dl", block_size=8)

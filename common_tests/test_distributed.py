@@ -390,7 +390,7 @@ def test_distributed_sampler_shares_cover_the_dataset(sg):
 
 # ------------------------------------------------------------------ stagegrad train --nproc
 
-MNIST = ROOT.parent / "shared" / "datasets" / "mnist"
+MNIST = ROOT / "stage0_python" / "datasets" / "sample" / "mnist"  # the slice the package carries
 # a rank's program that stops the run as its second epoch starts, on every rank alike (a
 # BaseException, as Ctrl-C is, so that the run does not take it for a failure to abort on)
 STOP_AT_EPOCH_2 = """
@@ -429,8 +429,6 @@ def test_train_nproc_2_prints_once_and_resumes_exactly(tmp_path):
     """``stagegrad train --nproc 2``: one header, one checkpoint line per epoch, one
     result (rank 0's); and a run stopped after epoch 1 and resumed (on two ranks again)
     ends with the very weights of an uninterrupted one."""
-    if not (MNIST / "train-images-idx3-ubyte.gz").exists():
-        pytest.skip(f"MNIST is not in {MNIST}")
     from stagegrad import installed_stages
     stage = [s for s in installed_stages() if s != "stage4_gpu"][-1]
     sg = __import__(stage)

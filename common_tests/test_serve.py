@@ -27,7 +27,8 @@ from stagegrad.serve.app import create_app
 TIMEOUT = 60
 TINY = {"model": "mlp", "stage": "3", "epochs": 2, "subset": 256, "test_subset": 200, "batch_size": 32,
         "lr": 0.003}
-LONG = {"model": "mlp", "stage": "1", "epochs": 5, "subset": 60000, "batch_size": 16}
+# a run that is still going when the test stops it: the bundled slice's 1,024 images, 50 times
+LONG = {"model": "mlp", "stage": "1", "epochs": 50, "subset": 60000, "batch_size": 16}
 
 pytestmark = pytest.mark.xdist_group("serve")
 

@@ -1,12 +1,18 @@
-"""Where ``stagegrad train`` reads its data from: ``--data DIR`` and ``--download``.
+"""Where the commands read their data from: ``--data DIR``, the search path, a download.
 
 The datasets' own search path (``sg.datasets.mnist.search_dirs``) falls back from a root
 that lacks the files to ``$STAGEGRAD_DATA``, the shared folder and the user cache. A
 command line must not: ``--data DIR`` names the one directory to read (``DIR`` itself or
 ``DIR/mnist``, ``DIR/shakespeare``), and a directory that does not exist or lacks the
-files is an error naming it. Without ``--data`` the search path applies. Either way the
-directory found is returned, for the run to say where its data came from, and is handed
-to the dataset as its root, which it searches first.
+files is an error naming it, unless ``--download`` asks to fetch them into it. Without
+``--data`` the search path applies, and when it finds nothing the data is downloaded into
+the user cache (with a progress line, checked against its SHA-256), as the README promises:
+MNIST from its mirrors, Shakespeare as the pinned "tiny Shakespeare" text. Offline, the
+error names the bundled slice (``sg.datasets.SAMPLE_ROOT``) as what ``--data`` can point at.
+``STAGEGRAD_OFFLINE=1`` makes every download fail at once instead of trying the network.
+
+Either way the directory found is returned, for the run to say where its data came from,
+and is handed to the dataset as its root, which it searches first.
 
 The file layout is the same on every stage (they share stage 0's dataset modules), so the
 look-up uses stage 0's.
@@ -33,54 +39,73 @@ def _given_dir(data, download):
         raise ValueError(f"--data {data}: not a directory")
     if not root.exists() and not download:
         raise ValueError(f"--data {data}: no such directory (--data must name a directory that "
-                         f"holds the dataset; --download fetches MNIST into it)")
+                         f"holds the dataset; --download fetches it there)")
     return root
 
 
-def mnist_dir(data=None, download=False, say=print):
+def _offline_hint(name, error):
+    sample = _datasets().SAMPLE_ROOT
+    return (f"{name} could not be downloaded ({error}). Pass --data DIR naming a directory that "
+            f"holds it, or --data {sample} for the small slice this package carries")
+
+
+def mnist_dir(data=None, download=False, say=print, fetch=True):
     """The directory holding both MNIST splits: in ``data`` (or ``data/mnist``) when given,
-    else on the datasets' search path; with ``download``, fetched there (or into the user
-    cache) when absent. ``ValueError`` names where it looked and what to pass."""
+    else on the datasets' search path. When absent, they are fetched into ``data`` (with
+    ``download``) or, without ``data``, into the user cache (unless ``fetch`` is false).
+    ``ValueError`` names where it looked and what to pass."""
     mnist = _datasets().mnist
     names = mnist.FILES[True] + mnist.FILES[False]
     listed = ", ".join(names)
     if data is not None:
         root = _given_dir(data, download)
         dirs, target = [root, root / "mnist"], root
+        fetch = download
     else:
         dirs = mnist.search_dirs(None)
         target = dirs[-1]  # the user cache, the last place searched
     for d in dirs:
         if _holds(d, names):
             return d
-    if not download:
+    if not fetch:
         where = (f"in {dirs[0]} (nor in {dirs[1]})" if data is not None else
                  "in any of: " + ", ".join(str(d) for d in dirs))
         raise ValueError(f"the MNIST files ({listed}, each optionally .gz) were not found {where}. "
                          f"Pass --data DIR naming a directory that holds them, or --download to "
                          f"fetch them into {target}")
-    say(f"downloading MNIST into {target}")
-    mnist.download_files(names, target)
+    say(f"MNIST not found; downloading it into {target}")
+    try:
+        mnist.download_files(names, target)
+    except RuntimeError as e:
+        raise ValueError(_offline_hint("MNIST", e)) from None
     return target
 
 
-def shakespeare_dir(data=None, download=False):
-    """The directory holding the Shakespeare archive: in ``data`` (or ``data/shakespeare``)
-    when given, else on the datasets' search path. The archive has no download source, so
-    ``download`` only changes what the error says."""
+def shakespeare_dir(data=None, download=False, fetch=True, say=print):
+    """The directory holding the Shakespeare corpus (the archive, or the downloaded text): in
+    ``data`` (or ``data/shakespeare``) when given, else on the datasets' search path. When
+    absent, the text is fetched as ``mnist_dir`` fetches MNIST."""
     shakespeare = _datasets().shakespeare
-    archive = shakespeare.ARCHIVE
+    files = (shakespeare.ARCHIVE, shakespeare.TEXT)
     if data is not None:
-        root = _given_dir(data, False)
-        dirs = [root, root / "shakespeare"]
+        root = _given_dir(data, download)
+        dirs, target = [root, root / "shakespeare"], root
+        fetch = download
     else:
         dirs = shakespeare.search_dirs(None)
-    for d in dirs:
-        if (d / archive).is_file():
-            return d
-    where = (f"in {dirs[0]} (nor in {dirs[1]})" if data is not None else
-             "in any of: " + ", ".join(str(d) for d in dirs))
-    why = ("; --download fetches MNIST only, the archive has no download source" if download else
-           "; it cannot be downloaded (--download fetches MNIST only)")
-    raise ValueError(f"{archive} was not found {where}. Pass --data DIR naming a directory that "
-                     f"holds it{why}")
+        target = dirs[-1]
+    for name in files:
+        for d in dirs:
+            if (d / name).is_file():
+                return d
+    if not fetch:
+        where = (f"in {dirs[0]} (nor in {dirs[1]})" if data is not None else
+                 "in any of: " + ", ".join(str(d) for d in dirs))
+        raise ValueError(f"neither {files[0]} nor {files[1]} was found {where}. Pass --data DIR "
+                         f"naming a directory that holds one, or --download to fetch {files[1]}")
+    say(f"Shakespeare not found; downloading {files[1]} into {target}")
+    try:
+        shakespeare.download_text(target)
+    except RuntimeError as e:
+        raise ValueError(_offline_hint("the Shakespeare corpus", e)) from None
+    return target

@@ -46,8 +46,9 @@ def add_arguments(p):
     p.add_argument("--no-plots", action="store_true", help="skip the matplotlib figures")
     p.add_argument("--data", default=None, metavar="DIR",
                    help="the directory holding MNIST (DIR or DIR/mnist) for the training-run "
-                        "row: an error if it lacks the files (default: the datasets' search path; "
-                        "without the files there the row is skipped, saying why)")
+                        "row: an error if it lacks the files (default: the datasets' search path, "
+                        "else a download into the user cache; offline, the bundled slice, as the "
+                        "report says)")
     p.add_argument("--download", action="store_true",
                    help="fetch MNIST into --data (or the user cache) if it is not there")
 
@@ -65,9 +66,10 @@ def run(args):
     budget = args.budget if args.budget is not None else (QUICK_BUDGET if args.quick else DEFAULT_BUDGET)
     if budget <= 0:
         raise ValueError("--budget must be positive")
-    _find_mnist(args.data, args.download)
+    mnist_source = _find_mnist(args.data, args.download)
     report = measure_all(stages=stages, budget=budget, quick=args.quick, threads=args.threads,
                          live=sys.stdout)
+    report["mnist_source"] = mnist_source
     paths = write(report, Path(args.out), plots=not args.no_plots)
     print()
     print(machine_summary(report, width=100))
@@ -88,19 +90,21 @@ def run(args):
 
 def _find_mnist(data, download):
     """Point the MNIST row at ``--data`` (authoritative: an error when the files are not
-    there) or at the search path's copy, and say which; without either, the row is skipped
-    with the reason."""
-    from . import datafiles, workloads
+    there), at the search path's copy, or at a download; offline, at the bundled slice.
+    Returns where the data came from, for the report to say."""
+    from . import datafiles, load_stage, workloads
+    say = lambda m: print("journey: " + m, file=sys.stderr)  # noqa: E731
     try:
-        workloads.MNIST_ROOT = datafiles.mnist_dir(data, download,
-                                                   say=lambda m: print("journey: " + m, file=sys.stderr))
-    except ValueError:
-        if data is not None or download:
+        workloads.MNIST_ROOT = datafiles.mnist_dir(data, download, say=say)
+        source = str(workloads.MNIST_ROOT)
+    except ValueError as e:
+        if data is not None:
             raise
-        print("journey: MNIST not found: the training-run row will be skipped (--data DIR names "
-              "a directory that holds it, --download fetches it)", file=sys.stderr)
-        return
-    print(f"journey: MNIST from {workloads.MNIST_ROOT}", file=sys.stderr)
+        workloads.MNIST_ROOT = load_stage("0").datasets.SAMPLE_ROOT
+        source = (f"the bundled slice of MNIST in {workloads.MNIST_ROOT} (the full set was not "
+                  f"found and could not be downloaded: {str(e).splitlines()[0]})")
+    say(f"MNIST from {source}")
+    return source
 
 
 def measure_all(stages=None, budget=DEFAULT_BUDGET, quick=False, threads=None, stream=None, live=None):

@@ -253,6 +253,8 @@ def machine_summary(report, width=None):
         lines.append(f"- memory bandwidth: {bw['gbs']:.1f} GB/s ({bw['by']}; {bw['method']})")
     if cache.get("gbs"):
         lines.append(f"- cache bandwidth: {cache['gbs']:.1f} GB/s ({cache['by']}; {cache['method']})")
+    if report.get("mnist_source"):  # absent from reports written before it was recorded
+        lines.append(f"- MNIST training-run data: {report['mnist_source']}")
     if bw["gbs"] and peak["gflops"]:
         lines.append(f"- ridge point: {peak['gflops'] / bw['gbs']:.2f} FLOP/byte "
                      "(below it a kernel is bound by memory, above it by arithmetic)")

@@ -33,8 +33,9 @@ test images are split among the ranks and their counts summed.
 
 ``--data DIR`` is the one directory the data is read from (``datafiles``): a directory
 that does not exist or lacks the dataset is an error naming it, and ``--download`` fetches
-MNIST into it. Without ``--data`` the datasets' search path applies. Either way the run
-prints where its data came from.
+the dataset into it. Without ``--data`` the datasets' search path applies, and a dataset
+found nowhere is downloaded into the user cache (offline, the error names the small slice
+the package carries). Either way the run prints where its data came from.
 
 Arguments are checked when they are parsed (a usage error, exit status 2): counts must be
 positive, the learning rate finite and positive, the weight decay finite and not negative,
@@ -101,9 +102,10 @@ def add_arguments(p):
                    help="the directory holding the MNIST IDX files (in DIR or DIR/mnist), or the "
                         "Shakespeare archive for gpt and lstm (in DIR or DIR/shakespeare); nothing "
                         "else is read when it is given (default: $STAGEGRAD_DATA, the shared "
-                        "datasets folder beside the checkout, then the user cache)")
+                        "datasets folder beside the checkout, then the user cache, where it is "
+                        "downloaded when found nowhere)")
     p.add_argument("--download", action="store_true",
-                   help="fetch MNIST into --data (or the user cache) if it is not there")
+                   help="fetch the dataset into --data if it is not there")
     p.add_argument("--seed", type=_seed, default=0, help="an integer in [0, 2**64) (default 0)")
     p.add_argument("--save", type=_writable_file, default=None,
                    help="write a checkpoint here after every epoch (default: none)")

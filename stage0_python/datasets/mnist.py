@@ -9,9 +9,15 @@ split wins; each file may be gzipped, ``name.gz``, or not):
 4. the user cache, ``$XDG_CACHE_HOME/stagegrad/mnist`` (default ``~/.cache/stagegrad/mnist``).
 
 With ``download=True`` and nothing found, the gzipped files are fetched from the mirrors in
-``MIRRORS`` into ``root`` (or the user cache) and checked before they are kept. Every file
-read is checked against the SHA-256 of its *uncompressed* content (``SHA256``) unless
-``verify=False`` is passed, which is meant for reading other IDX files in the same layout.
+``MIRRORS`` into ``root`` (or the user cache), with a progress line, and checked before they
+are kept. Every file read is checked against the SHA-256 of its *uncompressed* content
+(``SHA256``, or ``SAMPLE_SHA256`` for the bundled slice) unless ``verify=False`` is passed,
+which is meant for reading other IDX files in the same layout.
+
+The package carries a slice of the real data, ``MNIST(SAMPLE_ROOT)``: the first 1,024
+training and 256 test images with their labels (the sample folder's README names the
+licence). It is never found by the search above: a program asks for it by name, so that 1,024
+images are never taken for the full 60,000.
 
 Images are kept as raw bytes; tensors are made on request, because building one Python
 number per pixel for all 47 million pixels is slow and large in a pure-Python stage.
@@ -21,7 +27,6 @@ import hashlib
 import operator
 import os
 import struct
-import tempfile
 import urllib.error
 import urllib.request
 import zlib
@@ -31,6 +36,7 @@ from .. import creation
 from ..data.collate import default_collate
 from ..data.dataset import Dataset
 from ..dtypes import float32, int32, int64
+from . import download
 
 MIRRORS = ("https://ossci-datasets.s3.amazonaws.com/mnist/",
            "https://storage.googleapis.com/cvdf-datasets/mnist/",
@@ -43,6 +49,22 @@ SHA256 = {
     "t10k-images-idx3-ubyte": "0fa7898d509279e482958e8ce81c8e77db3f2f8254e26661ceb7762c4d494ce7",
     "t10k-labels-idx1-ubyte": "ff7bcfd416de33731a308c3f266cc351222c34898ecbeaf847f06e48f7ec33f2",
 }
+# the bundled slice (see the module's docstring): the real files, cut after 1,024 training and
+# 256 test images, as IDX files of their own (their headers name the smaller counts)
+SAMPLE_ROOT = Path(__file__).resolve().parent / "sample"
+SAMPLE_SHA256 = {
+    "train-images-idx3-ubyte": "f97c8cbb8f1ea773258a0d7bdab67bce0d5229cad236863c1b4287092297e5a8",
+    "train-labels-idx1-ubyte": "a99aaa92d635b763fa053a735f38ba707eddb6295f19988478a10c3f6a56fdcc",
+    "t10k-images-idx3-ubyte": "d13186a8171483437b6a936d3a0131b2bb83cc7008923c4be04f42b173a18935",
+    "t10k-labels-idx1-ubyte": "7b7f0b73a7c9b36bc8377eb426dd6f4a2b668c90185f8f8f4175105f0d84fb0f",
+}
+FULL_SIZE = {True: 60000, False: 10000}
+
+
+def _accepted(name):
+    return SHA256[name], SAMPLE_SHA256[name]
+
+
 _SCALE = [b / 255.0 for b in range(256)]  # rounds to float32 exactly as PyTorch's x.float() / 255
 
 
@@ -56,7 +78,7 @@ def read_idx(path, sha256=None):
     """Read an unsigned-byte IDX file (gzipped if its name ends in ``.gz``).
 
     Returns ``(dims, payload)``: the dimension sizes and the raw data bytes. ``sha256``, when
-    given, is the expected digest of the uncompressed file.
+    given, is the expected digest of the uncompressed file, or a tuple of the digests accepted.
     """
     path = Path(path)
     raw = path.read_bytes()
@@ -66,10 +88,11 @@ def read_idx(path, sha256=None):
         except (EOFError, OSError, zlib.error) as e:
             raise DatasetError(f"{path}: not a valid gzip file or truncated ({e})") from None
     if sha256 is not None:
+        accepted = (sha256,) if isinstance(sha256, str) else tuple(sha256)
         got = hashlib.sha256(raw).hexdigest()
-        if got != sha256:
-            raise DatasetError(f"{path}: SHA-256 of the uncompressed data is {got}, expected {sha256}; "
-                               "the file is corrupted or not the expected one")
+        if got not in accepted:
+            raise DatasetError(f"{path}: SHA-256 of the uncompressed data is {got}, expected "
+                               f"{' or '.join(accepted)}; the file is corrupted or not the expected one")
     return parse_idx(raw, str(path))
 
 
@@ -128,46 +151,22 @@ def _locate(names, dirs):
     return None
 
 
-def download_files(names, target):
-    """Fetch ``name.gz`` for each name into ``target``, verified, written atomically."""
+def download_files(names, target, progress=True):
+    """Fetch ``name.gz`` for each name into ``target`` from the first mirror that serves it,
+    verified against ``SHA256`` before it is kept, written atomically."""
     target = Path(target)
     target.mkdir(parents=True, exist_ok=True)
     for name in names:
-        errors = []
-        for mirror in MIRRORS:
-            url = mirror + name + ".gz"
+        expected = download.sha256_check(SHA256[name])
+
+        def check(blob, expected=expected):
             try:
-                with urllib.request.urlopen(url, timeout=30) as r:
-                    blob = r.read()
-            except (urllib.error.URLError, OSError) as e:
-                errors.append(f"{url}: {e}")
-                continue
-            try:
-                raw = gzip.decompress(blob)
+                return expected(gzip.decompress(blob))
             except (EOFError, OSError, zlib.error) as e:
-                errors.append(f"{url}: not a valid gzip file ({e})")
-                continue
-            if hashlib.sha256(raw).hexdigest() != SHA256[name]:
-                errors.append(f"{url}: checksum mismatch")
-                continue
-            _write_atomic(target / (name + ".gz"), blob)
-            break
-        else:
-            raise RuntimeError(f"could not download {name} (offline, or every mirror failed):\n  "
-                               + "\n  ".join(errors))
+                return f"not a valid gzip file ({e})"
 
-
-def _write_atomic(path, blob):
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(blob)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+        blob = download.fetch([m + name + ".gz" for m in MIRRORS], check, name + ".gz", progress)
+        download.write_atomic(target / (name + ".gz"), blob)
 
 
 # ------------------------------------------------------------------ the dataset
@@ -185,6 +184,8 @@ class MNIST(Dataset):
     - ``raw_bytes()`` gives the pixels and labels as read, for handing the split to another
       library (NumPy, PyTorch) in one step.
     - ``root`` is the directory the files were read from; ``verify=False`` skips the checksums.
+    - ``is_sample`` is true when the split is not the whole one: the bundled slice
+      (``MNIST(SAMPLE_ROOT)``), or a smaller IDX file read with ``verify=False``.
     """
 
     classes = ["0 - zero", "1 - one", "2 - two", "3 - three", "4 - four", "5 - five", "6 - six",
@@ -207,12 +208,14 @@ class MNIST(Dataset):
             download_files(names, Path(root) if root is not None else _cache_dir())
             paths = _locate(names, dirs)
         self.root = paths[0].parent
-        img_dims, self._images = read_idx(paths[0], SHA256[names[0]] if verify else None)
-        lbl_dims, self._labels = read_idx(paths[1], SHA256[names[1]] if verify else None)
+        # the full files or the bundled slice's, wherever they were copied
+        img_dims, self._images = read_idx(paths[0], _accepted(names[0]) if verify else None)
+        lbl_dims, self._labels = read_idx(paths[1], _accepted(names[1]) if verify else None)
         if len(img_dims) != 3 or len(lbl_dims) != 1 or img_dims[0] != lbl_dims[0]:
             raise DatasetError(f"{paths[0]} and {paths[1]}: expected images (N, H, W) and labels (N,), "
                                f"got {list(img_dims)} and {list(lbl_dims)}")
         self._n, self._h, self._w = img_dims
+        self.is_sample = self._n != FULL_SIZE[self.train]
         self.targets = creation.tensor(list(self._labels), dtype=int64)
         self._data = None
 
@@ -280,5 +283,6 @@ class MNIST(Dataset):
 
     def __repr__(self):
         split = "train" if self.train else "test"
-        return f"MNIST(split={split}, n={self._n}, root={str(self.root)!r})"
+        sample = ", the bundled sample" if self.is_sample else ""
+        return f"MNIST(split={split}, n={self._n}{sample}, root={str(self.root)!r})"
 

@@ -9,7 +9,15 @@ dropped, act and scene headings and bracketed stage directions removed, each spe
 on its own line as ``First Citizen:``, one blank line between speeches. The poems (no acts)
 are left out. The first 90% of the text is the training split, the rest validation: a split
 by position keeps every validation window unseen, where random windows would overlap.
+
+Where the archive is nowhere, the same places are searched for ``TEXT``, the corpus known as
+"tiny Shakespeare" (about 40,000 lines of the plays, already in that layout, public domain
+like its source), which ``download=True`` fetches into ``root`` (or the user cache) with a
+progress line, pinned by its SHA-256 (``TEXT_SHA256``). The package also carries a slice of
+the archive, ``Shakespeare(SAMPLE_ROOT)``: three plays (Hamlet, Macbeth, A Midsummer Night's
+Dream), which no search finds by itself.
 """
+import hashlib
 import os
 import re
 import tarfile
@@ -18,9 +26,15 @@ from pathlib import Path
 from .. import creation
 from ..data.dataset import Dataset
 from ..dtypes import int64
-from .mnist import DatasetError
+from . import download
+from .mnist import SAMPLE_ROOT, DatasetError
 
 ARCHIVE = "shakespeare-plays-gutenberg.tar.gz"
+TEXT = "tinyshakespeare.txt"
+# the file at a fixed commit of the repository that published it, so the bytes cannot change
+TEXT_URLS = ("https://raw.githubusercontent.com/karpathy/char-rnn/"
+             "6f9487a6fe5b420b7ca9afb0d7c078e37c1d1b4e/data/tinyshakespeare/input.txt",)
+TEXT_SHA256 = "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed"
 _ACT = re.compile(r"^\s*act\s+\w+\.?(\s+scene\b.*)?\s*$", re.IGNORECASE)
 _FIRST_ACT = re.compile(r"^\s*act\s+(i|1|first)\.?\s*$", re.IGNORECASE | re.MULTILINE)
 _SCENE = re.compile(r"^\s*scene\s+\w+\b.*$", re.IGNORECASE)
@@ -39,14 +53,29 @@ def search_dirs(root=None):
     return dirs
 
 
-def locate(root=None):
-    """The archive's path; ``FileNotFoundError`` naming every place looked in."""
+def locate(root=None, download=False):
+    """The corpus's path: the archive in the first folder that holds it, else ``TEXT``; with
+    ``download``, ``TEXT`` fetched into ``root`` (or the user cache) when neither is found.
+    ``FileNotFoundError`` names every place looked in."""
     dirs = search_dirs(root)
-    for d in dirs:
-        if (d / ARCHIVE).is_file():
-            return d / ARCHIVE
-    raise FileNotFoundError(f"{ARCHIVE} not found; looked in: {', '.join(str(d) for d in dirs)} "
-                            f"(pass root= or --data DIR, or set STAGEGRAD_DATA)")
+    for name in (ARCHIVE, TEXT):
+        for d in dirs:
+            if (d / name).is_file():
+                return d / name
+    if download:
+        return download_text(Path(root) if root is not None else dirs[-1])
+    raise FileNotFoundError(f"neither {ARCHIVE} nor {TEXT} found; looked in: "
+                            f"{', '.join(str(d) for d in dirs)} (pass root= or --data DIR, set "
+                            f"STAGEGRAD_DATA, or download=True / --download to fetch {TEXT})")
+
+
+def download_text(target, progress=True):
+    """Fetch ``TEXT`` into the folder ``target``, checked against ``TEXT_SHA256``; its path."""
+    target = Path(target)
+    target.mkdir(parents=True, exist_ok=True)
+    blob = download.fetch(TEXT_URLS, download.sha256_check(TEXT_SHA256), TEXT, progress)
+    download.write_atomic(target / TEXT, blob)
+    return target / TEXT
 
 
 def normalise(play):
@@ -72,10 +101,16 @@ def normalise(play):
     return "\n".join(out) + "\n"
 
 
-def load_text(root=None):
+def load_text(root=None, download=False):
     """The normalised plays, concatenated in file-name order (a fixed order: the split is
-    the same on every machine)."""
-    path = locate(root)
+    the same on every machine); or ``TEXT`` as it is, checked against its SHA-256."""
+    path = locate(root, download)
+    if path.name == TEXT:
+        raw = path.read_bytes()
+        if hashlib.sha256(raw).hexdigest() != TEXT_SHA256:
+            raise DatasetError(f"{path}: SHA-256 differs from {TEXT_SHA256}; the file is corrupted "
+                               "or not the expected one (delete it to download it again)")
+        return raw.decode("ascii", errors="replace")
     plays = []
     try:
         with tarfile.open(path, "r:gz") as tar:
@@ -123,16 +158,18 @@ class Shakespeare(Dataset):
     ``split`` is ``"train"`` (the first ``1 - val_fraction`` of the text) or ``"val"``.
     ``max_chars`` keeps only the start of the corpus (quick runs and tests); the vocabulary
     is that of the text kept, so both splits share it. ``tokens`` holds the split as one
-    1-d tensor; ``tokenizer`` encodes and decodes."""
+    1-d tensor; ``tokenizer`` encodes and decodes. ``download=True`` fetches ``TEXT`` when no
+    corpus is found (see the module's docstring)."""
 
-    def __init__(self, root=None, split="train", block_size=64, val_fraction=0.1, max_chars=None):
+    def __init__(self, root=None, split="train", block_size=64, val_fraction=0.1, max_chars=None,
+                 download=False):
         if split not in ("train", "val"):
             raise ValueError(f"Shakespeare: split must be 'train' or 'val', got {split!r}")
         if not 0 < val_fraction < 1:
             raise ValueError(f"Shakespeare: val_fraction must be in (0, 1), got {val_fraction}")
         if block_size < 1:
             raise ValueError(f"Shakespeare: block_size must be positive, got {block_size}")
-        text = load_text(root)
+        text = load_text(root, download)
         if max_chars is not None:
             text = text[:max_chars]
         self.tokenizer = CharTokenizer(text)

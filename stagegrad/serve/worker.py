@@ -107,8 +107,10 @@ def run_mnist(sg, s, data, out, report):
     root = datafiles.mnist_dir(data)
     print(f"data: MNIST from {root}")
     tdata = sg.utils.data
-    train_set = tdata.Subset(sg.datasets.MNIST(root=root, train=True), range(s["subset"]))
-    test_set = tdata.Subset(sg.datasets.MNIST(root=root, train=False), range(s["test_subset"]))
+    train_set, test_set = sg.datasets.MNIST(root=root, train=True), sg.datasets.MNIST(root=root, train=False)
+    # a subset larger than the data found (a slice of MNIST) is the whole of it, as in train
+    train_set = tdata.Subset(train_set, range(min(s["subset"], len(train_set))))
+    test_set = tdata.Subset(test_set, range(min(s["test_subset"], len(test_set))))
     sg.manual_seed(s["seed"])
     model = (architecture.build(sg, s["architecture"]) if s["model"] == "custom" else
              train.build_model(sg, s["model"], s.get("width", 1.0)))
