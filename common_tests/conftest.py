@@ -6,6 +6,11 @@ cannot be imported is reported in the header and the summary, never silently dro
 A test marked ``@pytest.mark.capability("views")`` is skipped, with the reason, on a
 stage whose ``LACKS`` names that capability.
 
+Under ``CI=true`` the run fails at its start when an oracle (``ORACLE_MODULES``,
+``ORACLE_PROGRAMS``) is missing or a stage of a default run is not tested (every stage
+package and the webgpu device; cuda too where an NVIDIA driver is present); elsewhere the
+summary warns.
+
 ``stage4_gpu[webgpu]`` (one of the defaults) runs stage 4 with the webgpu device as the
 default device: every tensor a test makes lands there, and the device's own ``LACKS``
 (float64, which WGSL lacks) joins the stage's. Where no WebGPU adapter exists it is
@@ -16,11 +21,17 @@ with the reason.
 The suite reads no data from outside the repository: ``STAGEGRAD_DATA`` points every
 dataset at the slices the package carries (``sg.datasets.SAMPLE_ROOT``), whatever the
 caller set, and ``STAGEGRAD_OFFLINE`` refuses downloads, so neither a shared folder beside
-the checkout, the user's cache nor the network can change a result. Subprocesses inherit
-both.
+the checkout, the user's cache nor the network can change a result. The thread counts
+(two per library) and the locale are fixed the same way, so that a caller's
+``OMP_NUM_THREADS=1`` or ``LC_ALL`` runs the same computation as CI does. Subprocesses
+inherit all of these. Variables that pin a CPU path (``OPENBLAS_CORETYPE``) are left as the
+host set them, except in the subprocesses that emulate another CPU (``environment.py``).
 """
 import importlib
+import importlib.util
 import os
+import platform
+import shutil
 import types
 from pathlib import Path
 
@@ -31,6 +42,7 @@ from stagegrad import STAGES
 os.environ["STAGEGRAD_DATA"] = str(Path(__file__).resolve().parents[1] / "stage0_python" / "datasets"
                                    / "sample")
 os.environ["STAGEGRAD_OFFLINE"] = "1"
+os.environ.update(OMP_NUM_THREADS="2", OPENBLAS_NUM_THREADS="2", MKL_NUM_THREADS="2", LC_ALL="C.UTF-8")
 
 # the stage packages, then stage 4 pinned to each of its devices
 KNOWN_STAGES = (*STAGES.values(), "stage4_gpu[webgpu]", "stage4_gpu[cuda]")
@@ -104,12 +116,57 @@ def pytest_report_header(config):
     return lines
 
 
+# what the suite compares against or drives: a Python module, or a program on PATH
+ORACLE_MODULES = ("numpy", "torch", "hypothesis", "onnx", "onnxruntime", "safetensors", "torchinfo",
+                  "graphviz", "sphinx", "matplotlib", "asv", "wgpu", "fastapi", "uvicorn", "httpx", "mpi4py")
+ORACLE_PROGRAMS = (("dot",), ("mpirun",), ("chromium", "chromium-browser", "google-chrome"),
+                   *((("qemu-x86_64",),) if platform.machine() == "x86_64" else ()))
+
+
+def missing_oracles():
+    """The oracles of ``ORACLE_MODULES`` and ``ORACLE_PROGRAMS`` this machine lacks."""
+    missing = [m for m in ORACLE_MODULES if importlib.util.find_spec(m) is None]
+    return missing + [names[0] for names in ORACLE_PROGRAMS if not any(map(shutil.which, names))]
+
+
+def untested_stages(config):
+    """The stages of a default run that cannot be tested here, with the reason: every stage
+    package and the webgpu device, and the cuda device where an NVIDIA driver is present."""
+    if config.getoption("--stages") or os.environ.get("STAGEGRAD_STAGES"):
+        return {}  # a chosen subset: what was left out was left out on purpose
+    _selected(config)
+    exempt = () if shutil.which("nvidia-smi") else ("stage4_gpu[cuda]",)
+    return {name: why for name, why in _missing.items() if name not in exempt}
+
+
+def _in_ci():
+    return os.environ.get("CI", "").lower() in ("true", "1", "yes")
+
+
+def pytest_sessionstart(session):
+    """Under ``CI=true`` a missing oracle or an untested stage fails the run at once: a green
+    run must mean every stage was compared against every oracle. Elsewhere it is a warning
+    in the summary."""
+    config = session.config
+    if not _in_ci() or hasattr(config, "workerinput"):  # the controller checks, once
+        return
+    problems = [f"oracle missing: {name}" for name in missing_oracles()]
+    problems += [f"stage not tested: {name} ({why})" for name, why in untested_stages(config).items()]
+    if problems:
+        pytest.exit("CI=true and the run would prove less than it claims:\n  " + "\n  ".join(problems)
+                    + "\n(./dev test installs every oracle; outside CI these are warnings)", returncode=3)
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     terminalreporter.section("stages")
     for name in _selected(config):
         terminalreporter.write_line(f"tested:     {name}")
     for name, why in _missing.items():
         terminalreporter.write_line(f"not tested: {name} ({why})")
+    missing = missing_oracles()
+    if missing:
+        terminalreporter.write_line(f"warning: oracles missing, their comparisons were skipped: "
+                                    f"{', '.join(missing)} (under CI=true this fails the run)")
 
 
 def pytest_generate_tests(metafunc):

@@ -16,6 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from .environment import cpu_neutral_env
+
 try:
     import stage3_simd as s3
     K = s3.backend.K
@@ -130,12 +132,12 @@ def test_lower_paths_run_on_cpus_without_the_higher_isa(cpu, path):
     if qemu is None:
         pytest.skip("qemu-x86_64 is not installed (Debian: apt install qemu-user; ./dev test does)")
     r = subprocess.run([qemu, "-cpu", cpu, sys.executable, "-c", SMOKE], cwd=ROOT, capture_output=True,
-                       text=True, timeout=900)
+                       text=True, timeout=900, env=cpu_neutral_env())
     assert r.returncode == 0, f"exit {r.returncode}: {r.stderr[-3000:]}"
     assert r.stdout.split() == [path, "ok"]
     forced = subprocess.run([qemu, "-cpu", cpu, sys.executable, "-c", "import stage3_simd"], cwd=ROOT,
                             capture_output=True, text=True, timeout=900,
-                            env=dict(os.environ, STAGEGRAD_SIMD="avx512"))
+                            env=cpu_neutral_env(STAGEGRAD_SIMD="avx512"))
     assert forced.returncode == 1 and "runs only" in forced.stderr  # refused, not SIGILL
 
 
