@@ -2,15 +2,18 @@
 and clear errors for truncated, corrupted and foreign files."""
 import hashlib
 import io
+import json
 import math
 import os
 import pickle
 import struct
+import sys
 import traceback
 
 import numpy as np
 import pytest
 
+from . import unprivileged
 from .helpers_optim import Pair, stage_tensor
 from .oracle import need_torch, np_, random_array
 
@@ -302,13 +305,44 @@ def test_save_errors_name_the_given_path(sg, tmp_path):
     assert _tmp_leftovers(tmp_path) == []
 
 
-@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="needs POSIX permissions, not root")
+# a save into a read-only folder and one into a writable folder, by a process without
+# privileges; what it saw, as JSON
+_READ_ONLY_SAVE = """
+import json, os, sys, traceback
+import {stage} as sg
+if {device!r}:
+    sg.set_default_device({device!r})
+read_only, writable = sys.argv[1:3]
+seen = {{"may_write": os.access(read_only, os.W_OK)}}
+path = os.path.join(read_only, "m.sgc")
+try:
+    sg.save({{"w": sg.ones(2)}}, path)
+except OSError as e:
+    seen.update(error=type(e).__name__, filename=e.filename, filename2=e.filename2,
+                shown="".join(traceback.format_exception(e)))
+seen["left"] = os.listdir(read_only)
+sg.save({{"w": sg.ones(2)}}, os.path.join(writable, "m.sgc"))
+seen["loaded"] = sg.load(os.path.join(writable, "m.sgc"))["w"].tolist()
+print(json.dumps(seen))
+"""
+
+
 def test_save_into_a_read_only_directory_names_the_path(sg, tmp_path):
-    tmp_path.chmod(0o500)
-    try:
-        assert isinstance(_save_error(sg, tmp_path / "m.sgc"), PermissionError)
-    finally:
-        tmp_path.chmod(0o700)
+    """Run without privileges (under root too: root writes anywhere): the save fails with
+    PermissionError naming the given path, leaves nothing behind, and the same process saves
+    into a writable folder."""
+    code = _READ_ONLY_SAVE.format(stage=sg.__name__, device=getattr(sg, "DEVICE", None))
+    writable = tmp_path / "writable"
+    writable.mkdir()
+    with unprivileged.read_only_folder(tmp_path / "read_only") as read_only:
+        r = unprivileged.run([sys.executable, "-c", code, str(read_only), str(writable)])
+    assert r.returncode == 0, r.stderr[-3000:]
+    seen = json.loads(r.stdout.splitlines()[-1])
+    assert seen["may_write"] is False  # the check is real: this process lacks the right
+    assert seen["error"] == "PermissionError" and seen.get("filename2") is None, seen
+    assert seen["filename"] == str(read_only / "m.sgc")
+    assert ".sgsave." not in seen["shown"] and ".tmp'" not in seen["shown"], seen["shown"]
+    assert seen["left"] == [] and seen["loaded"] == [1.0, 1.0]
 
 
 _TEMP = r"\.(?P<target>.*)\.sgsave\.(?P<host>[A-Za-z0-9_-]+)-(?P<pid>\d+)\.[a-z0-9_]+\.tmp"

@@ -34,6 +34,23 @@ def _run(code, env=None, timeout=600):
                           env=dict(os.environ, **(env or {})), timeout=timeout)
 
 
+# Variables that pin a library to a CPU path or change its blocking: a child that
+# checks one SIMD path must not inherit the caller's (a host's OPENBLAS_CORETYPE would test
+# OpenBLAS's old kernels instead of the ones this CPU gets).
+CPU_FORCING = ("STAGEGRAD_SIMD", "STAGEGRAD_GEMM", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
+               "OPENBLAS_BLOCK_FACTOR", "NPY_DISABLE_CPU_FEATURES", "NPY_ENABLE_CPU_FEATURES",
+               "ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "MKL_DEBUG_CPU_TYPE", "MKL_CBWR",
+               "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "GLIBC_TUNABLES", "QEMU_CPU")
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def clean_env(**setting):
+    """The environment with every CPU-forcing variable dropped, then ``setting``."""
+    env = {k: v for k, v in os.environ.items() if k not in CPU_FORCING}
+    env.update(setting)
+    return env
+
+
 # ---------------------------------------------------------------- dispatch
 
 def test_simd_info_names_the_cpu_its_features_and_the_path_in_use():
@@ -97,7 +114,7 @@ def test_lower_paths_pass_the_conformance_subset(path):
         pytest.skip(f"{path} is the default path: the whole suite runs on it")
     r = subprocess.run([sys.executable, "-m", "pytest", "-o", "addopts=", "-q", "-p", "no:cacheprovider",
                         "--stages=stage3_simd", *FAST_SUBSET], cwd=ROOT, capture_output=True, text=True,
-                       env=dict(os.environ, STAGEGRAD_SIMD=path), timeout=900)
+                       env=clean_env(STAGEGRAD_SIMD=path), timeout=900)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
     assert " passed" in r.stdout
 
@@ -183,6 +200,89 @@ def test_prime_sizes_up_to_257(gemm):
             a = rng.standard_normal((m, k)).astype(np.float32)
             b = rng.standard_normal((k, n)).astype(np.float32)
             _check(a, b, (s3.from_numpy(a) @ s3.from_numpy(b)).numpy(), np.float32)
+
+
+SWEEP = r"""
+import json, sys
+import numpy as np
+import stage3_simd as sg
+
+path, which = sys.argv[1], sys.argv[2]
+info = sg.simd_info()
+assert (info["path"], info["forced"]) == (path, path), info
+
+
+def check(a, b, dtype, what):
+    # within k ulps of |A||B| of a float64 product: each dot product's bound
+    got = (sg.from_numpy(a) @ sg.from_numpy(b)).numpy()
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    scale = np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64)
+    tol = (a.shape[-1] + 2) * np.finfo(dtype).eps * scale + np.finfo(dtype).tiny
+    assert got.shape == want.shape, (what, got.shape, want.shape)
+    bad = np.abs(got.astype(np.float64) - want) > tol
+    assert not bad.any(), f"{path} {sg.backends.gemm} {dtype} {what}: {bad.sum()} elements off"
+
+
+def shapes(dtype):
+    if which == "edges":  # every size 1..65 in each dimension, then across each cache block
+        for dim in range(3):
+            for size in range(1, 66):
+                for p, q in ((1, 1), (7, 13), (65, 64), (33, 1)):
+                    yield [(size, p, q), (p, size, q), (p, q, size)][dim]
+        blk = sg.backend.K.gemm_blocking()
+        mr, nr, mc, kc, nc = (blk[k] for k in ("MR", "NR", "MC", "KC", "NC"))
+        yield from ((mc - 1, nr + 1, kc + 1), (mc + 1, 2 * nr - 1, kc), (mc + 1, nr + 3, kc + 1),
+                    (mr + 1, nc + 1, 3))
+    else:  # primes up to 257 in each dimension
+        primes = [p for p in range(2, 258) if all(p % d for d in range(2, int(p ** 0.5) + 1))]
+        for i, p in enumerate(primes):
+            q, r = primes[(i * 7 + 3) % len(primes)], primes[(i * 13 + 5) % len(primes)]
+            yield from ((p, q, r), (r, p, q), (p, p, p))
+
+
+done = {}
+for gemm in sg.backend.GEMMS:
+    sg.backends.gemm = gemm
+    assert sg.backend.gemm_for(64, 64, 64) == gemm
+    rng = np.random.default_rng(11)
+    for dtype in (np.float32, np.float64):
+        for m, n, k in shapes(dtype):
+            a = rng.standard_normal((m, k)).astype(dtype)
+            b = rng.standard_normal((k, n)).astype(dtype)
+            check(a, b, dtype, (m, n, k))
+            done[gemm] = done.get(gemm, 0) + 1
+print(json.dumps({"path": sg.simd_info()["path"], "threads": sg.get_num_threads(), "products": done}))
+"""
+
+
+def _sweep_on(path, which):
+    if path not in K.supported_paths():
+        pytest.skip(f"this CPU does not run the {path} path")
+    # two threads, whatever the caller set: the threaded GEMM runs too
+    env = clean_env(STAGEGRAD_SIMD=path, **{name: "2" for name in THREAD_VARIABLES})
+    r = subprocess.run([sys.executable, "-c", SWEEP, path, which], cwd=ROOT, capture_output=True,
+                       text=True, env=env, timeout=900)
+    assert r.returncode == 0, f"exit {r.returncode}: {r.stderr[-3000:]}"
+    import json
+    report = json.loads(r.stdout.strip().splitlines()[-1])
+    assert report["path"] == path and report["threads"] == 2
+    assert set(report["products"]) == {"blas", "own"} and min(report["products"].values()) > 100
+
+
+@pytest.mark.parametrize("path", ["sse2", "avx2", "avx512", "neon"])
+def test_gemm_sweep_on_every_simd_path(path):
+    """The size sweep above runs on the default path only; each path has its own micro-kernel
+    (register block MR x NR) and edge handling, so every path the CPU runs sweeps both GEMMs,
+    in a child forced to it with nothing else forcing a CPU path: sizes 1 to 65 in each
+    dimension and one step either side of each cache block, against NumPy in float64."""
+    _sweep_on(path, "edges")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", ["sse2", "avx2", "avx512", "neon"])
+def test_gemm_prime_sizes_on_every_simd_path(path):
+    """The prime sizes up to 257 on every path, both GEMMs, float32 and float64."""
+    _sweep_on(path, "primes")
 
 
 def test_transposed_strided_and_broadcast_operands(gemm):

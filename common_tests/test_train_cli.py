@@ -2,7 +2,6 @@
 checkpoint continues exactly where an uninterrupted run would be; ``--stage torch`` runs
 the same program on PyTorch itself."""
 import argparse
-import os
 import re
 import sys
 from pathlib import Path
@@ -12,6 +11,7 @@ import pytest
 from stagegrad import train
 from stagegrad.progress import Progress
 
+from . import unprivileged
 from .oracle import need_torch
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "datasets" / "mnist"
@@ -202,15 +202,22 @@ def test_save_into_a_missing_directory_fails_before_training(sg, tmp_path, capsy
     assert "is a directory" in capsys.readouterr().err
 
 
-@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="needs POSIX permissions, not root")
-def test_save_into_a_read_only_directory_fails_before_training(sg, tmp_path, capsys):
-    tmp_path.chmod(0o500)
-    try:
-        with pytest.raises(SystemExit) as info:
-            _cli(sg, "--save", str(tmp_path / "ckpt.sgt"))
-    finally:
-        tmp_path.chmod(0o700)
-    assert info.value.code == 2 and "is not writable" in capsys.readouterr().err
+def test_save_into_a_read_only_directory_fails_before_training(sg, tmp_path):
+    """Run without privileges (under root too: root writes anywhere). A writable folder is
+    accepted by the same process: it goes on to fail at the missing ``--resume`` file."""
+    def train_saving_to(folder):
+        return unprivileged.run([sys.executable, "-m", "stagegrad", "train", "--stage", sg.__name__,
+                                 "--data", str(DATA), "--resume", str(tmp_path / "missing.sgt"),
+                                 "--save", str(folder / "ckpt.sgt")])
+    with unprivileged.read_only_folder(tmp_path / "read_only") as read_only:
+        r = train_saving_to(read_only)
+    assert r.returncode == 2, r.stderr[-3000:]
+    assert f"cannot write {read_only / 'ckpt.sgt'}: directory {read_only} is not writable" in r.stderr
+    assert "epoch 1/" not in r.stdout + r.stderr and "Traceback" not in r.stderr
+    (tmp_path / "writable").mkdir()
+    r = train_saving_to(tmp_path / "writable")
+    assert r.returncode == 1 and "cannot resume from" in r.stderr, r.stderr
+    assert "not writable" not in r.stderr
 
 
 RESUMES = {

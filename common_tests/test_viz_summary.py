@@ -249,11 +249,20 @@ def test_summary_quiet_and_errors(sg, capsys):
 
 
 def test_to_graphviz(sg, monkeypatch):
-    graphviz = pytest.importorskip("graphviz", reason="the graphviz extra is not installed")
+    """The graph as the graphviz package's Source: the same DOT text, and where Graphviz's
+    dot program is installed, the package draws it with every node and edge we wrote."""
+    graphviz = pytest.importorskip("graphviz", reason="the graphviz package is not installed "
+                                                      "(pip install -e '.[test]' installs it)")
     _, _, loss = mlp_loss(sg)
     g = sg.viz.graph(loss)
     source = g.to_graphviz()
     assert isinstance(source, graphviz.Source) and source.source == g.source
+    if DOT is not None:
+        nodes, edges = parse_dot(g.source)
+        plain = source.pipe(format="plain", encoding="utf-8")
+        kinds = Counter(line.split()[0] for line in plain.splitlines())
+        assert kinds["node"] == len(nodes) and kinds["edge"] == len(edges)
+        assert "<svg" in source.pipe(format="svg", encoding="utf-8")
     monkeypatch.setitem(__import__("sys").modules, "graphviz", None)
     with pytest.raises(ImportError, match=r"stagegrad\[graphviz\]"):
         g.to_graphviz()
