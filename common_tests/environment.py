@@ -8,10 +8,12 @@ without them.
 """
 import os
 
-# variables that pin a library to one CPU's code path
-CPU_FORCING = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "STAGEGRAD_SIMD", "NPY_DISABLE_CPU_FEATURES",
-               "NPY_ENABLE_CPU_FEATURES", "ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS",
-               "MKL_DEBUG_CPU_TYPE")
+# variables that pin a library to one CPU's code path or change its blocking (the OpenBLAS
+# names are those its library reads)
+CPU_FORCING = ("STAGEGRAD_SIMD", "STAGEGRAD_GEMM", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
+               "OPENBLAS_BLOCK_FACTOR", "NPY_DISABLE_CPU_FEATURES", "NPY_ENABLE_CPU_FEATURES",
+               "ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "MKL_DEBUG_CPU_TYPE", "MKL_CBWR",
+               "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "GLIBC_TUNABLES", "QEMU_CPU")
 
 
 def cpu_neutral_env(**overrides):

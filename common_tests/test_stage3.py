@@ -34,21 +34,7 @@ def _run(code, env=None, timeout=600):
                           env=dict(os.environ, **(env or {})), timeout=timeout)
 
 
-# Variables that pin a library to a CPU path or change its blocking: a child that
-# checks one SIMD path must not inherit the caller's (a host's OPENBLAS_CORETYPE would test
-# OpenBLAS's old kernels instead of the ones this CPU gets).
-CPU_FORCING = ("STAGEGRAD_SIMD", "STAGEGRAD_GEMM", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
-               "OPENBLAS_BLOCK_FACTOR", "NPY_DISABLE_CPU_FEATURES", "NPY_ENABLE_CPU_FEATURES",
-               "ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "MKL_DEBUG_CPU_TYPE", "MKL_CBWR",
-               "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "GLIBC_TUNABLES", "QEMU_CPU")
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-
-
-def clean_env(**setting):
-    """The environment with every CPU-forcing variable dropped, then ``setting``."""
-    env = {k: v for k, v in os.environ.items() if k not in CPU_FORCING}
-    env.update(setting)
-    return env
 
 
 # ---------------------------------------------------------------- dispatch
@@ -114,7 +100,7 @@ def test_lower_paths_pass_the_conformance_subset(path):
         pytest.skip(f"{path} is the default path: the whole suite runs on it")
     r = subprocess.run([sys.executable, "-m", "pytest", "-o", "addopts=", "-q", "-p", "no:cacheprovider",
                         "--stages=stage3_simd", *FAST_SUBSET], cwd=ROOT, capture_output=True, text=True,
-                       env=clean_env(STAGEGRAD_SIMD=path), timeout=900)
+                       env=cpu_neutral_env(STAGEGRAD_SIMD=path), timeout=900)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
     assert " passed" in r.stdout
 
@@ -259,7 +245,7 @@ def _sweep_on(path, which):
     if path not in K.supported_paths():
         pytest.skip(f"this CPU does not run the {path} path")
     # two threads, whatever the caller set: the threaded GEMM runs too
-    env = clean_env(STAGEGRAD_SIMD=path, **{name: "2" for name in THREAD_VARIABLES})
+    env = cpu_neutral_env(STAGEGRAD_SIMD=path, **{name: "2" for name in THREAD_VARIABLES})
     r = subprocess.run([sys.executable, "-c", SWEEP, path, which], cwd=ROOT, capture_output=True,
                        text=True, env=env, timeout=900)
     assert r.returncode == 0, f"exit {r.returncode}: {r.stderr[-3000:]}"
