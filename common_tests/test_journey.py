@@ -96,6 +96,7 @@ def test_numbers_are_positive_and_consistent(report):
     for r in ok:
         assert r["time_s"] > 0 and all(s > 0 for s in r["samples"])
         assert r["min_s"] <= r["time_s"] <= max(r["samples"])
+        assert r["cores"] > 0 and r["rounds"] >= 1 and isinstance(r["doubts"], list)
         if r["metric"] == "GFLOP/s":
             assert r["rate"] == pytest.approx(r["flops"] / r["time_s"] / 1e9)
         elif r["metric"] == "GB/s":
@@ -141,7 +142,13 @@ def test_machine_and_roofline_recorded(report):
     m = report["machine"]
     assert m["cpu_model"] and m["cores"]["usable"] >= 1
     assert m["peak"]["gflops"] > 0 and m["bandwidth"]["gbs"] > 0
-    assert "matmul" in m["peak"]["method"] and "copies" in m["bandwidth"]["method"]
+    if "stage3_simd" in installed_stages():  # the peak is our own FMA loop, per thread count used
+        assert "multiply-add" in m["peak"]["method"] and m["peak"]["per_core"] > 0
+        assert m["peak"]["each"]["1"] == m["peak"]["per_core"]
+        assert str(m["peak"]["threads"]) in m["peak"]["each"]
+    assert "matmul" in m["gemm"]["method"] and "copies" in m["bandwidth"]["method"]
+    for impl in report["implementations"]:  # the docs' quick journey runs on one thread
+        assert impl["cores"] > 0 and impl["threads"] in (1, None), impl
     assert m["cache_bandwidth"]["gbs"] > 0 and "cache-resident" in m["cache_bandwidth"]["method"]
     for pkg, info in m["simd"].items():  # stages with SIMD paths record the one they ran on
         assert pkg in {i["package"] for i in report["implementations"]}
@@ -157,7 +164,10 @@ def test_markdown_and_plots_written(report):
     header = next(line for line in lines if line.startswith("| workload | size |"))
     for impl in report["implementations"]:
         assert impl["label"].replace(" (", " ").replace(" GEMM)", "") in header
-    body = [line for line in lines if line.startswith("| ") and line is not header and "---" not in line]
+    body = [line for line in lines if line.startswith("| ") and line is not header and "---" not in line
+            and not line.startswith("| cores used |")]
+    cores = next(line for line in lines if line.startswith("| cores used |"))  # the last row
+    assert cores.count("/1") == len(report["implementations"]), cores  # each on the one thread it was set to
     assert len(body) == len({(r["workload"], str(r["size"])) for r in report["results"]})
     by_cell, title = {}, None  # a workload's title heads its first row only
     for line in body:
@@ -169,7 +179,9 @@ def test_markdown_and_plots_written(report):
         row = by_cell[(titles[r["workload"]], r["size_label"])]
         if r["status"] == "ok":
             assert fmt_seconds(r["time_s"]) in row
-            if r["speedup_prev"] is not None:
+            if r["doubts"] or r["speedup_prev_doubt"]:  # a ratio the hardware does not allow: flagged
+                assert "<br>? [" in row
+            elif r["speedup_prev"] is not None:
                 assert f"<br>{r['speedup_prev']:.3g}x" in row or f"<br>{r['speedup_prev']:,.0f}x" in row
         else:
             note = next(line for line in lines if line.startswith("- [") and r["reason"] in line)
@@ -214,13 +226,16 @@ def _fake_report(skip=(("matmul", "stage0_python"),)):
 
 
 def test_terminal_table_fits_100_columns_and_explains_skips():
+    import re
+
     from stagegrad import report as R
     report = _fake_report()
     text = R.text(report)
     assert max(map(len, text.splitlines())) <= 100, text
     for w in WORKLOADS:
         assert w.title in text
-    assert "skip [1]" in text and "[1] skipped: est. 41 s > budget 10 s (stage 0, matmul a @ b, 64x64" in text
+    n = re.search(r"\[(\d+)\] skipped: est. 41 s > budget 10 s \(stage 0, matmul a @ b, 64x64", text).group(1)
+    assert f"skip [{n}]" in text
     assert "loss after the last step: 0.5000 on every implementation that ran" in text
 
 
@@ -244,6 +259,16 @@ def test_a_stage_without_a_package_is_marked_as_such(tmp_path, monkeypatch):
     report = _fake_report()
     table = ext.stages_table(report)
     assert "| planned |" in table and "| in progress |" in table
+
+
+def _fake_machine(monkeypatch):
+    """The machine's measurements replaced by fixed figures (no measuring)."""
+    from stagegrad import machine
+    fake = {"gbs": 1.0, "gflops": 1.0, "per_core": 1.0, "threads": 1, "each": {1: 1.0}, "by": "numpy",
+            "method": ""}
+    for name in ("measure_peak_gflops", "measure_gemm_gflops", "measure_bandwidth_gbs",
+                 "measure_cache_bandwidth_gbs"):
+        monkeypatch.setattr(machine, name, lambda *args, **kwargs: fake)
 
 
 def _row_lines(text):
@@ -272,10 +297,7 @@ def test_journey_prints_each_row_as_it_is_measured(monkeypatch):
     import io
 
     from stagegrad import journey, machine
-    fake = {"gbs": 1.0, "gflops": 1.0, "by": "numpy", "method": ""}
-    monkeypatch.setattr(machine, "measure_peak_gflops", lambda: fake)
-    monkeypatch.setattr(machine, "measure_bandwidth_gbs", lambda: fake)
-    monkeypatch.setattr(machine, "measure_cache_bandwidth_gbs", lambda: fake)
+    _fake_machine(monkeypatch)
     out, seen = io.StringIO(), []
 
     def cell(w, size, impl, budget, target, measured):
@@ -288,6 +310,219 @@ def test_journey_prints_each_row_as_it_is_measured(monkeypatch):
     keys = list(dict.fromkeys((r["workload"], str(r["size"])) for r in report["results"]))
     assert len(_row_lines(out.getvalue())) == len(keys)
     assert seen == sorted(seen) and seen[-1] == len(keys) - 1
+
+
+def _fake_cell(w, size, impl, budget, target, measured, counter=[0]):
+    """A made-up cell at the extremes the terminal table must fit: times from 0.1 µs to
+    hours (ratios of 1e-7 and 1e7), a dozen distinct notes (two-digit marks), single-call
+    and unsteady marks, skips, unsupported and failed cells."""
+    counter[0] += 1
+    n = counter[0]
+    row = {"workload": w.key, "size": size, "size_label": w.size_label(size), "impl": impl.name,
+           "label": impl.label if w.gemm else impl.base_label, "kind": impl.kind, "package": impl.package,
+           "metric": w.metric, "flops": None, "status": "ok", "reason": None, "time_s": None, "note": None,
+           "extra": {"loss": 0.1 * (n % 3)} if w.key == "mnist" else {}, "cores": 1.0 + (n % 4) / 2}
+    if n % 11 == 0:
+        return dict(row, status="skipped", reason=f"est. {n} s > budget 10 s", estimate_s=n)
+    if n % 13 == 0:
+        return dict(row, status="unsupported", reason=f"not supported here ({n})")
+    if n % 17 == 0:
+        return dict(row, status="error", reason=f"RuntimeError: made up ({n})")
+    seconds = 10.0 ** ((n * 7) % 12 - 7) * 1.2345  # 0.12 µs to 12,345 s
+    return dict(row, time_s=seconds, min_s=seconds, samples=[seconds, seconds * 4],
+                note="single call, warm-up included" if n % 5 == 0 else None, unsteady=n % 3 == 0)
+
+
+def _fake_devices_report():
+    """A full `stagegrad devices` report with every column it can have (webgpu, cuda and
+    PyTorch CUDA) and made-up times at the extremes (no measuring)."""
+    from types import SimpleNamespace
+
+    from stagegrad import devices
+    columns = ["webgpu", "cuda", "PyTorch CUDA"]
+    seconds, k = {}, 0
+    for label in ["stage 3", "webgpu, queued", "webgpu, synchronized", "cuda, queued", "cuda, synchronized",
+                  "PyTorch", "PyTorch CUDA, synchronized"]:
+        seconds[("overhead", label)] = 1.234e-6 * 10 ** (len(seconds) % 4)
+    for dev in ("webgpu", "cuda"):
+        for direction in ("host to device", "device to host"):
+            seconds[("transfer", (dev, direction))] = 0.0123
+    for name in devices.SWEEPS:
+        for n in devices.FULL[name]:
+            for label in ["stage 3"] + columns:
+                k += 1
+                seconds[("sweep", (name, n, label))] = 1.23456e-6 * 10 ** (k % 7)
+    info = {"available": True, "reason": "", "name": "a GPU with a rather long marketing name (PCIe, 80 GB)",
+            "software": False}
+    return devices._report(False, SimpleNamespace(get_num_threads=lambda: 1),
+                           {"webgpu": dict(info), "cuda": dict(info)}, columns,
+                           SimpleNamespace(__version__="2.13.0+cpu"), devices.FULL, seconds, "a CPU")
+
+
+@pytest.fixture
+def threads_kept(monkeypatch):
+    """The thread variables and every loaded library's count as they were, after a test that
+    runs the journey's command (which sets them all)."""
+    from stagegrad import STAGES
+    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.setenv(name, os.environ.get(name, "1"))
+    libs = [sys.modules[m] for m in (*STAGES.values(), "torch") if hasattr(sys.modules.get(m), "get_num_threads")]
+    before = [lib.get_num_threads() for lib in libs]
+    yield
+    for lib, n in zip(libs, before):
+        lib.set_num_threads(n)
+
+
+def test_journey_prints_within_100_columns(monkeypatch, tmp_path, capsys, threads_kept):
+    """Everything ``stagegrad journey`` prints (the live table, its notes, the machine, and
+    stage 4's devices) fits 100 columns, with every installed stage and peer, two-digit
+    notes, extreme ratios and a devices report with every column it can have."""
+    from stagegrad import cli, devices, journey
+    _fake_machine(monkeypatch)
+    monkeypatch.setattr(journey, "measure_cell", _fake_cell)
+    monkeypatch.setattr(devices, "measure", lambda quick=False, stream=None: _fake_devices_report())
+    with pytest.raises(RuntimeError, match="cell.s. failed"):  # the made-up failures are reported
+        journey.run(cli.build_parser().parse_args(["journey", "--no-plots", "--out", str(tmp_path)]))
+    out = capsys.readouterr().out
+    long = [line for line in out.splitlines() if len(line) > 100]
+    assert not long, "\n".join(long)
+    assert "[12]" in out and "cores used" in out and "~" in out
+    if "stage4_gpu" in stage_packages():  # the sweep, too wide with every device, is split
+        assert sum(line.startswith("| workload | size ") for line in out.splitlines()) >= 2
+
+
+def test_threads_reach_every_stage_already_imported(monkeypatch, threads_kept):
+    """The command line imports every stage (to list them in its help) before the journey
+    parses ``--threads``, and a stage reads ``OMP_NUM_THREADS`` when it is imported: the
+    journey must still set each stage's count, or stage 3 runs on every core beside peers
+    on one."""
+    from stagegrad import cli, journey
+    if "stage3_simd" not in stage_packages():
+        pytest.skip("needs a stage that computes on threads (stage 3)")
+    import stage3_simd
+    seen = {}
+
+    def measure_all(**kwargs):
+        seen["threads"] = stage3_simd.get_num_threads()
+        raise RuntimeError("measured nothing")
+    monkeypatch.setattr(journey, "measure_all", measure_all)
+    stage3_simd.set_num_threads(2)  # as if imported where OMP_NUM_THREADS was unset, on 2 cores
+    assert cli.main(["journey", "--threads", "1", "--no-plots"]) == 1
+    assert seen["threads"] == 1
+
+
+def test_a_cell_whose_samples_disagree_is_measured_again():
+    """``steady`` measures again while a round's slowest sample is over 3x its fastest (up
+    to three rounds, while the budget holds one more), reports the median of all the
+    samples, the cores of all the timed calls, and whether the last round still disagreed."""
+    from stagegrad.journey import steady
+
+    def rounds(*sample_lists):
+        it = iter(sample_lists)
+        asked = []
+
+        def measure(left):
+            asked.append(left)
+            samples = next(it)
+            return {"time_s": sorted(samples)[len(samples) // 2], "min_s": min(samples), "samples": samples,
+                    "calls_per_sample": 10, "note": None, "timed_s": 0.1, "cpu_s": 0.1 * len(asked),
+                    "spent_s": 0.2}
+        return measure, asked
+    stall, calm = [1e-6, 1.67e-3], [1e-6, 1.1e-6, 1e-6, 1.2e-6, 1e-6]
+    measure, asked = rounds(calm)
+    t = steady(measure, budget=10.0)
+    assert asked == [10.0] and t["rounds"] == 1 and not t["unsteady"] and t["time_s"] == 1e-6
+    measure, asked = rounds(stall, calm)
+    t = steady(measure, budget=10.0)
+    assert asked == [10.0, pytest.approx(9.8)] and t["rounds"] == 2 and not t["unsteady"]
+    assert t["samples"] == stall + calm and t["time_s"] == 1e-6 and t["min_s"] == 1e-6
+    assert t["cores"] == pytest.approx((0.1 + 0.2) / 0.2) and t["spread"] == pytest.approx(1.2)
+    measure, asked = rounds(stall, stall, stall, calm)
+    t = steady(measure, budget=10.0)
+    assert len(asked) == 3 and t["rounds"] == 3 and t["unsteady"] and t["spread"] == pytest.approx(1670)
+    measure, asked = rounds(stall, calm)
+    t = steady(measure, budget=0.3)  # 0.2 s spent of 0.3: no room for another round of 0.2 s
+    assert len(asked) == 1 and t["unsteady"]
+
+
+def test_plausibility_flags_what_the_hardware_cannot_do():
+    """A GEMM above the FMA peak of the cores it used is doubted (the report's 460 GFLOP/s
+    "on one thread" against a 240 GFLOP/s core), and so is a peer more than 1000x slower
+    than a stage (the landing page's "1,670x PyTorch"); a stage 1000x faster than the
+    stage before it is not (interpreted Python to compiled code)."""
+    from stagegrad import plausibility as P
+    assert P.spread([2.0]) == 1.0 and P.spread([2.0, 1.0, 6.0]) == 6.0
+    assert not P.disagrees([1.0, 1.2, 2.9]) and P.disagrees([1.0, 3.5])
+    gemm = {"status": "ok", "flops": 2 * 1024 ** 3, "time_s": 4.67e-3, "cores": 1.0}
+    assert "above the FMA peak" in P.above_peak(gemm, per_core_peak=240.0)
+    assert "460 GFLOP/s on 1.0 core(s)" in P.above_peak(dict(gemm, cores=None), 240.0)
+    assert P.above_peak(dict(gemm, cores=1.98), 240.0) is None  # two cores can
+    assert P.above_peak(dict(gemm, time_s=9e-3), 240.0) is None
+    assert P.above_peak(dict(gemm, flops=None), 240.0) is None and P.above_peak(gemm, None) is None
+    assert P.above_peak(dict(gemm, status="skipped"), 240.0) is None
+    stage = {"kind": "stage", "time_s": 1e-6, "doubts": []}
+    peer = {"kind": "peer", "time_s": 1.67e-3, "doubts": []}
+    assert "1,670x slower" in P.ratio_doubt(peer, stage)
+    assert P.ratio_doubt(dict(peer, time_s=5e-4), stage) is None
+    assert P.ratio_doubt(stage, peer) is None  # a stage far slower than a peer: stage 0 is
+    assert P.ratio_doubt(dict(stage, time_s=1.0), stage) is None  # stage 0 over stage 3
+    assert P.ratio_doubt(dict(peer, time_s=2e-6), dict(stage, doubts=["above the peak"])) == "above the peak"
+    report = {"machine": {"peak": {"per_core": 240.0}},
+              "results": [dict(gemm, impl="fast"), dict(gemm, time_s=9e-3, impl="slow"),
+                          {"status": "skipped", "impl": "skipped"}]}
+    P.check(report)
+    assert [len(r.get("doubts", ())) for r in report["results"]] == [1, 0, 0]
+    assert "doubts" not in report["results"][2]
+
+
+def test_tables_mark_unsteady_cells_and_flagged_ratios():
+    """An unsteady cell's time carries ``~``; a doubted cell's ratios are ``?`` with a note
+    giving the reason, in the terminal and in Markdown; the cores row shows each column's
+    most cores over its threads."""
+    from stagegrad import report as R
+    from stagegrad.journey import add_ratios
+    report = _fake_report()
+    cells = {(r["workload"], str(r["size"]), r["impl"]): r for r in report["results"]}
+    stages = [i["name"] for i in report["implementations"] if i["kind"] == "stage"]
+    if len(stages) < 2:
+        pytest.skip("needs two stages")
+    cells[("add", "10000", stages[1])]["unsteady"] = True
+    cells[("matmul", "128", stages[1])]["doubts"] = ["a made-up reason it is not a result"]
+    for r in report["results"]:
+        r["cores"] = 1.0
+    for impl in report["implementations"]:
+        impl["threads"] = 1
+    add_ratios(report)
+    for text in (R.text(report), R.table(report)):
+        assert "~" in text and "unsteady" in text
+        line = next(x for x in text.splitlines() if "a made-up reason" in x)
+        n = line.partition("]")[0].rpartition("[")[2]
+        assert f"? [{n}]" in text and "128x128" in line
+        assert "cores used" in text and "1.0/1" in text
+
+
+def test_headline_quotes_only_results_and_says_when_quick():
+    """The landing page's table: a quick run says so above it; a peer more than 1000x
+    slower is ``?`` with a note, never a ratio; a doubted cell is never the fastest stage."""
+    from stagegrad import report as R
+    from stagegrad.journey import add_ratios
+    report = _fake_report()
+    if not {"torch", "numpy"} <= {i["name"] for i in report["implementations"]} or len(report["stages"]) < 6:
+        pytest.skip("needs six stage implementations, NumPy and PyTorch")
+    report["quick"] = False
+    assert "quick run" not in R.headline(report)
+    report["quick"] = True
+    text = R.headline(report)
+    assert text.startswith("**These figures are from a quick run**")
+    mlp = next(line for line in text.splitlines() if line.startswith("| MLP training step"))
+    n = mlp.rpartition("? [")[2].partition("]")[0]  # NumPy: 10,000x the fastest stage's time
+    assert f"- [{n}] a peer 10,000x slower than a stage" in text and "10,000x |" not in mlp
+    fastest = report["stages"][5]
+    cell = next(r for r in report["results"] if r["workload"] == "mlp_step" and r["impl"] == fastest)
+    cell["doubts"] = ["above the peak"]
+    add_ratios(report)
+    mlp = next(line for line in R.headline(report).splitlines() if line.startswith("| MLP training step"))
+    assert f"| {cell['label']} |" not in mlp
 
 
 def test_site_shows_the_generated_material(site, report):

@@ -19,7 +19,7 @@ that is not available is reported with the reason. Writes ``devices.json`` and
 import statistics
 import time
 
-from .report import write_tables
+from .report import WIDTH, write_tables
 
 TRANSFER_BYTES = 16 << 20
 MLP = (784, 256, 10)
@@ -229,6 +229,23 @@ def _table(head, rows):
             *("| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |" for r in rows)]
 
 
+def _tables(head, rows, keep):
+    """``_table``, split into several tables no wider than ``WIDTH`` when it is wider: each
+    repeats the first ``keep`` columns and takes as many of the others as fit (at least one)."""
+    groups = [[]]
+    for i in range(keep, len(head)):
+        cols = list(range(keep)) + groups[-1] + [i]
+        wide = len(_table([head[c] for c in cols], [[r[c] for c in cols] for r in rows])[0]) > WIDTH
+        if groups[-1] and wide:
+            groups.append([])
+        groups[-1].append(i)
+    out = []
+    for group in groups:
+        cols = list(range(keep)) + group
+        out += ([""] if out else []) + _table([head[c] for c in cols], [[r[c] for c in cols] for r in rows])
+    return out
+
+
 def _timed(label):
     """What one overhead or transfer row times."""
     dev, _, how = label.partition(", ")
@@ -240,7 +257,8 @@ def _timed(label):
 
 
 def markdown(report):
-    """The report's tables, as Markdown no wider than about 100 columns."""
+    """The report's tables, as Markdown no wider than ``WIDTH`` columns (a table with more
+    devices than fit is split, each part repeating the workload and size)."""
     devices, columns = report["devices"], report["columns"]
     kind = "a quick run" if report["quick"] else "a full run"
     named = [f"`{d}` is **{i['name']}**" for d, i in devices.items() if i["available"]]
@@ -277,7 +295,7 @@ def markdown(report):
         _, label, _ = SWEEPS[r["workload"]]
         rows.append([r["workload"], label.format(r["size"]), _fmt(r["stage3_s"])]
                     + [f"{_fmt(r['seconds'][c])} ({r['stage3_s'] / r['seconds'][c]:.2g}x)" for c in columns])
-    lines += _table(["workload", "size", "stage 3"] + columns, rows)
+    lines += _tables(["workload", "size", "stage 3"] + columns, rows, keep=3)
     if columns:
         rows = []
         for name, (_, label, _) in SWEEPS.items():
@@ -286,7 +304,7 @@ def markdown(report):
                                   if report["crossover"][c][name] is not None else
                                   f"none up to {label.format(largest)}" for c in columns])
         lines += ["", "The crossover: the smallest size at which each is faster than stage 3.", ""]
-        lines += _table(["workload"] + columns, rows)
+        lines += _tables(["workload"] + columns, rows, keep=1)
     return "\n".join(lines)
 
 

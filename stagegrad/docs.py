@@ -2,9 +2,10 @@
 
 The stage chapters show the journey report's table and figures, which the build reads
 from ``docs/_generated/``. By default this command first measures a quick journey into
-it, so the site shows numbers from the machine that built it and the build stays fast;
-``--from DIR`` takes a report already written by ``stagegrad journey --out DIR`` (a full
-run) instead.
+it (on one thread, as the journey's default), so the site shows numbers from the machine
+that built it and the build stays fast, and its landing page says that they come from a
+quick run; ``--from DIR`` takes a report already written by ``stagegrad journey --out DIR``
+(a full run) instead.
 """
 import shutil
 import subprocess
@@ -49,10 +50,11 @@ def run(args):
             shutil.copy2(src / f, gen / f)
     else:
         from . import load_stage
-        from .journey import QUICK_BUDGET, measure_all, write
+        from .journey import QUICK_BUDGET, measure_all, set_threads, write
+        set_threads(1)  # as `stagegrad journey` by default: every library on one thread
         stages = [load_stage(s.strip()).__name__ for s in args.stages.split(",") if s.strip()] \
             if args.stages else None
-        write(measure_all(stages=stages, quick=True, budget=QUICK_BUDGET), gen)
+        write(measure_all(stages=stages, quick=True, budget=QUICK_BUDGET, threads=1), gen)
     out = Path(args.out)
     cmd = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-E", "-q", "-b", "html",
            str(DOCS), str(out), "-d", str(out.parent / ".doctrees")]

@@ -9,6 +9,12 @@ taken, without exceeding the budget; the reported time is the median sample per 
 A whole run (the MNIST training run) starts from a fresh model each time and is timed
 whole, up to three times within the same limits; the median run is reported.
 
+A cell whose samples disagree wildly is measured again (``plausibility``), within the same
+budget, and its time is the median of all its samples; one whose samples still disagree is
+marked unsteady. Every cell records the cores it used: the process's CPU time over the
+wall time of its timed calls. A cell faster than the FMA peak of the cores it used, and a
+peer more than 1000x slower than a stage, are flagged rather than quoted.
+
 The comparison (a row per workload and size, a column per implementation) is printed as
 it is measured, each row as soon as its last cell is, within 100 columns. Writes
 ``journey.json`` (everything, raw), ``journey.md`` (the table) and the plots ``ladder.png``
@@ -23,7 +29,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from . import machine
+from . import machine, plausibility
 from .progress import Progress
 from .report import TextTable, fit, fmt_seconds, machine_summary, markdown, plot_ladder, plot_roofline
 
@@ -57,9 +63,7 @@ def run(args):
     from . import load_stage
     if args.threads == 0:
         args.threads = None
-    if args.threads is not None:  # before any library starts its thread pool
-        for name in machine.THREAD_VARIABLES:
-            os.environ[name] = str(args.threads)
+    set_threads(args.threads)  # before NumPy is imported, so that its OpenBLAS reads the variables
     stages = None
     if args.stages:
         stages = [load_stage(s.strip()).__name__ for s in args.stages.split(",") if s.strip()]
@@ -107,13 +111,47 @@ def _find_mnist(data, download):
     return source
 
 
+def set_threads(threads):
+    """Give every library ``threads`` threads (None: leave each its own default): the
+    variables that OpenMP, OpenBLAS and MKL read when they load, and the count of each
+    library already loaded (a stage reads ``OMP_NUM_THREADS`` once, at import, and the
+    command line imports every stage before it parses ``--threads``)."""
+    if threads is None:
+        return
+    for name in machine.THREAD_VARIABLES:
+        os.environ[name] = str(threads)
+    from . import STAGES
+    for pkg in STAGES.values():
+        lib = sys.modules.get(pkg)
+        if hasattr(lib, "set_num_threads"):
+            lib.set_num_threads(threads)
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(threads)
+
+
+def library_threads(impl):
+    """The threads ``impl`` is set to use, as the library itself reports them (NumPy: the
+    OpenBLAS variable, which it read when it was imported); None if unknown."""
+    if impl.name == "numpy":
+        value = os.environ.get("OPENBLAS_NUM_THREADS") or os.environ.get("OMP_NUM_THREADS")
+        return int(value) if value and value.isdigit() else None
+    get = getattr(impl.lib, "get_num_threads", None)
+    return get() if get else None
+
+
 def measure_all(stages=None, budget=DEFAULT_BUDGET, quick=False, threads=None, stream=None, live=None):
     """Run every cell; return the report (a JSON-ready dict). With ``live`` (a text
     stream), the comparison table is printed there a row at a time, as each row's last
-    cell is measured."""
+    cell is measured. ``threads`` (None: each library's default) is given to every
+    implementation before anything is measured."""
     from .workloads import WORKLOADS, Impl, implementations
     stream = stream or sys.stderr
     started = time.time()
+    # NumPy's OpenBLAS reads the variable once, at import: imported before it held this count,
+    # NumPy keeps its default
+    numpy_first = (threads is not None and "numpy" in sys.modules
+                   and os.environ.get("OPENBLAS_NUM_THREADS") != str(threads))
+    set_threads(threads)
     if threads is not None:
         try:
             import torch
@@ -121,19 +159,25 @@ def measure_all(stages=None, budget=DEFAULT_BUDGET, quick=False, threads=None, s
         except ImportError:
             pass
     print(textwrap.fill(f"journey: {machine.banner()}", 100, subsequent_indent="  "), file=stream)
-    print("journey: measuring the machine's roofline (sgemm peak, memory and cache bandwidth)", file=stream)
+    print("journey: measuring the machine's roofline (FMA peak, BLAS GEMM, memory and cache bandwidth)",
+          file=stream)
     facts = machine.describe()
-    facts["peak"] = machine.measure_peak_gflops()
+    facts["peak"] = machine.measure_peak_gflops(threads or machine.cores()["usable"])
+    facts["gemm"] = machine.measure_gemm_gflops()
     facts["bandwidth"] = machine.measure_bandwidth_gbs()
     facts["cache_bandwidth"] = machine.measure_cache_bandwidth_gbs()
+    if numpy_first:
+        facts["threads"]["note"] = ("NumPy was imported before the thread variables were set: its "
+                                    "OpenBLAS runs on its own default")
     impls = [Impl(name) for name in implementations(stages)]
+    set_threads(threads)  # the stages imported just now read the variables; this says it again
     facts["simd"] = {i.package: i.lib.simd_info() for i in impls if hasattr(i.lib, "simd_info")}
     target = 0.05 if quick else 0.5
     # a stage's second GEMM is measured only where a workload multiplies matrices
     cells = [(w, s, impl) for w in WORKLOADS for s in (w.quick_sizes if quick else w.sizes) for impl in impls
              if w.gemm or impl.first_gemm]
-    head = {"implementations": [{"name": m.name, "label": m.label, "kind": m.kind, "package": m.package}
-                                for m in impls],
+    head = {"implementations": [{"name": m.name, "label": m.label, "kind": m.kind, "package": m.package,
+                                 "threads": library_threads(m)} for m in impls],
             "workloads": [{"key": w.key, "title": w.title, "metric": w.metric} for w in WORKLOADS]}
     table = TextTable(head, labels=[w.size_label(s) for w, s, _ in cells]) if live else None
     if table:
@@ -149,13 +193,14 @@ def measure_all(stages=None, budget=DEFAULT_BUDGET, quick=False, threads=None, s
         results.append(row)
         if table and (i == len(cells) or cells[i][:2] != (w, size)):  # the row is complete
             done = [r for r in results if (r["workload"], r["size"]) == (w.key, size)]
+            plausibility.check({"machine": facts, "results": done})
             add_ratios(dict(head, results=done))
             _show(live, stream, table.row(done))
     bar.update(len(cells), now="done")
     if table:
         _show(live, stream, "\n" + table.footer())
     report = {
-        "format": 1,
+        "format": 2,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
         "wall_s": time.time() - started,
         "quick": quick,
@@ -167,8 +212,18 @@ def measure_all(stages=None, budget=DEFAULT_BUDGET, quick=False, threads=None, s
         "workloads": head["workloads"],
         "results": results,
     }
+    plausibility.check(report)
     add_ratios(report)
+    add_cores(report)
     return report
+
+
+def add_cores(report):
+    """Each implementation's ``cores``: the most any of its cells used (CPU time over wall
+    time of the timed calls), beside the ``threads`` it was set to."""
+    for impl in report["implementations"]:
+        seen = [r["cores"] for r in report["results"] if r["impl"] == impl["name"] and r.get("cores")]
+        impl["cores"] = max(seen) if seen else None
 
 
 def _show(out, bar_stream, text):
@@ -194,7 +249,8 @@ def measure_cell(w, size, impl, budget, target, measured):
             return dict(row, status="skipped", reason=f"est. {fmt_seconds(est)} > budget {budget:g} s")
         impl.activate()
         fn = w.build(impl, size)
-        timing = time_runs(fn, budget, target) if w.once else time_calls(fn, budget, target)
+        timing = steady(lambda left: time_runs(fn, left, target) if w.once else time_calls(fn, left, target),
+                        budget)
     except Unsupported as e:
         return dict(row, status="unsupported", reason=str(e))
     except Exception as e:  # a failing cell is reported, and the run goes on
@@ -205,36 +261,63 @@ def measure_cell(w, size, impl, budget, target, measured):
 
 
 def _timed(fn, number):
-    t0 = time.perf_counter()
+    """Wall seconds of ``number`` calls, and the process's CPU seconds (every thread's) in them."""
+    c0, t0 = time.process_time(), time.perf_counter()
     for _ in range(number):
         fn()
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, time.process_time() - c0
+
+
+def _cores(cpu, wall):
+    """The cores busy on average: CPU seconds (all threads) over wall seconds."""
+    return cpu / wall if wall > 0 else None
 
 
 def time_calls(fn, budget, target):
-    """Median seconds per call, after one warm-up; see the module docstring."""
-    first = _timed(fn, 1)
+    """Median seconds per call, after one warm-up; see the module docstring. Also the
+    wall and CPU seconds of the timed calls (``timed_s``, ``cpu_s``) and ``spent_s``,
+    every second spent, warm-up included."""
+    first, first_cpu = _timed(fn, 1)
     spent, per_call, number = first, first, 1
     while True:  # calls per sample: enough for a sample to last about target / 5
         want = max(1, min(10 ** 6, int(target / 5 / max(per_call, 1e-9))))
         if want <= number:
             break
         number = want
-        t = _timed(fn, number)
+        t, _ = _timed(fn, number)
         spent += t
         per_call = min(per_call, t / number)
-    samples = []
+    samples, wall, cpu = [], 0.0, 0.0
     while len(samples) < 5 and sum(s * number for s in samples) < target:
         if spent + number * per_call > budget and samples:
             break
         if spent + number * per_call > budget:  # not even one timed sample fits: keep the warm-up
             return {"time_s": first, "min_s": first, "samples": [first], "calls_per_sample": 1,
-                    "note": "single call, warm-up included"}
-        t = _timed(fn, number)
-        spent += t
+                    "note": "single call, warm-up included", "timed_s": first, "cpu_s": first_cpu,
+                    "spent_s": spent}
+        t, c = _timed(fn, number)
+        spent, wall, cpu = spent + t, wall + t, cpu + c
         samples.append(t / number)
     return {"time_s": statistics.median(samples), "min_s": min(samples), "samples": samples,
-            "calls_per_sample": number, "note": None}
+            "calls_per_sample": number, "note": None, "timed_s": wall, "cpu_s": cpu, "spent_s": spent}
+
+
+def steady(measure, budget, limit=plausibility.SPREAD_LIMIT, rounds=3):
+    """``measure(seconds left) -> timing``, repeated while its samples disagree beyond
+    ``limit`` (slowest over fastest), up to ``rounds`` times and while the budget left
+    holds another round as long as the average one so far. The result has the median and
+    minimum of every round's samples, the cores of all their timed calls, ``rounds``,
+    ``spread`` (the last round's) and ``unsteady``: whether the last round still disagreed."""
+    taken, spent = [], 0.0
+    while not taken or (len(taken) < rounds and plausibility.disagrees(taken[-1]["samples"], limit)
+                        and budget - spent >= spent / len(taken)):
+        taken.append(measure(budget - spent))
+        spent += taken[-1].pop("spent_s", 0.0)
+    samples = [x for t in taken for x in t["samples"]]
+    timed, cpu = sum(t.get("timed_s", 0.0) for t in taken), sum(t.get("cpu_s", 0.0) for t in taken)
+    return dict(taken[-1], time_s=statistics.median(samples), min_s=min(samples), samples=samples,
+                cores=_cores(cpu, timed), rounds=len(taken), spread=plausibility.spread(taken[-1]["samples"]),
+                unsteady=plausibility.disagrees(taken[-1]["samples"], limit))
 
 
 def time_runs(fn, budget, target, runs=3):
@@ -242,32 +325,35 @@ def time_runs(fn, budget, target, runs=3):
     (``fn.prepare()``, untimed), while the timed total stays under ``target`` and the cell
     under ``budget``. Runs from the same start must reach the same loss (to rounding: a
     threaded reduction may add in a different order)."""
-    samples, extra, spent = [], None, 0.0
+    samples, extra, spent, cpu = [], None, 0.0, 0.0
     while len(samples) < runs and (not samples or sum(samples) < target and spent + samples[0] <= budget):
         t0 = time.perf_counter()
         fn.prepare()
-        t1 = time.perf_counter()
+        t1, c1 = time.perf_counter(), time.process_time()
         result = fn() or {}
-        t2 = time.perf_counter()
+        t2, c2 = time.perf_counter(), time.process_time()
         spent += t2 - t0
+        cpu += c2 - c1
         samples.append(t2 - t1)
         if extra is not None and not math.isclose(result["loss"], extra["loss"], rel_tol=1e-4):
             raise RuntimeError(f"two runs from the same start differ: {extra} then {result}")
         extra = extra or result
     return {"time_s": statistics.median(samples), "min_s": min(samples), "samples": samples,
-            "calls_per_sample": 1, "note": None, "extra": extra}
+            "calls_per_sample": 1, "note": None, "extra": extra, "timed_s": sum(samples), "cpu_s": cpu,
+            "spent_s": spent}
 
 
 def add_ratios(report):
     """Speed-up over the previous stage and speed relative to PyTorch, for every cell
-    (both as ratios of times measured in this run; >1 means faster)."""
+    (both as ratios of times measured in this run; >1 means faster), each with the reason
+    it is not a result (``*_doubt``; None for a result; see ``plausibility``)."""
     packages = list(dict.fromkeys(i["package"] for i in report["implementations"] if i["kind"] == "stage"))
     cells = {(r["workload"], str(r["size"]), r["impl"]): r for r in report["results"]}
     by_package = {}  # the previous stage's row: its first (or only) implementation measured
     for r in report["results"]:
         by_package.setdefault((r["workload"], str(r["size"]), r["package"]), r)
     for r in report["results"]:
-        r["speedup_prev"] = r["vs_torch"] = None
+        r["speedup_prev"] = r["vs_torch"] = r["speedup_prev_doubt"] = r["vs_torch_doubt"] = None
         if r["status"] != "ok":
             continue
         key = (r["workload"], str(r["size"]))
@@ -275,9 +361,11 @@ def add_ratios(report):
             prev = by_package.get(key + (packages[packages.index(r["package"]) - 1],))
             if prev and prev["status"] == "ok":
                 r["speedup_prev"] = prev["time_s"] / r["time_s"]
+                r["speedup_prev_doubt"] = plausibility.ratio_doubt(prev, r)
         torch = cells.get(key + ("torch",))
         if torch and torch["status"] == "ok":
             r["vs_torch"] = torch["time_s"] / r["time_s"]
+            r["vs_torch_doubt"] = plausibility.ratio_doubt(torch, r)
 
 
 def write(report, out, plots=True):

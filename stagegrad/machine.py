@@ -1,12 +1,16 @@
 """Facts about the machine the numbers were measured on, and its measured roofline.
 
-The roofline has two measured roofs: the practical FMA peak (the best float32 GEMM
-that NumPy's or PyTorch's BLAS reaches here) and the memory bandwidth (a copy far
-larger than the last-level cache). Both are measured, not taken from a datasheet,
-so the ceiling is one this machine actually reaches.
+The roofline has two measured roofs: the FMA peak (stage 3's own loop of independent
+multiply-adds in registers, on the widest SIMD path it runs here, per thread count) and
+the memory bandwidth (a copy far larger than the last-level cache). Both are measured,
+not taken from a datasheet, so the ceiling is one this machine actually reaches. The
+best GEMM of NumPy's and PyTorch's BLAS is recorded beside the peak, never as it: a BLAS
+may run narrower kernels than the CPU has (``OPENBLAS_CORETYPE`` pins OpenBLAS to an
+older core's).
 """
 import os
 import platform
+import threading
 import time
 
 # the ISA extensions that matter to SIMD kernels, in the order a reader expects them
@@ -55,6 +59,7 @@ def cores():
 
 
 def thread_settings():
+    """The thread variables as the environment holds them, and PyTorch's count."""
     out = {name: os.environ.get(name) for name in THREAD_VARIABLES}
     try:
         import torch
@@ -75,6 +80,8 @@ def describe():
         "isa_flags": flags,
         "cores": cores(),
         "threads": thread_settings(),
+        # pins OpenBLAS (NumPy's and stage 3's) to an older core's kernels, if set
+        "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE"),
         "platform": platform.platform(),
         "python": platform.python_version(),
         "numpy": _version("numpy"),
@@ -100,11 +107,65 @@ def best_time(fn, repeats):
     return best
 
 
-def measure_peak_gflops(n=1024, repeats=10):
-    """The practical FMA peak: the best float32 ``n x n`` GEMM of NumPy's and PyTorch's BLAS.
+def measure_peak_gflops(threads=1, seconds=0.2, calls=3):
+    """The FMA peak: stage 3's register-only multiply-add loop on the widest SIMD path this
+    CPU runs, on one thread and on ``threads`` at once (each a Python thread that calls the
+    loop without the GIL; their rates add up). Each thread takes the best of ``calls``
+    calls, each itself the best of five timed runs: a busy machine measures a peak too low,
+    and the journey holds every cell to it.
 
-    Returns ``{"gflops", "by", "method"}``; ``gflops`` is None when neither library is
-    installed.
+    Returns ``{"gflops", "per_core", "threads", "each", "by", "method"}``: ``gflops`` the
+    peak on ``threads`` (the roof of a run on that many), ``per_core`` the peak of one,
+    ``each`` the figure per thread count. Without stage 3 (not built here) the best BLAS
+    GEMM stands in (see ``measure_gemm_gflops``), and ``by`` says so.
+    """
+    threads = max(1, int(threads or 1))
+    try:
+        from . import load_stage
+        K = load_stage("3").backend.K
+    except RuntimeError:
+        gemm = measure_gemm_gflops()
+        return {"gflops": gemm["gflops"], "per_core": None, "threads": threads, "each": {}, "by": gemm["by"],
+                "method": "stage 3 is not built here: the best BLAS GEMM stands in for the peak ("
+                          + gemm["method"] + ")"}
+    path = K.isa()
+    widest = K.supported_paths()[-1]
+    each = {}
+    try:
+        K.set_path(widest)  # the peak of the CPU, even under STAGEGRAD_SIMD
+        for n in sorted({1, threads}):
+            each[n] = _fma_on_threads(K, n, seconds, calls)
+    finally:
+        K.set_path(path)
+    where = "on one thread" if threads == 1 else f"on one thread and on {threads} at once"
+    return {"gflops": each[threads], "per_core": each[1], "threads": threads, "each": each,
+            "by": f"stage 3's FMA loop, {widest}",
+            "method": f"best of {5 * calls} runs of 12 independent {widest} multiply-add chains in "
+                      f"registers (no memory traffic) per thread, {where}"}
+
+
+def _fma_on_threads(K, n, seconds, calls):
+    """GFLOP/s of ``n`` threads running the FMA loop together: the sum of their rates."""
+    rates = [0.0] * n
+    start = threading.Barrier(n)
+
+    def one(i):
+        start.wait()
+        rates[i] = max(K.fma_peak_gflops(seconds) for _ in range(calls))
+    workers = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    return sum(rates)
+
+
+def measure_gemm_gflops(n=1024, repeats=10):
+    """The best float32 ``n x n`` GEMM of NumPy's and PyTorch's BLAS, in GFLOP/s: a figure
+    beside the peak, never the peak itself (a BLAS may run narrower kernels than the CPU has).
+
+    Returns ``{"gflops", "by", "each", "method"}``; ``gflops`` is None when neither library
+    is installed.
     """
     flops = 2.0 * n ** 3
     found = {}

@@ -2,8 +2,11 @@
 text for a terminal, row by row as the journey measures), the headline ratios and the
 two figures; and ``write_tables``, which every measuring command writes its results with."""
 import json
+import math
 import textwrap
 from pathlib import Path
+
+from . import plausibility
 
 WIDTH = 100        # the terminal table fits this many columns
 CELL = 8           # characters per implementation column in the terminal
@@ -13,6 +16,11 @@ LEGEND = ("Each cell: the median time of one call. Under a stage's time: its spe
 BLANK = ("A blank cell: the workload multiplies no matrices, so the stage ran it with its first GEMM "
          "only.")
 SINGLE = "*: a single call, warm-up included (one call took the whole budget)."
+UNSTEADY = (f"~: unsteady, the samples disagreed by more than {plausibility.SPREAD_LIMIT:g}x even when "
+            "measured again; the median of them all is shown, and the headline quotes none of its ratios.")
+DOUBTED = "?: a ratio that is not a result; its note says why."
+CORES = ("cores used: the most CPU time over wall time of any of the column's cells (all its "
+         "threads' CPU time; 1.0 is one core kept busy), beside the threads it was set to.")
 NBSP = "\u00a0"
 STATUS = {"skipped": "skip", "unsupported": "n/a", "error": "error"}
 STATUS_WORDS = {"skipped": "skipped", "unsupported": "not supported", "error": "failed"}
@@ -33,6 +41,19 @@ def _ratio(x):
     if x is None:
         return ""
     return f"{x:,.0f}x" if x >= 100 else f"{x:.3g}x"
+
+
+def _short_ratio(x, width=CELL):
+    """``_ratio`` in at most ``width`` characters: fewer digits, then a power of ten."""
+    text = _ratio(x)
+    if len(text) <= width or x is None:
+        return text
+    for digits in (2, 1):
+        text = f"{x:.{digits}g}x"
+        if len(text) <= width and "e" not in text:
+            return text
+    exponent = math.floor(math.log10(x))
+    return f"{x / 10 ** exponent:.0f}e{exponent}x"
 
 
 def _columns(report, impls=None):
@@ -75,12 +96,19 @@ class Notes:
 class Grid:
     """The cells of one table: a row per workload and size, a column per implementation."""
 
-    def __init__(self, report, impls=None):
+    def __init__(self, report, impls=None, ratio=_ratio):
         self.columns = _columns(report, impls)
         self.titles = {w["key"]: w["title"] for w in report["workloads"]}
         self.last = _last_stage(self.columns)
         self.notes = Notes()
-        self.blank = self.single = False
+        self.ratio = ratio
+        self.blank = self.single = self.unsteady = self.doubted = False
+        self.cores = {}   # implementation: the most cores any of its cells shown used
+
+    def _doubt(self, reason, label, where):
+        """The ratio's place in a cell when the ratio is not a result: ``?`` and its note."""
+        self.doubted = True
+        return f"? [{self.notes.mark(reason, f'{label}, {where}')}]"
 
     def row(self, results):
         """One row from the results of one (workload, size): its label, a note marker for the
@@ -100,15 +128,21 @@ class Grid:
                                     f"{impl['label']}, {where}")
                 cells.append((f"{STATUS[r['status']]} [{n}]", ""))
                 continue
-            time = fmt_seconds(r["time_s"]) + ("*" if r.get("note") else "")
+            marks = ("*" if r.get("note") else "") + ("~" if r.get("unsteady") else "")
+            time = fmt_seconds(r["time_s"]) + marks
+            self.unsteady |= bool(r.get("unsteady"))
+            if r.get("cores"):
+                self.cores[impl["name"]] = max(self.cores.get(impl["name"], 0.0), r["cores"])
             if impl["kind"] == "stage":
-                ratio = _ratio(r.get("speedup_prev"))
+                doubt = (r.get("doubts") or [None])[0] or r.get("speedup_prev_doubt")
+                ratio = self.ratio(r.get("speedup_prev"))
             else:  # a peer: the last stage's speed relative to it, both measured in this run
                 ok = last is not None and last["status"] == "ok"
-                ratio = _ratio(r["time_s"] / last["time_s"]) if ok else ""
-            cells.append((time, ratio))
+                doubt = plausibility.ratio_doubt(r, last) if ok else None
+                ratio = self.ratio(r["time_s"] / last["time_s"]) if ok else ""
+            cells.append((time, self._doubt(doubt, impl["label"], where) if doubt else ratio))
         self.blank |= ("", "") in cells
-        self.single |= any(t.endswith("*") for t, _ in cells)
+        self.single |= any(t.rstrip("~").endswith("*") for t, _ in cells)
         losses = {}  # the same data from the same weights: equal losses say the stages agree
         for impl in self.columns:
             extra = (by_impl[impl["name"]].get("extra") or {}) if impl["name"] in by_impl else {}
@@ -127,7 +161,21 @@ class Grid:
         parts = [LEGEND.format(last=self.last["label"] if self.last else "the last stage")]
         parts += [BLANK] if self.blank else []
         parts += [SINGLE] if self.single else []
+        parts += [UNSTEADY] if self.unsteady else []
+        parts += [DOUBTED] if self.doubted else []
+        parts += [CORES] if self.cores else []
         return " ".join(parts)
+
+    def cores_row(self):
+        """Per column: the most cores its cells used, over the threads it was set to
+        (``1.9/1``), or blank; None when no cell recorded its cores."""
+        if not self.cores:
+            return None
+        out = []
+        for impl in self.columns:
+            used, threads = self.cores.get(impl["name"]), impl.get("threads")
+            out.append("" if used is None else f"{used:.1f}" + (f"/{threads}" if threads else ""))
+        return out
 
 
 def _group(report, workloads=None):
@@ -157,6 +205,9 @@ def table(report, impls=None, workloads=None):
         cells = [(t.replace(" ", NBSP), r) for t, r in cells]
         out.append(f"| {title if first else ''} | {size} | "
                    + " | ".join(f"{t}<br>{r}" if r else t for t, r in cells) + " |")
+    cores = grid.cores_row()
+    if cores:
+        out.append("| cores used | | " + " | ".join(cores) + " |")
     out += ["", grid.legend()]
     if grid.notes.items:
         out += [""] + [f"- {line}" for line in grid.notes.lines()]
@@ -167,17 +218,28 @@ def table(report, impls=None, workloads=None):
 
 class TextTable:
     """The comparison for a terminal, within ``WIDTH`` columns, one row at a time: the
-    journey prints each row as soon as its last cell is measured."""
+    journey prints each row as soon as its last cell is measured. A cell never takes more
+    than ``CELL`` characters (a long ratio loses digits, a long status its spaces); a row
+    label too long for the label column gets a line of its own, and a row's note mark
+    that does not fit after its label goes under it."""
 
     def __init__(self, report, impls=None, width=WIDTH, labels=None):
-        self.grid = Grid(report, impls)
+        self.grid = Grid(report, impls, ratio=_short_ratio)
         self.width = width
         labels = labels if labels is not None else [r["size_label"] for r in report["results"]]
-        self.label = max([18] + [len(s) + 2 for s in labels])
+        room = width - len(self.grid.columns) * (CELL + 1)
+        self.label = max(min(room, max([18] + [len(s) + 2 for s in labels])), 0)
         self.shown = None
 
+    def _cell(self, text):
+        if len(text) > CELL:  # "skip [12]" -> "skip[12]", "1.23 ms*~" -> "1.23ms*~"
+            text = text.replace(" ", "")
+        if len(text) > CELL:
+            text = text.replace("error", "err")
+        return text[:CELL]
+
     def _line(self, label, cells):
-        return (label.ljust(self.label) + "".join(" " + c.rjust(CELL) for c in cells)).rstrip()
+        return (label.ljust(self.label) + "".join(" " + self._cell(c).rjust(CELL) for c in cells)).rstrip()
 
     def header(self):
         heads = [_head(i) for i in self.grid.columns]
@@ -190,14 +252,28 @@ class TextTable:
         if title != self.shown:
             out.append(title)
             self.shown = title
-        out.append(self._line("  " + label + (f" [{mark}]" if mark else ""), [t for t, _ in cells]))
-        if any(r for _, r in cells):
-            out.append(self._line("", [r for _, r in cells]))
+        label = "  " + label
+        mark = f"[{mark}]" if mark else ""
+        under = ""  # the label column of the ratio line
+        if len(label) > self.label:  # the label alone on its line, the cells below it
+            out.append(label + (" " + mark if mark else ""))
+            label, mark = "", ""
+        elif mark and len(label) + 1 + len(mark) > self.label:
+            under = "    " + mark
+        elif mark:
+            label += " " + mark
+        out.append(self._line(label, [t for t, _ in cells]))
+        if any(r for _, r in cells) or under:
+            out.append(self._line(under, [r for _, r in cells]))
         return "\n".join(out)
 
     def footer(self):
+        lines = []
+        cores = self.grid.cores_row()
+        if cores:
+            lines += [self._line("cores used", cores), ""]
         wrap = textwrap.TextWrapper(self.width, subsequent_indent="    ")
-        lines = wrap.wrap(self.grid.legend())
+        lines += wrap.wrap(self.grid.legend())
         for note in self.grid.notes.lines():
             lines += wrap.wrap(note)
         return "\n".join(lines)
@@ -235,7 +311,10 @@ def machine_summary(report, width=None):
     """The machine's facts as a Markdown list; ``width`` wraps it for a terminal."""
     m = report["machine"]
     peak, bw = m["peak"], m["bandwidth"]
-    threads = ", ".join(f"{k}={v}" for k, v in m["threads"].items() if v is not None) or "library defaults"
+    threads = ", ".join(f"{k}={v}" for k, v in m["threads"].items() if v is not None and k != "note") \
+        or "library defaults"
+    if m["threads"].get("note"):
+        threads += f" ({m['threads']['note']})"
     lines = [
         f"- CPU: {m['cpu_model']}" + (f" ({m['cpu_mhz']:.0f} MHz reported)" if m.get("cpu_mhz") else ""),
         f"- cores: {m['cores']['usable']} usable of {m['cores']['logical']}; threads: {threads}",
@@ -247,7 +326,17 @@ def machine_summary(report, width=None):
                      + (", forced by STAGEGRAD_SIMD" if info["forced"] else "")
                      + f"; this CPU runs {', '.join(info['supported'])}), OpenBLAS core {info['openblas_core']}")
     if peak["gflops"]:
-        lines.append(f"- practical FMA peak: {peak['gflops']:.1f} GFLOP/s ({peak['by']}; {peak['method']})")
+        counts = [f"{g:.1f} GFLOP/s on {n} thread{'s' * (int(n) > 1)}"
+                  for n, g in (peak.get("each") or {}).items()]
+        lines.append(f"- FMA peak: {', '.join(counts) or format(peak['gflops'], '.1f') + ' GFLOP/s'} "
+                     f"({peak['by']}; {peak['method']})")
+    gemm = m.get("gemm") or {}  # absent from reports written before the peak was our own loop
+    if gemm.get("gflops"):
+        each = ", ".join(f"{name} {g:.1f}" for name, g in gemm["each"].items())
+        lines.append(f"- BLAS GEMM, beside the peak: {gemm['gflops']:.1f} GFLOP/s ({each}; {gemm['method']})")
+    if m.get("openblas_coretype"):
+        lines.append(f"- OPENBLAS_CORETYPE={m['openblas_coretype']}: OpenBLAS (NumPy's and stage 3's) runs "
+                     "that core's kernels, which may be narrower than this CPU's")
     cache = m.get("cache_bandwidth") or {}  # absent from reports written before it was measured
     if bw["gbs"]:
         lines.append(f"- memory bandwidth: {bw['gbs']:.1f} GB/s ({bw['by']}; {bw['method']})")
@@ -271,33 +360,61 @@ def markdown(report):
     return "\n\n".join([head, machine_summary(report), table(report)])
 
 
+QUICK_HEADLINE = ("**These figures are from a quick run** (the smallest sizes, a few short samples "
+                  "per cell): they show the shape of the journey, not numbers to quote. "
+                  "`stagegrad docs --from out/journey` builds this page from a full `stagegrad journey`.")
+
+
 def headline(report):
     """The landing page's measured ratios, as a Markdown table: for each workload, at the
     cell the ladder figure shows (the largest size the first stage completed), the fastest
-    stage there, its speed-up over the first stage and its speed relative to each peer."""
+    stage there, its speed-up over the first stage and its speed relative to each peer.
+
+    Only results are quoted: the fastest stage is chosen among cells that are not doubted,
+    and a ratio that is not a result (a doubted or unsteady cell, a peer more than
+    ``plausibility.PEER_LIMIT`` times slower) is ``?`` with a note saying why. A quick
+    run says so above the table."""
     labels = {i["name"]: i["label"] for i in report["implementations"]}
     ok = {(r["workload"], str(r["size"]), r["impl"]): r for r in report["results"] if r["status"] == "ok"}
     titles = {w["key"]: w["title"] for w in report["workloads"]}
     first = report["stages"][0] if report["stages"] else None
     peers = [i for i in report["implementations"] if i["kind"] == "peer"]
-    out = ["| workload | fastest stage | its speed-up over " + labels.get(first, "the first stage")
-           + "".join(f" | vs {p['label']}" for p in peers) + " |",
-           "|---|---|---:" + "|---:" * len(peers) + "|"]
+    notes = Notes()
+    out = [QUICK_HEADLINE, ""] if report.get("quick") else []
+    out += ["| workload | fastest stage | its speed-up over " + labels.get(first, "the first stage")
+            + "".join(f" | vs {p['label']}" for p in peers) + " |",
+            "|---|---|---:" + "|---:" * len(peers) + "|"]
+
+    def quoted(slow, fast, where):
+        if slow is None:
+            return "—"
+        doubt = plausibility.ratio_doubt(slow, fast)
+        if doubt is None and (slow.get("unsteady") or fast.get("unsteady")):
+            who = fast if fast.get("unsteady") else slow
+            doubt = (f"{labels.get(who['impl'], who['impl'])}'s samples disagreed by "
+                     f"{who.get('spread', 0):.1f}x even when measured again")
+        if doubt:
+            return f"? [{notes.mark(doubt, where)}]"
+        return _ratio(slow["time_s"] / fast["time_s"])
+
     for w in report["workloads"]:
         base = [r for r in report["results"] if r["workload"] == w["key"] and r["impl"] == first
                 and r["status"] == "ok"]
         if not base:
             continue
         size = str(base[-1]["size"])
+        where = f"{titles[w['key']]}, {base[-1]['size_label']}"
         stages = [ok[(w["key"], size, s)] for s in report["stages"] if (w["key"], size, s) in ok]
-        best = min(stages, key=lambda r: r["time_s"])
+        best = min([r for r in stages if not r.get("doubts")] or stages, key=lambda r: r["time_s"])
         vs = [ok.get((w["key"], size, p["name"])) for p in peers]
         out.append(f"| {titles[w['key']]}, {base[-1]['size_label']} | {best['label']} | "
-                   f"{_ratio(base[-1]['time_s'] / best['time_s'])}"
-                   + "".join(f" | {_ratio(p['time_s'] / best['time_s']) if p else '—'}" for p in vs) + " |")
+                   f"{quoted(base[-1], best, where)}"
+                   + "".join(f" | {quoted(p, best, where)}" for p in vs) + " |")
     out += ["", "A ratio above 1x means the stage is faster: over the first stage, the first stage's "
             "time divided by this stage's; against a peer, the peer's time divided by the stage's. Every "
             "ratio compares two times measured in the same run."]
+    if notes.items:
+        out += [""] + [f"- {line}" for line in notes.lines()]
     return "\n".join(out)
 
 
