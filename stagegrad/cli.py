@@ -1,5 +1,6 @@
 """``stagegrad``: the project's command line."""
 import argparse
+import os
 import sys
 
 from . import (bench_site, cuda_ladder, devices, distributed, docs, gemm_ladder, installed_text, journey,
@@ -106,8 +107,28 @@ def build_parser():
     return parser
 
 
+# the measuring commands, whose peers include NumPy's OpenBLAS
+MEASURING = ("journey", "gemm-ladder", "simd-paths", "profile", "devices")
+# pin OpenBLAS to an older core's kernels; some hosts set them for older OpenBLAS builds
+OPENBLAS_PINS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+
+
+def _unpinned_for_measuring(argv):
+    """A measuring command started from a shell that pins OpenBLAS starts again without the
+    pins (before anything loads OpenBLAS, which reads them once), so that NumPy's peer runs
+    the kernels this CPU has; ``STAGEGRAD_UNPINNED`` tells the report what was unset."""
+    pins = {k: os.environ[k] for k in OPENBLAS_PINS if k in os.environ}
+    if not argv or argv[0] not in MEASURING or not pins:
+        return
+    env = {k: v for k, v in os.environ.items() if k not in OPENBLAS_PINS}
+    env["STAGEGRAD_UNPINNED"] = " ".join(f"{k}={v}" for k, v in pins.items())
+    os.execve(sys.executable, [sys.executable, "-m", "stagegrad", *argv], env)
+
+
 def main(argv=None):
     """Run the command ``argv`` names (default ``sys.argv[1:]``); the exit status."""
+    if argv is None:  # a real command line (a caller passing argv keeps its own process)
+        _unpinned_for_measuring(sys.argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -82,6 +82,8 @@ def describe():
         "threads": thread_settings(),
         # pins OpenBLAS (NumPy's and stage 3's) to an older core's kernels, if set
         "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE"),
+        # what the command unset for this run, as the host had set it (cli.OPENBLAS_PINS)
+        "openblas_unpinned": os.environ.get("STAGEGRAD_UNPINNED"),
         "platform": platform.platform(),
         "python": platform.python_version(),
         "numpy": _version("numpy"),

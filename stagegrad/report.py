@@ -337,6 +337,9 @@ def machine_summary(report, width=None):
     if m.get("openblas_coretype"):
         lines.append(f"- OPENBLAS_CORETYPE={m['openblas_coretype']}: OpenBLAS (NumPy's and stage 3's) runs "
                      "that core's kernels, which may be narrower than this CPU's")
+    if m.get("openblas_unpinned"):
+        lines.append(f"- unset for this run: {m['openblas_unpinned']} (the host's pin of OpenBLAS to an "
+                     "older core's kernels), so that OpenBLAS runs this CPU's own")
     cache = m.get("cache_bandwidth") or {}  # absent from reports written before it was measured
     if bw["gbs"]:
         lines.append(f"- memory bandwidth: {bw['gbs']:.1f} GB/s ({bw['by']}; {bw['method']})")
