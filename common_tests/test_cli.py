@@ -320,3 +320,23 @@ def test_a_stage_that_does_not_import_is_a_usage_error_with_the_reason(monkeypat
     err = capsys.readouterr().err
     assert "stage 2 (stage2_cython) is not installed or not built here" in err, err
     assert "2 (stage2_cython)" not in err.split("installed:")[-1]
+
+
+# ------------------------------------------------------------------ OpenBLAS pins
+
+def test_measuring_commands_start_again_without_the_openblas_pins(monkeypatch):
+    started = []
+    monkeypatch.setattr(cli.os, "execve", lambda exe, argv, env: started.append((exe, argv, env)))
+    monkeypatch.setenv("OPENBLAS_CORETYPE", "Haswell")
+    monkeypatch.setenv("OPENBLAS_L2_SIZE", "1048576")
+    cli._unpinned_for_measuring(["train", "--stage", "0"])  # not a measurement: left as it is
+    assert started == []
+    cli._unpinned_for_measuring(["journey", "--quick"])
+    [(exe, argv, env)] = started
+    assert exe == sys.executable and argv == [sys.executable, "-m", "stagegrad", "journey", "--quick"]
+    assert "OPENBLAS_CORETYPE" not in env and "OPENBLAS_L2_SIZE" not in env
+    assert env["STAGEGRAD_UNPINNED"] == "OPENBLAS_CORETYPE=Haswell OPENBLAS_L2_SIZE=1048576"
+    monkeypatch.delenv("OPENBLAS_CORETYPE")
+    monkeypatch.delenv("OPENBLAS_L2_SIZE")
+    cli._unpinned_for_measuring(["journey"])  # nothing pinned: nothing to do
+    assert len(started) == 1
