@@ -12,6 +12,12 @@ default device: every tensor a test makes lands there, and the device's own ``LA
 reported as not tested, with the adapter's reason. ``stage4_gpu[cuda]`` does the same on
 the cuda device: where CuPy or an NVIDIA GPU is missing it is reported as not tested,
 with the reason.
+
+A test marked ``@pytest.mark.device("webgpu")`` is about that device itself: it names each
+tensor's device, so it runs once per stage package under test that offers the device (a
+stage pinned to it, ``stage4_gpu[webgpu]``, stands for its package), rather than being
+skipped on every stage without devices and on every pin. Where no stage under test offers
+it, the test is skipped once (not once per stage), naming the stages under test.
 """
 import importlib
 import os
@@ -80,6 +86,7 @@ def _selected(config):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "capability(name): needs a capability a stage may lack")
+    config.addinivalue_line("markers", "device(name): a test of that device: runs on the stages that offer it")
     config.addinivalue_line("markers", "slow: long-running (deselect with -m 'not slow')")
     config.addinivalue_line("markers", "needs_torch: compares against PyTorch")
     _selected(config)  # in every process, so the summary can name the stages left out
@@ -106,7 +113,27 @@ def pytest_generate_tests(metafunc):
         names = _selected(metafunc.config)
         if not names:
             raise pytest.UsageError(f"no stage could be imported: {_missing}")
+        device = metafunc.definition.get_closest_marker("device")
+        if device is not None:
+            offering = _offering(names, *device.args)
+            names = offering or [pytest.param(None, id="none", marks=pytest.mark.skip(
+                reason=f"no stage under test ({', '.join(names)}) offers the {device.args[0]} device"))]
         metafunc.parametrize("sg", names, indirect=True, scope="session")
+
+
+def _offering(names, device):
+    """The stage packages among ``names`` that offer ``device``; a stage pinned to that
+    device stands for its package (imported here if only the pin was selected)."""
+    packages = []
+    for name in names:
+        package, _, pin = name.partition("[")
+        if (pin and pin != device + "]") or package in packages:
+            continue
+        stage = _loaded.get(package) or importlib.import_module(package)
+        if "devices" not in stage.LACKS and getattr(stage, device, None) is not None:
+            _loaded[package] = stage
+            packages.append(package)
+    return packages
 
 
 @pytest.fixture(scope="session")
