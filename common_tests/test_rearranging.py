@@ -103,8 +103,8 @@ def test_diag_embed(sg, offset, dim1, dim2, dtype):
     _same(sg.diag_embed(T(sg, a), offset, dim1, dim2), torch.diag_embed(torch.tensor(a), offset, dim1, dim2))
     _same(T(sg, a).t().diag_embed(offset, dim1, dim2), torch.tensor(a).t().diag_embed(offset, dim1, dim2))
     if dtype.startswith("float"):
-        check_grads(sg, lambda x: x.diag_embed(offset, dim1, dim2), lambda x: x.diag_embed(offset, dim1, dim2),
-                    data((2, 3), dtype))
+        check_grads(sg, lambda x: x.diag_embed(offset, dim1, dim2),
+                    lambda x: x.diag_embed(offset, dim1, dim2), data((2, 3), dtype))
 
 
 def test_diag_errors(sg):
