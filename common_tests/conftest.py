@@ -26,6 +26,12 @@ the checkout, the user's cache nor the network can change a result. The thread c
 ``OMP_NUM_THREADS=1`` or ``LC_ALL`` runs the same computation as CI does. Subprocesses
 inherit all of these. Variables that pin a CPU path (``OPENBLAS_CORETYPE``) are left as the
 host set them, except in the subprocesses that emulate another CPU (``environment.py``).
+
+A test marked ``@pytest.mark.device("webgpu")`` is about that device itself: it names each
+tensor's device, so it runs once per stage package under test that offers the device (a
+stage pinned to it, ``stage4_gpu[webgpu]``, stands for its package), rather than being
+skipped on every stage without devices and on every pin. Where no stage under test offers
+it, the test is skipped once (not once per stage), naming the stages under test.
 """
 import importlib
 import importlib.util
@@ -103,6 +109,7 @@ def _selected(config):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "capability(name): needs a capability a stage may lack")
+    config.addinivalue_line("markers", "device(name): a test of that device, run on the stages offering it")
     config.addinivalue_line("markers", "slow: long-running (deselect with -m 'not slow')")
     config.addinivalue_line("markers", "needs_torch: compares against PyTorch")
     _selected(config)  # in every process, so the summary can name the stages left out
@@ -174,7 +181,27 @@ def pytest_generate_tests(metafunc):
         names = _selected(metafunc.config)
         if not names:
             raise pytest.UsageError(f"no stage could be imported: {_missing}")
+        device = metafunc.definition.get_closest_marker("device")
+        if device is not None:
+            offering = _offering(names, *device.args)
+            names = offering or [pytest.param(None, id="none", marks=pytest.mark.skip(
+                reason=f"no stage under test ({', '.join(names)}) offers the {device.args[0]} device"))]
         metafunc.parametrize("sg", names, indirect=True, scope="session")
+
+
+def _offering(names, device):
+    """The stage packages among ``names`` that offer ``device``; a stage pinned to that
+    device stands for its package (imported here if only the pin was selected)."""
+    packages = []
+    for name in names:
+        package, _, pin = name.partition("[")
+        if (pin and pin != device + "]") or package in packages:
+            continue
+        stage = _loaded.get(package) or importlib.import_module(package)
+        if "devices" not in stage.LACKS and getattr(stage, device, None) is not None:
+            _loaded[package] = stage
+            packages.append(package)
+    return packages
 
 
 @pytest.fixture(scope="session")

@@ -165,11 +165,11 @@ def test_randint_high_only(sg):
 
 @pytest.mark.parametrize("fn,np_fn", [("zeros_like", np.zeros_like), ("ones_like", np.ones_like)])
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "bool"])
-@pytest.mark.capability("float64")
-def test_zeros_ones_like(sg, fn, np_fn, dtype):
+@pytest.mark.parametrize("to", ["int32", "float64"])
+def test_zeros_ones_like(sg, fn, np_fn, dtype, to):
     a = data((2, 3), dtype)
     assert_close(getattr(sg, fn)(T(sg, a)), np_fn(a))
-    assert_close(getattr(sg, fn)(T(sg, a), dtype=sg.float64), np_fn(a, dtype=np.float64))
+    assert_close(getattr(sg, fn)(T(sg, a), dtype=getattr(sg, to)), np_fn(a, dtype=to))
 
 
 @pytest.mark.capability("float64")

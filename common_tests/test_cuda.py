@@ -5,8 +5,9 @@ project's CUDA kernels and compared with the CPU (which the rest of the suite ch
 against NumPy and PyTorch), moves between devices, the errors for mixed devices, the
 SGEMM ladder's tiers against cuBLAS, and training steps.
 
-Without nvcc the compile test is skipped, without a GPU the device tests are, each with
-the reason.
+The tests that take a stage run once on each stage under test that has the device (the
+``device`` marker). Without nvcc the compile test is skipped, without a GPU the device
+tests are, each with the reason.
 """
 import importlib
 import os
@@ -21,7 +22,8 @@ import pytest
 
 from .oracle import assert_close
 
-pytestmark = [pytest.mark.capability("devices"), pytest.mark.xdist_group("cuda")]
+# on the stages that have the device, once each: the tests name each tensor's device
+pytestmark = [pytest.mark.device("cuda"), pytest.mark.xdist_group("cuda")]
 
 DEV = "cuda"
 SPECIAL = np.array([0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 2.5, -3.7, 1e-7, -1e-6, 20.0, -20.0, 100.0,
@@ -176,8 +178,6 @@ def test_every_kernel_file_compiles_with_nvcc(tmp_path):
 # ---------------------------------------------------------------- without a GPU: the refusals
 
 def test_without_a_gpu_cuda_is_refused_with_the_reason(sg):
-    if getattr(sg, "DEVICE", None):
-        pytest.skip("this test names its devices: it runs once, on the stage itself")
     if sg.cuda.is_available():
         pytest.skip(f"a CUDA GPU is usable here ({sg.cuda.get_device_name()}): nothing is refused")
     error = importlib.import_module(sg.__name__ + ".device").DeviceError
@@ -201,8 +201,6 @@ def test_without_a_gpu_cuda_is_refused_with_the_reason(sg):
 
 @pytest.fixture
 def gpu(sg):
-    if getattr(sg, "DEVICE", None):
-        pytest.skip("these tests name each tensor's device: they run once, on the stage itself")
     if not sg.cuda.is_available():
         pytest.skip(f"no CUDA GPU: {sg.cuda.unavailable_reason()}")
     sg.set_default_device(None)  # these tests name each tensor's device (the CPU is the oracle)

@@ -44,11 +44,12 @@ EINSUMS = [
 
 
 @pytest.mark.parametrize("equation,shapes", EINSUMS, ids=[e for e, _ in EINSUMS])
-@pytest.mark.capability("float64")
-def test_einsum(sg, equation, shapes):
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_einsum(sg, equation, shapes, dtype):
     torch = need_torch()
-    arrays = [data(s, "float64", seed=i) for i, s in enumerate(shapes)]
-    _compare(sg, torch, arrays, lambda *xs: sg.einsum(equation, *xs), lambda *ts: torch.einsum(equation, *ts))
+    arrays = [data(s, dtype, seed=i) for i, s in enumerate(shapes)]
+    _compare(sg, torch, arrays, lambda *xs: sg.einsum(equation, *xs), lambda *ts: torch.einsum(equation, *ts),
+             dtype)
 
 
 def test_einsum_takes_a_list_and_float32_and_ints(sg):
@@ -89,17 +90,18 @@ ADDS = [
 
 @pytest.mark.parametrize("name,shapes", ADDS, ids=[f"{n}-{len(s[0])}d" for n, s in ADDS])
 @pytest.mark.parametrize("beta,alpha", [(1, 1), (0.5, -2.0), (0, 3.0)])
-@pytest.mark.capability("float64")
-def test_addmm_family(sg, name, shapes, beta, alpha):
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_addmm_family(sg, name, shapes, beta, alpha, dtype):
     torch = need_torch()
-    arrays = [data(s, "float64", seed=i + 5) for i, s in enumerate(shapes)]
+    arrays = [data(s, dtype, seed=i + 5) for i, s in enumerate(shapes)]
     if beta == 0:
         arrays[0][...] = np.nan  # ignored when beta is 0, as in PyTorch
     _compare(sg, torch, arrays, lambda *xs: getattr(sg, name)(*xs, beta=beta, alpha=alpha),
-             lambda *ts: getattr(torch, name)(*ts, beta=beta, alpha=alpha), grads=beta != 0)
+             lambda *ts: getattr(torch, name)(*ts, beta=beta, alpha=alpha), dtype, grads=beta != 0)
     xs = [T(sg, a) for a in arrays]
     assert_close(getattr(xs[0], name)(*xs[1:], alpha=alpha, beta=beta),
-                 getattr(torch.tensor(arrays[0]), name)(*[torch.tensor(a) for a in arrays[1:]], alpha=alpha, beta=beta))
+                 getattr(torch.tensor(arrays[0]), name)(*[torch.tensor(a) for a in arrays[1:]], alpha=alpha, beta=beta),
+                 *(GRAD_TOL[dtype] if dtype == "float32" else ()))  # float64: assert_close's own
 
 
 def test_addmm_shape_errors(sg):
@@ -110,11 +112,11 @@ def test_addmm_shape_errors(sg):
 
 
 @pytest.mark.parametrize("p", [0.0, 1.0, 2.0, 3.0, 0.5, math.inf])
-@pytest.mark.capability("float64")
-def test_cdist(sg, p):
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_cdist(sg, p, dtype):
     torch = need_torch()
-    a, b = data((2, 4, 3), "float64", seed=20), data((2, 5, 3), "float64", seed=21)
-    _compare(sg, torch, [a, b], lambda x, y: sg.cdist(x, y, p), lambda x, y: torch.cdist(x, y, p))
+    a, b = data((2, 4, 3), dtype, seed=20), data((2, 5, 3), dtype, seed=21)
+    _compare(sg, torch, [a, b], lambda x, y: sg.cdist(x, y, p), lambda x, y: torch.cdist(x, y, p), dtype)
 
 
 @pytest.mark.parametrize("p", [1.0, 2.0, 3.0])
@@ -124,6 +126,9 @@ def test_cdist_gradient_at_zero_distance(sg, p):
     a = data((3, 2), "float64", seed=22)
     b = np.concatenate([a[:1], data((2, 2), "float64", seed=23)])  # a row equal to one of a's
     _compare(sg, torch, [a, b], lambda x, y: sg.cdist(x, y, p), lambda x, y: torch.cdist(x, y, p))
+
+
+def test_cdist_refuses_mismatched_feature_sizes(sg):
     with pytest.raises(sg.ShapeError, match="cdist"):
         sg.cdist(sg.ones(2, 3), sg.ones(2, 4))
 

@@ -96,7 +96,6 @@ VIEWS = {  # every kind of stride, on a (6, 18) base
 
 
 @pytest.mark.parametrize("view", VIEWS)
-@pytest.mark.capability("float64")
 def test_kernels_read_through_strides(sg, view):
     a = data((6, 18), seed=6)
     v = VIEWS[view](T(sg, a))
@@ -108,9 +107,17 @@ def test_kernels_read_through_strides(sg, view):
     close(v.sum(), np.float32(ref.sum(dtype=np.float64)), rtol=1e-5)
     same(v.amax(dim=-1), ref.max(axis=-1))
     same(v.argmax(dim=0), ref.argmax(axis=0))
-    same(v.to(sg.float64), ref.astype(np.float64))
+    same(v.to(sg.int32), ref.astype(np.int32))
     same(v.contiguous(), ref)
     same(sg.cat([v, v], dim=0), np.concatenate([ref, ref], axis=0))
+
+
+@pytest.mark.parametrize("view", VIEWS)
+@pytest.mark.capability("float64")
+def test_casts_to_float64_read_through_strides(sg, view):
+    a = data((6, 18), seed=6)
+    v = VIEWS[view](T(sg, a))
+    same(v.to(sg.float64), VIEWS[view](_NpView(a)).a.astype(np.float64))
 
 
 class _NpView:
@@ -233,16 +240,20 @@ def test_reductions_propagate_nan_and_inf_as_numpy(sg):
     same(T(sg, np.array([2.0, np.nan, 7.0, np.nan], np.float32)).argmax(), np.int64(1))
 
 
-@pytest.mark.capability("float64")
 def test_casts_of_special_values(sg):
     a = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-40], np.float32)
     same(T(sg, a).to(sg.bool), a.astype(bool))
+    with pytest.raises(ValueError):
+        T(sg, a).to(sg.int64)
+
+
+@pytest.mark.capability("float64")
+def test_float64_casts_of_special_values(sg):
+    a = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-40], np.float32)
     same(T(sg, a).to(sg.float64), a.astype(np.float64))
     big = np.array([1e300, -1e300, 1e-300])
     with np.errstate(over="ignore"):
         same(T(sg, big).to(sg.float32), big.astype(np.float32))
-    with pytest.raises(ValueError):
-        T(sg, a).to(sg.int64)
 
 
 # ---------------------------------------------------------------- integers wrap
@@ -269,15 +280,59 @@ def test_integer_overflow_wraps_in_every_kernel(sg, dtype, bits):
     same(T(sg, m) @ T(sg, m), np.array(expect, dtype))
 
 
-@pytest.mark.capability("float64")
-def test_integer_sums_and_casts_wrap(sg):
+def test_integer_sums_products_and_casts_wrap(sg):
     big = np.array([2 ** 62, 2 ** 62, 5], np.int64)
     same(T(sg, big).sum(), np.int64(_wrap(2 ** 63 + 5, 64)))
     same(T(sg, big).prod(), np.int64(_wrap(2 ** 124 * 5, 64)))
+    same(T(sg, np.array([2 ** 40 + 5, -1], np.int64)).to(sg.int32), np.array([5, -1], np.int32))
+    f = np.array([2.0 ** 40 + 2.0 ** 17, -(2.0 ** 33) - 2.0 ** 10, 3e19, 2.0 ** 31], np.float32)
+    same(T(sg, f).to(sg.int32), np.array([_wrap(math.trunc(float(v)), 32) for v in f], np.int32))
+    same(T(sg, f).to(sg.int64), np.array([_wrap(math.trunc(float(v)), 64) for v in f], np.int64))
+
+
+# float32 values at each word boundary of the cast: fractions, 2^31, 2^32, 2^63, 2^64, beyond
+WIDE = np.array([0.0, -0.0, 0.5, -0.5, 1.5, -1.5, 1e-40, -1e-40, 2.0 ** 23 + 1, -(2.0 ** 24),
+                 2.0 ** 31 - 128, 2.0 ** 31, -(2.0 ** 31), -(2.0 ** 31) - 256, 2.0 ** 32, -(2.0 ** 32),
+                 2.0 ** 32 + 512, 2.0 ** 40 + 2.0 ** 17, 2.0 ** 62, 2.0 ** 63, -(2.0 ** 63), 2.0 ** 64,
+                 2.0 ** 64 + 2.0 ** 41, -(2.0 ** 64) - 2.0 ** 41, 3e19, -3e19, 1e30, -1e30, 3.4e38],
+                np.float32)
+
+
+@pytest.mark.parametrize("dtype,bits", [("int32", 32), ("int64", 64)])
+def test_float32_casts_to_integers_truncate_and_wrap(sg, dtype, bits):
+    x = T(sg, WIDE)
+    expected = np.array([_wrap(math.trunc(float(v)), bits) for v in WIDE], dtype)
+    same(x.to(getattr(sg, dtype)), expected)
+    same(x[::2].to(getattr(sg, dtype)), expected[::2])  # through a strided view
+
+
+@pytest.mark.parametrize("shape,dim", [((1000,), None), ((3, 700), 1), ((700, 3), 0), ((4, 5, 66), (0, 2))])
+def test_int64_sums_and_products_of_many_elements_wrap_as_numpy(sg, shape, dim):
+    """Sums and products mod 2**64 do not depend on the order of the reduction, so NumPy's
+    wrapped int64 result is the answer exactly, however a kernel splits the work."""
+    rng = np.random.default_rng(sum(shape))
+    big = rng.integers(2 ** 58, 2 ** 62, size=shape, dtype=np.int64)  # a few dozen of them leave int64
+    big[..., ::3] *= -1
+    odd = rng.integers(-2 ** 20, 2 ** 20, size=shape, dtype=np.int64) | 1  # odd: no product wraps to 0
+    cases = [("sum", big, True), ("sum", odd, False)]  # (reduction, data, whether it leaves int64)
+    if not isinstance(dim, tuple):  # prod reduces one dim or all, as torch.prod
+        cases.append(("prod", odd, True))
+    for name, a, wraps in cases:
+        exact = np.asarray(getattr(a.astype(object), name)(axis=dim))  # Python's unbounded ints
+        leaves = [not -2 ** 63 <= int(v) < 2 ** 63 for v in exact.flat]
+        assert all(leaves) if wraps else not any(leaves)
+        with np.errstate(over="ignore"):
+            expected = np.asarray(getattr(a, name)(axis=dim))
+        assert [_wrap(int(v), 64) for v in exact.flat] == expected.ravel().tolist()
+        x = T(sg, a)
+        same(getattr(x, name)() if dim is None else getattr(x, name)(dim), expected)
+
+
+@pytest.mark.capability("float64")
+def test_float64_casts_to_integers_wrap(sg):
     f = np.array([2.0 ** 40 + 7, -(2.0 ** 33) - 1.5, 3e19, 2.0 ** 31], np.float64)
     same(T(sg, f).to(sg.int32), np.array([_wrap(math.trunc(v), 32) for v in f], np.int32))
     same(T(sg, f).to(sg.int64), np.array([_wrap(math.trunc(v), 64) for v in f], np.int64))
-    same(T(sg, np.array([2 ** 40 + 5, -1], np.int64)).to(sg.int32), np.array([5, -1], np.int32))
 
 
 # ---------------------------------------------------------------- accumulation
@@ -297,16 +352,24 @@ def test_float32_sum_of_a_million_is_accurate(sg):
                                rtol=2.0 ** -23)
 
 
-@pytest.mark.parametrize("n,k,m", [(1, 1, 1), (5, 3, 7), (67, 300, 129), (130, 9, 520), (4, 600, 8)])
-@pytest.mark.capability("float64")
+BLOCK_EDGES = [(1, 1, 1), (5, 3, 7), (67, 300, 129), (130, 9, 520), (4, 600, 8), (130, 67, 97)]
+
+
+@pytest.mark.parametrize("n,k,m", BLOCK_EDGES)
 def test_matmul_block_edges(sg, n, k, m):
     a, b = data((n, k), seed=n), data((k, m), seed=m)
     ref = a.astype(np.float64) @ b.astype(np.float64)
     close(T(sg, a) @ T(sg, b), ref.astype(np.float32), rtol=1e-4, atol=1e-4 * math.sqrt(k))
-    close(T(sg, a.astype(np.float64)) @ T(sg, b.astype(np.float64)), ref, rtol=1e-12, atol=1e-12)
     for dtype in ("int64", "int32"):
         ai, bi = data((n, k), dtype, seed=n, low=-50, high=50), data((k, m), dtype, seed=m, low=-50, high=50)
         same(T(sg, ai) @ T(sg, bi), ai @ bi)
+
+
+@pytest.mark.parametrize("n,k,m", BLOCK_EDGES)
+@pytest.mark.capability("float64")
+def test_float64_matmul_block_edges(sg, n, k, m):
+    a, b = data((n, k), "float64", seed=n), data((k, m), "float64", seed=m)
+    close(T(sg, a) @ T(sg, b), a @ b, rtol=1e-12, atol=1e-12)
 
 
 def test_batched_matmul_with_broadcast_and_transposed_batches(sg):

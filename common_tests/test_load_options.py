@@ -8,13 +8,13 @@ import pytest
 from .oracle import assert_close, need_torch
 
 
-def _nested(lib):
+def _nested(lib, dtype="float64"):
     """A checkpoint-like object: tensors inside dicts, lists and tuples, beside numbers,
-    strings and None."""
+    strings and None; one empty tensor of ``dtype``."""
     return {"model": {"w": lib.tensor([[1.5, -2.0], [0.25, 3.0]]), "b": lib.tensor([1, 2, 3])},
             "epoch": 7, "lr": 0.001, "name": "mlp", "best": None, "flag": True,
             "history": [lib.tensor(0.5), (1, lib.tensor([True, False]), "x"), [[], {}]],
-            3: (None, 2.5, lib.tensor([], dtype=lib.float64))}
+            3: (None, 2.5, lib.tensor([], dtype=getattr(lib, dtype)))}
 
 
 def _same(ours, theirs, torch, where="obj"):
@@ -41,8 +41,8 @@ def _round_trip(lib, obj, **load_args):
 
 @pytest.mark.needs_torch
 @pytest.mark.parametrize("where", ["none", "cpu", "device", "dict", "dict_device", "callable"])
-@pytest.mark.capability("float64")
-def test_nested_round_trip_with_map_location_as_torch(sg, where):
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_nested_round_trip_with_map_location_as_torch(sg, where, dtype):
     torch = need_torch()
 
     def location(lib):
@@ -50,18 +50,18 @@ def test_nested_round_trip_with_map_location_as_torch(sg, where):
                 "dict": {"cuda:0": "cpu"}, "dict_device": {"cuda:1": lib.device("cpu")},
                 "callable": lambda storage, loc: storage}[where]
 
-    ours = _round_trip(sg, _nested(sg), map_location=location(sg))
-    theirs = _round_trip(torch, _nested(torch), map_location=location(torch))
+    ours = _round_trip(sg, _nested(sg, dtype), map_location=location(sg))
+    theirs = _round_trip(torch, _nested(torch, dtype), map_location=location(torch))
     _same(ours, theirs, torch)
 
 
 @pytest.mark.needs_torch
 @pytest.mark.parametrize("weights_only", [None, True, False])
-@pytest.mark.capability("float64")
-def test_weights_only_is_accepted(sg, tmp_path, weights_only):
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_weights_only_is_accepted(sg, tmp_path, weights_only, dtype):
     torch = need_torch()
-    sg.save(_nested(sg), tmp_path / "ours.ckpt")
-    torch.save(_nested(torch), tmp_path / "theirs.pt")
+    sg.save(_nested(sg, dtype), tmp_path / "ours.ckpt")
+    torch.save(_nested(torch, dtype), tmp_path / "theirs.pt")
     _same(sg.load(tmp_path / "ours.ckpt", weights_only=weights_only),
           torch.load(tmp_path / "theirs.pt", weights_only=weights_only), torch)
     with pytest.raises(TypeError, match="weights_only"):
@@ -83,7 +83,6 @@ def test_map_location_callable_sees_each_tensor(sg):
 
 
 @pytest.mark.needs_torch
-@pytest.mark.capability("float64")
 @pytest.mark.parametrize("where", ["cuda", "cuda:0", "device", "dict", "callable"])
 def test_gpu_map_location_refused(sg, where):
     torch = need_torch()
@@ -93,9 +92,9 @@ def test_gpu_map_location_refused(sg, where):
                 "dict": {"cpu": "cuda:0"}, "callable": lambda storage, loc: storage.cuda()}[where]
 
     with pytest.raises(Exception):  # PyTorch's CPU build refuses too (its error type varies by path)
-        _round_trip(torch, _nested(torch), map_location=location(torch))
+        _round_trip(torch, _nested(torch, "float32"), map_location=location(torch))
     with pytest.raises(RuntimeError, match="(?s)'cuda(:0)?'.*CPU"):
-        _round_trip(sg, _nested(sg), map_location=location(sg))
+        _round_trip(sg, _nested(sg, "float32"), map_location=location(sg))
 
 
 @pytest.mark.capability("float64")

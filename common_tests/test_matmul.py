@@ -48,6 +48,19 @@ def test_matmul_empty_inner_dim(sg):
     assert_close(T(sg, a) @ T(sg, b), np.zeros((2, 3), np.float32))
 
 
+@pytest.mark.parametrize("sa,sb", [((130, 67), (67, 97)), ((2, 65, 129), (129, 66)),
+                                   ((3, 1, 70, 5), (2, 5, 130))])
+def test_matmul_beyond_one_tile_with_ragged_edges(sg, sa, sb):
+    """Wider than a device's 64-square tile of the product, with a partial tile at each
+    edge, directly and with the left operand read through a transposed view."""
+    a, b = data(sa, seed=16), data(sb, seed=17)
+    expected = np.matmul(a.astype(np.float64), b.astype(np.float64)).astype(np.float32)
+    tol = dict(rtol=1e-5, atol=1e-5 * np.sqrt(sa[-1]))  # float32 sums of k products
+    assert_close(T(sg, a) @ T(sg, b), expected, **tol)
+    at = T(sg, np.ascontiguousarray(np.swapaxes(a, -1, -2))).transpose(-1, -2)
+    assert_close(at @ T(sg, b), expected, **tol)
+
+
 def test_matmul_transposed_operand(sg):
     # a transposed (non-contiguous on strided stages) operand
     a, b = data((4, 3), seed=7), data((4, 2), seed=8)

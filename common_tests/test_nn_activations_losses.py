@@ -107,23 +107,23 @@ INPLACE = [
 
 
 @pytest.mark.parametrize("fn,kw", INPLACE, ids=[c[0] for c in INPLACE])
-@pytest.mark.capability("float64")
-def test_inplace_activation_matches_torch(sg, fn, kw):
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_inplace_activation_matches_torch(sg, fn, kw, dtype):
     """``inplace=True`` on an intermediate: the intermediate holds the result, and the
     values and gradients are PyTorch's."""
     torch = need_torch()
-    x = _edge_input("float64")
+    x = _edge_input(dtype)
     xs = T(sg, x, requires_grad=True)
     tx = torch.tensor(x, requires_grad=True)
     h, th = xs * 2.0, tx * 2.0
     out = getattr(sg.nn.functional, fn)(h, inplace=True, **kw)
     tout = getattr(torch.nn.functional, fn)(th, inplace=True, **kw)
     assert out is h
-    assert_close(h, th)
-    g = upstream(tuple(x.shape), "float64")
+    assert_close(h, th, *tol(dtype))
+    g = upstream(tuple(x.shape), dtype)
     out.backward(T(sg, g))
     tout.backward(torch.from_numpy(g))
-    r, a = _slope_tol(fn, "float64")
+    r, a = _slope_tol(fn, dtype)
     assert_close(xs.grad, tx.grad, rtol=r, atol=a)
 
 

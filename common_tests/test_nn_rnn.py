@@ -377,7 +377,6 @@ def test_constructor_errors(sg):
     _raises(ValueError, "hidden_size must be greater than zero", lambda: nn.GRUCell(3, -2))
 
 
-@pytest.mark.capability("float64")
 def test_forward_errors_name_the_layer_and_shapes(sg):
     lstm, gru = sg.nn.LSTM(3, 4), sg.nn.GRU(3, 4, num_layers=2)
     x = sg.zeros(5, 2, 3)
@@ -404,14 +403,19 @@ def test_forward_errors_name_the_layer_and_shapes(sg):
     for batch in (2, 4):  # checked before the states are put in the packed order
         shape_error(rf"GRU: Expected hidden size \(2, 3, 4\), got \[2, {batch}, 4\]",
                     lambda: gru(packed, sg.zeros(2, batch, 4)))
-    _raises(TypeError, "dtype", lambda: lstm(sg.zeros(5, 2, 3, dtype=sg.float64)))
-    _raises(ValueError, "dtype", lambda: gru(x, sg.zeros(2, 2, 4, dtype=sg.float64)))
     cell = sg.nn.LSTMCell(3, 4)
     shape_error("LSTMCell: input has inconsistent input_size: got 5 expected 3", lambda: cell(sg.zeros(2, 5)))
     shape_error("LSTMCell: Expected input to be 1D or 2D, got 3D", lambda: cell(sg.zeros(1, 2, 3)))
     shape_error(r"hidden\[0\] of shape \[3, 4\]",
                 lambda: cell(sg.zeros(2, 3), (sg.zeros(3, 4), sg.zeros(2, 4))))
     shape_error(r"expected \[4\]", lambda: sg.nn.GRUCell(3, 4)(sg.zeros(3), sg.zeros(1, 4)))
+
+
+@pytest.mark.capability("float64")
+def test_forward_refuses_an_input_or_state_of_another_dtype(sg):
+    lstm, gru = sg.nn.LSTM(3, 4), sg.nn.GRU(3, 4, num_layers=2)
+    _raises(TypeError, "dtype", lambda: lstm(sg.zeros(5, 2, 3, dtype=sg.float64)))
+    _raises(ValueError, "dtype", lambda: gru(sg.zeros(5, 2, 3), sg.zeros(2, 2, 4, dtype=sg.float64)))
 
 
 def test_packing_errors(sg):

@@ -59,27 +59,31 @@ def test_reduce_forward(sg, name, dim, keepdim):
     assert_close(out, _np_reduce(name, a, dim, keepdim), rtol=2e-5, atol=2e-6)
 
 
+# float32 results against float64 NumPy rounded once: a few ulp of the reduction's rounding
+CLOSE = {"float32": dict(rtol=2e-5, atol=2e-6), "float64": {}}
+
+
 @pytest.mark.parametrize("name", ["sum", "mean", "var", "std", "prod"])
-@pytest.mark.capability("float64")
-def test_reduce_function_form_positional_dim(sg, name):
-    a = _data(name, (3, 4), "float64", seed=1)
-    assert_close(getattr(sg, name)(T(sg, a), 1), _np_reduce(name, a, 1, False))
-    assert_close(getattr(sg, name)(T(sg, a)), _np_reduce(name, a, None, False))
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_reduce_function_form_positional_dim(sg, name, dtype):
+    a = _data(name, (3, 4), dtype, seed=1)
+    assert_close(getattr(sg, name)(T(sg, a), 1), _np_reduce(name, a, 1, False), **CLOSE[dtype])
+    assert_close(getattr(sg, name)(T(sg, a)), _np_reduce(name, a, None, False), **CLOSE[dtype])
 
 
 @pytest.mark.parametrize("name", ["var", "std"])
 @pytest.mark.parametrize("dim", [None, 1, (0, 1)])
 @pytest.mark.parametrize("how", ["unbiased=False", "correction=0", "correction=2", "unbiased=True"])
-@pytest.mark.capability("float64")
-def test_var_std_correction(sg, name, dim, how):
-    a = data((3, 5), "float64", seed=2)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_var_std_correction(sg, name, dim, how, dtype):
+    a = data((3, 5), dtype, seed=2)
     key, val = how.split("=")
     val = {"True": True, "False": False}.get(val, None) if key == "unbiased" else int(val)
     ddof = (1 if val else 0) if key == "unbiased" else val
     x = T(sg, a)
     kwargs = {key: val}
     out = getattr(x, name)(**kwargs) if dim is None else getattr(x, name)(dim, **kwargs)
-    assert_close(out, _np_reduce(name, a, dim, False, correction=ddof))
+    assert_close(out, _np_reduce(name, a, dim, False, correction=ddof), **CLOSE[dtype])
 
 
 @pytest.mark.parametrize("name", ["max", "min"])
@@ -147,11 +151,21 @@ def test_reduction_dtypes(sg, dtype, name, exp):
     assert_close(out, getattr(np, name)(a, axis=1).astype(NP[exp]))
 
 
-@pytest.mark.capability("float64")
-def test_sum_dtype_argument(sg):
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_sum_dtype_argument(sg, dtype):
     a = data((2, 3), "int64", seed=7)
-    out = T(sg, a).sum(dtype=sg.float64)
-    assert_close(out, np.asarray(a.sum(), dtype=np.float64))
+    out = T(sg, a).sum(dtype=getattr(sg, dtype))
+    assert_close(out, np.asarray(a.sum(), dtype=dtype))
+
+
+def test_int32_sums_and_products_accumulate_in_int64(sg):
+    """As in torch, an int32 reduction gives int64: sums past int32's range do not wrap."""
+    a = np.array([[2 ** 31 - 1, 2 ** 31 - 1, 5], [-2 ** 31, -2 ** 31, -1]], np.int32)
+    wide = a.astype(np.int64)
+    assert_close(T(sg, a).sum(), np.asarray(wide.sum()))
+    assert_close(T(sg, a).sum(1), wide.sum(1))
+    assert_close(T(sg, a[:, 2:]).prod(), np.asarray(wide[:, 2:].prod()))
+    assert_close(T(sg, a).prod(0), wide.prod(0))
 
 
 def test_reduce_empty_sum_and_mean_of_one(sg):

@@ -54,12 +54,16 @@ def test_scan_forward(sg, op, dtype, dim):
 
 @pytest.mark.parametrize("op", SCANS)
 @pytest.mark.parametrize("dim", [0, 1, 2, -1])
-@pytest.mark.capability("float64")
-def test_scan_non_contiguous(sg, op, dim):
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_scan_non_contiguous(sg, op, dim, dtype):
     torch = need_torch()
-    a = np.round(data((4, 9, 3), "float64", seed=1, low=-1.5, high=1.5), 1)
+    a = np.round(data((4, 9, 3), "float64", seed=1, low=-1.5, high=1.5), 1).astype(dtype)
     theirs = _run(torch, op, torch.tensor(a).permute(2, 0, 1), dim)
-    _compare(_run(sg, op, T(sg, a).permute(2, 0, 1), dim), theirs, "float64")
+    ours = _run(sg, op, T(sg, a).permute(2, 0, 1), dim)
+    if dtype == "float32" and not isinstance(theirs, tuple):  # a partial sum may cancel to near 0
+        assert_close(ours, theirs, rtol=1e-6, atol=1e-6)
+    else:
+        _compare(ours, theirs, dtype)
 
 
 @pytest.mark.parametrize("op", SCANS)

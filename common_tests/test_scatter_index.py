@@ -29,10 +29,9 @@ def _check_grads(sg, torch, pairs, out, expected, dtype):
 @pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
 @pytest.mark.parametrize("include_self", [True, False])
 @pytest.mark.parametrize("dim", [0, 1, -1])
-@pytest.mark.capability("float64")
-def test_scatter_reduce(sg, reduce, include_self, dim):
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_scatter_reduce(sg, reduce, include_self, dim, dtype):
     torch = need_torch()
-    dtype = "float64"
     a = data((3, 4), dtype, seed=1)
     src = data((3, 3), dtype, seed=2, low=-3.0, high=3.0)  # shaped as the index (PyTorch's backward needs it)
     src[0, 0] = 0.0  # a zero among the factors of a product
@@ -71,20 +70,20 @@ def test_scatter_reduce_reads_only_the_corner_of_a_larger_src(sg):
                      torch.tensor(a).scatter_reduce(0, torch.tensor(idx), torch.tensor(src), reduce))
 
 
-@pytest.mark.capability("float64")
-def test_scatter_add_reads_src_by_position_when_src_is_larger(sg):
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_scatter_add_reads_src_by_position_when_src_is_larger(sg, dtype):
     torch = need_torch()
-    src, idx = data((3, 4), "float64", seed=30), np.array([[0, 1, 1], [1, 0, 0]])
+    src, idx = data((3, 4), dtype, seed=30), np.array([[0, 1, 1], [1, 0, 0]])
     for dim in (0, 1):
-        x, t = T(sg, np.zeros((2, 4))), torch.zeros(2, 4, dtype=torch.float64)
+        x, t = T(sg, np.zeros((2, 4), dtype)), torch.zeros(2, 4, dtype=getattr(torch, dtype))
         assert_close(x.scatter_add(dim, T(sg, idx), T(sg, src)), t.scatter_add(dim, torch.tensor(idx), torch.tensor(src)))
 
 
-@pytest.mark.capability("float64")
-def test_scatter_reduce_nan_propagates(sg):
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_scatter_reduce_nan_propagates(sg, dtype):
     torch = need_torch()
-    a = np.array([1.0, 2.0, 3.0])
-    src = np.array([np.nan, 5.0, -1.0, 0.5])
+    a = np.array([1.0, 2.0, 3.0], dtype)
+    src = np.array([np.nan, 5.0, -1.0, 0.5], dtype)
     idx = np.array([0, 0, 2, 1])
     for reduce in ("amax", "amin", "sum", "prod", "mean"):
         out = T(sg, a).scatter_reduce(0, T(sg, idx), T(sg, src), reduce)

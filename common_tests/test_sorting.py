@@ -56,11 +56,11 @@ def test_sort_returns_named_values_indices(sg):
 
 
 @pytest.mark.parametrize("dim", [0, 1, 2, -1])
-@pytest.mark.capability("float64")
-def test_sort_non_contiguous_and_long_rows(sg, dim):
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_sort_non_contiguous_and_long_rows(sg, dim, dtype):
     # a transposed 3-d tensor, rows long enough for several merge passes
     torch = need_torch()
-    a = np.round(data((5, 37, 3), "float64", seed=2), 1)  # rounding makes ties
+    a = np.round(data((5, 37, 3), "float64", seed=2), 1).astype(dtype)  # rounding makes ties
     x = T(sg, a).permute(2, 0, 1)
     t = torch.tensor(a).permute(2, 0, 1)
     for desc in (False, True):

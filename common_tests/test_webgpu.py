@@ -4,7 +4,8 @@ with the same stage's CPU kernels, which the rest of the suite checks); moves be
 devices, the errors for mixed devices and for dtypes WGSL lacks, and a training step.
 
 In CI the device is Mesa's software Vulkan driver (lavapipe): the same kernels, compiled
-for the CPU. A stage without devices declares it (``LACKS`` names ``devices``); a machine
+for the CPU. The tests run once on each stage under test that has the device (the
+``device`` marker), not on stages without devices nor on the device pins; a machine
 without a Vulkan, Metal or D3D12 driver skips with the adapter's reason.
 """
 import numpy as np
@@ -12,7 +13,8 @@ import pytest
 
 from .oracle import assert_close
 
-pytestmark = [pytest.mark.capability("devices"), pytest.mark.xdist_group("webgpu")]
+# on the stages that have the device, once each: the tests name each tensor's device
+pytestmark = [pytest.mark.device("webgpu"), pytest.mark.xdist_group("webgpu")]
 
 SPECIAL = np.array([0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 2.5, -3.7, 1e-7, -1e-6, 20.0, -20.0, 100.0,
                     -100.0, np.inf, -np.inf, np.nan, 0.999, -0.999, 3.0], dtype=np.float32)
@@ -20,8 +22,6 @@ SPECIAL = np.array([0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 2.5, -3.7, 1e-7, -1e-6, 20.
 
 @pytest.fixture
 def gpu(sg):
-    if getattr(sg, "DEVICE", None):
-        pytest.skip("these tests name each tensor's device: they run once, on the stage itself")
     if not sg.webgpu.is_available():
         pytest.skip(sg.webgpu.unavailable_reason())
     sg.set_default_device(None)  # these tests name each tensor's device (the CPU is the oracle)

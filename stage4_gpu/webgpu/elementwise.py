@@ -146,6 +146,12 @@ def cast_expr(expr, src, dst):
         return expr
     if dst is bool_:
         return expr if src is bool_ else _BOOL_OF.format(f"!({expr} == {WGSL[src.name][0]}(0))")
+    if src.is_floating_point and dst.name == "int32":  # WGSL's i32() saturates: wrap as the CPU
+        return f"wrap_i32_f({expr})"
+    if src.is_floating_point and dst.name == "int64":
+        # the low word in halves: Mesa's lavapipe sign-extends i64() of a u32 at or above 2^31
+        w = f"trunc_words_f({expr})"
+        return f"((i64({w}.y) << 32u) | (i64({w}.x >> 16u) << 16u) | i64({w}.x & 0xffffu))"
     return f"{WGSL[dst.name][0]}({expr})"
 
 

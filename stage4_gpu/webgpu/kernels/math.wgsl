@@ -587,3 +587,19 @@ fn logaddexp_f(a: f32, b: f32) -> f32 {
   if (is_inf(m)) { return m; }  // exp(-inf - -inf) would be NaN; both -inf stays -inf
   return m + log1p_f(exp_f(-abs(a - b)));
 }
+// trunc(x) modulo 2^64 as (low word, high word), two's complement, for a cast to an
+// integer: the CPU stages wrap an out-of-range value, where WGSL's conversions saturate.
+// |x| = m 2^e with the 24-bit integer m, so the words are m shifted (x finite; a cast
+// refuses NaN and infinity first)
+fn trunc_words_f(x: f32) -> vec2<u32> {
+  let bits = bitcast<u32>(x);
+  let e = i32((bits >> 23u) & 0xffu) - 150;
+  let m = (bits & 0x7fffffu) | 0x800000u;
+  var w = vec2<u32>(0u, 0u);  // |x| < 1, or a multiple of 2^64
+  if (e >= -23 && e <= 0) { w = vec2<u32>(m >> u32(-e), 0u); }
+  if (e >= 1 && e <= 31) { w = vec2<u32>(m << u32(e), m >> u32(32 - e)); }
+  if (e >= 32 && e <= 63) { w = vec2<u32>(0u, m << u32(e - 32)); }
+  if (x < 0.0) { w = vec2<u32>(0u - w.x, ~w.y + select(0u, 1u, w.x == 0u)); }
+  return w;
+}
+fn wrap_i32_f(x: f32) -> i32 { return bitcast<i32>(trunc_words_f(x).x); }
