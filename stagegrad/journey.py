@@ -105,8 +105,10 @@ def _find_mnist(data, download):
         if data is not None:
             raise
         workloads.MNIST_ROOT = load_stage("0").datasets.SAMPLE_ROOT
-        source = (f"the bundled slice of MNIST in {workloads.MNIST_ROOT} (the full set was not "
-                  f"found and could not be downloaded: {str(e).splitlines()[0]})")
+        lines = str(e).splitlines()  # a header, then one line per source that failed
+        why = lines[1].strip() if len(lines) > 1 else lines[0].split(". Pass --data")[0]
+        source = (f"the bundled slice of MNIST in {workloads.MNIST_ROOT} (the full set was found "
+                  f"nowhere and could not be downloaded: {why})")
     say(f"MNIST from {source}")
     return source
 
