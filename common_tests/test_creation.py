@@ -47,10 +47,10 @@ def test_conversion_methods(sg, src, method, dst):
     assert_close(t, a.astype(NP[dst]))
 
 
+@pytest.mark.parametrize("src", ["float32", "float64"])
 @pytest.mark.parametrize("dst", DTYPES)
-@pytest.mark.capability("float64")
-def test_to_dtype(sg, dst):
-    a = data((4,), "float64", seed=5, low=-3, high=3)
+def test_to_dtype(sg, dst, src):
+    a = data((4,), src, seed=5, low=-3, high=3)
     t = T(sg, a).to(sgdt(sg, dst))
     assert_close(t, a.astype(NP[dst]))
 
@@ -172,15 +172,16 @@ def test_zeros_ones_like(sg, fn, np_fn, dtype, to):
     assert_close(getattr(sg, fn)(T(sg, a), dtype=getattr(sg, to)), np_fn(a, dtype=to))
 
 
-@pytest.mark.capability("float64")
-def test_full_like_empty_like_rand_like(sg):
-    x = T(sg, data((2, 3), "float64"))
-    assert_close(sg.full_like(x, 2.5), np.full((2, 3), 2.5))
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_full_like_empty_like_rand_like(sg, dtype):
+    """The *_like functions keep the shape and dtype of their argument."""
+    x = T(sg, data((2, 3), dtype))
+    assert_close(sg.full_like(x, 2.5), np.full((2, 3), 2.5, dtype=dtype))
     e = sg.empty_like(x)
-    assert e.shape == (2, 3) and e.dtype is sg.float64
+    assert e.shape == (2, 3) and e.dtype is getattr(sg, dtype)
     for fn in ("rand_like", "randn_like"):
         r = getattr(sg, fn)(x)
-        assert r.shape == (2, 3) and r.dtype is sg.float64
+        assert r.shape == (2, 3) and r.dtype is getattr(sg, dtype)
         assert not r.requires_grad
 
 

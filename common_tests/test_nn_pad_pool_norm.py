@@ -115,16 +115,16 @@ def test_instance_norm_functional_and_errors(sg):
 @pytest.mark.filterwarnings("ignore:dropout2d")
 @pytest.mark.parametrize("name,shape", [("dropout1d", (4, 50, 6)), ("dropout1d", (50, 6)),
                                         ("dropout2d", (4, 50, 3, 2)), ("dropout2d", (5, 40, 3))])
-@pytest.mark.capability("float64")
-def test_channel_dropout_zeroes_whole_channels(sg, name, shape):
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_channel_dropout_zeroes_whole_channels(sg, name, shape, dtype):
     """Each channel is either all zero or all scaled by 1/(1-p); about p of them drop;
     the gradient carries the same mask; eval mode is the identity, as PyTorch's."""
     torch = need_torch()
     sg.manual_seed(0)
     p = 0.4
-    x = T(sg, rand(shape, "float64", low=1.0, high=2.0), requires_grad=True)
+    x = T(sg, rand(shape, dtype, low=1.0, high=2.0), requires_grad=True)
     out = getattr(sg.nn.functional, name)(x, p, training=True)
-    out.backward(sg.ones(*shape, dtype=sg.float64))
+    out.backward(sg.ones(*shape, dtype=getattr(sg, dtype)))
     y, g, xv = out.detach().numpy(), x.grad.numpy(), x.detach().numpy()
     # dropout2d reads a 3-D input as (N, C, L), as PyTorch 2.x does (with a warning)
     lead = 2 if len(shape) == 3 or name == "dropout2d" else 1

@@ -111,27 +111,27 @@ def test_lstm_proj_size_matches_torch(sg, num_layers, bidirectional, dtype):
     assert tuple(out[0].shape) == (SEQ, BATCH, 2 * (1 + bidirectional))
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("mode", list(MODES))
-@pytest.mark.capability("float64")
-def test_layer_without_bias_matches_torch(sg, mode):
+def test_layer_without_bias_matches_torch(sg, mode, dtype):
     cls, kw = MODES[mode]
-    ours, theirs = same_layer(sg, _maker(cls, "float64", IN, HID, num_layers=2, bias=False, **kw),
+    ours, theirs = same_layer(sg, _maker(cls, dtype, IN, HID, num_layers=2, bias=False, **kw),
                               randomize=False)
     assert [n for n, _ in ours.named_parameters()] == [n for n, _ in theirs.named_parameters()]
-    _compare(sg, ours, theirs, [_data((SEQ, BATCH, IN), "float64")], _call(mode), "float64")
+    _compare(sg, ours, theirs, [_data((SEQ, BATCH, IN), dtype)], _call(mode), dtype)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("mode", list(MODES))
-@pytest.mark.capability("float64")
-def test_unbatched_input_matches_torch(sg, mode):
+def test_unbatched_input_matches_torch(sg, mode, dtype):
     cls, kw = MODES[mode]
-    ours, theirs = same_layer(sg, _maker(cls, "float64", IN, HID, num_layers=2, bidirectional=True, **kw),
+    ours, theirs = same_layer(sg, _maker(cls, dtype, IN, HID, num_layers=2, bidirectional=True, **kw),
                               randomize=False)
-    x = _data((SEQ, IN), "float64")
-    _compare(sg, ours, theirs, [x], _call(mode), "float64")
+    x = _data((SEQ, IN), dtype)
+    _compare(sg, ours, theirs, [x], _call(mode), dtype)
     ours.zero_grad()
     theirs.zero_grad()
-    out = _compare(sg, ours, theirs, [x, *_states(mode, 4, None, HID, "float64")], _call(mode), "float64")
+    out = _compare(sg, ours, theirs, [x, *_states(mode, 4, None, HID, dtype)], _call(mode), dtype)
     assert tuple(out[0].shape) == (SEQ, 2 * HID) and tuple(out[1].shape) == (4, HID)
 
 

@@ -44,10 +44,10 @@ def test_multinomial_with_replacement_frequencies(sg, dtype):
     assert _chi2(two.numpy()[0], p) < CHI2_BOUND and _chi2(two.numpy()[1], p[::-1]) < CHI2_BOUND
 
 
-@pytest.mark.capability("float64")
-def test_multinomial_without_replacement(sg):
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_multinomial_without_replacement(sg, dtype):
     torch = need_torch()
-    w = np.array(WEIGHTS)
+    w = np.array(WEIGHTS, dtype=dtype)
     batch = np.tile(w, (3000, 1))
     sg.manual_seed(99)
     ours = sg.multinomial(T(sg, batch), 3).numpy()
@@ -67,12 +67,13 @@ def test_multinomial_without_replacement(sg):
     assert sorted(full) == sorted(tfull) == list(range(6)) and full[-1] == tfull[-1] == 2
 
 
-@pytest.mark.capability("float64")
-def test_multinomial_same_seed_same_samples_on_every_stage(sg):
-    w = np.array([[0.2, 0.0, 1.0, 3.0], [1.0, 1.0, 1.0, 1.0]])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_multinomial_same_seed_same_samples_on_every_stage(sg, dtype):
+    w = np.array([[0.2, 0.0, 1.0, 3.0], [1.0, 1.0, 1.0, 1.0]], dtype=dtype)
     for replacement in (True, False):
         reference.manual_seed(2024)
-        expected = reference.multinomial(reference.tensor(w.tolist()), 3, replacement=replacement).tolist()
+        expected = reference.multinomial(reference.tensor(w.tolist(), dtype=getattr(reference, dtype)), 3,
+                                         replacement=replacement).tolist()
         sg.manual_seed(2024)
         assert sg.multinomial(T(sg, w), 3, replacement=replacement).tolist() == expected
     gen = sg.Generator()
@@ -84,8 +85,8 @@ def test_multinomial_same_seed_same_samples_on_every_stage(sg):
     assert sg.multinomial(T(sg, w[0]), 50, True, generator=gen).tolist() == a
 
 
-@pytest.mark.capability("float64")
-def test_multinomial_errors(sg):
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_multinomial_errors(sg, dtype):
     torch = need_torch()
     cases = [
         ([1.0, -0.5, 2.0], 1, True, ValueError, "multinomial: .*negative"),
@@ -99,9 +100,9 @@ def test_multinomial_errors(sg):
         with pytest.raises(RuntimeError):  # PyTorch refuses each of them
             torch.multinomial(torch.tensor(w), n, repl)
         with pytest.raises(err, match=msg):
-            sg.multinomial(T(sg, np.array(w)), n, repl)
+            sg.multinomial(T(sg, np.array(w, dtype=dtype)), n, repl)
         with pytest.raises(RuntimeError):  # ours are RuntimeErrors too
-            sg.multinomial(T(sg, np.array(w)), n, repl)
+            sg.multinomial(T(sg, np.array(w, dtype=dtype)), n, repl)
     with pytest.raises(sg.ShapeError, match=r"multinomial: input must be 1-d or 2-d.*\[1, 1, 2\]"):
         sg.multinomial(sg.ones(1, 1, 2), 1)
     with pytest.raises(TypeError, match="multinomial: only floating-point.*int64"):
@@ -109,7 +110,7 @@ def test_multinomial_errors(sg):
     # a refused call draws nothing: the stream is where it was
     sg.manual_seed(3)
     with pytest.raises(ValueError):
-        sg.multinomial(T(sg, np.array([[1.0, 2.0], [-1.0, 1.0]])), 1)
+        sg.multinomial(T(sg, np.array([[1.0, 2.0], [-1.0, 1.0]], dtype=dtype)), 1)
     after_error = sg.rand(2).tolist()
     sg.manual_seed(3)
     assert sg.rand(2).tolist() == after_error
