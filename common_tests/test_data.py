@@ -3,7 +3,6 @@
 import collections
 import gzip
 import hashlib
-import os
 import struct
 from pathlib import Path
 
@@ -335,7 +334,7 @@ def test_mnist_not_found_and_download(sg, tmp_path, monkeypatch, capsys):
         served.append(url)
         return _Response((src / url.rsplit("/", 1)[1]).read_bytes())
 
-    monkeypatch.setattr(mnist.urllib.request, "urlopen", serve)
+    monkeypatch.setattr(sg.datasets.download.urllib.request, "urlopen", serve)
     ds = sg.datasets.MNIST(root=tmp_path / "dl", train=False, download=True)
     assert len(ds) == 256 and sorted(p.name for p in (tmp_path / "dl").iterdir()) == \
         ["t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"]
@@ -347,21 +346,21 @@ def test_mnist_not_found_and_download(sg, tmp_path, monkeypatch, capsys):
                             f"  t10k-images-idx3-ubyte.gz: {size / 1e6:.1f} MB received"] and len(progress) == 4
 
     def offline(url, timeout=None):
-        raise mnist.urllib.error.URLError("network is unreachable")
+        raise sg.datasets.download.urllib.error.URLError("network is unreachable")
 
-    monkeypatch.setattr(mnist.urllib.request, "urlopen", offline)
+    monkeypatch.setattr(sg.datasets.download.urllib.request, "urlopen", offline)
     with pytest.raises(RuntimeError, match="(?s)could not download.*unreachable"):
         sg.datasets.MNIST(root=tmp_path / "off", train=False, download=True)
 
     def wrong(url, timeout=None):
         return _Response(gzip.compress(b"not mnist"))
 
-    monkeypatch.setattr(mnist.urllib.request, "urlopen", wrong)
+    monkeypatch.setattr(sg.datasets.download.urllib.request, "urlopen", wrong)
     with pytest.raises(RuntimeError, match="checksum mismatch"):
         sg.datasets.MNIST(root=tmp_path / "bad", train=False, download=True)
     assert not any((tmp_path / "bad").iterdir())  # nothing unverified is kept
     monkeypatch.setenv("STAGEGRAD_OFFLINE", "1")  # refused before the network is tried
-    monkeypatch.setattr(mnist.urllib.request, "urlopen", serve)
+    monkeypatch.setattr(sg.datasets.download.urllib.request, "urlopen", serve)
     with pytest.raises(RuntimeError, match="STAGEGRAD_OFFLINE is set"):
         sg.datasets.MNIST(root=tmp_path / "air", train=False, download=True)
 

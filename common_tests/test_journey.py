@@ -296,7 +296,7 @@ def test_journey_prints_each_row_as_it_is_measured(monkeypatch):
     """The live table shows a row once its last cell is measured, before the next row starts."""
     import io
 
-    from stagegrad import journey, machine
+    from stagegrad import journey
     _fake_machine(monkeypatch)
     out, seen = io.StringIO(), []
 

@@ -11,7 +11,7 @@ import pytest
 
 import stage0_python
 
-from .helpers_core import NP, T, data, float64_if, sgdt
+from .helpers_core import T, data, float64_if
 from .oracle import np_
 
 

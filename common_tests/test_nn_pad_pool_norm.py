@@ -4,8 +4,8 @@ input and parameter gradients, running statistics, float32 and float64."""
 import numpy as np
 import pytest
 
-from .helpers_core import T, upstream
-from .helpers_nn import rand, run_both, same_layer, tol
+from .helpers_core import T
+from .helpers_nn import rand, run_both, same_layer
 from .oracle import assert_close, need_torch
 from .test_nn_layers import _converted
 from .test_nn_upsample_conv_transpose import _compare

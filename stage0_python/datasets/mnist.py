@@ -27,8 +27,6 @@ import hashlib
 import operator
 import os
 import struct
-import urllib.error
-import urllib.request
 import zlib
 from pathlib import Path
 

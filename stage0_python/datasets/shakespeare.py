@@ -27,7 +27,7 @@ from .. import creation
 from ..data.dataset import Dataset
 from ..dtypes import int64
 from . import download
-from .mnist import SAMPLE_ROOT, DatasetError
+from .mnist import DatasetError
 
 ARCHIVE = "shakespeare-plays-gutenberg.tar.gz"
 TEXT = "tinyshakespeare.txt"
