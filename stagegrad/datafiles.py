@@ -26,6 +26,12 @@ def _datasets():
     return load_stage("0").datasets
 
 
+def offline():
+    """Whether downloads are refused (``STAGEGRAD_OFFLINE``): a dataset found nowhere is then
+    an error at once."""
+    return _datasets().download.offline()
+
+
 def _holds(directory, names):
     """Whether ``directory`` holds every file of ``names``, each plain or gzipped."""
     return all((directory / n).is_file() or (directory / (n + ".gz")).is_file() for n in names)

@@ -17,6 +17,11 @@ import urllib.request
 CHUNK = 1 << 16
 
 
+def offline():
+    """Whether downloads are refused: ``STAGEGRAD_OFFLINE`` set to anything but 0."""
+    return os.environ.get("STAGEGRAD_OFFLINE", "") not in ("", "0")
+
+
 class Progress:
     """One line on ``stream`` saying how much of ``name`` has arrived: redrawn in place on a
     terminal (at most every 0.2 s), a line at the start and one at the end elsewhere (a log
@@ -56,7 +61,7 @@ def fetch(urls, check, name=None, progress=True):
     """The bytes of the first of ``urls`` whose content passes ``check`` (a function of the
     bytes returning an error string, or None when they are right). ``RuntimeError`` lists
     every source's failure (offline, HTTP error, checksum mismatch)."""
-    if os.environ.get("STAGEGRAD_OFFLINE", "") not in ("", "0"):
+    if offline():
         raise RuntimeError(f"could not download {name or urls[0]}: STAGEGRAD_OFFLINE is set")
     errors = []
     for url in urls:

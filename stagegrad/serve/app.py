@@ -18,7 +18,6 @@ page elsewhere cannot start runs on this machine through the visitor's browser.
 """
 import asyncio
 import json
-import os
 import threading
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -32,12 +31,6 @@ from .. import STAGES, datafiles, installed_stages
 from . import architecture, settings as settings_mod
 from .jobs import Hub, Jobs
 from .store import FINAL, Store
-
-
-def _offline():
-    """Whether downloads are refused (``STAGEGRAD_OFFLINE``): then a dataset found nowhere is
-    an error at once, not a run that fails later."""
-    return os.environ.get("STAGEGRAD_OFFLINE", "") not in ("", "0")
 
 STATIC = Path(__file__).resolve().parent / "static"
 MAX_BODY = 64 * 1024
@@ -123,7 +116,7 @@ def create_app(db, runs_dir=None, data_dir=None, max_runs=1, threads=None, trust
             find = datafiles.mnist_dir if out["dataset"] == "mnist" else datafiles.shakespeare_dir
             find(data_dir, fetch=False)
         except ValueError as e:
-            if data_dir is not None or _offline():
+            if data_dir is not None or datafiles.offline():
                 raise HTTPException(422, {"errors": {"dataset": str(e)}}) from None
         return out
 
