@@ -49,10 +49,22 @@ def _given_dir(data, download):
     return root
 
 
-def _offline_hint(name, error):
-    sample = _datasets().SAMPLE_ROOT
-    return (f"{name} could not be downloaded ({error}). Pass --data DIR naming a directory that "
-            f"holds it, or --data {sample} for the small slice this package carries")
+class NotDownloaded(ValueError):
+    """A dataset found nowhere that could not be downloaded. The message names the bundled
+    slice as what ``--data`` can point at; ``why`` is the first source's failure, one line."""
+
+    def __init__(self, name, error):
+        lines = str(error).splitlines()  # a header, then one line per source that failed
+        self.why = lines[1].strip() if len(lines) > 1 else lines[0]
+        super().__init__(f"{name} could not be downloaded ({error}). Pass --data DIR naming a "
+                         f"directory that holds it, or --data {_datasets().SAMPLE_ROOT} for the "
+                         f"small slice this package carries")
+
+
+def _where(data, dirs):
+    """Where a look-up looked, for its error."""
+    return (f"in {dirs[0]} (nor in {dirs[1]})" if data is not None else
+            "in any of: " + ", ".join(str(d) for d in dirs))
 
 
 def mnist_dir(data=None, download=False, say=print, fetch=True):
@@ -74,16 +86,15 @@ def mnist_dir(data=None, download=False, say=print, fetch=True):
         if _holds(d, names):
             return d
     if not fetch:
-        where = (f"in {dirs[0]} (nor in {dirs[1]})" if data is not None else
-                 "in any of: " + ", ".join(str(d) for d in dirs))
-        raise ValueError(f"the MNIST files ({listed}, each optionally .gz) were not found {where}. "
+        raise ValueError(f"the MNIST files ({listed}, each optionally .gz) were not found "
+                         f"{_where(data, dirs)}. "
                          f"Pass --data DIR naming a directory that holds them, or --download to "
                          f"fetch them into {target}")
     say(f"MNIST not found; downloading it into {target}")
     try:
         mnist.download_files(names, target)
     except RuntimeError as e:
-        raise ValueError(_offline_hint("MNIST", e)) from None
+        raise NotDownloaded("MNIST", e) from None
     return target
 
 
@@ -105,13 +116,11 @@ def shakespeare_dir(data=None, download=False, fetch=True, say=print):
             if (d / name).is_file():
                 return d
     if not fetch:
-        where = (f"in {dirs[0]} (nor in {dirs[1]})" if data is not None else
-                 "in any of: " + ", ".join(str(d) for d in dirs))
-        raise ValueError(f"neither {files[0]} nor {files[1]} was found {where}. Pass --data DIR "
+        raise ValueError(f"neither {files[0]} nor {files[1]} was found {_where(data, dirs)}. Pass --data DIR "
                          f"naming a directory that holds one, or --download to fetch {files[1]}")
     say(f"Shakespeare not found; downloading {files[1]} into {target}")
     try:
         shakespeare.download_text(target)
     except RuntimeError as e:
-        raise ValueError(_offline_hint("the Shakespeare corpus", e)) from None
+        raise NotDownloaded("the Shakespeare corpus", e) from None
     return target

@@ -101,14 +101,12 @@ def _find_mnist(data, download):
     try:
         workloads.MNIST_ROOT = datafiles.mnist_dir(data, download, say=say)
         source = str(workloads.MNIST_ROOT)
-    except ValueError as e:
+    except datafiles.NotDownloaded as e:
         if data is not None:
             raise
         workloads.MNIST_ROOT = load_stage("0").datasets.SAMPLE_ROOT
-        lines = str(e).splitlines()  # a header, then one line per source that failed
-        why = lines[1].strip() if len(lines) > 1 else lines[0].split(". Pass --data")[0]
         source = (f"the bundled slice of MNIST in {workloads.MNIST_ROOT} (the full set was found "
-                  f"nowhere and could not be downloaded: {why})")
+                  f"nowhere and could not be downloaded: {e.why})")
     say(f"MNIST from {source}")
     return source
 
