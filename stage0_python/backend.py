@@ -35,6 +35,8 @@ import math
 import operator
 from array import array
 
+from stage0_python.vocabulary import BOOL_RESULT
+
 from .capabilities import refusal
 from .dtypes import bool_, float64, int32, int64
 from .memory import track as _track
@@ -101,28 +103,30 @@ def strided_indices(shape, strides, offset=0):
     return idx
 
 
-def _wrap_int(value, dtype):
+def wrap_int(value, dtype):
     """A Python int reduced modulo 2**bits into ``dtype``'s range (two's complement): 32 bits
     for int32, else 64. By name, so stage 2 can pass its own dtype objects."""
     half = 1 << (31 if dtype.name == "int32" else 63)
     return ((value + half) % (2 * half)) - half
 
 
-def _pack(values, dtype):
+def pack_values(values, dtype):
     """Store Python values in a fresh array of ``dtype`` (float32 rounds here)."""
     if dtype is bool_:
         return array("B", [1 if v else 0 for v in values])
     try:
         return array(dtype.typecode, values)
     except OverflowError:
-        return array(dtype.typecode, [_wrap_int(int(v), dtype) for v in values])
+        return array(dtype.typecode, [wrap_int(int(v), dtype) for v in values])
     except TypeError:
         if dtype.is_floating_point:
             return array(dtype.typecode, [float(v) for v in values])
-        return array(dtype.typecode, [_wrap_int(_to_int(v), dtype) for v in values])
+        return array(dtype.typecode, [wrap_int(to_int(v), dtype) for v in values])
 
 
-def _to_int(v):
+def to_int(v):
+    """``v`` as a Python int the way a cast to an integer dtype takes it (toward zero; NaN
+    and infinities refused)."""
     if isinstance(v, float):
         if v != v or v in (INF, -INF):
             raise ValueError(f"cannot convert {v} to an integer dtype")
@@ -175,7 +179,7 @@ class Buffer:
 # ---------------------------------------------------------------- creation
 
 def from_list(values, shape, dtype):
-    return Buffer(_pack(values, dtype), shape, dtype)
+    return Buffer(pack_values(values, dtype), shape, dtype)
 
 
 def full(shape, value, dtype):
@@ -185,7 +189,7 @@ def full(shape, value, dtype):
     elif dtype.is_floating_point:
         value = float(value)
     else:
-        value = _to_int(value)
+        value = to_int(value)
     try:
         return Buffer(array(dtype.typecode, [value]) * n, shape, dtype)
     except OverflowError:
@@ -239,7 +243,7 @@ def cast(x, dtype):
     if dtype.is_floating_point:
         return Buffer(array(dtype.typecode, x.data), x.shape, dtype)
     if x.dtype.is_floating_point:
-        return from_list([_to_int(v) for v in x.data], x.shape, dtype)
+        return from_list([to_int(v) for v in x.data], x.shape, dtype)
     return from_list(x.data, x.shape, dtype)
 
 
@@ -384,9 +388,6 @@ UNARY = {
     "logical_not": operator.not_,
     "bitwise_not": _bitwise_not,
 }
-# ops whose result is always bool, whatever the input
-BOOL_RESULT = frozenset({"isnan", "isinf", "isfinite", "isposinf", "isneginf", "logical_not", "eq", "ne", "lt", "le", "gt", "ge",
-                         "logical_and", "logical_or", "logical_xor"})
 
 
 def unary(op, x, dtype=None):
@@ -418,7 +419,8 @@ def _pow(a, b):
         return NAN
 
 
-def _int_pow(a, b):
+def int_pow(a, b):
+    """``a ** b`` on integers, refusing a negative exponent as PyTorch does."""
     if b < 0:
         raise ValueError("pow: integers to negative integer powers are not allowed")
     return a ** b
@@ -470,7 +472,7 @@ def _hypot(a, b):
         return INF
 
 
-def _shift(op, dtype):
+def shift_op(op, dtype):
     """The shift ``op`` for ``dtype``'s width: a count outside [0, width) shifts every bit
     out, as PyTorch defines it (0, or -1 for a negative number shifted right)."""
     bits = 32 if dtype is int32 else 64
@@ -496,7 +498,7 @@ BINARY = {
     "bitwise_and": operator.and_,
     "bitwise_or": operator.or_,
     "bitwise_xor": operator.xor,
-    "left_shift": None,  # per dtype: see _shift
+    "left_shift": None,  # per dtype: see shift_op
     "right_shift": None,
     "eq": operator.eq,
     "ne": operator.ne,
@@ -543,26 +545,28 @@ def binary(op, a, b, dtype):
               "minimum": "logical_and"}[op]
     f = BINARY[op]
     if op == "pow" and not dtype.is_floating_point:
-        f = _int_pow
+        f = int_pow
     elif f is None:
-        f = _shift(op, dtype)
+        f = shift_op(op, dtype)
     if b.numel == 1 and a.numel != 1 or a.numel == 1 and b.numel != 1:
         # the scalar case, common enough for its own loop
         if b.numel == 1:
             xs, y = _broadcast_values(a, shape), b.data[0]
-            vals = _map_safe(op, f, lambda g: [g(x, y) for x in xs])
+            vals = map_safe(op, f, lambda g: [g(x, y) for x in xs])
         else:
             x, ys = a.data[0], _broadcast_values(b, shape)
-            vals = _map_safe(op, f, lambda g: [g(x, y) for y in ys])
+            vals = map_safe(op, f, lambda g: [g(x, y) for y in ys])
     else:
         xs, ys = _broadcast_values(a, shape), _broadcast_values(b, shape)
-        vals = _map_safe(op, f, lambda g: list(map(g, xs, ys)))
+        vals = map_safe(op, f, lambda g: list(map(g, xs, ys)))
     return from_list(vals, shape, out)
 
 
-def _map_safe(op, f, run):
+def map_safe(op, f, run):
+    """``run(f)`` elementwise, first with the plain operator where one exists (the fast
+    path), then with ``f``, which handles the edge cases (division by zero, overflow)."""
     fast = _FAST.get(op)
-    if fast is not None and f is not _int_pow:
+    if fast is not None and f is not int_pow:
         try:
             vals = run(fast)
             if op != "pow" or not any(isinstance(v, complex) for v in vals):
@@ -615,7 +619,8 @@ def _group_last(x, axes):
     return perm.data, [x.shape[d] for d in keep], group
 
 
-def _reduced_shape(shape, axes, keepdim):
+def reduced_shape(shape, axes, keepdim):
+    """The shape left after reducing ``shape`` over ``axes``."""
     if keepdim:
         return tuple(1 if d in axes else n for d, n in enumerate(shape))
     return tuple(n for d, n in enumerate(shape) if d not in axes)
@@ -627,7 +632,7 @@ def reduce(op, x, axes, keepdim, dtype=None):
     out = dtype or (bool_ if op in ("any", "all") else x.dtype)
     vals, _, group = _group_last(x, axes)
     res = reduce_groups(op, vals, group, x, axes)
-    return from_list(res, _reduced_shape(x.shape, axes, keepdim), out)
+    return from_list(res, reduced_shape(x.shape, axes, keepdim), out)
 
 
 def reduce_groups(op, vals, group, x, axes):
@@ -638,20 +643,22 @@ def reduce_groups(op, vals, group, x, axes):
     f = REDUCE[op]
     n = len(vals)
     if group == 0:
-        return [f(())] * prod(_reduced_shape(x.shape, axes, False))
+        return [f(())] * prod(reduced_shape(x.shape, axes, False))
     if group == n:
         return [f(vals)]
     return [f(vals[i:i + group]) for i in range(0, n, group)]
 
 
-def _argmax(chunk):
+def argmax_of(chunk):
+    """The index of the first largest value of ``chunk`` (the first NaN, if any, as PyTorch)."""
     m = _max(chunk)
     if m != m:
         return next(i for i, v in enumerate(chunk) if v != v)
     return chunk.index(m)
 
 
-def _argmin(chunk):
+def argmin_of(chunk):
+    """The index of the first smallest value of ``chunk`` (the first NaN, if any, as PyTorch)."""
     m = _min(chunk)
     if m != m:
         return next(i for i, v in enumerate(chunk) if v != v)
@@ -659,10 +666,10 @@ def _argmin(chunk):
 
 
 def arg_reduce(op, x, axis, keepdim):
-    f = _argmax if op == "argmax" else _argmin
+    f = argmax_of if op == "argmax" else argmin_of
     vals, _, group = _group_last(x, (axis,))
     res = [f(vals[i:i + group]) for i in range(0, len(vals), group)]
-    return from_list(res, _reduced_shape(x.shape, (axis,), keepdim), int64)
+    return from_list(res, reduced_shape(x.shape, (axis,), keepdim), int64)
 
 
 # ---------------------------------------------------------------- sort and scan along an axis
@@ -802,7 +809,7 @@ def diagonal_layout(shape, strides, start, offset, dim1, dim2):
             start)
 
 
-def _overlaps(x):
+def overlaps(x):
     """Whether two of x's elements share memory through a broadcast (stride 0) dim."""
     return any(s == 0 and n > 1 for n, s in zip(x.shape, x.strides))
 
@@ -810,7 +817,7 @@ def _overlaps(x):
 def refuse_overlapping_write(region):
     """The strided stages' refusal to write into a region whose elements share memory:
     which of the writes would win is not defined (stage 0 has no strides, so no such region)."""
-    if _overlaps(region):
+    if overlaps(region):
         raise RuntimeError(f"setitem: more than one element of the written-to region (shape "
                            f"{list(region.shape)}, stride {list(region.strides)}) refers to a single "
                            f"memory location; clone() the tensor first")
@@ -969,7 +976,7 @@ def take(x, index):
     return Buffer(_pack_same(x, [src[i] for i in index.data]), index.shape, x.dtype)
 
 
-def _axis_positions(shape, axis, index):
+def axis_positions(shape, axis, index):
     """For every element of ``index`` the flat position in a tensor of ``shape`` that
     it selects along ``axis`` (other coordinates taken from the element's own)."""
     strides = contiguous_strides(shape)
@@ -986,14 +993,14 @@ def _axis_positions(shape, axis, index):
 
 def gather(x, axis, index):
     src = x.data
-    pos = _axis_positions(x.shape, axis, index)
+    pos = axis_positions(x.shape, axis, index)
     return Buffer(_pack_same(x, [src[p] for p in pos]), index.shape, x.dtype)
 
 
 def scatter_add(shape, axis, index, src):
     """A zero tensor of ``shape`` with ``src`` added at ``index`` along ``axis``."""
     out = [0] * prod(shape)
-    for p, v in zip(_axis_positions(shape, axis, index), src.data):
+    for p, v in zip(axis_positions(shape, axis, index), src.data):
         out[p] += v
     return from_list(out, shape, src.dtype)
 
@@ -1129,7 +1136,7 @@ def put(dst, index, src, accumulate=False):
             data[i] = combine(data[i], v)
         if dst.dtype is bool_:
             data = [bool(v) for v in data]
-        dst.data = _pack(data, dst.dtype)
+        dst.data = pack_values(data, dst.dtype)
     else:
         for i, v in zip(index.data, vals):
             data[i] = v

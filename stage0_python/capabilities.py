@@ -1,10 +1,9 @@
 """The error a stage raises for what it declares it cannot do."""
 
 
-class CapabilityError(NotImplementedError):
-    """An operation needs a capability this stage lacks (its ``LACKS`` names it): a dtype it
-    does not compute in, or a view on a stage that copies. A ``NotImplementedError``, as
-    PyTorch raises for a dtype an operation does not implement."""
+# one class for every stage (the vocabulary's), so that code one stage inherits from another
+# raises the error the program catches as ``sg.CapabilityError``
+from stage0_python.vocabulary import CapabilityError
 
 
 def refusal(stage_module_name, capability, call, why):

@@ -8,54 +8,19 @@ Python scalar only lifts the category (to the default dtype of that category).
 """
 
 
-class DType:
-    """A tensor element type, as ``torch.dtype``: ``itemsize`` bytes, ``is_floating_point``,
-    ``is_signed``; ``typecode`` is the ``array`` module's code (None where it has none)."""
-    __slots__ = ("name", "typecode", "itemsize", "category", "is_floating_point", "is_signed")
-    is_complex = False
-
-    def __init__(self, name, typecode, itemsize, category, is_signed=True):
-        self.name = name
-        self.typecode = typecode
-        self.itemsize = itemsize
-        self.category = category  # 0 bool, 1 integer, 2 floating
-        self.is_floating_point = category == 2
-        self.is_signed = is_signed
-
-    def __repr__(self):
-        return f"stagegrad.{self.name}"
-
-    def __reduce__(self):
-        # dtypes are singletons: unpickle (and deepcopy) to the module constant
-        return (_lookup, (self.name,))
-
-    @property
-    def python_type(self):
-        """The Python type of one element: ``bool``, ``int`` or ``float``."""
-        return (bool, int, float)[self.category]
-
-
-bool_ = DType("bool", "B", 1, 0, is_signed=False)
-int32 = DType("int32", "i", 4, 1)
-int64 = DType("int64", "q", 8, 1)
-float32 = DType("float32", "f", 4, 2)
-float64 = DType("float64", "d", 8, 2)
-# Named on every stage so that programs which mention them import; a stage that does not
-# compute in one names it in its LACKS, and making a tensor of it raises CapabilityError
-# instead of silently using another dtype. Stage 3 computes in the 2-byte floats
-# (``compute_in``).
-uint8 = DType("uint8", "B", 1, 1, is_signed=False)
-int8 = DType("int8", "b", 1, 1)
-int16 = DType("int16", "h", 2, 1)
-float16 = DType("float16", None, 2, 2)
-bfloat16 = DType("bfloat16", None, 2, 2)
+# The dtype objects are the vocabulary's, shared by every stage (one ``float32`` per
+# process, compared by identity); this module holds what each stage decides for itself:
+# which of them it computes in, and its default dtype. Named on every stage so that
+# programs which mention them import; a stage that does not compute in one names it in
+# its LACKS, and making a tensor of it raises CapabilityError instead of silently using
+# another dtype. Stage 3 computes in the 2-byte floats (``compute_in``).
+from stage0_python.vocabulary import (BY_NAME, DType, bfloat16, bool_, float16, float32, float64,  # noqa: F401
+                                      int8, int16, int32, int64, uint8)
+from stage0_python.vocabulary import _lookup  # noqa: F401  (checkpoints pickled before name it here)
 
 ALL = (bool_, int32, int64, float32, float64)  # the dtypes the stages compute in
 NAMED_ONLY = (uint8, int8, int16, float16, bfloat16)
 LACKING = frozenset(d.name for d in NAMED_ONLY)  # capability names, one per dtype
-BY_NAME = {d.name: d for d in ALL + NAMED_ONLY}
-BY_NAME.update({"float": float32, "double": float64, "long": int64, "int": int32, "half": float16,
-                "short": int16})
 _DEFAULT = {0: bool_, 1: int64, 2: float32}
 
 
@@ -71,10 +36,6 @@ def compute_in(*names):
     ALL = ALL + tuple(d for d in moved if d not in ALL)
     NAMED_ONLY = tuple(d for d in NAMED_ONLY if d not in moved)
     LACKING = frozenset(d.name for d in NAMED_ONLY)
-
-
-def _lookup(name):
-    return BY_NAME[name]
 
 
 def get_default_dtype():

@@ -24,23 +24,18 @@ from collections import namedtuple
 from itertools import repeat
 
 from stage0_python import backend as _s0
-from stage0_python import dtypes as _s0_dtypes
 from stage0_python.backend import (  # noqa: F401  (re-exported: the frontend uses some)
-    BINARY, BOOL_RESULT, UNARY, _argmax, _argmin, _axis_positions, _int_pow, _shift,
-    _map_safe, _overlaps, _reduced_shape, _to_int, arange_values, broadcast_shapes, contiguous_strides,
+    BINARY, BOOL_RESULT, UNARY, argmax_of, argmin_of, axis_positions, int_pow, shift_op,
+    map_safe, overlaps, reduced_shape, to_int, arange_values, broadcast_shapes, contiguous_strides,
     diagonal_layout, fold_values, normal_values, prod, refuse_overlapping_write, strided_indices,
     unfold_values, uniform_values, view_strides, windows_layout)
 
-from . import dtypes
 from .capabilities import refusal
 from .dtypes import bool_, float64, int64
 from .pool import POOL
 
 FUSED = frozenset()
 VIEWS = True  # movement results alias their input
-
-# stage 0's helpers compare dtypes by identity: hand them stage 0's objects
-_TO_S0 = {d.name: _s0_dtypes.BY_NAME[d.name] for d in dtypes.ALL}
 
 
 class Storage:
@@ -201,7 +196,7 @@ def _write(x, vals):
         return
     if vals is data:  # the source is this storage laid out in order: read a copy
         vals = array(vals.typecode, vals)
-    if _overlaps(x):
+    if overlaps(x):
         # keep the last index of each broadcast dim, in the target and in the values
         starts = [n - 1 if s == 0 else 0 for n, s in zip(x.shape, x.strides)]
         counts = [1 if s == 0 else n for n, s in zip(x.shape, x.strides)]
@@ -253,7 +248,7 @@ def _new(dtype, shape, values):
         except (struct.error, OverflowError, TypeError):
             # conversions struct does not make (float to int, integer wrap-around):
             # stage 0's rules, then copied in
-            arr[:] = _s0._pack(list(values), _TO_S0[dtype.name])
+            arr[:] = _s0.pack_values(list(values), dtype)
     return _fresh(arr, shape, dtype)
 
 
@@ -282,7 +277,7 @@ def full(shape, value, dtype):
     elif dtype.is_floating_point:
         value = float(value)
     else:
-        value = _to_int(value)
+        value = to_int(value)
     try:
         one = array(dtype.typecode, (value,))
     except OverflowError:  # an int beyond the dtype: wraps, as stage 0 does
@@ -318,7 +313,7 @@ def cast(x, dtype):
     if dtype is bool_:
         vals = [1 if v else 0 for v in vals]
     elif not dtype.is_floating_point and x.dtype.is_floating_point:
-        vals = [_to_int(v) for v in vals]
+        vals = [to_int(v) for v in vals]
     else:
         vals = vals.tolist()
     return _new(dtype, x.shape, vals)
@@ -348,19 +343,19 @@ def binary(op, a, b, dtype):
               "minimum": "logical_and"}[op]
     f = BINARY[op]
     if op == "pow" and not dtype.is_floating_point:
-        f = _int_pow
+        f = int_pow
     elif f is None:
-        f = _shift(op, _TO_S0[dtype.name])
+        f = shift_op(op, dtype)
     na, nb = a.numel, b.numel
     if nb == 1 and na != 1:
         xs, y = _values_as(a, shape), b.storage.data[b.offset]
-        vals = _map_safe(op, f, lambda g: list(map(g, xs, repeat(y))))
+        vals = map_safe(op, f, lambda g: list(map(g, xs, repeat(y))))
     elif na == 1 and nb != 1:
         x, ys = a.storage.data[a.offset], _values_as(b, shape)
-        vals = _map_safe(op, f, lambda g: list(map(g, repeat(x), ys)))
+        vals = map_safe(op, f, lambda g: list(map(g, repeat(x), ys)))
     else:
         xs, ys = _values_as(a, shape), _values_as(b, shape)
-        vals = _map_safe(op, f, lambda g: list(map(g, xs, ys)))
+        vals = map_safe(op, f, lambda g: list(map(g, xs, ys)))
     return _new(out, shape, vals)
 
 
@@ -384,15 +379,15 @@ def reduce(op, x, axes, keepdim, dtype=None):
     out = dtype or (bool_ if op in ("any", "all") else x.dtype)
     vals, group = _group_last(x, axes)
     res = _s0.reduce_groups(op, vals, group, x, axes)
-    return _new(out, _reduced_shape(x.shape, axes, keepdim), res)
+    return _new(out, reduced_shape(x.shape, axes, keepdim), res)
 
 
 def arg_reduce(op, x, axis, keepdim):
-    f = _argmax if op == "argmax" else _argmin
+    f = argmax_of if op == "argmax" else argmin_of
     vals, group = _group_last(x, (axis,))
     vals = vals.tolist()
     res = [f(vals[i:i + group]) for i in range(0, len(vals), group)]
-    return _new(int64, _reduced_shape(x.shape, (axis,), keepdim), res)
+    return _new(int64, reduced_shape(x.shape, (axis,), keepdim), res)
 
 
 # ---------------------------------------------------------------- sort and scan along an axis
@@ -544,14 +539,14 @@ def take(x, index):
 
 def gather(x, axis, index):
     src = _flat(x)
-    pos = _axis_positions(x.shape, axis, _Index(index.shape, _flat(index)))
+    pos = axis_positions(x.shape, axis, _Index(index.shape, _flat(index)))
     return _new(x.dtype, index.shape, [src[p] for p in pos])
 
 
 def scatter_add(shape, axis, index, src):
     """A zero tensor of ``shape`` with ``src`` added at ``index`` along ``axis``."""
     out = [0] * prod(shape)
-    for p, v in zip(_axis_positions(shape, axis, _Index(index.shape, _flat(index))), _flat(src)):
+    for p, v in zip(axis_positions(shape, axis, _Index(index.shape, _flat(index))), _flat(src)):
         out[p] += v
     return _new(src.dtype, shape, out)
 
@@ -620,7 +615,7 @@ def put(dst, index, src, accumulate=False):
     else:
         for i, v in zip(positions, vals):
             current[i] = v
-    _write(dst, _s0._pack(current, _TO_S0[dst.dtype.name]))
+    _write(dst, _s0.pack_values(current, dst.dtype))
     dst.version += 1
 
 

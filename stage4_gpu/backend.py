@@ -1,8 +1,8 @@
 """Stage 4's backend: the seam, now routing each primitive to the device its buffers live
 on.
 
-``cpu`` is stage 3's backend, run here as a module of this stage (so its relative
-imports reach stage 4's dtypes). A primitive whose buffers are all on the host runs
+``cpu`` is stage 3's backend (``CpuBackend``, a subclass only so that its refusals name
+this stage and its dtypes). A primitive whose buffers are all on the host runs
 there; one whose buffers are on the webgpu device runs ``webgpu/backend.py``'s kernel,
 on the cuda device ``cuda/backend.py``'s. A
 zero-dim host buffer may join device buffers (the frontend makes Python numbers into
@@ -14,10 +14,10 @@ The primitive set and its signatures are stage 0's (``stage0_python/backend.py``
 creation primitives make host buffers, which the frontend then places on the device it
 was asked for.
 """
-import importlib.util as _util
-import sys as _sys
-import types as _types
+from stage3_simd import backend as _stage3
+from stage3_simd.backend import K, exports, gemm_for  # noqa: F401  (K, gemm_for: the cpu device's, as on stage 3)
 
+from . import dtypes
 from .cuda import backend as cuda_gpu
 from .cuda.buffer import Buffer as _CudaBuffer
 from .device import DeviceError, device_of
@@ -27,15 +27,15 @@ from .webgpu.buffer import Buffer as _GpuBuffer
 # each device's buffer type and its primitive set
 _DEVICES = {_GpuBuffer: gpu, _CudaBuffer: cuda_gpu}
 
-cpu = _types.ModuleType(__name__ + "_cpu", "stage 3's backend, as stage 4's cpu device")
-cpu.__package__ = __package__
-_sys.modules[cpu.__name__] = cpu
-with open(_util.find_spec("stage3_simd.backend").origin, encoding="utf-8") as _f:
-    exec(compile(_f.read(), _f.name, "exec"), cpu.__dict__)  # noqa: S102
-del _f
-_STAGE4_DOC = __doc__
-globals().update({k: v for k, v in vars(cpu).items() if not k.startswith("__")})
-__doc__ = _STAGE4_DOC
+
+class CpuBackend(_stage3.Backend):
+    """The cpu device: stage 3's primitive set."""
+    dtypes = dtypes  # this stage's: what its refusals name
+
+
+cpu = CpuBackend()
+# every name of the cpu's primitive set; those a device also has are routed below
+globals().update(exports(cpu))
 
 
 def _to_device(op, bufs, kind):

@@ -1,62 +1,70 @@
 """Stage 4's device layer: ``cpu``, ``webgpu`` and ``cuda`` devices, and the moves between
 them.
 
-Stage 0's ``device.py`` (the ``device`` class, PyTorch's device strings) is run here as
-this module's first part; what stage 4 rewrites is which devices a tensor may live on
-(``check_device``), where a buffer lives (``device_of``), the move (``place``), and which
-fused kernels a device offers (``fused``).
+Stage 0's ``device.py`` rewritten: the ``device`` class and ``DeviceError`` are the
+vocabulary's (one for every stage); what stage 4 rewrites is which devices a tensor may
+live on (``check_device``, and so the default device), where a buffer lives
+(``device_of``), the move (``place``), and which fused kernels a device offers
+(``fused``).
 """
-import importlib.util as _util
+from stage0_python.vocabulary import DeviceError, device
 
-_STAGE4_DOC = __doc__
-with open(_util.find_spec("stage0_python.device").origin, encoding="utf-8") as _f:
-    exec(compile(_f.read(), _f.name, "exec"))  # noqa: S102
-del _f
-__doc__ = _STAGE4_DOC
+CPU = device("cpu")
+WEBGPU = device("webgpu", 0)
+CUDA = device("cuda", 0)
+_DEFAULT = [CPU]
 
-WEBGPU = device("webgpu", 0)  # noqa: F821  (from stage 0's part, run above)
-CUDA = device("cuda", 0)  # noqa: F821
+
+def get_default_device():
+    """The device creation functions use when given none (the CPU unless set)."""
+    return _DEFAULT[0]
+
+
+def set_default_device(dev):
+    """Make ``dev`` (None: the CPU) the device creation functions use when given none, as
+    ``torch.set_default_device``; a device the stage cannot use raises DeviceError."""
+    _DEFAULT[0] = CPU if dev is None else check_device(dev, "set_default_device")
 
 
 def check_device(dev, op):
     """``dev`` (a device, a string, or None for the default device) made a device this stage
     can put a tensor on; a DeviceError naming ``op``, the device and why otherwise."""
     if dev is None:
-        return _DEFAULT[0]  # noqa: F821
-    d = dev if isinstance(dev, device) else device(dev)  # noqa: F821
+        return _DEFAULT[0]
+    d = dev if isinstance(dev, device) else device(dev)
     if d.type == "cpu":
         return d
     if d.type == "webgpu":
         if d.index not in (None, 0):
-            raise DeviceError(f"{op}: device {str(d)!r} does not exist: there is one webgpu "  # noqa: F821
+            raise DeviceError(f"{op}: device {str(d)!r} does not exist: there is one webgpu "
                               f"device, 'webgpu' (or 'webgpu:0')")
         from .webgpu.runtime import runtime
         try:
             runtime()
-        except DeviceError as e:  # noqa: F821
-            raise DeviceError(f"{op}: device 'webgpu' is not available: {e}") from None  # noqa: F821
+        except DeviceError as e:
+            raise DeviceError(f"{op}: device 'webgpu' is not available: {e}") from None
         return WEBGPU
     if d.type == "cuda":
         from .cuda.runtime import runtime as cuda_runtime
         try:
             cuda_runtime()
-        except DeviceError as e:  # noqa: F821
-            raise DeviceError(  # noqa: F821
+        except DeviceError as e:
+            raise DeviceError(
                 f"{op}: device {str(d)!r} is not available: no CUDA GPU: {e}; this stage runs on "
                 f"the CPU, and on 'webgpu' where it is available") from None
         if d.index not in (None, 0):
-            raise DeviceError(  # noqa: F821
+            raise DeviceError(
                 f"{op}: device {str(d)!r} does not exist: this stage uses one CUDA GPU, 'cuda' "
                 f"(or 'cuda:0')")
         return CUDA
-    raise DeviceError(f"{op}: device {str(d)!r} is not available: this stage runs on the CPU, "  # noqa: F821
+    raise DeviceError(f"{op}: device {str(d)!r} is not available: this stage runs on the CPU, "
                       f"on 'webgpu' and on 'cuda' (see sg.webgpu.is_available(), "
                       f"sg.cuda.is_available())")
 
 
 def device_of(buf):
     """The device a backend buffer lives on."""
-    return getattr(buf, "device", CPU)  # noqa: F821  (host buffers have no such attribute)
+    return getattr(buf, "device", CPU)  # host buffers have no such attribute
 
 
 def _device_backend(kind):
@@ -115,4 +123,7 @@ def fused(name, *bufs):
         else:  # two devices: the routed primitive will name both
             return False
         return name in on_device
-    return name in _B.FUSED  # noqa: F821
+    return name in _B.FUSED
+
+
+from . import backend as _B  # noqa: E402  (last: the backend imports this module)
