@@ -65,39 +65,31 @@ class BuildExt(build_ext):
         return str(folder / os.path.basename(inplace_file)), regular_file
 
 
-# What every template sees besides its own {{py:}} block: the dtype lists a kernel is
-# written for, as (code in _types.pxd, C type), and `ladder`, which writes the dispatch on a
-# dtype code, so that no template spells one out by hand:
-#     {{for RUNG, T in ladder("code", NUMERIC)}}
-#     {{RUNG}}
-#         kernel(<{{T}}*>out, <{{T}}*>x, &it)
-#     {{endfor}}
-ALL = [("BOOL", "bool_t"), ("INT32", "int32_t"), ("INT64", "int64_t"), ("FLOAT32", "float32_t"),
-       ("FLOAT64", "float64_t")]
-
-
-def ladder(var, dtypes):
-    """(``if``/``elif var == CODE:``, C type) per dtype, the last one's rung a bare ``else:``
-    (callers check the code before the ladder, so the last rung needs no test)."""
-    return [("else:" if i == len(dtypes) - 1 else ("elif " if i else "if ") + f"{var} == {code}:", ctype)
-            for i, (code, ctype) in enumerate(dtypes)]
-
-
-TEMPLATE_NAMESPACE = {"ALL": ALL, "NUMERIC": ALL[1:], "FLOATS": ALL[3:], "INTEGRAL": ALL[:3],
-                      "ladder": ladder}
+def _template_namespace():
+    """What the templates see (``stage2_cython/template_names.py``), loaded by its path: the
+    stage cannot be imported before it is built. The vocabulary it reads is stage 0's,
+    which is pure Python."""
+    import importlib.util
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    spec = importlib.util.spec_from_file_location("template_names", "stage2_cython/template_names.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.NAMESPACE
 
 
 def _render_templates(folder):
     """Write ``GENERATED/folder/x.pyx`` from each ``folder/x.pyx.tp`` (Tempita, as
     scikit-learn does) when it or this file changed; the names of the rendered modules."""
     from Cython import Tempita
+    namespace = _template_namespace()
     rendered = {}
     for tp in Path(folder).glob("*.pyx.tp"):
         pyx = GENERATED / folder / tp.with_suffix("").name
-        newest = max(tp.stat().st_mtime, Path(__file__).stat().st_mtime)
+        newest = max(tp.stat().st_mtime, Path(__file__).stat().st_mtime,
+                     Path("stage2_cython/template_names.py").stat().st_mtime)
         if not pyx.exists() or pyx.stat().st_mtime < newest:
             pyx.parent.mkdir(parents=True, exist_ok=True)
-            text = Tempita.sub(tp.read_text(encoding="utf-8"), **TEMPLATE_NAMESPACE)
+            text = Tempita.sub(tp.read_text(encoding="utf-8"), **namespace)
             pyx.write_text("# Generated from " + str(tp) + ": edit that file.\n" + text, encoding="utf-8")
         rendered[pyx.stem] = str(pyx)
     return rendered

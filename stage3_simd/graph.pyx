@@ -10,6 +10,8 @@ AccumulateGrad are extension types with typed fields, grad mode is a C thread-lo
 call in between, and the engine's loop runs over typed nodes. What stays Python is what
 the user writes: each Function's ``forward`` and ``backward``, and hooks.
 """
+from stage2_cython._types cimport FLOAT32
+
 from .tensor_core cimport TensorCore, make
 
 from . import backend as _backend
@@ -270,7 +272,7 @@ cdef object apply_function(object cls, tuple args, dict kwargs):
     non_diff = ctx.non_differentiable
     for i in range(len(outputs)):
         t = outputs[i]
-        if t._data.code < 3 or any([t is x for x in non_diff]):  # codes 3, 4: float32, float64
+        if t._data.code < FLOAT32 or any([t is x for x in non_diff]):  # bool and integers: not differentiable
             continue
         t.requires_grad = True
         t.grad_fn = node

@@ -13,6 +13,7 @@ error, takes the general path, a line-for-line translation of stage 0's ``_binar
 from cpython.object cimport PyObject, PyTypeObject
 
 from stage2_cython._buffer cimport Buffer
+from stage2_cython._types cimport FLOAT32, INT32
 
 from .graph cimport apply_function, grad_enabled
 
@@ -165,7 +166,7 @@ def _restore(cls, data, requires_grad, grad, grad_fn, output_nr, accumulator, vi
 cdef inline bint _keeps_dtype(int code, str op) noexcept:
     """Whether ``op`` of two operands of dtype ``code`` has that dtype (float, or an
     integer op other than true division): no promotion to work out."""
-    return code >= 3 or (code >= 1 and op != "div")  # codes: bool 0, int32 1, int64 2, floats 3, 4
+    return code >= FLOAT32 or (code >= INT32 and op != "div")  # the codes order bool < ints < floats
 
 
 cdef object binary(TensorCore self, object other, str op, object fn, bint reverse):

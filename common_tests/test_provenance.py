@@ -1,0 +1,106 @@
+"""Where each module of a stage comes from, pinned: "the folder is the chapter" checked.
+
+A stage's folder holds only what it rewrites; ``stage0_python/stages.py`` builds the stage
+from the earlier ones, and ``sg.provenance()`` says, for every module, which file that
+is. The tables below are the book's table of contents in code: a module that moves, a
+rewrite that is added or dropped, changes one of them on purpose.
+"""
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+
+import stage0_python
+from stage0_python import stages
+
+ROOT = pathlib.Path(stage0_python.__file__).resolve().parent.parent
+STAGE2_COMPILED = ("_buffer", "_conv", "_convert", "_dlpack", "_elementwise", "_index", "_matmul", "_random",
+                   "_reduce", "_sort", "_storage")
+STAGE3_COMPILED = ("_isa_*", "_kernels")  # one _isa_ module per ISA this machine's build has
+FRONTEND = ("graph", "tensor_core")
+
+# every module that does not come from stage 0's folder, and the folder it comes from
+_STAGE1 = {"backend": "stage1_strides", "memory": "stage1_strides", "pool": "stage1_strides"}
+_STAGE2 = {"backend": "stage2_cython", "memory": "stage2_cython", "template_names": "stage2_cython",
+           "pool": "stage1_strides", **dict.fromkeys(STAGE2_COMPILED, "build/ext/stage2_cython")}
+_STAGE3 = {**_STAGE2, "backend": "stage3_simd",
+           **dict.fromkeys(STAGE3_COMPILED + FRONTEND, "build/ext/stage3_simd")}
+EXPECTED = {
+    "stage0_python": {},
+    "stage1_strides": _STAGE1,
+    "stage2_cython": _STAGE2,
+    "stage3_simd": _STAGE3,
+    # stage 4 runs stage 0's Python frontend: its buffers are not the compiled one's
+    "stage4_gpu": {**_STAGE3, **dict.fromkeys(("backend", "device", "strided", "cuda", "webgpu"), "stage4_gpu"),
+                   **dict.fromkeys(FRONTEND, "stage0_python")},
+}
+
+
+def _origin(path):
+    """The folder a module's file lies in, relative to the checkout."""
+    return pathlib.Path(path).resolve().parent.relative_to(ROOT).as_posix()
+
+
+def _table(stage):
+    """``provenance`` as {module: origin folder}, each ``_isa_<name>`` as ``_isa_*``."""
+    table = {}
+    for name, path in stages.provenance(stage).items():
+        table[re.sub(r"^_isa_\w+$", "_isa_*", name)] = _origin(path)
+    return table
+
+
+def test_each_module_comes_from_the_folder_the_book_says(sg):
+    stage = sg.__name__
+    if not (ROOT / "build" / "ext").is_dir():  # an installed wheel keeps its modules beside the sources
+        pytest.skip("not a checkout: built modules lie in the package folders")
+    table = _table(stage)
+    rewritten = {name: where for name, where in table.items() if where != "stage0_python"}
+    expected = {name: where for name, where in EXPECTED[stage].items() if where != "stage0_python"}
+    assert rewritten == expected
+    for name in FRONTEND:
+        assert table[name] == EXPECTED[stage].get(name, "stage0_python")
+    # nothing of stage 0 is lost on the way: every stage has every one of its modules
+    assert set(_table("stage0_python")) <= set(table)
+
+
+def test_the_table_is_what_import_loads(sg):
+    """Every module the stage has loaded came from the file ``provenance`` names."""
+    table = sg.provenance()
+    loaded = [name.partition(".")[2] for name in sys.modules
+              if name.startswith(sg.__name__ + ".") and name.count(".") == 1]
+    assert len(loaded) > 20  # importing the stage loads most of it
+    for name in loaded:
+        module = sys.modules[f"{sg.__name__}.{name}"]
+        if module.__name__ != f"{sg.__name__}.{name}":  # an attribute, not a submodule
+            continue
+        where = pathlib.Path(module.__file__)
+        if where.name == "__init__.py":
+            where = where.parent
+        assert os.path.samefile(where, table[name]), name
+
+
+def test_the_python_frontend_option_is_in_the_table():
+    """``STAGEGRAD_FRONTEND=python`` makes stage 3 load stage 0's two frontend files, and
+    its provenance says so."""
+    code = ("import stage3_simd as sg, sys; t = sg.provenance(); "
+            "print(t['graph']); print(t['tensor_core']); print(sys.modules['stage3_simd.graph'].__file__)")
+    env = dict(os.environ, STAGEGRAD_FRONTEND="python")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
+                         cwd=ROOT).stdout.split()
+    assert [_origin(p) for p in out] == ["stage0_python"] * 3
+
+
+def test_no_stage_runs_another_files_source():
+    """Stages reuse each other by import only: no ``exec`` of source, and so no name a
+    linter cannot resolve (``noqa: F821``)."""
+    offenders = []
+    for stage in stages.STAGES:
+        for path in (ROOT / stage).rglob("*"):
+            if path.suffix in (".py", ".pyx", ".pxd", ".tp"):
+                text = path.read_text(encoding="utf-8")
+                if re.search(r"\bexec\(|noqa: F821", text):
+                    offenders.append(str(path.relative_to(ROOT)))
+    assert not offenders

@@ -1,0 +1,81 @@
+"""The one vocabulary (``stage0_python/vocabulary.py``) against every place that names ops
+or dtype codes: each backend's kernel tables, the Cython typedef file and templates, the
+C++ bindings, the frontend's derivative tables, and both GPU devices' kernel tables. A
+backend that disagrees with it fails here, not in a user's program."""
+import pathlib
+import re
+
+import pytest
+
+import stage0_python
+from stage0_python import backend as reference
+from stage0_python import vocabulary as V
+
+ROOT = pathlib.Path(stage0_python.__file__).resolve().parent.parent
+
+
+def test_every_stage_shares_the_vocabularys_objects(sg):
+    """One ``float32`` and one ``CapabilityError`` per process, whichever stage names them."""
+    assert sg.float32 is V.float32 and sg.bool is V.bool_ and sg.dtypes.BY_NAME["half"] is V.float16
+    assert sg.CapabilityError is V.CapabilityError and sg.device is V.device
+    assert sg.tensor([1.0]).dtype is V.float32 and (sg.tensor([1]) > 0).dtype is V.bool_
+
+
+def test_each_buffer_carries_its_dtypes_code(sg):
+    """The codes compiled kernels switch on are the vocabulary's."""
+    if sg.__name__ in ("stage0_python", "stage1_strides"):  # Python buffers: the dtype object is all
+        assert not hasattr(sg.backend.full((1,), 0, V.float32), "code")
+        return
+    for dtype in sg.dtypes.ALL:
+        assert sg.backend.full((2,), 1, dtype).code == dtype.code, dtype
+
+
+def test_the_cython_typedef_file_has_the_vocabularys_codes():
+    text = (ROOT / "stage2_cython" / "_types.pxd").read_text(encoding="utf-8")
+    enum = dict(re.findall(r"^\s+([A-Z0-9]+) = (\d+)$", text.split("cdef enum DTypeCode:")[1].split("cdef enum")[0],
+                           re.M))
+    assert {name: int(code) for name, code in enum.items()} == {
+        d.name.upper(): d.code for d in V.DTYPES if d.code is not None}
+
+
+def test_the_templates_see_the_vocabularys_dtypes():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("template_names", ROOT / "stage2_cython" / "template_names.py")
+    names = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(names)
+    assert [code for code, _ in names.ALL] == ["BOOL", "INT32", "INT64", "FLOAT32", "FLOAT64"]
+    assert names.dispatch("c", names.ALL[:2]) == [("if c == BOOL:", "bool_t"), ("else:", "int32_t")]
+
+
+def test_stage0s_kernel_tables_are_the_vocabulary():
+    """The reference backend has a kernel for every op the vocabulary names, and no other."""
+    assert set(reference.UNARY) == set(V.UNARY)
+    assert set(reference.BINARY) == set(V.BINARY)
+    assert set(reference.REDUCE) == set(V.REDUCE)
+    assert reference.BOOL_RESULT is V.BOOL_RESULT
+
+
+def test_stage3s_compiled_tables_name_only_vocabulary_ops():
+    s3 = pytest.importorskip("stage3_simd")
+    K = s3.backend.K
+    assert set(K.UNARY_OPS) <= set(V.UNARY) and set(K.BINARY_OPS) <= set(V.BINARY)
+    assert set(K.REDUCE_OPS) <= set(V.REDUCE) and K.COMPARISONS == frozenset(V.COMPARISONS)
+    assert not set(K.UNARY_OPS) & V.BOOL_RESULT  # its unary kernels keep their operand's dtype
+
+
+def test_the_frontends_gradient_tables_are_the_vocabularys_facts():
+    from stage0_python import math_ops, ops
+    rule = {name for name, op in V.UNARY.items() if op.gradient == "rule"}
+    assert set(ops.DERIVATIVES) == rule
+    assert ops.FLAT == {name for name, op in V.UNARY.items() if op.gradient == "flat"}
+    assert set(math_ops._FLOAT_UNARY) == {name for name, op in V.UNARY.items() if op.floats_only}
+
+
+def test_bool_results_are_bool_on_every_stage(sg):
+    x = sg.tensor([1.0, float("nan")])
+    for name, op in V.UNARY.items():
+        if op.returns_bool:
+            assert sg.backend.unary(name, x._data).dtype is V.bool_, name
+    for name, op in V.BINARY.items():
+        if op.returns_bool:
+            assert sg.backend.binary(name, x._data, x._data, V.float32).dtype is V.bool_, name
