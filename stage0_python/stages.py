@@ -3,7 +3,7 @@
 A stage is a package whose folder holds only what it rewrites. Its ``__init__`` first
 calls ``inherit``, which appends to the package's ``__path__`` the folders of every
 earlier stage, newest first, each compiled stage's folder of built modules
-(``build/ext/<stage>`` in a checkout) just before its sources. Python's import system
+(``build/ext/<stage>`` in a checkout) right after its sources. Python's import system
 then finds each module of the stage in the first folder that has it: ``stage3_simd.nn``
 is ``stage0_python/nn`` (no later stage rewrites it), loaded as a module of stage 3, so
 its relative imports (``from .. import backend``) reach stage 3's backend. Each stage so
@@ -39,7 +39,7 @@ def folder(stage):
 
 def folders(stage):
     """``stage``'s folders in the order its ``__path__`` searches them: its own, then each
-    earlier stage's, newest first; a compiled stage's built modules before its sources.
+    earlier stage's, newest first; a compiled stage's built modules right after its sources.
     In an installed wheel the built modules lie beside the sources and the ``build/ext``
     entries name folders that do not exist, which the import system skips."""
     out = []
