@@ -89,15 +89,17 @@ def primitive_names():
 
 
 def native(stage, fn):
-    """Whether ``fn`` is defined in a file inside ``stage``'s own folder (a stage reuses the
-    previous stage's files as its own modules, so the module name alone cannot tell)."""
-    own = Path(stage.__file__).resolve().parent
+    """Whether ``fn`` is defined in a file of ``stage``'s own: in its folder, or in its folder
+    of built modules (``build/ext/<stage>`` in a checkout), the entries of its ``__path__``
+    named after it (a stage reuses the earlier stages' files as its own modules, so the
+    module name alone cannot tell)."""
+    own = [Path(p).resolve() for p in stage.__path__ if Path(p).name == stage.__name__]
     module = sys.modules.get(getattr(fn, "__module__", None) or "")
     try:
         source = inspect.getsourcefile(fn) or getattr(module, "__file__", None)
     except TypeError:  # compiled functions have no Python source
         source = getattr(module, "__file__", None)
-    return source is not None and own in Path(source).resolve().parents
+    return source is not None and any(o in Path(source).resolve().parents for o in own)
 
 
 def primitives_table():
