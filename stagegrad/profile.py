@@ -75,7 +75,7 @@ def bucket(filename, name):
     for suffix, b in (("backend.py", "backend"), ("autograd.py", "autograd"), ("graph.py", "autograd"),
                       ("ops.py", "ops"), ("/functional.py", "ops"), ("tensor.py", "tensor"),
                       ("tensor_core.py", "tensor"), ("indexing.py", "tensor"), ("dtypes.py", "tensor"),
-                      ("creation.py", "tensor")):
+                      ("creation.py", "tensor"), ("method_forms.py", "tensor")):
         if path.endswith(suffix):
             if suffix == "/functional.py" and "/nn/" in path:
                 return "nn"
