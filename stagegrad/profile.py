@@ -77,8 +77,6 @@ def bucket(filename, name):
                       ("tensor_core.py", "tensor"), ("indexing.py", "tensor"), ("dtypes.py", "tensor"),
                       ("creation.py", "tensor"), ("method_forms.py", "tensor")):
         if path.endswith(suffix):
-            if suffix == "/functional.py" and "/nn/" in path:
-                return "nn"
             return b
     if "/optim/" in path:
         return "optimizer"
