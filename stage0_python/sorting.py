@@ -140,4 +140,3 @@ def bucketize(input, boundaries, out_int32=False, right=False):
     if boundaries.ndim != 1:
         raise ShapeError(f"bucketize: boundaries must be 1-d, got shape {list(boundaries.shape)}")
     return searchsorted(boundaries, input, out_int32=out_int32, right=right)
-

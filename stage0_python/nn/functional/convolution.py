@@ -91,8 +91,8 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
     if weight.ndim != nd + 2:
         raise ShapeError(f"{name}: weight must be {nd + 2}-D, got shape {tuple(weight.shape)}")
     s, p, op, d = (_ntuple(v, nd, name, w) for v, w in ((stride, "stride"), (padding, "padding"),
-                                                          (output_padding, "output_padding"),
-                                                          (dilation, "dilation")))
+                                                        (output_padding, "output_padding"),
+                                                        (dilation, "dilation")))
     N, C, *size = x.shape
     Cw, Og, *kernel = weight.shape
     _check_geometry(name, kernel, d, p, s)

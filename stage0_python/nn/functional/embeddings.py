@@ -131,7 +131,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     keep = [j for j, i in enumerate(idx) if i != padding_idx]
     if max_norm is not None and keep:
         _embedding_renorm_(weight, _const([idx[j] for j in keep], (-1,), input, int64), max_norm,
-                             norm_type)
+                           norm_type)
     out_zero = weight.new_zeros((nbags, D))
     if not keep:
         return out_zero * weight.sum() if weight.requires_grad else out_zero

@@ -1,5 +1,6 @@
-"""Linear and bilinear maps: ``linear`` (fused with its activation where the backend
-offers it, which ``nn.Linear`` and the MLP blocks use) and ``bilinear``."""
+"""Linear and bilinear maps: ``linear``, whose ``_linear`` also applies an activation in the
+same fused kernel where the backend offers one (``nn.Linear`` and ``Sequential``'s fused
+pairs use it), and ``bilinear``."""
 from ... import backend as B
 from ...autocast import lower as _lower
 from ...autograd import Function

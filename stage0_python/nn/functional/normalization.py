@@ -28,6 +28,16 @@ def _check_per_channel(op, input, **tensors):
                              f"{tuple(input.shape)}, got {tuple(t.shape)}")
 
 
+def _scale_shift(y, weight, bias, shape):
+    """``y * weight + bias``, each of the two that is given, holding one value per channel,
+    reshaped to ``shape`` first."""
+    if weight is not None:
+        y = y * weight.reshape(shape)
+    if bias is not None:
+        y = y + bias.reshape(shape)
+    return y
+
+
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
                momentum=0.1, eps=1e-5):
     """Normalise each channel (dim 1) over the batch and spatial dims. In training, batch
@@ -54,11 +64,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         if running_mean is None or running_var is None:
             raise ValueError("batch_norm: running_mean and running_var are required when training=False")
         y = (input - running_mean.reshape(shape)) * (running_var.reshape(shape) + eps).rsqrt()
-    if weight is not None:
-        y = y * weight.reshape(shape)
-    if bias is not None:
-        y = y + bias.reshape(shape)
-    return y
+    return _scale_shift(y, weight, bias, shape)
 
 
 def _trailing(input, normalized_shape, name):
@@ -116,11 +122,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
                          f"into {num_groups} groups")
     y = _normalize(input.reshape(N, num_groups, -1), (2,), eps)[0].reshape(input.shape)
     shape = (C,) + (1,) * (input.ndim - 2)
-    if weight is not None:
-        y = y * weight.reshape(shape)
-    if bias is not None:
-        y = y + bias.reshape(shape)
-    return y
+    return _scale_shift(y, weight, bias, shape)
 
 
 # the machine epsilon of each float dtype: RMSNorm's default eps, as in PyTorch
@@ -146,7 +148,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
                          f"{tuple(input.shape)}")
     N, C = input.shape[:2]
     _check_per_channel("instance_norm", input, running_mean=running_mean, running_var=running_var,
-                         weight=weight, bias=bias)
+                       weight=weight, bias=bias)
     shape = (C,) + (1,) * (input.ndim - 2)
     dims = tuple(range(2, input.ndim))
     if use_input_stats:
@@ -165,11 +167,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
             raise ValueError("instance_norm: running_mean and running_var are required when "
                              "use_input_stats=False")
         y = (input - running_mean.reshape(shape)) * (running_var.reshape(shape) + eps).rsqrt()
-    if weight is not None:
-        y = y * weight.reshape(shape)
-    if bias is not None:
-        y = y + bias.reshape(shape)
-    return y
+    return _scale_shift(y, weight, bias, shape)
 
 
 def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
