@@ -145,15 +145,19 @@ def test_pages_show_modules_only_through_their_tables():
 
 def test_nn_functional_names_every_reexport():
     """Each name of ``nn.functional`` is bound by a ``def`` or an import that names it in its
-    source, where readers and autodoc can see it (not put into ``globals()`` in a loop)."""
+    source, where readers and autodoc can see it (not put into ``globals()`` in a loop), and
+    each public function of its parts is one of them."""
     F = sg.nn.functional
     tree = ast.parse(Path(F.__file__).read_text(encoding="utf-8"))
     bound = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
     bound |= {a.asname or a.name for n in tree.body if isinstance(n, ast.ImportFrom) for a in n.names}
     assert set(F.__all__) <= bound
     assert set(sg.functional.__all__) <= set(F.__all__)
-    for part in ("functional_extra", "functional_spatial", "functional_attention"):
-        assert set(importlib.import_module(f"{PACKAGE}.nn.{part}").__all__) <= set(F.__all__)
+    for path in Path(F.__file__).parent.glob("*.py"):
+        part = importlib.import_module(f"{F.__name__}.{path.stem}")
+        defined = {name for name, value in vars(part).items() if inspect.isfunction(value)
+                   and value.__module__ == part.__name__ and not name.startswith("_")}
+        assert defined <= set(F.__all__), f"{path.name} defines {sorted(defined - set(F.__all__))}"
     assert all(getattr(F, n) is getattr(sg.functional, n) for n in ("cross_entropy", "softmax", "mse_loss"))
 
 

@@ -391,15 +391,15 @@ def test_simd_paths_command_runs_each_path(tmp_path):
     assert s3.simd_info()["path"] == K.isa()  # the command leaves the process's path as it was
 
 
-def test_profile_command_climbs_the_ladder_of_rewrites(tmp_path):
+def test_profile_command_adds_stage_3s_rewrites_one_at_a_time(tmp_path):
     r = subprocess.run([sys.executable, "-m", "stagegrad", "profile", "--stages", "3", "--steps", "5",
                         "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     import json
-    from stagegrad.profile import BUCKETS, STAGE3_RUNGS
+    from stagegrad.profile import BUCKETS, STAGE3_REWRITES
     rows = json.loads((tmp_path / "profile.json").read_text())
     stage3 = [row for row in rows if row["package"] == "stage3_simd"]
-    assert [row["label"] for row in stage3] == [label for label, _, _ in STAGE3_RUNGS]
+    assert [row["label"] for row in stage3] == [label for label, _, _ in STAGE3_REWRITES]
     kernels_only, fused, compiled = stage3
     # each rewrite takes Python work out of the step: calls the profiler counts, deterministically
     assert kernels_only["calls_per_step"] > fused["calls_per_step"] > compiled["calls_per_step"]

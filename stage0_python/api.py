@@ -38,7 +38,7 @@ from .sorting import argsort, bucketize, kthvalue, msort, searchsorted, sort, to
 from .scans import cummax, cummin, cumprod, cumsum, logcumsumexp
 from .sampling import multinomial
 from .autocast import autocast, get_autocast_dtype, is_autocast_enabled
-from .rearranging import (diag, diag_embed, equal, flip, ger, outer, repeat_interleave, roll, unique,
+from .rearranging import (diag, diag_embed, equal, ger, outer, repeat_interleave, roll, unique,
                           unique_consecutive)
 
 bool = bool_  # noqa: A001  (torch.bool)
@@ -63,8 +63,8 @@ matmul, mm, bmm, dot = _T.matmul, _T.mm, _T.bmm, _T.dot
 sum, mean, prod, max, min, amax, amin, argmax, argmin = (  # noqa: A001
     _T.sum, _T.mean, _T.prod, _T.max, _T.min, _T.amax, _T.amin, _T.argmax, _T.argmin)
 var, std, logsumexp, norm, any, all = _T.var, _T.std, _T.logsumexp, _T.norm, _T.any, _T.all  # noqa: A001
-reshape, permute, transpose, squeeze, unsqueeze, flatten, broadcast_to = (
-    _T.reshape, _T.permute, _T.transpose, _T.squeeze, _T.unsqueeze, _T.flatten, _T.broadcast_to)
+reshape, permute, transpose, squeeze, unsqueeze, flatten, broadcast_to, flip = (
+    _T.reshape, _T.permute, _T.transpose, _T.squeeze, _T.unsqueeze, _T.flatten, _T.broadcast_to, _T.flip)
 softmax, log_softmax = _T.softmax, _T.log_softmax
 split, chunk, narrow, gather, index_select, masked_fill = (
     _T.split, _T.chunk, _T.narrow, _T.gather, _T.index_select, _T.masked_fill)

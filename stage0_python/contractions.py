@@ -8,11 +8,15 @@ else needs, then contracts the operands left to right, each pair as one batched 
 """
 import math
 
-from . import ops
 from .autocast import lower as _lower
 from .dtypes import int64
 from .shapes import ShapeError
-from .tensor import Tensor
+from .tensor_core import TensorCore
+
+# Tensor lists ContractionMethods among its bases, so this module loads before Tensor
+# exists: it tests tensors through Tensor's base, as tensor_core does, and tensor.py binds
+# the Functions' module, which builds on Tensor, once it does
+ops = None
 
 
 # ------------------------------------------------------------------ einsum
@@ -28,7 +32,7 @@ def _parse(equation, operands):
                          f"{len(operands)} were given")
     labels, ellipsis_dims = [], 0
     for term, op in zip(terms, operands):
-        if not isinstance(op, Tensor):
+        if not isinstance(op, TensorCore):
             raise TypeError(f"einsum: operands must be Tensors, got {type(op).__name__}")
         named = term.replace("...", "")
         if not all(c.isalpha() for c in named) or term.count("...") > 1:
@@ -140,48 +144,15 @@ def einsum(equation, *operands):
 def _scaled(term, product, beta, alpha, op):
     if beta == 0:  # PyTorch ignores the input then: its nan and inf do not propagate
         return product * alpha if alpha != 1 else product
-    if not isinstance(term, Tensor):
+    if not isinstance(term, TensorCore):
         raise TypeError(f"{op}: input must be a Tensor, got {type(term).__name__}")
     return term * beta + product * alpha if beta != 1 or alpha != 1 else term + product
 
 
 def _check_ndim(op, **tensors):
     for name, (t, nd) in tensors.items():
-        if not isinstance(t, Tensor) or t.ndim != nd:
+        if not isinstance(t, TensorCore) or t.ndim != nd:
             raise ShapeError(f"{op}: {name} must be {nd}-d, got shape {list(getattr(t, 'shape', []))}")
-
-
-def addmm(input, mat1, mat2, *, beta=1, alpha=1):
-    """See torch.addmm: ``beta * input + alpha * (mat1 @ mat2)``."""
-    input, mat1, mat2 = _lower(input, mat1, mat2)
-    _check_ndim("addmm", mat1=(mat1, 2), mat2=(mat2, 2))
-    return _scaled(input, mat1.mm(mat2), beta, alpha, "addmm")
-
-
-def addmv(input, mat, vec, *, beta=1, alpha=1):
-    """See torch.addmv: ``beta * input + alpha * (mat @ vec)``."""
-    _check_ndim("addmv", mat=(mat, 2), vec=(vec, 1))
-    return _scaled(input, mat.matmul(vec), beta, alpha, "addmv")
-
-
-def addr(input, vec1, vec2, *, beta=1, alpha=1):
-    """See torch.addr: ``beta * input + alpha * outer(vec1, vec2)``."""
-    _check_ndim("addr", vec1=(vec1, 1), vec2=(vec2, 1))
-    return _scaled(input, vec1.unsqueeze(1) * vec2.unsqueeze(0), beta, alpha, "addr")
-
-
-def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
-    """See torch.baddbmm: ``beta * input + alpha * (batch1 @ batch2)``, batch by batch."""
-    input, batch1, batch2 = _lower(input, batch1, batch2)
-    _check_ndim("baddbmm", batch1=(batch1, 3), batch2=(batch2, 3))
-    return _scaled(input, batch1.bmm(batch2), beta, alpha, "baddbmm")
-
-
-def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
-    """See torch.addbmm: ``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``."""
-    input, batch1, batch2 = _lower(input, batch1, batch2)
-    _check_ndim("addbmm", batch1=(batch1, 3), batch2=(batch2, 3))
-    return _scaled(input, batch1.bmm(batch2).sum(dim=0), beta, alpha, "addbmm")
 
 
 # ------------------------------------------------------------------ distances
@@ -214,25 +185,61 @@ def cdist(x1, x2, p=2.0, compute_mode=None):
 
 # ------------------------------------------------------------------ Tensor methods
 
-def fill_diagonal_(self, fill_value, wrap=False):
-    """See ``torch.Tensor.fill_diagonal_``: the main diagonal set to ``fill_value`` in place
-    (every dim of the same size above 2-d; ``wrap`` restarts it below a tall matrix)."""
-    if self.ndim < 2 or (self.ndim > 2 and len(set(self.shape)) != 1):
-        raise ShapeError(f"fill_diagonal_: needs a 2-d tensor or all dims equal, got shape {list(self.shape)}")
-    n = min(self.shape)
-    step = sum(math.prod(self.shape[k + 1:]) for k in range(self.ndim))  # one step along every dim
-    count = n
-    if wrap and self.ndim == 2 and self.shape[0] > self.shape[1]:
-        # PyTorch continues the diagonal every (cols + 1) rows below the square part
-        count = (self.numel() + step - 1) // step
-    pos = Tensor._infer([i * step for i in range(count) if i * step < self.numel()], dtype=int64)
-    pos = pos.to(self.device)
-    value = self._scalar(fill_value, self.dtype)
-    return self._inplace(lambda x: ops.IndexPut.apply(x.reshape(-1), pos, value).reshape(self.shape),
-                         "fill_diagonal_")
+class ContractionMethods:
+    """Tensor's methods of the addmm family, each also the package's function
+    (``sg.addmm(c, a, b)`` is ``c.addmm(a, b)``, so its first parameter keeps the
+    function's name, ``input``), and ``fill_diagonal_``."""
+
+    __slots__ = ()
+
+    def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+        """See torch.addmm: ``beta * input + alpha * (mat1 @ mat2)``."""
+        input, mat1, mat2 = _lower(input, mat1, mat2)
+        _check_ndim("addmm", mat1=(mat1, 2), mat2=(mat2, 2))
+        return _scaled(input, mat1.mm(mat2), beta, alpha, "addmm")
+
+    def addmv(input, mat, vec, *, beta=1, alpha=1):
+        """See torch.addmv: ``beta * input + alpha * (mat @ vec)``."""
+        _check_ndim("addmv", mat=(mat, 2), vec=(vec, 1))
+        return _scaled(input, mat.matmul(vec), beta, alpha, "addmv")
+
+    def addr(input, vec1, vec2, *, beta=1, alpha=1):
+        """See torch.addr: ``beta * input + alpha * outer(vec1, vec2)``."""
+        _check_ndim("addr", vec1=(vec1, 1), vec2=(vec2, 1))
+        return _scaled(input, vec1.unsqueeze(1) * vec2.unsqueeze(0), beta, alpha, "addr")
+
+    def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
+        """See torch.baddbmm: ``beta * input + alpha * (batch1 @ batch2)``, batch by batch."""
+        input, batch1, batch2 = _lower(input, batch1, batch2)
+        _check_ndim("baddbmm", batch1=(batch1, 3), batch2=(batch2, 3))
+        return _scaled(input, batch1.bmm(batch2), beta, alpha, "baddbmm")
+
+    def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
+        """See torch.addbmm: ``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``."""
+        input, batch1, batch2 = _lower(input, batch1, batch2)
+        _check_ndim("addbmm", batch1=(batch1, 3), batch2=(batch2, 3))
+        return _scaled(input, batch1.bmm(batch2).sum(dim=0), beta, alpha, "addbmm")
+
+    def fill_diagonal_(self, fill_value, wrap=False):
+        """See ``torch.Tensor.fill_diagonal_``: the main diagonal set to ``fill_value`` in place
+        (every dim of the same size above 2-d; ``wrap`` restarts it below a tall matrix)."""
+        if self.ndim < 2 or (self.ndim > 2 and len(set(self.shape)) != 1):
+            raise ShapeError(f"fill_diagonal_: needs a 2-d tensor or all dims equal, got shape "
+                             f"{list(self.shape)}")
+        n = min(self.shape)
+        step = sum(math.prod(self.shape[k + 1:]) for k in range(self.ndim))  # one step along every dim
+        count = n
+        if wrap and self.ndim == 2 and self.shape[0] > self.shape[1]:
+            # PyTorch continues the diagonal every (cols + 1) rows below the square part
+            count = (self.numel() + step - 1) // step
+        pos = self._infer([i * step for i in range(count) if i * step < self.numel()], dtype=int64)
+        pos = pos.to(self.device)
+        value = self._scalar(fill_value, self.dtype)
+        return self._inplace(lambda x: ops.IndexPut.apply(x.reshape(-1), pos, value).reshape(self.shape),
+                             "fill_diagonal_")
 
 
-Tensor.fill_diagonal_ = fill_diagonal_
-for _fn in (addmm, addmv, addr, baddbmm, addbmm):
-    setattr(Tensor, _fn.__name__, _fn)
-del _fn
+# the package's functions: the methods, called with the tensor first
+addmm, addmv, addr, baddbmm, addbmm = (ContractionMethods.addmm, ContractionMethods.addmv,
+                                       ContractionMethods.addr, ContractionMethods.baddbmm,
+                                       ContractionMethods.addbmm)

@@ -9,7 +9,8 @@ from . import shapes
 from .dtypes import int64
 from .device import check_device, place
 from .shapes import ShapeError
-from .tensor import Tensor, _shape_arg, _to_dtype, accepts_axis
+from .method_forms import accepts_axis
+from .tensor import Tensor, _shape_arg, _to_dtype
 
 
 def _finish(buf, requires_grad, device):

@@ -13,7 +13,9 @@ import threading
 from collections import defaultdict
 
 from . import backend as _backend
-from .tensor import Tensor
+# Tensor's base, as in graph.pyx: this module loads before Tensor exists (the methods Tensor
+# inherits from sorting.py, scans.py and scatter.py define Functions)
+from .tensor_core import TensorCore
 
 _state = threading.local()  # grad mode is per thread, as in PyTorch
 
@@ -186,7 +188,7 @@ class AccumulateGrad:
 
 def _zeros(meta):
     shape, dtype = meta
-    return Tensor._make(_backend.full(shape, 0, dtype))
+    return TensorCore._make(_backend.full(shape, 0, dtype))
 
 
 def _edge(t):
@@ -225,7 +227,7 @@ class Function:
         ctx = Context()
         if is_grad_enabled():
             _sync_views(args)
-        needs = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
+        needs = tuple(isinstance(a, TensorCore) and a.requires_grad for a in args)
         track = any(needs) and is_grad_enabled()
         ctx.needs_input_grad = needs
         prev = is_grad_enabled()
@@ -336,7 +338,7 @@ def _run_hooks(hooks, grads):
 def _check_hook_result(hook, grad, result):
     # PyTorch's checks and messages (python_hook.cpp); the type comes before the size
     name = getattr(hook, "__name__", repr(hook))
-    if not isinstance(result, Tensor):
+    if not isinstance(result, TensorCore):
         raise TypeError(f"expected Tensor, but hook returned '{type(result).__name__}'")
     if result.dtype is not grad.dtype:
         raise HookTypeError(f"hook '{name}' has changed the type of value (was {grad.dtype.name} "
@@ -351,7 +353,7 @@ def _returned_input(x):
     input, and an in-place change of it would bypass the Function's backward: it is
     marked as a view that cannot be replayed, which views.inplace refuses to modify."""
     from .views import ViewRecord  # here: views builds on the autograd this module is part of
-    t = Tensor._make(x._data)
+    t = TensorCore._make(x._data)
     t._view = ViewRecord.returned(x)
     return t
 
@@ -360,5 +362,5 @@ def _sync_views(tensors):
     """A view whose storage or base changed in place since it was made gets its place in
     the graph re-derived from its base (views.sync)."""
     for t in tensors:
-        if isinstance(t, Tensor) and t._view is not None:
+        if isinstance(t, TensorCore) and t._view is not None:
             t._sync_view()

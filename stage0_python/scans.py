@@ -1,14 +1,20 @@
 """Scans along one dim: ``cumsum cumprod cummax cummin logcumsumexp`` (and ``cumsum_``).
 
 One backend primitive, ``scan(op, x, axis)``, computes them; each backward is written
-from Tensor ops, so it is differentiable again. Attached to Tensor as methods here.
+from Tensor ops, so it is differentiable again. The methods are ``ScanMethods``, a base of
+``Tensor``; the package exports them as functions too.
 """
 from . import backend as B
-from .autograd import Function
 from .dtypes import int64
-from .tensor import Tensor, ValuesIndices, _to_dtype, where
+from .graph import Function
+from .method_forms import ValuesIndices
+from .tensor_core import TensorCore
 
-wrap = Tensor._make
+# Tensor lists ScanMethods among its bases, so this module loads before Tensor exists: it
+# tests and makes tensors through Tensor's base, as tensor_core does, and tensor.py binds
+# these two of its own once Tensor does
+where = _to_dtype = None
+wrap = TensorCore._make
 
 
 def _reverse_cumsum(g, d):
@@ -73,7 +79,7 @@ class ScanExtreme(Function):
 
 
 def _check(x, name):
-    if not isinstance(x, Tensor):
+    if not isinstance(x, TensorCore):
         raise TypeError(f"{name}: input must be a Tensor, got {type(x).__name__}")
 
 
@@ -97,39 +103,40 @@ def _accumulating(x, dtype, name):
     return x if x.dtype is dtype else x.to(dtype)
 
 
-def cumsum(input, dim, dtype=None):
-    """See torch.cumsum. Floats accumulate in double, as PyTorch's CPU kernel does."""
-    return _scan(_accumulating(input, dtype, "cumsum"), "sum", dim, "cumsum")
+class ScanMethods:
+    """Tensor's scans. Each but ``cumsum_`` is also the package's function (``sg.cumsum(x, 0)``
+    is ``x.cumsum(0)``), so its first parameter keeps the function's name, ``input``."""
+
+    __slots__ = ()
+
+    def cumsum(input, dim, dtype=None):
+        """See torch.cumsum. Floats accumulate in double, as PyTorch's CPU kernel does."""
+        return _scan(_accumulating(input, dtype, "cumsum"), "sum", dim, "cumsum")
+
+    def cumprod(input, dim, dtype=None):
+        """See torch.cumprod; the gradient is exact where the input holds zeros."""
+        return _scan(_accumulating(input, dtype, "cumprod"), "prod", dim, "cumprod")
+
+    def cummax(input, dim):
+        """See torch.cummax: (values, indices); a tie takes the later index, NaN stays."""
+        return _scan(input, "max", dim, "cummax")
+
+    def cummin(input, dim):
+        """See torch.cummin: (values, indices); a tie takes the later index, NaN stays."""
+        return _scan(input, "min", dim, "cummin")
+
+    def logcumsumexp(input, dim):
+        """See torch.logcumsumexp: log(cumsum(exp(x))) without overflow or underflow."""
+        if isinstance(input, TensorCore) and not input.dtype.is_floating_point:
+            raise TypeError(f"logcumsumexp: expected a floating point tensor, got {input.dtype.name} "
+                            f"(shape {list(input.shape)})")
+        return _scan(input, "logsumexp", dim, "logcumsumexp")
+
+    def cumsum_(self, dim, dtype=None):
+        """See ``torch.Tensor.cumsum_``: in place, keeping this tensor's dtype."""
+        return self._inplace(lambda x: x.cumsum(dim, dtype=dtype or self.dtype), "cumsum_")
 
 
-def cumprod(input, dim, dtype=None):
-    """See torch.cumprod; the gradient is exact where the input holds zeros."""
-    return _scan(_accumulating(input, dtype, "cumprod"), "prod", dim, "cumprod")
-
-
-def cummax(input, dim):
-    """See torch.cummax: (values, indices); a tie takes the later index, NaN stays."""
-    return _scan(input, "max", dim, "cummax")
-
-
-def cummin(input, dim):
-    """See torch.cummin: (values, indices); a tie takes the later index, NaN stays."""
-    return _scan(input, "min", dim, "cummin")
-
-
-def logcumsumexp(input, dim):
-    """See torch.logcumsumexp: log(cumsum(exp(x))) without overflow or underflow."""
-    if isinstance(input, Tensor) and not input.dtype.is_floating_point:
-        raise TypeError(f"logcumsumexp: expected a floating point tensor, got {input.dtype.name} "
-                        f"(shape {list(input.shape)})")
-    return _scan(input, "logsumexp", dim, "logcumsumexp")
-
-
-def cumsum_(self, dim, dtype=None):
-    """See ``torch.Tensor.cumsum_``: in place, keeping this tensor's dtype."""
-    return self._inplace(lambda x: x.cumsum(dim, dtype=dtype or self.dtype), "cumsum_")
-
-
-for _f in (cumsum, cumprod, cummax, cummin, logcumsumexp, cumsum_):
-    setattr(Tensor, _f.__name__, _f)  # a function's first argument binds as self
-del _f
+# the package's functions: the methods, called with the tensor first
+cumsum, cumprod, cummax, cummin, logcumsumexp = (ScanMethods.cumsum, ScanMethods.cumprod, ScanMethods.cummax,
+                                                 ScanMethods.cummin, ScanMethods.logcumsumexp)

@@ -7,15 +7,20 @@ the larger or smaller value there. ``ScatterReduce`` is the one new Function; th
 forms are scatters with an expanded index, so their gradients come from it.
 """
 from . import backend as B
-from .autograd import Function
-from .dtypes import bool_, int64
-from .shapes import IndexRangeError, ShapeError, out_of_range
-from .tensor import Tensor, inplace_form, where
-from . import ops
 from .device import place
+from .dtypes import bool_, int64
+from .graph import Function
+from .method_forms import inplace_form
+from .shapes import IndexRangeError, ShapeError, out_of_range
+from .tensor_core import TensorCore
+
+# Tensor lists ScatterMethods among its bases, so this module loads before Tensor exists:
+# it tests and makes tensors through Tensor's base, as tensor_core does, and tensor.py
+# binds these two, which build on Tensor, once it does
+ops = where = None
+wrap = TensorCore._make
 
 REDUCES = ("sum", "prod", "mean", "amax", "amin")
-wrap = Tensor._make
 
 
 def _flat(t):
@@ -30,7 +35,7 @@ def _take(t, pos):
 def _put(t, pos, vals, mode=False):
     """A copy of ``t`` with ``vals`` put at the flat ``pos`` (combined by ``mode``)."""
     out = B.copy(t._data)
-    B.put(out, pos._data, vals._data if isinstance(vals, Tensor) else B.full((), vals, t.dtype), mode)
+    B.put(out, pos._data, vals._data if isinstance(vals, TensorCore) else B.full((), vals, t.dtype), mode)
     return wrap(out)
 
 
@@ -58,7 +63,7 @@ def positions(x, d, index, op):
 
 def _source(self, index, src, op):
     """``src`` cut to ``index``'s shape (PyTorch reads only that corner) in ``self``'s dtype."""
-    if not isinstance(src, Tensor):
+    if not isinstance(src, TensorCore):
         return self._scalar(src, self.dtype)
     if src.dtype is not self.dtype and op != "scatter_add":
         if src.dtype.category > self.dtype.category:
@@ -120,55 +125,11 @@ def _check_reduce(reduce, op, allowed=REDUCES):
         raise ValueError(f"{op}: reduce must be one of {', '.join(map(repr, allowed))}, got {reduce!r}")
 
 
-def scatter_reduce(self, dim, index, src, reduce, *, include_self=True):
-    """See torch.Tensor.scatter_reduce: ``src`` combined into ``self`` at ``index`` along
-    ``dim`` by sum, prod, mean, amax or amin (integer means round down, as PyTorch's)."""
-    _check_reduce(reduce, "scatter_reduce")
-    d = self._axis_index("scatter_reduce", dim, index, src)
-    if not isinstance(src, Tensor):
-        raise TypeError(f"scatter_reduce: src must be a Tensor, got {type(src).__name__}")
-    x, idx = (self.reshape(-1), index.reshape(-1)) if not self.ndim or not index.ndim else (self, index)
-    d = 0 if x is not self else d
-    pos = positions(x, d, idx, "scatter_reduce")
-    s = _source(x, idx, src.reshape(-1) if x is not self else src, "scatter_reduce")
-    if reduce != "mean":
-        return ScatterReduce.apply(x, pos, s, reduce, include_self).reshape(self.shape)
-    total = ScatterReduce.apply(x, pos, s, "sum", include_self)
-    count = _put(x.new_full(x.shape, 1 if include_self else 0), pos, 1, "sum")
-    count = count.masked_fill(count == 0, 1)  # untouched positions keep their value
-    out = total / count if x.dtype.is_floating_point else total.div(count, rounding_mode="floor")
-    return out.reshape(self.shape)
-
-
-def scatter(self, dim, index, src=None, *, value=None, reduce=None):
-    """See torch.Tensor.scatter: ``src`` (a tensor or a number; or ``value=``) written into
-    ``self`` at ``index`` along ``dim``; ``reduce="add"`` or ``"multiply"`` combines instead.
-    Where an index repeats, which write wins is unspecified (the last one here)."""
-    src = value if src is None else src
-    if src is None:
-        raise TypeError("scatter: expected src or value")
-    if reduce is not None:
-        _check_reduce(reduce, "scatter", ("add", "multiply"))
-        reduce = "sum" if reduce == "add" else "prod"
-        if not isinstance(src, Tensor):
-            src = self.new_full(index.shape, src)
-        return scatter_reduce(self, dim, index, src, reduce)
-    d = self._axis_index("scatter", dim, index, src if isinstance(src, Tensor) else None)
-    if isinstance(src, Tensor) and src.ndim == 0 and index.ndim:
-        src = src.expand(index.shape)
-    x, idx = (self.reshape(-1), index.reshape(-1)) if not self.ndim or not index.ndim else (self, index)
-    d = 0 if x is not self else d
-    if isinstance(src, Tensor) and x is not self:
-        src = src.reshape(-1)
-    pos = positions(x, d, idx, "scatter")
-    return ops.IndexPut.apply(x, pos, _source(x, idx, src, "scatter")).reshape(self.shape)
-
-
 def _along(self, dim, index, op, source_shape=None):
     """An index for the scatter forms of ``index_*``: the 1-d ``index`` spread over every
     other dim of ``source_shape`` (``self``'s with ``dim`` resized to the index)."""
     d = self._dim(dim, op) if self.ndim else 0
-    if not isinstance(index, Tensor) or index.dtype.is_floating_point or index.dtype is bool_:
+    if not isinstance(index, TensorCore) or index.dtype.is_floating_point or index.dtype is bool_:
         raise TypeError(f"{op}: index must be an int64 or int32 tensor, got "
                         f"{getattr(index, 'dtype', type(index).__name__)}")
     if index.ndim > 1:
@@ -184,56 +145,101 @@ def _along(self, dim, index, op, source_shape=None):
     return d, index.reshape(view).expand(shape)
 
 
-def index_add(self, dim, index, source, *, alpha=1):
-    """See torch.Tensor.index_add: ``alpha * source`` added to ``self`` at the rows of
-    ``dim`` that ``index`` names (repeats add up)."""
-    d, idx = _along(self, dim, index, "index_add", source.shape)
-    x = self if self.ndim else self.reshape(1)
-    src = source.reshape(idx.shape)
-    pos = positions(x, d, idx, "index_add")
-    return ScatterReduce.apply(x, pos, (src * alpha if alpha != 1 else src).to(self.dtype), "sum",
-                               True).reshape(self.shape)
+class ScatterMethods:
+    """Tensor's scatter and index-writing methods, and the in-place twin of each."""
 
+    __slots__ = ()
 
-def index_copy(self, dim, index, source):
-    """See torch.Tensor.index_copy: the rows of ``dim`` that ``index`` names replaced by
-    ``source``'s."""
-    d, idx = _along(self, dim, index, "index_copy", source.shape)
-    x = self if self.ndim else self.reshape(1)
-    pos = positions(x, d, idx, "index_copy")
-    return ops.IndexPut.apply(x, pos, source.reshape(idx.shape).to(self.dtype)).reshape(self.shape)
+    def scatter(self, dim, index, src=None, *, value=None, reduce=None):
+        """See torch.Tensor.scatter: ``src`` (a tensor or a number; or ``value=``) written into
+        ``self`` at ``index`` along ``dim``; ``reduce="add"`` or ``"multiply"`` combines instead.
+        Where an index repeats, which write wins is unspecified (the last one here)."""
+        src = value if src is None else src
+        if src is None:
+            raise TypeError("scatter: expected src or value")
+        if reduce is not None:
+            _check_reduce(reduce, "scatter", ("add", "multiply"))
+            reduce = "sum" if reduce == "add" else "prod"
+            if not isinstance(src, TensorCore):
+                src = self.new_full(index.shape, src)
+            return self.scatter_reduce(dim, index, src, reduce)
+        d = self._axis_index("scatter", dim, index, src if isinstance(src, TensorCore) else None)
+        if isinstance(src, TensorCore) and src.ndim == 0 and index.ndim:
+            src = src.expand(index.shape)
+        x, idx = (self.reshape(-1), index.reshape(-1)) if not self.ndim or not index.ndim else (self, index)
+        d = 0 if x is not self else d
+        if isinstance(src, TensorCore) and x is not self:
+            src = src.reshape(-1)
+        pos = positions(x, d, idx, "scatter")
+        return ops.IndexPut.apply(x, pos, _source(x, idx, src, "scatter")).reshape(self.shape)
 
+    def scatter_reduce(self, dim, index, src, reduce, *, include_self=True):
+        """See torch.Tensor.scatter_reduce: ``src`` combined into ``self`` at ``index`` along
+        ``dim`` by sum, prod, mean, amax or amin (integer means round down, as PyTorch's)."""
+        _check_reduce(reduce, "scatter_reduce")
+        d = self._axis_index("scatter_reduce", dim, index, src)
+        if not isinstance(src, TensorCore):
+            raise TypeError(f"scatter_reduce: src must be a Tensor, got {type(src).__name__}")
+        x, idx = (self.reshape(-1), index.reshape(-1)) if not self.ndim or not index.ndim else (self, index)
+        d = 0 if x is not self else d
+        pos = positions(x, d, idx, "scatter_reduce")
+        s = _source(x, idx, src.reshape(-1) if x is not self else src, "scatter_reduce")
+        if reduce != "mean":
+            return ScatterReduce.apply(x, pos, s, reduce, include_self).reshape(self.shape)
+        total = ScatterReduce.apply(x, pos, s, "sum", include_self)
+        count = _put(x.new_full(x.shape, 1 if include_self else 0), pos, 1, "sum")
+        count = count.masked_fill(count == 0, 1)  # untouched positions keep their value
+        out = total / count if x.dtype.is_floating_point else total.div(count, rounding_mode="floor")
+        return out.reshape(self.shape)
 
-def index_fill(self, dim, index, value):
-    """See torch.Tensor.index_fill: the rows of ``dim`` that ``index`` names set to
-    ``value`` (a number or a 0-d tensor)."""
-    if isinstance(value, Tensor):
-        if value.ndim:
-            raise ShapeError(f"index_fill: value must be a 0-d tensor, got shape {list(value.shape)}")
-        value = value.item()
-    d, idx = _along(self, dim, index, "index_fill")
-    x = self if self.ndim else self.reshape(1)
-    pos = positions(x, d, idx, "index_fill")
-    return ops.IndexPut.apply(x, pos, self._scalar(value, self.dtype)).reshape(self.shape)
+    def index_add(self, dim, index, source, *, alpha=1):
+        """See torch.Tensor.index_add: ``alpha * source`` added to ``self`` at the rows of
+        ``dim`` that ``index`` names (repeats add up)."""
+        d, idx = _along(self, dim, index, "index_add", source.shape)
+        x = self if self.ndim else self.reshape(1)
+        src = source.reshape(idx.shape)
+        pos = positions(x, d, idx, "index_add")
+        return ScatterReduce.apply(x, pos, (src * alpha if alpha != 1 else src).to(self.dtype), "sum",
+                                   True).reshape(self.shape)
 
+    def index_copy(self, dim, index, source):
+        """See torch.Tensor.index_copy: the rows of ``dim`` that ``index`` names replaced by
+        ``source``'s."""
+        d, idx = _along(self, dim, index, "index_copy", source.shape)
+        x = self if self.ndim else self.reshape(1)
+        pos = positions(x, d, idx, "index_copy")
+        return ops.IndexPut.apply(x, pos, source.reshape(idx.shape).to(self.dtype)).reshape(self.shape)
 
-def masked_scatter(self, mask, source):
-    """See torch.Tensor.masked_scatter: the elements where ``mask`` is True, in row-major
-    order, taken from the start of ``source``."""
-    if not isinstance(mask, Tensor) or mask.dtype is not bool_:
-        raise TypeError(f"masked_scatter: mask must be a bool tensor, got "
-                        f"{getattr(mask, 'dtype', type(mask).__name__)}")
-    if source.dtype is not self.dtype:
-        raise TypeError(f"masked_scatter: expected source to have dtype {self.dtype.name}, got "
-                        f"{source.dtype.name}")
-    pos = mask.expand(self.shape).reshape(-1).nonzero().reshape(-1)
-    if pos.numel() > source.numel():
-        raise ShapeError(f"masked_scatter: mask selects {pos.numel()} elements but source has only "
-                         f"{source.numel()} (shape {list(source.shape)})")
-    return ops.IndexPut.apply(self, pos, source.reshape(-1)[:pos.numel()])
+    def index_fill(self, dim, index, value):
+        """See torch.Tensor.index_fill: the rows of ``dim`` that ``index`` names set to
+        ``value`` (a number or a 0-d tensor)."""
+        if isinstance(value, TensorCore):
+            if value.ndim:
+                raise ShapeError(f"index_fill: value must be a 0-d tensor, got shape {list(value.shape)}")
+            value = value.item()
+        d, idx = _along(self, dim, index, "index_fill")
+        x = self if self.ndim else self.reshape(1)
+        pos = positions(x, d, idx, "index_fill")
+        return ops.IndexPut.apply(x, pos, self._scalar(value, self.dtype)).reshape(self.shape)
 
+    def masked_scatter(self, mask, source):
+        """See torch.Tensor.masked_scatter: the elements where ``mask`` is True, in row-major
+        order, taken from the start of ``source``."""
+        if not isinstance(mask, TensorCore) or mask.dtype is not bool_:
+            raise TypeError(f"masked_scatter: mask must be a bool tensor, got "
+                            f"{getattr(mask, 'dtype', type(mask).__name__)}")
+        if source.dtype is not self.dtype:
+            raise TypeError(f"masked_scatter: expected source to have dtype {self.dtype.name}, got "
+                            f"{source.dtype.name}")
+        pos = mask.expand(self.shape).reshape(-1).nonzero().reshape(-1)
+        if pos.numel() > source.numel():
+            raise ShapeError(f"masked_scatter: mask selects {pos.numel()} elements but source has only "
+                             f"{source.numel()} (shape {list(source.shape)})")
+        return ops.IndexPut.apply(self, pos, source.reshape(-1)[:pos.numel()])
 
-for _fn in (scatter, scatter_reduce, index_add, index_copy, index_fill, masked_scatter):
-    setattr(Tensor, _fn.__name__, _fn)
-    setattr(Tensor, _fn.__name__ + "_", inplace_form(_fn.__name__))
-del _fn
+    scatter_ = inplace_form("scatter")
+    scatter_reduce_ = inplace_form("scatter_reduce")
+    index_add_ = inplace_form("index_add")
+    index_copy_ = inplace_form("index_copy")
+    index_fill_ = inplace_form("index_fill")
+    masked_scatter_ = inplace_form("masked_scatter")

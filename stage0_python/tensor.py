@@ -4,12 +4,16 @@ A Tensor holds a backend buffer (``_data``) and its autograd state. Every
 differentiable operation goes through a ``Function`` in ``ops.py``; the methods here
 check arguments (raising errors that name the op, shapes and dtypes before anything
 is touched), promote dtypes and compose primitives.
+
+Whole families of methods live in mixins, each in the module named for it, that the class
+lists among its bases: ``MathMethods`` (math_ops.py), ``ContractionMethods``
+(contractions.py), ``RearrangingMethods`` (rearranging.py), ``SamplingMethods``
+(sampling.py), ``ScanMethods`` (scans.py), ``ScatterMethods`` (scatter.py) and
+``SortingMethods`` (sorting.py); the operators are ``TensorCore``'s (tensor_core.py).
 """
-import functools
 import math
 import operator
 from array import array
-from collections import namedtuple
 
 from . import backend as B
 from . import dtypes as D
@@ -20,10 +24,15 @@ from .device import DeviceError, check_device, device, device_of, place  # noqa:
 from .dtypes import bool_, float32, float64, int32, int64
 from .shapes import IndexRangeError, ShapeError
 from .tensor_core import Size, TensorCore  # noqa: F401  (Size is public here)
-
-ValuesIndices = namedtuple("ValuesIndices", ["values", "indices"])
-ValuesIndices.__doc__ = """``(values, indices)``: what ``max`` and ``min`` with a ``dim``, ``sort``, ``topk``,
-``kthvalue``, ``cummax`` and ``cummin`` return, as PyTorch's ``torch.return_types``."""
+# the method mixins Tensor lists among its bases, and the forms its methods come in
+from .contractions import ContractionMethods
+from .math_ops import MathMethods
+from .method_forms import ValuesIndices, accepts_axis, inplace_form
+from .rearranging import RearrangingMethods
+from .sampling import SamplingMethods
+from .scans import ScanMethods
+from .scatter import ScatterMethods
+from .sorting import SortingMethods
 
 
 _Device = device
@@ -165,7 +174,8 @@ _DLPACK_CPU = (1, 0)  # DLPack's (device type, index): kDLCPU
 _DLPACK_TYPES = {"cuda": 2, "webgpu": 15}  # DLPack 1.0's kDLCUDA and kDLWebGPU
 
 
-class Tensor(TensorCore):
+class Tensor(TensorCore, ContractionMethods, MathMethods, RearrangingMethods, SamplingMethods, ScanMethods,
+             ScatterMethods, SortingMethods):
     """An n-dimensional array with reverse-mode autograd."""
 
     __slots__ = ()  # the fields are TensorCore's
@@ -632,7 +642,7 @@ class Tensor(TensorCore):
     def __abs__(self):
         return self.abs()
 
-    # ~ & | ^ << >> and the rest of elementwise math: see math_ops.py
+    # ~ & | ^ << >> and the rest of elementwise math: MathMethods (math_ops.py)
 
     eq, ne, lt, le, gt, ge = (TensorCore.__eq__, TensorCore.__ne__, TensorCore.__lt__, TensorCore.__le__,
                               TensorCore.__gt__, TensorCore.__ge__)
@@ -824,10 +834,12 @@ class Tensor(TensorCore):
         """``self`` where ``condition``, ``other`` elsewhere; see torch.Tensor.where."""
         return where(condition, self, other)
 
+    @accepts_axis
     def softmax(self, dim):
         """See torch.softmax."""
         return functional.softmax(self, dim)
 
+    @accepts_axis
     def log_softmax(self, dim):
         """See torch.log_softmax."""
         return functional.log_softmax(self, dim)
@@ -876,6 +888,7 @@ class Tensor(TensorCore):
     def _reduce_dtype(self):
         return int64 if not self.dtype.is_floating_point else self.dtype
 
+    @accepts_axis
     def sum(self, dim=None, keepdim=False, dtype=None):
         """The sum over ``dim`` (integers and bools sum as int64); see torch.sum."""
         axes = self._dims(dim, "sum")
@@ -883,6 +896,7 @@ class Tensor(TensorCore):
         x = self if self.dtype is out else self.to(out)
         return ops.Sum.apply(x, axes, keepdim)
 
+    @accepts_axis
     def mean(self, dim=None, keepdim=False, dtype=None):
         """The mean over ``dim`` (a floating-point tensor, or ``dtype=`` one); see torch.mean."""
         x = self.to(dtype) if dtype is not None else self
@@ -892,6 +906,7 @@ class Tensor(TensorCore):
         n = B.prod(x.shape[d] for d in axes)
         return x.sum(dim=axes, keepdim=keepdim) / (n if n else math.nan)
 
+    @accepts_axis
     def prod(self, dim=None, keepdim=False):
         """The product over ``dim``; see torch.prod."""
         axes = self._dims(dim, "prod")
@@ -910,18 +925,21 @@ class Tensor(TensorCore):
             return ValuesIndices(self, Tensor._make(place(B.full((), 0, int64), self.device)))
         return ValuesIndices(*ops.ExtremeDim.apply(self, op, d, keepdim))
 
+    @accepts_axis
     def max(self, dim=None, keepdim=False):
         """The maximum; with ``dim``, ``(values, indices)``; with a tensor, ``maximum``. See torch.max."""
         if isinstance(dim, Tensor):
             return self.maximum(dim)
         return self._extreme("max", dim, keepdim)
 
+    @accepts_axis
     def min(self, dim=None, keepdim=False):
         """The minimum; with ``dim``, ``(values, indices)``; with a tensor, ``minimum``. See torch.min."""
         if isinstance(dim, Tensor):
             return self.minimum(dim)
         return self._extreme("min", dim, keepdim)
 
+    @accepts_axis
     def amax(self, dim=None, keepdim=False):
         """The maximum over ``dim`` (one or several dims), without indices; see torch.amax."""
         axes = self._dims(dim, "amax")
@@ -929,6 +947,7 @@ class Tensor(TensorCore):
             raise ValueError(f"amax: cannot reduce an empty dim of shape {list(self.shape)}")
         return ops.Extreme.apply(self, "max", axes, keepdim)
 
+    @accepts_axis
     def amin(self, dim=None, keepdim=False):
         """The minimum over ``dim`` (one or several dims), without indices; see torch.amin."""
         axes = self._dims(dim, "amin")
@@ -946,14 +965,17 @@ class Tensor(TensorCore):
             return Tensor._make(place(B.full((), 0, int64), self.device))
         return Tensor._make(B.arg_reduce(op, self._data, self._dim(dim, op), keepdim))
 
+    @accepts_axis
     def argmax(self, dim=None, keepdim=False):
         """The index of the maximum (of the flattened tensor when ``dim`` is None); see torch.argmax."""
         return self._arg("argmax", dim, keepdim)
 
+    @accepts_axis
     def argmin(self, dim=None, keepdim=False):
         """The index of the minimum (of the flattened tensor when ``dim`` is None); see torch.argmin."""
         return self._arg("argmin", dim, keepdim)
 
+    @accepts_axis
     def var(self, dim=None, unbiased=None, keepdim=False, correction=None):
         """The variance over ``dim`` (``correction`` or ``unbiased`` as PyTorch's); see torch.var."""
         if not self.dtype.is_floating_point:
@@ -965,11 +987,13 @@ class Tensor(TensorCore):
         centered = self - self.mean(dim=axes, keepdim=True)
         return (centered * centered).sum(dim=axes, keepdim=keepdim) / max(n - correction, 0)
 
+    @accepts_axis
     def std(self, dim=None, unbiased=None, keepdim=False, correction=None):
         """The standard deviation over ``dim`` (``correction`` or ``unbiased`` as PyTorch's); see
         torch.std."""
         return ops.SafeSqrt.apply(self.var(dim, unbiased, keepdim, correction))
 
+    @accepts_axis
     def logsumexp(self, dim, keepdim=False):
         """``log(sum(exp(x)))`` over ``dim``, computed stably; see torch.logsumexp."""
         x = self if self.dtype.is_floating_point else self.to(D.get_default_dtype())
@@ -989,10 +1013,12 @@ class Tensor(TensorCore):
             return self.abs().amax(dim=dim, keepdim=keepdim)
         return (self.abs() ** p).sum(dim=dim, keepdim=keepdim) ** (1.0 / p)
 
+    @accepts_axis
     def any(self, dim=None, keepdim=False):
         """Whether any element (over ``dim``) is nonzero; see torch.any."""
         return Tensor._make(B.reduce("any", self._data, self._dims(dim, "any"), keepdim))
 
+    @accepts_axis
     def all(self, dim=None, keepdim=False):
         """Whether every element (over ``dim``) is nonzero; see torch.all."""
         return Tensor._make(B.reduce("all", self._data, self._dims(dim, "all"), keepdim))
@@ -1003,6 +1029,7 @@ class Tensor(TensorCore):
             raise ShapeError(f"trace: expected a 2-d tensor, got shape {list(self.shape)}")
         return self.diagonal().sum()
 
+    @accepts_axis
     def count_nonzero(self, dim=None):
         """The number of nonzero elements (over ``dim``); see torch.count_nonzero."""
         return (self != 0).sum(dim=dim)
@@ -1154,6 +1181,7 @@ class Tensor(TensorCore):
         d = self._dim(dim, "unflatten")
         return self.reshape(*self.shape[:d], *sizes, *self.shape[d + 1:])
 
+    @accepts_axis
     def squeeze(self, dim=None):
         """Remove dims of size 1 (all, or those in ``dim``); see torch.squeeze (a view on stages that have
         ``views``; stage 0 copies, see ``LACKS``)."""
@@ -1165,6 +1193,7 @@ class Tensor(TensorCore):
             return self
         return self.reshape(*(n for d, n in enumerate(self.shape) if d not in axes))
 
+    @accepts_axis
     def unsqueeze(self, dim):
         """Insert a dim of size 1 at ``dim``; see torch.unsqueeze (a view on stages that have ``views``;
         stage 0 copies, see ``LACKS``)."""
@@ -1269,11 +1298,13 @@ class Tensor(TensorCore):
             raise ValueError(f"unfold: step must be positive, got {step}")
         return ops.Windows.apply(self, d, size, step)
 
+    @accepts_axis
     def select(self, dim, index):
         """The slice at ``index`` along ``dim``, which it removes (see torch.Tensor.select)."""
         d = self._dim(dim, "select")
         return self[(slice(None),) * d + (index,)]
 
+    @accepts_axis
     def narrow(self, dim, start, length):
         """``length`` entries of ``dim`` from ``start``; see torch.narrow (a view on stages that have
         ``views``; stage 0 copies, see ``LACKS``)."""
@@ -1308,6 +1339,7 @@ class Tensor(TensorCore):
             start += s
         return tuple(out)
 
+    @accepts_axis
     def chunk(self, chunks, dim=0):
         """Split into ``chunks`` pieces along ``dim``; see torch.chunk (a view on stages that have
         ``views``; stage 0 copies, see ``LACKS``)."""
@@ -1316,6 +1348,7 @@ class Tensor(TensorCore):
         n = self.shape[self._dim(dim, "chunk")]
         return self.split(max(1, -(-n // chunks)), dim)
 
+    @accepts_axis
     def unbind(self, dim=0):
         """The slices along ``dim``, as a tuple with that dim removed; see torch.unbind."""
         d = self._dim(dim, "unbind")
@@ -1374,6 +1407,7 @@ class Tensor(TensorCore):
                                      f"of shape {list(t.shape)} at dim {i}")
         return d
 
+    @accepts_axis
     def gather(self, dim, index):
         """Values along ``dim`` at ``index``; see torch.gather."""
         d = self._axis_index("gather", dim, index)
@@ -1397,6 +1431,7 @@ class Tensor(TensorCore):
         except IndexError as e:
             raise IndexRangeError(f"scatter_add: {e}") from None
 
+    @accepts_axis
     def index_select(self, dim, index):
         """The entries of ``index`` along ``dim``; see torch.index_select."""
         d = self._dim(dim, "index_select")
@@ -1584,6 +1619,25 @@ class Tensor(TensorCore):
     def __itruediv__(self, o):
         return self.div_(o)
 
+    # the in-place twin of each elementwise method above that has one in PyTorch
+    abs_ = inplace_form("abs")
+    sign_ = inplace_form("sign")
+    reciprocal_ = inplace_form("reciprocal")
+    square_ = inplace_form("square")
+    log_ = inplace_form("log")
+    log1p_ = inplace_form("log1p")
+    rsqrt_ = inplace_form("rsqrt")
+    erf_ = inplace_form("erf")
+    sin_ = inplace_form("sin")
+    cos_ = inplace_form("cos")
+    tanh_ = inplace_form("tanh")
+    sigmoid_ = inplace_form("sigmoid")
+    floor_ = inplace_form("floor")
+    ceil_ = inplace_form("ceil")
+    round_ = inplace_form("round")
+    clamp_min_ = inplace_form("clamp_min")
+    clamp_max_ = inplace_form("clamp_max")
+
 
 # ---------------------------------------------------------------- indexing helpers
 
@@ -1618,52 +1672,21 @@ def _where(condition, input, other, op):
     return ops.Where.apply(condition, a, b)
 
 
-
 def arange_(n, device):
+    """``0, 1, ..., n - 1`` as an int64 tensor on ``device`` (tril's and triu's positions)."""
     return Tensor._make(place(B.arange(0, n, 1, int64), device))
 
 
-def accepts_axis(f):
-    """Let ``f`` take ``axis=`` for ``dim=``, as PyTorch does after NumPy."""
-    @functools.wraps(f)
-    def with_axis(*args, **kwargs):
-        if kwargs and "axis" in kwargs:
-            if "dim" in kwargs:
-                raise TypeError(f"{f.__name__}: got both dim= and axis= (axis is another name for dim)")
-            kwargs["dim"] = kwargs.pop("axis")
-        return f(*args, **kwargs)
-    return with_axis
-
-
-for _name in ("sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var", "std",
-              "logsumexp", "any", "all", "count_nonzero", "softmax", "log_softmax", "squeeze", "unsqueeze",
-              "narrow", "chunk", "unbind", "gather", "index_select", "select"):
-    setattr(Tensor, _name, accepts_axis(getattr(Tensor, _name)))
-
-
-def inplace_form(name):
-    """The in-place twin ``name_`` of the method ``name``: computed out of place, then
-    written into the tensor (``Tensor._inplace``)."""
-    def method(self, *args, **kwargs):
-        return self._inplace(lambda x: getattr(x, name)(*args, **kwargs), name + "_")
-    method.__name__ = method.__qualname__ = name + "_"
-    method.__doc__ = f"In place: see ``torch.Tensor.{name}_``."
-    return method
-
-
-# the in-place twin of each elementwise method that has one in PyTorch
-for _name in ("abs", "log", "log1p", "sigmoid", "tanh", "floor", "ceil", "round", "sign", "reciprocal",
-              "square", "rsqrt", "erf", "sin", "cos", "clamp_min", "clamp_max"):
-    if not hasattr(Tensor, _name + "_"):
-        setattr(Tensor, _name + "_", inplace_form(_name))
-del _name
-
-from . import autograd, functional, indexing, ops  # noqa: E402  (they build on Tensor)
-from . import scatter as _scatter  # noqa: E402,F401  (adds the scatter methods)
-from . import contractions as _contractions  # noqa: E402,F401  (adds addmm, fill_diagonal_, ...)
+from . import autograd, creation, functional, indexing, ops  # noqa: E402  (they build on Tensor)
+from . import contractions, math_ops, rearranging, scans, scatter  # noqa: E402
 from . import random as _random  # noqa: E402
 from . import tensor_core as _core  # noqa: E402
 from . import views  # noqa: E402
 
 _core.bind(Tensor, ops)
-from . import math_ops  # noqa: E402,F401  (attaches its methods to Tensor)
+# The mixins' modules loaded before Tensor existed (its class lists theirs): the names they
+# use that build on Tensor are bound in them now, as the core's are just above.
+contractions.ops = math_ops.ops = scatter.ops = ops
+rearranging.cat, rearranging.where = creation.cat, where
+scans.where, scans._to_dtype = where, _to_dtype
+scatter.where = where

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from . import machine, plausibility
 from .progress import Progress
-from .report import TextTable, fit, fmt_seconds, machine_summary, markdown, plot_ladder, plot_roofline
+from .report import TextTable, fit, fmt_seconds, machine_summary, markdown, plot_roofline, plot_speedups
 
 DEFAULT_BUDGET = 10.0   # seconds per cell: the full report takes a few minutes on 2 cores
 QUICK_BUDGET = 2.0
@@ -375,6 +375,6 @@ def write(report, out, plots=True):
     paths[0].write_text(json.dumps(report, indent=1, default=str) + "\n")
     paths[1].write_text(markdown(report) + "\n")
     if plots:
-        paths.append(plot_ladder(report, out / "ladder.png"))
+        paths.append(plot_speedups(report, out / "ladder.png"))
         paths.append(plot_roofline(report, out / "roofline.png"))
     return paths

@@ -4,8 +4,8 @@ stage 3's rewrites bought.
 The step is the journey's: an MLP 784-128-10 on a batch of 64, cross-entropy, backward,
 AdamW. Each row runs in a process of its own, one thread:
 
-- every stage asked for, as shipped; stage 3 as a ladder of three rungs, each adding one
-  rewrite: its kernels under stage 0's Python frontend (``STAGEGRAD_FRONTEND=python``) with
+- every stage asked for, as shipped; stage 3 as three rows, each adding one rewrite:
+  its kernels under stage 0's Python frontend (``STAGEGRAD_FRONTEND=python``) with
   the fused kernels off (``FUSED`` emptied), then with the fused kernels, then with the
   compiled frontend (``tensor_core.pyx``, ``graph.pyx``): stage 3 as shipped;
 - PyTorch, timed only (its work is C++ that a Python profiler does not see).
@@ -48,10 +48,10 @@ BUCKETS = ("kernels", "backend", "autograd", "ops", "tensor", "optimizer", "nn",
 PHASES = {"forward (model)": ("nn/module.py", "__call__"), "loss": ("functional.py", "cross_entropy"),
           "backward": ("tensor.py", "backward"), "optimizer step": ("optim/optimizer.py", "step"),
           "zero_grad": ("optim/optimizer.py", "zero_grad")}
-# stage 3's ladder: (label, environment, fused kernels on)
-STAGE3_RUNGS = (("stage 3: kernels, Python frontend", {"STAGEGRAD_FRONTEND": "python"}, False),
-                ("+ fused kernels", {"STAGEGRAD_FRONTEND": "python"}, True),
-                ("+ compiled frontend (stage 3)", {"STAGEGRAD_FRONTEND": "compiled"}, True))
+# stage 3's rows, each adding one rewrite: (label, environment, fused kernels on)
+STAGE3_REWRITES = (("stage 3: kernels, Python frontend", {"STAGEGRAD_FRONTEND": "python"}, False),
+                   ("+ fused kernels", {"STAGEGRAD_FRONTEND": "python"}, True),
+                   ("+ compiled frontend (stage 3)", {"STAGEGRAD_FRONTEND": "compiled"}, True))
 
 
 def add_arguments(p):
@@ -75,10 +75,8 @@ def bucket(filename, name):
     for suffix, b in (("backend.py", "backend"), ("autograd.py", "autograd"), ("graph.py", "autograd"),
                       ("ops.py", "ops"), ("/functional.py", "ops"), ("tensor.py", "tensor"),
                       ("tensor_core.py", "tensor"), ("indexing.py", "tensor"), ("dtypes.py", "tensor"),
-                      ("creation.py", "tensor")):
+                      ("creation.py", "tensor"), ("method_forms.py", "tensor")):
         if path.endswith(suffix):
-            if suffix == "/functional.py" and "/nn/" in path:
-                return "nn"
             return b
     if "/optim/" in path:
         return "optimizer"
@@ -95,7 +93,7 @@ def rows(stages):
     for stage in stages:
         pkg = load_stage(stage).__name__
         if pkg == "stage3_simd":
-            out += [(label, pkg, env, fused) for label, env, fused in STAGE3_RUNGS]
+            out += [(label, pkg, env, fused) for label, env, fused in STAGE3_REWRITES]
         else:
             out.append((f"stage {number[pkg]}", pkg, {}, True))
     return out + [("PyTorch", "torch", {}, True)]
@@ -154,7 +152,7 @@ def _profile(step, steps, wall):
 
 
 def measure_in_subprocess(label, package, env, fused, steps):
-    """One row in a fresh process, so that each rung imports its own frontend."""
+    """One row in a fresh process, so that each imports its own frontend."""
     code = (f"import json; from stagegrad.profile import measure; "
             f"print(json.dumps(measure({package!r}, {steps}, {fused})))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

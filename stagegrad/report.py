@@ -370,7 +370,7 @@ QUICK_HEADLINE = ("**These figures are from a quick run** (the smallest sizes, a
 
 def headline(report):
     """The landing page's measured ratios, as a Markdown table: for each workload, at the
-    cell the ladder figure shows (the largest size the first stage completed), the fastest
+    cell the speed-up ladder shows (the largest size the first stage completed), the fastest
     stage there, its speed-up over the first stage and its speed relative to each peer.
 
     Only results are quoted: the fastest stage is chosen among cells that are not doubted,
@@ -430,7 +430,7 @@ def _pyplot():
     return plt
 
 
-def ladder_series(report):
+def speedup_series(report):
     """For each workload, the cell at the largest size that stage 0 (the first stage)
     completed, and every implementation's speed-up over it there."""
     first = report["stages"][0] if report["stages"] else None
@@ -451,7 +451,7 @@ def ladder_series(report):
     return series
 
 
-def plot_ladder(report, path):
+def plot_speedups(report, path):
     """One line per workload through the stages (each stage's first GEMM; a second GEMM is
     a hollow marker beside it); the peers are not a next step, so they stand apart, right
     of the divider, as unconnected markers in the workload's colour."""
@@ -474,7 +474,7 @@ def plot_ladder(report, path):
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     peer_marker = dict(zip([p["name"] for p in peers], "D^sv"))
     fig, ax = plt.subplots(figsize=(10, 4.8))
-    for n, (name, ups) in enumerate(ladder_series(report)):
+    for n, (name, ups) in enumerate(speedup_series(report)):
         color = colors[n % len(colors)]
         line = [(x_of[i], ups[i]) for i in firsts.values() if i in ups]
         ax.plot([p[0] for p in line], [p[1] for p in line], marker="o", color=color, label=name)

@@ -3,6 +3,7 @@ with stride, padding, dilation and groups, and its adjoint (``nn.functional`` do
 import math
 
 from . import functional as F
+from .functional.helpers import _ntuple
 from . import init
 from .module import Module, Parameter, _empty
 
@@ -27,9 +28,9 @@ class _ConvNd(Module):
         if padding_mode not in _PADDING_MODES:
             raise ValueError(f"{name}: padding_mode must be one of {_PADDING_MODES}, got {padding_mode!r}")
         self.in_channels, self.out_channels = in_channels, out_channels
-        self.kernel_size = F._ntuple(kernel_size, nd, name, "kernel_size")
-        self.stride = F._ntuple(stride, nd, name, "stride")
-        self.dilation = F._ntuple(dilation, nd, name, "dilation")
+        self.kernel_size = _ntuple(kernel_size, nd, name, "kernel_size")
+        self.stride = _ntuple(stride, nd, name, "stride")
+        self.dilation = _ntuple(dilation, nd, name, "dilation")
         if isinstance(padding, str):
             if padding not in ("same", "valid"):
                 raise ValueError(f"{name}: padding must be 'same', 'valid', an int or a tuple, "
@@ -38,7 +39,7 @@ class _ConvNd(Module):
                 raise ValueError(f"{name}: padding='same' is not supported for strided convolutions")
             self.padding = padding
         else:
-            self.padding = F._ntuple(padding, nd, name, "padding")
+            self.padding = _ntuple(padding, nd, name, "padding")
         self.output_padding = (0,) * nd
         self.transposed = self._transposed
         self.groups = groups
@@ -127,7 +128,7 @@ class _ConvTransposeNd(_ConvNd):
             raise ValueError(f"{name}: padding must be an int or a tuple, got {padding!r}")
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
                          padding_mode, device, dtype)
-        self.output_padding = F._ntuple(output_padding, self._nd, name, "output_padding")
+        self.output_padding = _ntuple(output_padding, self._nd, name, "output_padding")
 
     def _output_padding(self, input, output_size):
         """The output_padding that makes the output ``output_size`` (PyTorch accepts sizes

@@ -2,6 +2,7 @@
 import math
 
 from . import functional as F
+from .functional.linear_maps import _linear
 from . import init
 from .module import Module, Parameter, _empty
 from ..shapes import ShapeError
@@ -51,7 +52,7 @@ class Linear(Module):
         if input.ndim == 0 or input.shape[-1] != self.in_features:
             raise ShapeError(f"{self!r}: expected an input whose last dimension is {self.in_features}, "
                              f"got shape {tuple(input.shape)}")
-        return F._linear(input, self.weight, self.bias, act)
+        return _linear(input, self.weight, self.bias, act)
 
     def extra_repr(self):
         return (f"in_features={self.in_features}, out_features={self.out_features}, "

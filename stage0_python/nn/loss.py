@@ -1,5 +1,6 @@
 """Loss modules over the core's loss functions (``reduction``: 'mean', 'sum', 'none')."""
 from . import functional as F
+from .functional.losses import _legacy_reduction
 from .module import Module
 
 _REDUCTIONS = ("mean", "sum", "none")
@@ -86,7 +87,7 @@ class SmoothL1Loss(_Loss):
     """Squared error below ``beta``, absolute error above it (``beta=0``: the L1 loss)."""
 
     def __init__(self, size_average=None, reduce=None, reduction="mean", beta=1.0):
-        super().__init__(F._legacy_reduction(size_average, reduce, reduction))
+        super().__init__(_legacy_reduction(size_average, reduce, reduction))
         self.beta = beta
 
     def forward(self, input, target):
@@ -110,7 +111,7 @@ class KLDivLoss(_Loss):
     _reductions = _REDUCTIONS + ("batchmean",)
 
     def __init__(self, size_average=None, reduce=None, reduction="mean", log_target=False):
-        super().__init__(F._legacy_reduction(size_average, reduce, reduction))
+        super().__init__(_legacy_reduction(size_average, reduce, reduction))
         self.log_target = log_target
 
     def forward(self, input, target):

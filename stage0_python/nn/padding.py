@@ -1,5 +1,6 @@
 """Padding layers: ``nn.functional.pad`` with the mode and padding fixed at construction."""
 from . import functional as F
+from .functional.helpers import _ntuple
 from .module import Module
 
 
@@ -10,7 +11,7 @@ class _PadNd(Module):
     def __init__(self, padding, value=0.0):
         super().__init__()
         # an int pads every side; a tuple is (left, right[, top, bottom]) as F.pad takes it
-        self.padding = F._ntuple(padding, 2 * self._nd, type(self).__name__, "padding")
+        self.padding = _ntuple(padding, 2 * self._nd, type(self).__name__, "padding")
         self.value = value
 
     def forward(self, input):

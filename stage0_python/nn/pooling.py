@@ -1,5 +1,6 @@
 """Pooling layers over ``nn.functional``'s pools."""
 from . import functional as F
+from .functional.helpers import _ntuple
 from .module import Module
 
 
@@ -46,9 +47,9 @@ class AvgPool1d(Module):
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
         super().__init__()
         # stored as 1-tuples, as PyTorch does (its repr shows them)
-        self.kernel_size = F._ntuple(kernel_size, 1, "AvgPool1d", "kernel_size")
-        self.stride = F._ntuple(stride if stride is not None else kernel_size, 1, "AvgPool1d", "stride")
-        self.padding = F._ntuple(padding, 1, "AvgPool1d", "padding")
+        self.kernel_size = _ntuple(kernel_size, 1, "AvgPool1d", "kernel_size")
+        self.stride = _ntuple(stride if stride is not None else kernel_size, 1, "AvgPool1d", "stride")
+        self.padding = _ntuple(padding, 1, "AvgPool1d", "padding")
         self.ceil_mode = ceil_mode
         self.count_include_pad = count_include_pad
 
@@ -146,9 +147,9 @@ class _MaxUnpoolNd(Module):
     def __init__(self, kernel_size, stride=None, padding=0):
         super().__init__()
         name, nd = type(self).__name__, self._nd
-        self.kernel_size = F._ntuple(kernel_size, nd, name, "kernel_size")
-        self.stride = F._ntuple(stride if stride is not None else kernel_size, nd, name, "stride")
-        self.padding = F._ntuple(padding, nd, name, "padding")
+        self.kernel_size = _ntuple(kernel_size, nd, name, "kernel_size")
+        self.stride = _ntuple(stride if stride is not None else kernel_size, nd, name, "stride")
+        self.padding = _ntuple(padding, nd, name, "padding")
 
     def forward(self, input, indices, output_size=None):
         fn = F.max_unpool1d if self._nd == 1 else F.max_unpool2d

@@ -220,23 +220,24 @@ _RNN_OPS = {"RNN_TANH": ("RNN", [0]), "RNN_RELU": ("RNN", [0]), "LSTM": ("LSTM",
 
 # keyed by where the function lives in a stage: "<module>:<name in it>"
 FUNCTIONS = {
-    "nn.functional:_linear": linear, "nn.functional_attention:_safe_softmax": safe_softmax,
-    "nn.functional:conv1d": _conv(1), "nn.functional:conv2d": _conv(2),
-    "nn.functional_spatial:conv_transpose1d": _conv_transpose(1),
-    "nn.functional_spatial:conv_transpose2d": _conv_transpose(2),
-    "nn.functional:max_pool2d": max_pool2d, "nn.functional:avg_pool2d": avg_pool2d,
-    "nn.functional:batch_norm": batch_norm, "nn.functional:layer_norm": layer_norm,
-    "nn.functional:embedding": embedding, "functional:softmax": _softmax("Softmax"),
+    "nn.functional.linear_maps:_linear": linear, "nn.functional.attention:_safe_softmax": safe_softmax,
+    "nn.functional.convolution:conv1d": _conv(1), "nn.functional.convolution:conv2d": _conv(2),
+    "nn.functional.convolution:conv_transpose1d": _conv_transpose(1),
+    "nn.functional.convolution:conv_transpose2d": _conv_transpose(2),
+    "nn.functional.pooling:max_pool2d": max_pool2d, "nn.functional.pooling:avg_pool2d": avg_pool2d,
+    "nn.functional.normalization:batch_norm": batch_norm,
+    "nn.functional.normalization:layer_norm": layer_norm,
+    "nn.functional.embeddings:embedding": embedding, "functional:softmax": _softmax("Softmax"),
     "functional:log_softmax": _softmax("LogSoftmax"),
-    "nn.functional:unfold": _no_operator("unfold"), "nn.functional:fold": _no_operator("fold"),
+    "nn.functional.im2col:unfold": _no_operator("unfold"), "nn.functional.im2col:fold": _no_operator("fold"),
     "nn.rnn:RNNBase.forward": rnn,
 }
 
 APPLIES = {
     # batch statistics (training, or no running stats) are left to the primitives
-    "nn.functional:batch_norm": lambda a: not a["training"] and a["running_mean"] is not None,
+    "nn.functional.normalization:batch_norm": lambda a: not a["training"] and a["running_mean"] is not None,
     # max_norm renormalises the weight in place: the primitives report that
-    "nn.functional:embedding": lambda a: a["max_norm"] is None,
+    "nn.functional.embeddings:embedding": lambda a: a["max_norm"] is None,
     # ONNX's operators have no projection and take padded batches: the rest is unrolled
     "nn.rnn:RNNBase.forward": lambda a: (a["self"].proj_size == 0 and hasattr(a["input"], "ndim")
                                          and a["input"].ndim == 3),

@@ -1,17 +1,17 @@
-"""Attention in ``torch.nn.functional``: ``scaled_dot_product_attention`` and the forward
-of a multi-head attention layer. Composites of differentiable ops (matmul, softmax,
-masked_fill, dropout, linear), so the backward needs nothing of its own;
-``functional`` re-exports every public name here."""
+"""Attention: ``scaled_dot_product_attention`` and the forward of a multi-head attention
+layer. Composites of differentiable ops (matmul, softmax, masked_fill, dropout, linear),
+so the backward needs nothing of its own."""
 import math
 
-from . import functional as F
-from .. import backend as B
-from ..creation import cat, ones, zeros
-from ..dtypes import bool_
-from ..shapes import ShapeError
-from ..tensor import Tensor, where
-
-__all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
+from ... import backend as B
+from ...creation import cat, ones, zeros
+from ...dtypes import bool_
+from ...functional import softmax
+from ...shapes import ShapeError
+from ...tensor import Tensor, where
+from .dropouts import dropout
+from .linear_maps import linear
+from .padding import pad
 
 _NEG_INF = float("-inf")
 
@@ -76,9 +76,9 @@ def _safe_softmax(scores):
         return scores
     dead = scores.detach().amax(dim=-1, keepdim=True) == _NEG_INF
     if not dead.any().item():
-        return F.softmax(scores, -1)
+        return softmax(scores, -1)
     # the dead rows see zeros instead of -inf, so neither value nor gradient meets a NaN
-    return where(dead, 0.0, F.softmax(where(dead, 0.0, scores), -1))
+    return where(dead, 0.0, softmax(where(dead, 0.0, scores), -1))
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
@@ -117,7 +117,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         scores = _masked(op, scores, attn_mask)
     weights = _safe_softmax(scores)
     if dropout_p > 0.0:
-        weights = F.dropout(weights, dropout_p, training=True)
+        weights = dropout(weights, dropout_p, training=True)
     return weights @ value
 
 
@@ -156,7 +156,7 @@ def _additive(op, name, mask, like):
 
 def _pad_key_column(mask):
     """One more key position that every query may see (bias_k or the zero key)."""
-    return None if mask is None else F.pad(mask, (0, 1))
+    return None if mask is None else pad(mask, (0, 1))
 
 
 def _in_projections(op, query, key, value, E, in_proj_weight, in_proj_bias, separate, q_w, k_w, v_w):
@@ -176,7 +176,7 @@ def _in_projections(op, query, key, value, E, in_proj_weight, in_proj_bias, sepa
         if w.ndim != 2 or tuple(w.shape) != (E, x.shape[-1]):
             raise ShapeError(f"{op}: the {name} projection weight has shape {_shape(w)}, expected "
                              f"({E}, {x.shape[-1]}) for a {name} of shape {_shape(x)}")
-        out.append(F.linear(x, w, b))
+        out.append(linear(x, w, b))
     return out
 
 
@@ -262,9 +262,9 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         scores = (q * (1.0 / math.sqrt(hd))) @ k.transpose(1, 2)
         if attn_mask is not None:
             scores = scores + attn_mask
-        weights = F.softmax(scores, -1)
+        weights = softmax(scores, -1)
         if dropout_p > 0.0:
-            weights = F.dropout(weights, dropout_p)
+            weights = dropout(weights, dropout_p)
         out = (weights @ v).transpose(0, 1).reshape(L * N, E)
         weights = weights.reshape(N, H, L, S)
         if average_attn_weights:
@@ -275,7 +275,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         out = scaled_dot_product_attention(q.reshape(N, H, L, hd), k.reshape(N, H, S, hd),
                                            v.reshape(N, H, S, hd), attn_mask, dropout_p, is_causal)
         out, weights = out.permute(2, 0, 1, 3).reshape(L * N, E), None
-    out = F.linear(out, out_proj_weight, out_proj_bias).reshape(L, N, E)
+    out = linear(out, out_proj_weight, out_proj_bias).reshape(L, N, E)
     if not batched:
         out = out.squeeze(1)
         weights = None if weights is None else weights.squeeze(0)

@@ -1,0 +1,145 @@
+"""Convolution and its adjoint: ``conv1d``/``conv2d`` as im2col and one matmul per group,
+``conv_transpose1d``/``conv_transpose2d`` as a matmul to columns and col2im."""
+import math
+
+from ... import shapes
+from ...autocast import lower as _lower
+from ...creation import cat
+from ...device import max_buffer_bytes
+from ...shapes import ShapeError
+from .helpers import _batched, _ntuple
+from .im2col import _Fold, _Unfold, _check_geometry, _im2col_shape
+from .padding import pad
+
+
+def _conv(input, weight, bias, stride, padding, dilation, groups, nd, name):
+    input, weight, bias = _lower(input, weight, bias)
+    x, batched = _batched(input, nd, name)
+    if weight.ndim != nd + 2:
+        raise ShapeError(f"{name}: weight must be {nd + 2}-D, got shape {tuple(weight.shape)}")
+    stride = _ntuple(stride, nd, name, "stride")
+    dilation = _ntuple(dilation, nd, name, "dilation")
+    N, C, *size = x.shape
+    O, Cg, *kernel = weight.shape
+    _check_geometry(name, kernel, dilation, (0,) * nd, stride)
+    if groups < 1 or O % groups:
+        raise ValueError(f"{name}: groups={groups} must be positive and divide the "
+                         f"{O} output channels of weight {tuple(weight.shape)}")
+    if C != Cg * groups:
+        raise ShapeError(f"{name}: input of shape {tuple(input.shape)} has {C} channels, but weight of "
+                         f"shape {tuple(weight.shape)} with groups={groups} expects {Cg * groups}")
+    if bias is not None and tuple(bias.shape) != (O,):
+        raise ShapeError(f"{name}: bias must have shape ({O},), got {tuple(bias.shape)}")
+    if isinstance(padding, str):
+        if padding == "valid":
+            padding = (0,) * nd
+        elif padding == "same":
+            if any(s != 1 for s in stride):
+                raise ValueError(f"{name}: padding='same' is not supported for strided convolutions")
+            total = [d * (k - 1) for d, k in zip(dilation, kernel)]
+            padding = tuple(t // 2 for t in total)
+            extra = [t - 2 * (t // 2) for t in total]  # odd totals pad one more on the right
+            if any(extra):
+                x = pad(x, [v for e in reversed(extra) for v in (0, e)])
+                size = list(x.shape[2:])
+        else:
+            raise ValueError(f"{name}: padding must be 'valid', 'same', an int or a tuple, got {padding!r}")
+    else:
+        padding = _ntuple(padding, nd, name, "padding")
+    _, out_size = _im2col_shape(name, x, tuple(kernel), dilation, padding, stride)
+    shapes.check((N, O, *out_size), name, x.dtype)
+    limit = max_buffer_bytes(x.device)
+    col_bytes = max(Cg * groups * math.prod(kernel), O) * math.prod(out_size) * x.element_size()
+    if limit is not None and N > 1 and N * col_bytes > limit:
+        # a device that binds at most ``limit`` bytes to a kernel gets the batch in parts
+        per = max(1, limit // col_bytes)
+        return cat([_conv(x[i:i + per], weight, bias, stride, padding, dilation, groups, nd, name)
+                    for i in range(0, N, per)])
+    cols = _Unfold.apply(x, tuple(kernel), dilation, padding, stride)  # (N, C*K, L)
+    K, L = Cg * math.prod(kernel), cols.shape[2]
+    if groups == 1:
+        out = weight.reshape(O, K).matmul(cols)  # (N, O, L)
+    else:
+        # each group's filters see only that group's channels: a batch of g matmuls
+        w = weight.reshape(groups, O // groups, K)
+        out = w.matmul(cols.reshape(N, groups, K, L))
+    out = out.reshape(N, O, *out_size)
+    if bias is not None:
+        out = out + bias.reshape(O, *([1] * nd))
+    return out if batched else out.squeeze(0)
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """1-D convolution (cross-correlation) of (N, C, L) by (O, C/groups, k)."""
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 1, "conv1d")
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """2-D convolution (cross-correlation) of (N, C, H, W) by (O, C/groups, kh, kw)."""
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
+
+
+# ------------------------------------------------------------------ transposed convolution
+
+def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, nd, name):
+    """The adjoint of convolution: every input position scatters ``weight``-scaled copies
+    of itself into the output, i.e. a matmul to columns and fold (col2im). Folding into
+    the uncropped size, then cropping ``padding`` and extending by ``output_padding``
+    (pad handles both signs) covers output_padding up to max(stride, dilation) - 1."""
+    input, weight, bias = _lower(input, weight, bias)
+    x, batched = _batched(input, nd, name)
+    if weight.ndim != nd + 2:
+        raise ShapeError(f"{name}: weight must be {nd + 2}-D, got shape {tuple(weight.shape)}")
+    s, p, op, d = (_ntuple(v, nd, name, w) for v, w in ((stride, "stride"), (padding, "padding"),
+                                                        (output_padding, "output_padding"),
+                                                        (dilation, "dilation")))
+    N, C, *size = x.shape
+    Cw, Og, *kernel = weight.shape
+    _check_geometry(name, kernel, d, p, s)
+    if groups < 1 or Cw % groups:
+        raise ValueError(f"{name}: groups={groups} must be positive and divide the {Cw} input channels "
+                         f"of weight {tuple(weight.shape)}")
+    if C != Cw:
+        raise ShapeError(f"{name}: input of shape {tuple(input.shape)} has {C} channels, but weight of "
+                         f"shape {tuple(weight.shape)} expects {Cw}")
+    O = Og * groups
+    if bias is not None and tuple(bias.shape) != (O,):
+        raise ShapeError(f"{name}: bias must have shape ({O},), got {tuple(bias.shape)}")
+    if any(o < 0 or (o >= si and o >= di) for o, si, di in zip(op, s, d)):
+        raise ValueError(f"{name}: output_padding {op} must be non-negative and smaller than either "
+                         f"stride {s} or dilation {d}")
+    full = [(n - 1) * si + di * (k - 1) + 1 for n, si, di, k in zip(size, s, d, kernel)]
+    out = [f - 2 * pi + o for f, pi, o in zip(full, p, op)]
+    if min(out) < 1 or min(size) < 1:
+        raise ShapeError(f"{name}: input of shape {tuple(input.shape)} with weight {tuple(weight.shape)}, "
+                         f"stride {s}, padding {p} and dilation {d} gives an output size {tuple(out)} "
+                         f"that is not positive")
+    shapes.check((N, O * math.prod(kernel), math.prod(size)), name, x.dtype)
+    shapes.check((N, O, *full), name, x.dtype)
+    K, L = math.prod(kernel), math.prod(size)
+    Cg = C // groups
+    # weight (C, O/g, *k) -> per group (O/g * K, C/g): the transpose of conv's filter matrix
+    w = weight.reshape(groups, Cg, Og * K).transpose(1, 2)
+    cols = w.matmul(x.reshape(N, groups, Cg, L)).reshape(N, O * K, L)
+    if nd == 1:  # fold is 2-D: a 1-D signal is a height-1 image
+        y = _Fold.apply(cols, (1, full[0]), (1, kernel[0]), (1, d[0]), (0, 0), (1, s[0])).squeeze(2)
+    else:
+        y = _Fold.apply(cols, tuple(full), tuple(kernel), tuple(d), (0, 0), tuple(s))
+    crop = [v for pi, o in zip(reversed(p), reversed(op)) for v in (-pi, o - pi)]
+    if any(crop):
+        y = pad(y, crop)
+    if bias is not None:
+        y = y + bias.reshape(O, *([1] * nd))
+    return y if batched else y.squeeze(0)
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """See torch.nn.functional.conv_transpose1d: weight (C_in, C_out/groups, k)."""
+    return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 1,
+                           "conv_transpose1d")
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """See torch.nn.functional.conv_transpose2d: weight (C_in, C_out/groups, kh, kw)."""
+    return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 2,
+                           "conv_transpose2d")
