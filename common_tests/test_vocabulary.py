@@ -64,11 +64,23 @@ def test_stage3s_compiled_tables_name_only_vocabulary_ops():
 
 
 def test_the_frontends_gradient_tables_are_the_vocabularys_facts():
-    from stage0_python import math_ops, ops
-    rule = {name for name, op in V.UNARY.items() if op.gradient == "rule"}
-    assert set(ops.DERIVATIVES) == rule
+    from stage0_python import ops
+    assert set(ops.DERIVATIVES) == {name for name, op in V.UNARY.items() if op.gradient == "rule"}
     assert ops.FLAT == {name for name, op in V.UNARY.items() if op.gradient == "flat"}
-    assert set(math_ops._FLOAT_UNARY) == {name for name, op in V.UNARY.items() if op.floats_only}
+
+
+def test_integer_operands_are_treated_as_the_vocabulary_says(sg):
+    """What the vocabulary says of an op is what the frontend does with integer operands."""
+    ints = sg.tensor([1, 2])
+    for name, op in {**V.UNARY, **V.BINARY}.items():
+        if op.integers == "keep":
+            continue
+        call = (lambda: getattr(ints, name)()) if op.arity == 1 else (lambda: getattr(ints, name)(ints))
+        if op.integers == "promote":
+            assert call().dtype is sg.get_default_dtype(), name
+        else:
+            with pytest.raises(TypeError):
+                call()
 
 
 def test_bool_results_are_bool_on_every_stage(sg):

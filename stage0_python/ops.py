@@ -6,6 +6,8 @@ these in ``tensor.py``, ``functional.py`` and ``nn/``.
 """
 import math
 
+from stage0_python import vocabulary
+
 from . import backend as B
 from .autograd import Function
 from .device import place
@@ -65,8 +67,8 @@ DERIVATIVES = {
     "log2": lambda x, y, g: g / (x * math.log(2.0)),
     "log10": lambda x, y, g: g / (x * math.log(10.0)),
 }
-# piecewise-constant ops: zero gradient almost everywhere
-FLAT = frozenset({"sign", "floor", "ceil", "round", "trunc"})
+# piecewise-constant ops: zero gradient almost everywhere (the vocabulary's "flat" ones)
+FLAT = frozenset(name for name, op in vocabulary.UNARY.items() if op.gradient == "flat")
 
 
 class Unary(Function):

@@ -142,14 +142,15 @@ class device:
 
 class Op(NamedTuple):
     """One elementwise op: its ``name`` (the string every backend's ``unary``/``binary``
-    takes), ``arity``, whether it ``returns_bool`` whatever its operands, whether the
-    frontend gives it ``floats_only`` (integer operands become the default float dtype
-    first), and its ``gradient``: ``"rule"`` (a hand-written derivative), ``"flat"`` (zero
-    almost everywhere) or ``None`` (integer and logic ops, never differentiated)."""
+    takes), ``arity``, whether it ``returns_bool`` whatever its operands, what the frontend
+    does with ``integers`` (``"keep"``: computed in their dtype; ``"promote"``: made the
+    default float dtype first; ``"refuse"``: a TypeError, as PyTorch's), and its
+    ``gradient``: ``"rule"`` (a hand-written derivative), ``"flat"`` (zero almost
+    everywhere) or ``None`` (integer and logic ops, never differentiated)."""
     name: str
     arity: int
     returns_bool: bool = False
-    floats_only: bool = False
+    integers: str = "keep"
     gradient: str = None
 
 
@@ -161,14 +162,15 @@ UNARY = {op.name: op for op in (
     _ops(1, "neg abs exp log sqrt rsqrt sin cos tanh sigmoid relu reciprocal gelu silu erf log1p",
          gradient="rule")
     + _ops(1, "tan asin acos atan sinh cosh asinh acosh atanh exp2 expm1 log2 log10 erfc",
-           floats_only=True, gradient="rule")
+           integers="promote", gradient="rule")
     + _ops(1, "sign floor ceil round trunc", gradient="flat")
     + _ops(1, "isnan isinf isfinite isposinf isneginf logical_not", returns_bool=True)
     + _ops(1, "bitwise_not"))}
 
 BINARY = {op.name: op for op in (
-    _ops(2, "add sub mul div pow maximum minimum", gradient="rule")
-    + _ops(2, "atan2 copysign fmod hypot", floats_only=True, gradient="rule")
+    _ops(2, "add sub mul div pow maximum minimum fmod", gradient="rule")
+    + _ops(2, "atan2 copysign", integers="promote", gradient="rule")
+    + _ops(2, "hypot", integers="refuse", gradient="rule")
     + _ops(2, "floordiv remainder bitwise_and bitwise_or bitwise_xor left_shift right_shift")
     + _ops(2, "eq ne lt le gt ge logical_and logical_or logical_xor", returns_bool=True))}
 
