@@ -1,4 +1,5 @@
-"""Stage 0's backend: the only module that touches memory.
+"""Stage 0's backend: the only module that touches memory. (``backends.py``, beside it, is
+another thing: ``sg.backends``, the switches PyTorch programs set, as ``torch.backends``.)
 
 A ``Buffer`` is a contiguous, row-major ``array.array`` with a shape and a dtype.
 Arrays are never mutated after creation; an in-place update swaps ``Buffer.data``,
