@@ -9,7 +9,7 @@ The host checks what the CPU stages refuse before the kernel could compute it wr
 an integer division by zero, an integer to a negative power, a NaN or infinity made an
 integer. Each check reads one number back, so the host waits there.
 """
-from stage0_python.backend import BOOL_RESULT
+from stage0_python.backend import BOOL_RESULT, broadcast_shapes
 
 from ..capabilities import CapabilityError
 from ..dtypes import bool_
@@ -48,20 +48,6 @@ def strides_to(x, shape):
     pad = len(shape) - len(x.shape)
     return tuple(0 if d < pad or x.shape[d - pad] == 1 and shape[d] != 1 else x.strides[d - pad]
                  for d in range(len(shape)))
-
-
-def broadcast_shapes(*shapes):
-    """The shape the operands broadcast to (NumPy's rule)."""
-    ndim = max((len(s) for s in shapes), default=0)
-    out = []
-    for i in range(-ndim, 0):
-        size = 1
-        for s in shapes:
-            d = s[i] if -i <= len(s) else 1
-            if d != 1:
-                size = d
-        out.append(size)
-    return tuple(out)
 
 
 def run(op, out, inputs):
