@@ -10,8 +10,7 @@ undefined at NaN and infinity are in ``kernels/math.wgsl``.
 from stage0_python.backend import BOOL_RESULT
 
 from ..dtypes import bool_
-from .kernels import MATH, MATH_SETUP, WGSL, groups, read
-from .runtime import runtime
+from .kernels import MATH, MATH_SETUP, WGSL, groups, launch, read
 
 _TEMPLATE = read("elementwise.wgsl")
 
@@ -202,4 +201,4 @@ class ElementwiseKernels:
         if params[1] == 0:  # every dim merged away or of size 1: one element, as one dim
             params = [n, 1, 1] + [v for k in range(len(inputs) + 1) for v in (params[2 + k], 0)]
         src = _source(expr, out.wgsl, tuple(x.wgsl for x in inputs), params[1] == 1)
-        runtime().launch(src, [out.storage.gbuf] + [x.storage.gbuf for x in inputs], params, groups(n))
+        launch(src, [out, *inputs], params, groups(n))

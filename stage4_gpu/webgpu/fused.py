@@ -5,8 +5,7 @@ rule's update for the choices made: WGSL has no templates, so each combination i
 own source, compiled once)."""
 import struct
 
-from .kernels import MATH, groups, kernel_source, read
-from .runtime import runtime
+from .kernels import MATH, groups, kernel_source, launch, read
 
 # what the row kernels include: math.wgsl and their workgroup trees
 _ROWS = MATH + "\n" + read("rows.wgsl")
@@ -25,10 +24,6 @@ _STATES = {"adam": ("m", "v", "vmax"), "sgd": ("buf",), "rmsprop": ("sq", "gavg"
 def _bits(v):
     """A float32 value as the int32 a parameter buffer carries."""
     return struct.unpack("<i", struct.pack("<f", v))[0]
-
-
-def _launch(src, bufs, params, n):
-    runtime().launch(src, [b.storage.gbuf for b in bufs], params, n)
 
 
 # ---------------------------------------------------------------- optimizer updates
@@ -88,21 +83,21 @@ class FusedKernels:
         """softmax.wgsl, one workgroup per row."""
         needs_max, term, result = _MODES[mode]
         src = kernel_source("softmax", HELPERS=_ROWS, NEEDS_MAX=needs_max, SUM=term, OUT=result)
-        _launch(src, [out, x, y], [rows, cols], rows)
+        launch(src, [out, x, y], [rows, cols], rows)
 
     def cross_entropy(self, loss, wrow, probs, x, target, weight, ignore_index, label_smoothing):
         """cross_entropy.wgsl, one workgroup per row."""
-        _launch(kernel_source("cross_entropy", HELPERS=_ROWS, I=target.wgsl),
-                [loss, wrow, probs, x, target, weight],
-                [x.shape[0], x.shape[1], ignore_index, _bits(label_smoothing)], x.shape[0])
+        launch(kernel_source("cross_entropy", HELPERS=_ROWS, I=target.wgsl),
+               [loss, wrow, probs, x, target, weight],
+               [x.shape[0], x.shape[1], ignore_index, _bits(label_smoothing)], x.shape[0])
 
     def cross_entropy_backward(self, gx, probs, target, weight, scale, wsum, ignore_index,
                                label_smoothing):
         """cross_entropy_backward.wgsl, one thread per logit."""
         rows, cols = probs.shape
-        _launch(kernel_source("cross_entropy_backward", I=target.wgsl),
-                [gx, probs, target, weight, scale, wsum],
-                [rows, cols, ignore_index, _bits(label_smoothing)], groups(rows * cols))
+        launch(kernel_source("cross_entropy_backward", I=target.wgsl),
+               [gx, probs, target, weight, scale, wsum],
+               [rows, cols, ignore_index, _bits(label_smoothing)], groups(rows * cols))
 
     def optimizer_step(self, rule, param, grad, states, hyper, flags):
         """optim.wgsl with the rule's update: the state buffers bound by name after the
@@ -116,7 +111,7 @@ class FusedKernels:
         src = kernel_source("optim", HELPERS=MATH, BINDINGS="\n".join(lines),
                             UPDATE=consts + "\n  " + _UPDATES[rule](flags))
         n = param.numel
-        _launch(src, [param, grad] + [s for _, s in bound], [n, *ints, *(_bits(v) for v in hyper)], groups(n))
+        launch(src, [param, grad] + [s for _, s in bound], [n, *ints, *(_bits(v) for v in hyper)], groups(n))
 
     def layer_norm(self, y, mean, rstd, x, w, b, rows, cols, eps):
         """layer_norm.wgsl forward, one workgroup per row."""
@@ -128,5 +123,5 @@ class FusedKernels:
 
     def _layer_norm(self, backward, out, mean, rstd, x, g, w, b, rows, cols, eps):
         src = kernel_source("layer_norm", HELPERS=_ROWS, BACKWARD=backward)
-        _launch(src, [out, mean, rstd, x, g, w or x, b or x],
-                [rows, cols, int(w is not None), int(b is not None), _bits(eps)], rows)
+        launch(src, [out, mean, rstd, x, g, w or x, b or x],
+               [rows, cols, int(w is not None), int(b is not None), _bits(eps)], rows)

@@ -1,6 +1,7 @@
 """The WebGPU device's kernel language as the Python side sees it: the WGSL type of each
 dtype, and ``kernel_source``, a file of ``kernels/`` filled in for one launch. A source
-is compiled once into a pipeline (``runtime.Runtime.pipeline``), found again by its text.
+is compiled once into a pipeline (``runtime.Runtime.pipeline``), found again by its text,
+and launched over the buffers it binds (``launch``).
 
 Element types: WGSL has 32-bit integers and floats in its core, 64-bit integers where the
 adapter offers ``shader-int64`` (nearly every desktop GPU, and Mesa's software driver),
@@ -8,6 +9,8 @@ and no 64-bit floats at all. A bool is one 32-bit word on the device (WGSL has n
 byte-sized storage) and one byte on the host.
 """
 import os
+
+from .runtime import runtime
 
 DIR = os.path.join(os.path.dirname(__file__), "kernels")
 # dtype name -> (WGSL type, bytes per element on the device)
@@ -47,3 +50,8 @@ def kernel_source(name, **fill):
 def groups(n):
     """Workgroups for one thread per element of ``n``."""
     return -(-n // WORKGROUP)
+
+
+def launch(source, bufs, params, n):
+    """Queue ``source`` over ``n`` workgroups, the buffers' storages bound in order."""
+    runtime().launch(source, [b.storage.gbuf for b in bufs], params, n)

@@ -1,7 +1,6 @@
 """The WebGPU driver's ``matmul``: the register-blocked tiled kernel of
 ``kernels/matmul.wgsl``, one workgroup per tile of C, over any dtype and strides."""
-from .kernels import kernel_source
-from .runtime import runtime
+from .kernels import kernel_source, launch
 
 TILE = 64  # the side of the tile of C one workgroup computes
 
@@ -15,6 +14,5 @@ class MatmulKernels:
         n, k, m, count = sizes
         tiles_m = -(-m // TILE)
         per = -(-n // TILE) * tiles_m
-        runtime().launch(kernel_source("matmul", T=a.wgsl),
-                         [out.storage.gbuf, a.storage.gbuf, b.storage.gbuf],
-                         [n, k, m, count, per, tiles_m, *layout], count * per)
+        launch(kernel_source("matmul", T=a.wgsl), [out, a, b], [n, k, m, count, per, tiles_m, *layout],
+               count * per)

@@ -3,8 +3,7 @@
 (``kernels/reduce.wgsl``), filled in with the accumulator's type and its steps."""
 from ..dtypes import int64
 from .elementwise import cast_expr
-from .kernels import MATH, WGSL, kernel_source
-from .runtime import runtime
+from .kernels import MATH, WGSL, kernel_source, launch
 
 _READ = "x[base + offset_of(j, nr, 5 + 2 * nk)]"
 _LOWEST = {"f32": "-inf_f()", "i32": "i32(-2147483647) - 1", "i64": "i64(-9223372036854775807) - 1",
@@ -30,7 +29,7 @@ def _better(op, t, a, b):
 def _launch(out, x, params, acc, out_t, load, init, step, merge, result, floats):
     src = kernel_source("reduce", HELPERS=MATH if floats else "", LOAD=load, STEP=step, MERGE=merge,
                         RESULT=result, INIT=init, A=acc, O=out_t, T=x.wgsl)
-    runtime().launch(src, [out.storage.gbuf, x.storage.gbuf], params, out.numel)
+    launch(src, [out, x], params, out.numel)
 
 
 class ReduceKernels:
