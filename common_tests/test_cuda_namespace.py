@@ -26,7 +26,7 @@ def cpu_torch():
 
 
 def _without_a_gpu(sg):
-    """Skip where this stage has a usable GPU: sg.cuda then answers for it (test_cuda.py)."""
+    """Skip where this stage has a usable GPU: sg.cuda then answers for it (test_gpu_devices.py)."""
     if sg.cuda.is_available():
         pytest.skip(f"{sg.__name__} has a usable CUDA GPU here: sg.cuda answers for it")
 

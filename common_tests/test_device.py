@@ -120,7 +120,7 @@ def test_tensor_device_and_moves(sg):
     assert copied is not x and np.array_equal(np_(copied), np_(x))
     (y * y).sum().backward()  # a move keeps the graph
     assert_close(x.grad, np.array([2.0, 4.0], np.float32))
-    gpu = sg.cuda.is_available()  # a stage with a usable GPU moves to cuda (test_cuda.py)
+    gpu = sg.cuda.is_available()  # a stage with a usable GPU moves to cuda (test_gpu_devices.py)
     for bad in ("mps",) if gpu else ("cuda", "cuda:0", "mps"):
         with pytest.raises(RuntimeError, match=f"'{bad}'.*CPU"):
             x.to(bad)

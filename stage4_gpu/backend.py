@@ -2,9 +2,9 @@
 on.
 
 ``cpu`` is stage 3's backend (``CpuBackend``, a subclass only so that its refusals name
-this stage and its dtypes). A primitive whose buffers are all on the host runs
-there; one whose buffers are on the webgpu device runs ``webgpu/backend.py``'s kernel,
-on the cuda device ``cuda/backend.py``'s. A
+this stage and its dtypes). A primitive whose buffers are all on the host runs there;
+one whose buffers are on a device runs the shared device layer's (``gpu/backend.py``),
+which reaches that device's driver (``webgpu/``, ``cuda/``) through the buffers. A
 zero-dim host buffer may join device buffers (the frontend makes Python numbers into
 those, and PyTorch lets a CPU scalar tensor meet a CUDA one): it is copied over. Any
 other mix raises DeviceError naming the operation and both devices; nothing moves
@@ -18,14 +18,14 @@ from stage3_simd import backend as _stage3
 from stage3_simd.backend import K, exports, gemm_for  # noqa: F401  (K, gemm_for: the cpu device's, as on stage 3)
 
 from . import dtypes
-from .cuda import backend as cuda_gpu
 from .cuda.buffer import Buffer as _CudaBuffer
 from .device import DeviceError, device_of
-from .webgpu import backend as gpu
+from .gpu import backend as gpu
 from .webgpu.buffer import Buffer as _GpuBuffer
 
-# each device's buffer type and its primitive set
-_DEVICES = {_GpuBuffer: gpu, _CudaBuffer: cuda_gpu}
+# each device's buffer type and its primitive set: one for both, each reaching its buffers'
+# own driver
+_DEVICES = {_GpuBuffer: gpu, _CudaBuffer: gpu}
 
 
 class CpuBackend(_stage3.Backend):
@@ -48,7 +48,7 @@ def _to_device(op, bufs, kind):
             if b.shape != ():
                 raise DeviceError(f"{op}: expected all tensors on one device, but found tensors "
                                   f"on {device_of(first)} and on {device_of(b)}")
-            b = _DEVICES[kind].upload(b)
+            b = kind.upload(b)
         out.append(b)
     return out
 
@@ -95,7 +95,7 @@ _BUFFERS = {
     "take": (0, 1), "gather": (0, 2), "scatter_add": (2, 3), "matmul": (0, 1),
     "unfold": (0,), "fold": (0,), "assign": (0, 4), "put": (0, 1, 2), "set_data": (0, 1),
     "to_dlpack": (0,),
-    # the fused kernels the devices have (webgpu/fused.py, cuda/fused.py); the others run on the CPU only
+    # the fused kernels the devices have (gpu/fused.py); the others run on the CPU only
     "softmax": (0,), "log_softmax": (0,), "softmax_backward": (0, 1), "cross_entropy": (0, 1, 2),
     "cross_entropy_backward": (0, 1, 2, 3), "adam_step": (0, 1, 2, 3, 4), "sgd_step": (0, 1, 2),
     "rmsprop_step": (0, 1, 2, 3, 4), "layer_norm": (0, 2, 3), "layer_norm_backward": (0, 1, 2, 3, 4),

@@ -67,26 +67,21 @@ def device_of(buf):
     return getattr(buf, "device", CPU)  # host buffers have no such attribute
 
 
-def _device_backend(kind):
-    """The primitive set of the device type ``kind`` (``webgpu`` or ``cuda``)."""
+def _buffer_type(kind):
+    """The buffer class of the device type ``kind`` (``webgpu`` or ``cuda``): it makes that
+    device's buffers (``empty``, ``upload``) and names its driver."""
     if kind == "cuda":
-        from .cuda import backend
+        from .cuda.buffer import Buffer
     else:
-        from .webgpu import backend
-    return backend
+        from .webgpu.buffer import Buffer
+    return Buffer
 
 
 def _to_host(buf):
     """A device buffer's contents in a new host buffer."""
     from .backend import cpu
     out = cpu.full(buf.shape, 0, buf.dtype)
-    if device_of(buf).type == "cuda":
-        raw = _device_backend("cuda").to_host_bytes(buf)
-    else:
-        host = _device_backend("webgpu").to_host_array(buf)
-        # a bool word narrows to the host's byte
-        raw = bytes(host.tolist()) if buf.dtype.name == "bool" else host.tobytes()
-    memoryview(out).cast("B")[:] = raw
+    memoryview(out).cast("B")[:] = buf.host_bytes()
     return out
 
 
@@ -98,7 +93,7 @@ def place(buf, dev):
         return buf
     if src.type != "cpu":
         buf = _to_host(buf)
-    return buf if dev.type == "cpu" else _device_backend(dev.type).upload(buf)
+    return buf if dev.type == "cpu" else _buffer_type(dev.type).upload(buf)
 
 
 def max_buffer_bytes(dev):
@@ -111,18 +106,14 @@ def max_buffer_bytes(dev):
 
 
 def fused(name, *bufs):
-    """Whether the fused kernel ``name`` takes these buffers: stage 3's on the CPU, a
-    device's own (``webgpu/fused.py``, ``cuda/fused.py``) for its buffers."""
+    """Whether the fused kernel ``name`` takes these buffers: stage 3's on the CPU, the
+    shared device layer's (``gpu/fused.py``) for a device's buffers."""
     kinds = {b.device.type for b in bufs if hasattr(b, "device")}
+    if len(kinds) > 1:  # two devices: the routed primitive will name both
+        return False
     if kinds:
-        if kinds == {"cuda"}:
-            from .cuda.fused import takes
-            return takes(name, bufs)
-        if kinds == {"webgpu"}:
-            from .webgpu.fused import FUSED as on_device
-        else:  # two devices: the routed primitive will name both
-            return False
-        return name in on_device
+        from .gpu.fused import takes
+        return takes(name, _buffer_type(kinds.pop()).driver, bufs)
     return name in _B.FUSED
 
 

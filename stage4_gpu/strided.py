@@ -1,8 +1,9 @@
 """What the two devices' buffers share: a strided view (shape, strides and offset in
 elements) of a storage that lives on the device, and the movement primitives that only
 make new views (laid out by stage 0's ``view_layout`` exactly as on the host). Each
-device's ``buffer.py`` adds its storage, ``_download`` (the one place the host waits for
-the device) and ``_copied`` (a contiguous copy, by its own kernel)."""
+device's ``buffer.py`` names the driver its buffers reach their memory and kernels
+through (``gpu/driver.py``); reading values back is the one place the host waits for the
+device."""
 from stage0_python.backend import view_layout
 
 
@@ -16,9 +17,10 @@ def contiguous_strides(shape):
 
 
 class StridedBuffer:
-    """A strided view of a device storage; a device's Buffer sets ``device`` and defines
-    ``_download()`` (the elements row-major in a host array) and ``_copied()``."""
+    """A strided view of a device storage; a device's Buffer sets ``driver`` (its
+    ``gpu.driver.Driver``), which also names the device."""
     __slots__ = ("storage", "shape", "strides", "offset", "dtype", "numel", "__weakref__")
+    driver = None
 
     def __init__(self, storage, shape, strides, offset, dtype):
         self.storage = storage
@@ -32,6 +34,11 @@ class StridedBuffer:
         self.numel = n
 
     @property
+    def device(self):
+        """The device the storage lives on."""
+        return self.driver.device
+
+    @property
     def version(self):
         return self.storage.version
 
@@ -43,6 +50,36 @@ class StridedBuffer:
     def nbytes(self):
         return self.numel * self.dtype.itemsize
 
+    @property
+    def itemsize(self):
+        """Bytes per element on the device."""
+        return self.driver.itemsize(self.dtype)
+
+    # ---------------------------------------------------------------- new buffers
+
+    @classmethod
+    def empty(cls, shape, dtype):
+        """A new contiguous buffer on this device (contents undefined)."""
+        n = 1
+        for s in shape:
+            n *= s
+        return cls(cls.driver.allocate(n, dtype), tuple(shape), contiguous_strides(shape), 0, dtype)
+
+    @classmethod
+    def full(cls, shape, value, dtype):
+        """A new contiguous buffer with every element ``value``."""
+        out = cls.empty(shape, dtype)
+        cls.driver.fill(out, value)
+        return out
+
+    @classmethod
+    def upload(cls, host_buf):
+        """A host buffer's contents on this device (a new buffer): its bytes, read through the
+        buffer protocol in row-major order."""
+        cls.driver.check_dtype(host_buf.dtype, f"to(device='{cls.driver.name}')")
+        storage = cls.driver.upload(memoryview(host_buf).tobytes(), host_buf.dtype)
+        return cls(storage, tuple(host_buf.shape), contiguous_strides(host_buf.shape), 0, host_buf.dtype)
+
     def is_contiguous(self):
         expected = 1
         for n, s in zip(reversed(self.shape), reversed(self.strides)):
@@ -51,11 +88,22 @@ class StridedBuffer:
             expected *= n
         return True
 
-    # reading a value back is where the host waits for the device
+    # ---------------------------------------------------------------- reading back
+
+    def _downloaded(self):
+        from .gpu.movement import contiguous  # the movement kernels build on this module
+        return self.driver.download(contiguous(self))
+
     def values(self):
         """The elements as Python numbers, row-major (a download)."""
-        vals = self._download().tolist()
+        vals = self._downloaded().tolist()
         return [bool(v) for v in vals] if self.dtype.name == "bool" else vals
+
+    def host_bytes(self):
+        """The elements, row-major, as bytes in the host's layout (a download); a bool is
+        one byte there, whatever its width on the device."""
+        host = self._downloaded()
+        return bytes(host.tolist()) if self.dtype.name == "bool" else host.tobytes()
 
     def item(self):
         return self.values()[0]
@@ -83,7 +131,8 @@ class StridedBuffer:
 def _view(x, op, *args):
     layout = view_layout((x.shape, x.strides, x.offset), op, args)
     if layout is None:  # a reshape the strides do not allow: copy, as PyTorch does
-        return _view(x._copied(), op, *args)
+        from .gpu.movement import copy  # the movement kernels build on this module
+        return _view(copy(x), op, *args)
     shape, strides, offset = layout
     return type(x)(x.storage, tuple(shape), tuple(strides), offset, x.dtype)
 

@@ -1,7 +1,8 @@
 """``sg.cuda``: ``torch.cuda``'s questions and controls for the CUDA device, and the
-device itself: the kernels are in this folder (``kernels/*.cu``, compiled at run time by
+device's driver of the shared device layer (``../gpu/``): its runtime (``runtime.py``),
+its memory (``memory.py``) and its kernels (``kernels/*.cu``, compiled at run time by
 NVRTC through CuPy and launched by the modules beside them, each the peer of the webgpu
-device's module of the same name); ``backend.py`` is the device's primitive set.
+driver's module of the same name, gathered in ``driver.py``).
 
 Where CuPy is missing or no GPU answers, this module answers as a CPU-only PyTorch build
 does (not available, no devices, the calls that need a GPU refused with
@@ -38,8 +39,8 @@ def device_count():
 
 def is_initialized():
     """Whether the GPU has been opened."""
-    from .runtime import _RUNTIME
-    return bool(_RUNTIME)
+    from .runtime import _OPENING
+    return _OPENING.opened
 
 
 def init():

@@ -1,11 +1,11 @@
-"""Elementwise primitives on the CUDA device: ``unary``, ``binary``, ``where``, ``cast``,
-``fill``, and the strided copy under every movement primitive, all instantiations of
-``kernels/elementwise.cu``'s templates: the element types and the operation (a struct of
-``kernels/math.cuh``) are template arguments, named here per kind of element type.
+"""The CUDA driver's elementwise kernels: unary and binary ops, ``where``, casts, ``fill``
+and the strided copy, all instantiations of ``kernels/elementwise.cu``'s templates: the
+element types and the operation (a struct of ``kernels/math.cuh``) are template
+arguments, named here per kind of element type.
 """
+from stage0_python.backend import BOOL_RESULT
+
 from ..dtypes import bool_
-from ..webgpu.elementwise import layout_params  # the same layout: sizes, then each operand's
-from .buffer import empty
 from .kernels import CTYPE
 from .runtime import BLOCK, runtime
 
@@ -37,9 +37,6 @@ _INT_BINARY = dict(_COMPARE, add="Add", sub="Sub", mul="Mul", pow="Pow", maximum
                    left_shift="LeftShift", right_shift="RightShift")
 _BOOL_BINARY = dict(_COMPARE, add="Add", mul="Mul", maximum="Maximum", minimum="Minimum",
                     bitwise_and="BitwiseAnd", bitwise_or="BitwiseOr", bitwise_xor="BitwiseXor")
-# the integer ops whose divisor the host checks first
-INT_DIVISIONS = ("floordiv", "remainder", "fmod")
-BOOL_RESULT = frozenset(_PREDICATES) | frozenset(_COMPARE)
 
 # each kind's dtypes, and its tables by arity
 _KINDS = {"float": ("float32", "float64"), "int": ("int32", "int64"), "bool": ("bool",)}
@@ -47,7 +44,7 @@ _TABLES = {("float", 1): _FLOAT_UNARY, ("int", 1): _INT_UNARY, ("bool", 1): _BOO
            ("float", 2): _FLOAT_BINARY, ("int", 2): _INT_BINARY, ("bool", 2): _BOOL_BINARY}
 
 
-def kind(dtype):
+def _kind(dtype):
     """``float``, ``int`` or ``bool``: which table of operations applies to ``dtype``."""
     if dtype is bool_:
         return "bool"
@@ -56,62 +53,38 @@ def kind(dtype):
 
 def operation(op, dtype, arity):
     """The struct of math.cuh that computes ``op`` on ``dtype`` (None where there is none)."""
-    return _TABLES[kind(dtype), arity].get(op)
+    return _TABLES[_kind(dtype), arity].get(op)
 
 
-def _strides_to(x, shape):
-    """x's strides read at ``shape`` (broadcast dims stride 0)."""
-    pad = len(shape) - len(x.shape)
-    return tuple(0 if d < pad or x.shape[d - pad] == 1 and shape[d] != 1 else x.strides[d - pad]
-                 for d in range(len(shape)))
+class ElementwiseKernels:
+    """The CUDA driver's elementwise hooks (see ``gpu.driver.Driver``)."""
 
+    def has_op(self, op, dtype, arity):
+        """Whether a struct of math.cuh computes ``op`` on ``dtype``."""
+        return operation(op, dtype, arity) is not None
 
-def launch(kernel, instance, out, inputs):
-    """``instance`` of the elementwise ``kernel`` over ``inputs`` broadcast to ``out``."""
-    rt = runtime()
-    inputs = [x if x.storage is not out.storage else _fresh_copy(x) for x in inputs]
-    views = [(out.offset, out.strides)] + [(x.offset, _strides_to(x, out.shape)) for x in inputs]
-    params, n = layout_params(out.shape, views)
-    if n == 0:
-        return out
-    rt.launch(kernel, instance, -(-n // BLOCK), BLOCK,
-              [rt.params(params), out.array] + [x.array for x in inputs])
-    return out
+    def elementwise(self, op, out, inputs, params):
+        """One launch of elementwise.cu's unary, binary or where, instantiated for the
+        operands' types and the op's struct (``Identity`` for a copy)."""
+        x = inputs[0]
+        if op == "where":
+            kernel, instance = "where", f"where<{out.ctype}>"
+        elif len(inputs) == 2:
+            kernel, instance = "binary", f"binary<{out.ctype}, {x.ctype}, {operation(op, x.dtype, 2)}>"
+        else:
+            struct = "Identity" if op is None else operation(op, x.dtype, 1)
+            kernel, instance = "unary", f"unary<{out.ctype}, {x.ctype}, {struct}>"
+        rt = runtime()
+        rt.launch(kernel, instance, -(-params[0] // BLOCK), BLOCK,
+                  [rt.params(params), out.array] + [x.array for x in inputs])
 
-
-def unary_into(op_struct, out, x):
-    """``out = op(x)`` (converted to out's dtype), any views."""
-    return launch("unary", f"unary<{out.ctype}, {x.ctype}, {op_struct}>", out, [x])
-
-
-def binary_into(op_struct, out, a, b):
-    """``out = op(a, b)``, broadcast, a and b of one dtype."""
-    return launch("binary", f"binary<{out.ctype}, {a.ctype}, {op_struct}>", out, [a, b])
-
-
-def where_into(out, cond, a, b):
-    """``out = cond ? a : b``, broadcast; cond bool, a and b of out's dtype."""
-    return launch("where", f"where<{out.ctype}>", out, [cond, a, b])
-
-
-def _fresh_copy(x):
-    return unary_into("Identity", empty(x.shape, x.dtype), x)
-
-
-def copy_into(dst, src):
-    """Write ``src`` (broadcast, and converted to dst's dtype) into the view ``dst``."""
-    unary_into("Identity", dst, src)
-    dst.storage.version += 1
-
-
-def fill_contiguous(out, value):
-    """Every element of the contiguous buffer ``out`` set to ``value``."""
-    rt = runtime()
-    if out.numel:
-        v = rt.upload(rt.np.array([value]).astype(out.array.dtype), out.array.dtype)
-        rt.launch("fill", f"fill<{out.ctype}>", -(-out.numel // BLOCK), BLOCK,
-                  [out.array[out.offset:], out.numel, v])
-    return out
+    def fill(self, out, value):
+        """elementwise.cu's fill over the new buffer ``out``, the value passed in memory."""
+        rt = runtime()
+        if out.numel:
+            v = rt.upload(rt.np.array([value]).astype(out.array.dtype), out.array.dtype)
+            rt.launch("fill", f"fill<{out.ctype}>", -(-out.numel // BLOCK), BLOCK,
+                      [out.array[out.offset:], out.numel, v])
 
 
 def instances():

@@ -1,7 +1,5 @@
-"""Reductions on the CUDA device: ``reduce`` (sum prod max min any all over any axes) and
+"""The CUDA driver's reduction kernels: ``reduce`` (sum prod max min any all) and
 ``arg_reduce`` (argmax argmin), one block tree per output element (``kernels/reduce.cu``)."""
-from ..dtypes import bool_, int64
-from .buffer import empty
 from .kernels import CTYPE
 from .runtime import runtime
 
@@ -14,43 +12,21 @@ def _accumulator(op, out_ctype):
     return "double" if op in ("sum", "prod") and out_ctype == "float" else out_ctype
 
 
-def _axes_layout(x, axes):
-    kept = [d for d in range(len(x.shape)) if d not in axes]
-    red = [d for d in range(len(x.shape)) if d in axes]
-    inner = 1
-    for d in red:
-        inner *= x.shape[d]
-    params = [0, inner, len(kept), len(red), x.offset]
-    params += [x.shape[d] for d in kept] + [x.strides[d] for d in kept]
-    params += [x.shape[d] for d in red] + [x.strides[d] for d in red]
-    return params
+class ReduceKernels:
+    """The CUDA driver's reduction hooks (see ``gpu.driver.Driver``)."""
 
-
-def _out_shape(shape, axes, keepdim):
-    return tuple(1 if d in axes else n for d, n in enumerate(shape) if keepdim or d not in axes)
-
-
-def _launch(kernel, instance, out, x, params):
-    params[0] = out.numel
-    if out.numel:
+    def reduce(self, op, out, x, params):
+        """reduce.cu's ``reduce`` for the op's struct and the three types."""
+        o = out.ctype
         rt = runtime()
-        rt.launch(kernel, instance, out.numel, _THREADS, [rt.params(params), out.array, x.array])
-    return out
+        rt.launch("reduce", f"reduce<{o}, {_accumulator(op, o)}, {x.ctype}, {_OPS[op]}>", out.numel,
+                  _THREADS, [rt.params(params), out.array, x.array])
 
-
-def reduce(op, x, axes, keepdim, dtype=None):
-    axes = set(axes)
-    out_dtype = bool_ if op in ("any", "all") else dtype or x.dtype
-    out = empty(_out_shape(x.shape, axes, keepdim), out_dtype)
-    o = out.ctype
-    instance = f"reduce<{o}, {_accumulator(op, o)}, {x.ctype}, {_OPS[op]}>"
-    return _launch("reduce", instance, out, x, _axes_layout(x, axes))
-
-
-def arg_reduce(op, x, axis, keepdim):
-    out = empty(_out_shape(x.shape, {axis}, keepdim), int64)
-    instance = f"arg_reduce<{x.ctype}, {'ArgMax' if op == 'argmax' else 'ArgMin'}>"
-    return _launch("arg_reduce", instance, out, x, _axes_layout(x, {axis}))
+    def arg_reduce(self, op, out, x, params):
+        """reduce.cu's ``arg_reduce``: the first extreme wins."""
+        rt = runtime()
+        rt.launch("arg_reduce", f"arg_reduce<{x.ctype}, {'ArgMax' if op == 'argmax' else 'ArgMin'}>",
+                  out.numel, _THREADS, [rt.params(params), out.array, x.array])
 
 
 def instances():

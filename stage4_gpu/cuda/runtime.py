@@ -11,10 +11,8 @@ offsets travel as one small int64 array on the device (``p``), as the webgpu dev
 parameter buffer does. The host does not wait for a launch; it waits where it reads a
 value back (``download``) or asks to (``synchronize``).
 """
-import os
-import threading
-
 from ..device import DeviceError
+from ..gpu.opening import Opening
 from .kernels import KERNELS, source
 
 BLOCK = 256  # threads per block of the one-thread-per-element kernels
@@ -148,56 +146,17 @@ class Runtime:
            stream=self.stream)
         self.launches += 1
 
+
 # each scalar kind's exact C type, as NumPy scalars (CuPy passes their bytes as they are)
 SCALARS = {"i64": lambda np: np.int64, "f64": lambda np: np.float64, "f32": lambda np: np.float32,
            "i32": lambda np: np.int32}
 # NVRTC's options: C++17 for `if constexpr`; never fast math (NaN and inf must survive)
 OPTIONS = ("--std=c++17",)
 
-_RUNTIME = []
-_FAILED = []
-_LOCK = threading.Lock()
-
-
-def runtime():
-    """The one Runtime, opened on first use; a DeviceError saying why when it cannot be."""
-    if _RUNTIME:
-        return _RUNTIME[0]
-    with _LOCK:
-        if not _RUNTIME:
-            if _FAILED:
-                raise DeviceError(_FAILED[0])
-            if os.environ.get("STAGEGRAD_CUDA") == "0":
-                _FAILED.append("cuda: turned off by STAGEGRAD_CUDA=0")
-                raise DeviceError(_FAILED[0])
-            try:
-                _RUNTIME.append(Runtime())
-            except ImportError as e:
-                _FAILED.append(f"cuda: CuPy is not installed ({e}); on a machine with an NVIDIA "
-                               f"GPU install the 'cuda' extra: pip install 'stagegrad[cuda]'")
-                raise DeviceError(_FAILED[0]) from None
-            except DeviceError as e:
-                _FAILED.append(str(e))
-                raise
-            except Exception as e:  # a driver that fails to open: report it, never crash
-                _FAILED.append(f"cuda: the GPU could not be opened: {type(e).__name__}: {e}")
-                raise DeviceError(_FAILED[0]) from None
-    return _RUNTIME[0]
-
-
-def is_available():
-    """Whether CuPy is installed and a CUDA GPU can be opened here."""
-    try:
-        runtime()
-    except DeviceError:
-        return False
-    return True
-
-
-def unavailable_reason():
-    """Why ``is_available()`` is False ('' when it is True)."""
-    try:
-        runtime()
-    except DeviceError as e:
-        return str(e)
-    return ""
+_OPENING = Opening("cuda", Runtime,
+                   not_installed="CuPy is not installed ({}); on a machine with an NVIDIA GPU install the "
+                                 "'cuda' extra: pip install 'stagegrad[cuda]'",
+                   failed="the GPU could not be opened")
+runtime = _OPENING.runtime
+is_available = _OPENING.is_available
+unavailable_reason = _OPENING.unavailable_reason

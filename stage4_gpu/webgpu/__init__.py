@@ -1,6 +1,7 @@
 """``sg.webgpu``: the WebGPU device's questions and controls, as ``sg.cuda`` answers them
-for CUDA. The kernels are in this folder (``kernels/*.wgsl``, filled in and launched by
-the modules beside them); ``backend.py`` is the device's primitive set."""
+for CUDA. This folder is the WebGPU driver of the shared device layer (``../gpu/``): its
+runtime (``runtime.py``), its memory (``memory.py``) and its kernels (``kernels/*.wgsl``,
+filled in and launched by the modules beside them, gathered in ``driver.py``)."""
 from .runtime import is_available, runtime, unavailable_reason
 
 # what a program cannot do with tensors on this device (a stage's LACKS, per device):
@@ -33,7 +34,7 @@ def empty_cache():
 
 def memory_cached():
     """Bytes held by the caching allocator for reuse."""
-    return runtime().pooled_bytes
+    return runtime().pool.pooled_bytes
 
 
 __all__ = ["LACKS", "is_available", "unavailable_reason", "device_name", "is_software", "synchronize",

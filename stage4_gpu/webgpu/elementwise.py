@@ -1,48 +1,18 @@
-"""Elementwise primitives on the WebGPU device: ``unary``, ``binary``, ``where``, ``cast``,
-and the strided copy under every movement primitive, all one WGSL kernel
-(``kernels/elementwise.wgsl``) filled in with the operation's expression.
+"""The WebGPU driver's elementwise kernel: one WGSL kernel (``kernels/elementwise.wgsl``)
+for every unary and binary op, ``where``, casts and the strided copy, filled in with the
+operation's expression.
 
 Each op is a WGSL expression over the loaded operands ``v1``, ``v2`` (``v3`` for
 ``where``), per kind of element type: float (``f32``), integer (``i32``/``i64``, written
 ``T``) and bool (``u32`` words holding 0 or 1). The float functions WGSL lacks or leaves
 undefined at NaN and infinity are in ``kernels/math.wgsl``.
 """
-import os
+from stage0_python.backend import BOOL_RESULT
 
 from ..dtypes import bool_
-from .buffer import WGSL, empty
-from .runtime import WORKGROUP, runtime
+from .kernels import MATH, MATH_SETUP, WGSL, groups, launch, read
 
-_DIR = os.path.join(os.path.dirname(__file__), "kernels")
-
-
-def _read(name):
-    with open(os.path.join(_DIR, name), encoding="utf-8") as f:
-        return f.read()
-
-
-MATH = _read("math.wgsl")
-# the first line of a kernel that includes MATH: its OPAQUE zero, from a count the
-# compiler cannot know to be non-negative
-MATH_SETUP = "OPAQUE = select(0u, 1u, p[0] < 0);"
-_FILLED = {}
-
-
-def kernel_source(name, **fill):
-    """``kernels/<name>.wgsl`` with each ``{KEY}`` replaced by ``fill[KEY]`` (and SETUP by
-    MATH_SETUP where HELPERS brings MATH). Cached: a launch then finds its compiled
-    pipeline by a string whose hash Python already holds."""
-    key = (name, tuple(sorted(fill.items())))
-    src = _FILLED.get(key)
-    if src is None:
-        if "HELPERS" in fill:
-            fill["SETUP"] = MATH_SETUP if fill["HELPERS"] else ""
-        src = _read(name + ".wgsl")
-        for k, v in fill.items():
-            src = src.replace("{" + k + "}", v)
-        _FILLED[key] = src
-    return src
-_TEMPLATE = _read("elementwise.wgsl")
+_TEMPLATE = read("elementwise.wgsl")
 
 _BOOL_OF = "select(0u, 1u, {})"
 _FLOAT_UNARY = {
@@ -100,8 +70,6 @@ _INT_BINARY = dict(_common_binary("T(0)"), **{
 _BOOL_BINARY = dict(_common_binary("0u"), **{
     "add": "v1 | v2", "mul": "v1 & v2", "maximum": "v1 | v2", "minimum": "v1 & v2",
     "bitwise_and": "v1 & v2", "bitwise_or": "v1 | v2", "bitwise_xor": "v1 ^ v2"})
-# the integer ops whose divisor or exponent the host checks first (see _check_int_operand)
-INT_DIVISIONS = ("floordiv", "remainder", "fmod")
 
 _INT_HELPERS = """
 fn floordiv_T(a: T, b: T) -> T {
@@ -192,59 +160,45 @@ def _source(expr, out_type, in_types, flat):
     return src
 
 
-def layout_params(shape, views):
-    """The kernel's parameters for output ``shape`` and ``views`` (offset, strides) of the
-    output and each input, with size-1 dims dropped and dims contiguous in every operand
-    merged."""
-    dims = []
-    for d, n in enumerate(shape):
-        if n == 1:
-            continue
-        sts = [v[1][d] for v in views]
-        if dims and all(ps == s * n for ps, s in zip(dims[-1][1], sts)):
-            dims[-1] = (dims[-1][0] * n, sts)
-        else:
-            dims.append((n, sts))
-    n = 1
-    for s in shape:
-        n *= s
-    params = [n, len(dims)] + [size for size, _ in dims]
-    for k, (offset, _) in enumerate(views):
-        params.append(offset)
-        params.extend(sts[k] for _, sts in dims)
-    return params, n
+def _literal(value, dtype):
+    """``value`` as a WGSL constant of dtype's type."""
+    if dtype is bool_:
+        return "1u" if value else "0u"
+    if not dtype.is_floating_point:
+        return f"{WGSL[dtype.name][0]}({int(value)})"
+    if value != value or value in (float("inf"), float("-inf")):
+        bits = {"nan": 0x7fc00000, "inf": 0x7f800000, "-inf": 0xff800000}[str(value)]
+        return f"bitcast<f32>({bits}u)"
+    return f"f32({float(value)!r})"
 
 
-def _strides_to(x, shape):
-    """x's strides read at ``shape`` (broadcast dims stride 0)."""
-    pad = len(shape) - len(x.shape)
-    return tuple(0 if d < pad or x.shape[d - pad] == 1 and shape[d] != 1 else x.strides[d - pad]
-                 for d in range(len(shape)))
+class ElementwiseKernels:
+    """The WebGPU driver's elementwise hooks (see ``gpu.driver.Driver``)."""
 
+    def has_op(self, op, dtype, arity):
+        """Whether a WGSL expression computes ``op`` on ``dtype``."""
+        return expression(op, dtype, arity) is not None
 
-def run(expr, out, inputs):
-    """Write ``expr`` over ``inputs`` (broadcast to ``out.shape``) into the view ``out``."""
-    rt = runtime()
-    inputs = [x if x.storage is not out.storage else _fresh_copy(x) for x in inputs]
-    views = [(out.offset, out.strides)] + [(x.offset, _strides_to(x, out.shape)) for x in inputs]
-    params, n = layout_params(out.shape, views)
-    if n == 0:
-        return out
-    if params[1] == 0:  # every dim merged away or of size 1: one element, as one dim
-        params = [n, 1, 1] + [v for k in range(len(views)) for v in (params[2 + k], 0)]
-    src = _source(expr, out.wgsl, tuple(x.wgsl for x in inputs), params[1] == 1)
-    rt.launch(src, [out.storage.gbuf] + [x.storage.gbuf for x in inputs], params,
-              -(-n // WORKGROUP))
-    return out
+    def elementwise(self, op, out, inputs, params):
+        """One launch of elementwise.wgsl with op's expression."""
+        x = inputs[0]
+        if op is None:
+            expr = cast_expr("v1", x.dtype, out.dtype)
+        elif op == "where":
+            expr = "select(v3, v2, v1 != 0u)"
+        else:  # a unary op's result is converted to out's dtype (a predicate's is bool)
+            natural = bool_ if op in BOOL_RESULT else x.dtype
+            expr = cast_expr(expression(op, x.dtype, len(inputs)), natural, out.dtype)
+        self._launch_elementwise(expr, out, inputs, params)
 
+    def fill(self, out, value):
+        """Every element of the new buffer ``out`` set to ``value``, a constant of the kernel."""
+        if out.numel:  # one flat dimension from offset 0: contiguous
+            self._launch_elementwise(_literal(value, out.dtype), out, [], [out.numel, 1, out.numel, 0, 1])
 
-def _fresh_copy(x):
-    out = empty(x.shape, x.dtype)
-    return run("v1", out, [x])
-
-
-def copy_into(dst, src):
-    """Write ``src`` (broadcast, and converted to dst's dtype) into the view ``dst``."""
-    run(cast_expr("v1", src.dtype, dst.dtype), dst, [src])
-    dst.storage.version += 1
-
+    def _launch_elementwise(self, expr, out, inputs, params):
+        n = params[0]
+        if params[1] == 0:  # every dim merged away or of size 1: one element, as one dim
+            params = [n, 1, 1] + [v for k in range(len(inputs) + 1) for v in (params[2 + k], 0)]
+        src = _source(expr, out.wgsl, tuple(x.wgsl for x in inputs), params[1] == 1)
+        launch(src, [out, *inputs], params, groups(n))

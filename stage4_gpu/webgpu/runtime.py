@@ -7,21 +7,18 @@ compute pass. Launches are recorded into one command buffer and submitted togeth
 BATCH launches or when the host reads a buffer back (``download``, ``synchronize``):
 encoding a command buffer and submitting it costs more than recording a dispatch.
 Submitting does not wait: the host goes on while the device works. Pipelines are compiled
-once per WGSL source. Freed buffers go to a pool keyed by size class and are reused, as
-a caching allocator does on CUDA, because creating a GPU buffer costs far more than a
-kernel on a small tensor; one freed while recorded work may still read it waits for that
-work's submission, since a later write to it from the host would land first.
+once per WGSL source. Freed buffers go to the caching allocator (``../gpu/pool.py``) and
+are reused; one freed while recorded work may still read it waits for that work's
+submission, since a later write to it from the host would land first.
 """
 import array
-import os
-import threading
 
 from ..device import DeviceError
+from ..gpu.opening import Opening
+from ..gpu.pool import CachingPool, size_class
 
-WORKGROUP = 256  # threads per workgroup of the one-thread-per-element kernels
 BATCH = 64  # launches recorded before they are submitted
 MAX_GROUPS = 65535  # workgroups per dispatch dimension, WebGPU's guaranteed minimum
-_MIN_BYTES = 16
 
 
 class Runtime:
@@ -51,53 +48,36 @@ class Runtime:
         self.usage = (wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC
                       | wgpu.BufferUsage.COPY_DST)
         self._pipelines = {}
-        self._free = {}  # size class -> GPU buffers ready for reuse
+        self.pool = CachingPool()
         self._encoder = self._pass = None  # the launches recorded, not yet submitted
         self._recorded = 0
         self._retired = []  # buffers freed while recorded launches may still read them
-        self.pooled_bytes = 0
         self.launches = 0  # kernels dispatched, for the overhead measurements
 
     # ------------------------------------------------------------ memory
 
-    @staticmethod
-    def size_class(nbytes):
-        """Bytes actually allocated for a request: a power of two up to 1 MiB, then whole
-        MiB, so that buffers of nearby sizes are interchangeable in the pool."""
-        n = max(nbytes, _MIN_BYTES)
-        if n <= 1 << 20:
-            return 1 << (n - 1).bit_length()
-        return -(-n // (1 << 20)) << 20
-
     def alloc(self, nbytes):
         """A GPU buffer of at least ``nbytes`` (contents undefined), from the pool when one
         of its size class is free."""
-        size = self.size_class(nbytes)
+        size = size_class(nbytes)
         if size > self.max_binding:
             raise MemoryError(f"webgpu: {nbytes} bytes exceed the largest buffer a kernel can "
                               f"bind on {self.name} ({self.max_binding} bytes)")
-        free = self._free.get(size)
-        if free:
-            self.pooled_bytes -= size
-            return free.pop()
-        return self.device.create_buffer(size=size, usage=self.usage)
+        gbuf = self.pool.take(size)
+        return gbuf if gbuf is not None else self.device.create_buffer(size=size, usage=self.usage)
 
     def release(self, gbuf):
         """Give a buffer back to the pool (once the launches recorded so far are submitted)."""
         if self._encoder is not None:
             self._retired.append(gbuf)
-            return
-        self._free.setdefault(gbuf.size, []).append(gbuf)
-        self.pooled_bytes += gbuf.size
+        else:
+            self.pool.give(gbuf, gbuf.size)
 
     def empty_cache(self):
         """Destroy the pooled buffers (``sg.webgpu.empty_cache()``)."""
         self.flush()
-        for bufs in self._free.values():
-            for b in bufs:
-                b.destroy()
-        self._free.clear()
-        self.pooled_bytes = 0
+        for b in self.pool.drain():
+            b.destroy()
 
     def upload(self, data):
         """A GPU buffer holding the bytes of ``data`` (anything with the buffer protocol)."""
@@ -183,50 +163,10 @@ class Runtime:
         self.release(probe)
 
 
-_RUNTIME = []
-_FAILED = []
-_LOCK = threading.Lock()
-
-
-def runtime():
-    """The one Runtime, opened on first use; a DeviceError saying why when it cannot be."""
-    if _RUNTIME:
-        return _RUNTIME[0]
-    with _LOCK:
-        if not _RUNTIME:
-            if _FAILED:
-                raise DeviceError(_FAILED[0])
-            if os.environ.get("STAGEGRAD_WEBGPU") == "0":
-                _FAILED.append("webgpu: turned off by STAGEGRAD_WEBGPU=0")
-                raise DeviceError(_FAILED[0])
-            try:
-                _RUNTIME.append(Runtime())
-            except ImportError as e:
-                _FAILED.append(f"webgpu: the wgpu package is not installed ({e}); install the "
-                               f"'webgpu' extra: pip install 'stagegrad[webgpu]'")
-                raise DeviceError(_FAILED[0]) from None
-            except DeviceError as e:
-                _FAILED.append(str(e))
-                raise
-            except Exception as e:  # a driver that fails to open: report it, never crash
-                _FAILED.append(f"webgpu: the adapter could not be opened: {type(e).__name__}: {e}")
-                raise DeviceError(_FAILED[0]) from None
-    return _RUNTIME[0]
-
-
-def is_available():
-    """Whether a WebGPU adapter can be opened here."""
-    try:
-        runtime()
-    except DeviceError:
-        return False
-    return True
-
-
-def unavailable_reason():
-    """Why ``is_available()`` is False ('' when it is True)."""
-    try:
-        runtime()
-    except DeviceError as e:
-        return str(e)
-    return ""
+_OPENING = Opening("webgpu", Runtime,
+                   not_installed="the wgpu package is not installed ({}); install the 'webgpu' extra: "
+                                 "pip install 'stagegrad[webgpu]'",
+                   failed="the adapter could not be opened")
+runtime = _OPENING.runtime
+is_available = _OPENING.is_available
+unavailable_reason = _OPENING.unavailable_reason

@@ -1,32 +1,35 @@
-"""Movement on the WebGPU device: every view (reshape where the strides allow, permute,
-expand, slice, diagonal, windows) is new metadata over the same Storage, the same on
-every device (``../strided.py``); copies (``contiguous``, ``copy``, ``cat``, the
-in-place writes) run the strided copy kernel."""
+"""Movement on a device: every view (reshape where the strides allow, permute, expand,
+slice, diagonal, windows) is new metadata over the same storage (``../strided.py``);
+copies (``contiguous``, ``copy``, ``cat``, the in-place writes) run the driver's strided
+copy, its elementwise kernel with no operation."""
 from stage0_python.backend import refuse_overlapping_write
 
 from ..strided import (  # noqa: F401  (the views: the same on every device)
     alias, diagonal, expand, is_contiguous, permute, reshape, shares_storage, slice, storage_id,
     storage_offset, strides, windows)
-from .buffer import empty
-from .elementwise import copy_into, run
+from .elementwise import convert, copy_into, run
 
 
 def copy(x):
-    return run("v1", empty(x.shape, x.dtype), [x])
+    """A contiguous copy of x, in a storage of its own."""
+    return convert(x, x.dtype)
 
 
 def contiguous(x):
+    """x itself where it is contiguous, else a contiguous copy."""
     return x if x.is_contiguous() else copy(x)
 
 
 def data_ptr(x):
-    return id(x.storage) + x.offset * x.itemsize  # an identity, not an address: no host pointer
+    """The number ``data_ptr()`` reports: the driver's (an address where it has one)."""
+    return x.driver.data_ptr(x)
 
 
 def cat(xs, axis):
+    """``xs`` joined along ``axis``: each copied into its slice of one new buffer."""
     shape = list(xs[0].shape)
     shape[axis] = sum(x.shape[axis] for x in xs)
-    out = empty(tuple(shape), xs[0].dtype)
+    out = type(xs[0]).empty(tuple(shape), xs[0].dtype)
     start = 0
     for x in xs:
         n = x.shape[axis]
@@ -35,7 +38,7 @@ def cat(xs, axis):
             starts[axis] = start
             counts = list(shape)
             counts[axis] = n
-            run("v1", slice(out, starts, [1] * len(shape), counts), [x])
+            run(None, slice(out, starts, [1] * len(shape), counts), [x])
         start += n
     return out
 

@@ -1,0 +1,864 @@
+"""The GPU devices, ``webgpu`` and ``cuda``, against the CPU: every elementwise op, cast,
+reduction, product and movement primitive computed by each device's kernels and compared
+with the CPU (which the rest of the suite checks against NumPy and PyTorch), moves between
+devices, the errors for mixed devices and for what a device lacks, the fused kernels'
+launches, and training steps; then what only one device has.
+
+``OnEveryDevice`` holds the tests both devices pass; ``TestWebGPU`` and ``TestCuda`` run
+them on their device and add that device's own. The tests of a device run once on each
+stage under test that has it (the ``device`` marker on the class), not on stages without
+devices nor on the device pins; a machine without the device skips them with the reason.
+
+In CI the webgpu device is Mesa's software Vulkan driver (lavapipe): the same kernels,
+compiled for the CPU. Without a GPU the cuda tests check what needs none: the kernels
+compiled by nvcc for every instantiation the runtime launches, the launch layer against
+the ``.cu`` signatures, the refusals; with ``tools/cuda_on_host`` first on ``PYTHONPATH``
+the rest run the kernels' logic on the CPU.
+"""
+import importlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import types
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from .oracle import assert_close
+
+SPECIAL = np.array([0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 2.5, -3.7, 1e-7, -1e-6, 20.0, -20.0, 100.0,
+                    -100.0, np.inf, -np.inf, np.nan, 0.999, -0.999, 3.0], dtype=np.float32)
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def dev(request):
+    """The device the test's class is about (its ``device`` marker)."""
+    return request.node.get_closest_marker("device").args[0]
+
+
+@pytest.fixture
+def gpu(sg, dev):
+    """The stage, where it can open the device (else a skip saying why), with the CPU as the
+    default device: these tests name each tensor's device (the CPU is the oracle)."""
+    device = getattr(sg, dev)
+    if not device.is_available():
+        pytest.skip(f"no {dev} device: {device.unavailable_reason()}")
+    sg.set_default_device(None)
+    return sg
+
+
+@pytest.fixture
+def same(gpu, dev):
+    """``same(result, expected)``: the device's result is on the device, of the CPU's dtype,
+    and close to the CPU's values."""
+    def check(gpu_result, cpu_result, rtol=2e-6, atol=1e-6):
+        assert gpu_result.device == gpu.device(dev, 0)
+        assert gpu_result.dtype == cpu_result.dtype
+        assert_close(gpu_result.cpu().numpy(), cpu_result.numpy(), rtol=rtol, atol=atol)
+    return check
+
+
+def _launches(sg, dev):
+    """Kernels the device's runtime has launched so far."""
+    return sys.modules[f"{sg.__name__}.{dev}.runtime"].runtime().launches
+
+
+UNARY_FLOAT = ["neg", "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "relu",
+               "sign", "reciprocal", "erf", "log1p", "floor", "ceil", "round", "tan", "asin",
+               "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "exp2", "expm1", "log2",
+               "log10", "trunc", "erfc", "isnan", "isinf", "isfinite", "isposinf", "isneginf",
+               "logical_not"]
+# tan near its poles divides by a small cosine: a last-bit difference there is 1e-5 of the result
+LOOSE = {"tan": 1e-5}
+BINARY_FLOAT = ["add", "sub", "mul", "div", "pow", "maximum", "minimum", "floordiv",
+                "remainder", "atan2", "copysign", "fmod", "hypot", "eq", "ne", "lt", "le", "gt",
+                "ge", "logical_and", "logical_or"]
+
+
+def binary(sg, op):
+    """The public function of ``op`` (floor division is the ``//`` operator)."""
+    return (lambda a, b: a // b) if op == "floordiv" else getattr(sg, op)
+
+
+def check_cast(sg, same, dev, src, dst):
+    """A cast on the device against the same cast on the CPU."""
+    x = sg.from_numpy(np.array([0, 1, -2, 3.75, -4.5, 100], dtype=np.float32)).to(getattr(sg, src))
+    same(x.to(dev).to(getattr(sg, dst)), x.to(getattr(sg, dst)))
+
+
+class OnEveryDevice:
+    """The tests every GPU device passes; a subclass names the device (``device`` marker)
+    and adds its own."""
+
+    DLPACK_DEVICE = None  # the device's DLPack (type, index)
+
+    @pytest.mark.parametrize("op", UNARY_FLOAT)
+    def test_unary_float_ops_match_the_cpu(self, gpu, dev, same, op):
+        x = np.concatenate([SPECIAL, np.random.default_rng(0).standard_normal(60).astype(np.float32)])
+        cpu = gpu.from_numpy(x)
+        got = getattr(gpu, op)(cpu.to(dev))
+        same(got, getattr(gpu, op)(cpu), rtol=LOOSE.get(op, 4e-6), atol=1e-6)
+
+    @pytest.mark.parametrize("op", ["gelu", "silu"])
+    def test_activations_match_the_cpu(self, gpu, dev, same, op):
+        x = gpu.from_numpy(np.concatenate([SPECIAL, np.linspace(-8, 8, 101, dtype=np.float32)]))
+        f = getattr(gpu.nn.functional, op)
+        same(f(x.to(dev)), f(x), rtol=1e-5)
+
+    @pytest.mark.parametrize("dtype", ["int32", "int64"])
+    @pytest.mark.parametrize("op", ["neg", "abs", "sign", "bitwise_not", "logical_not"])
+    def test_unary_integer_ops_match_the_cpu(self, gpu, dev, same, op, dtype):
+        x = gpu.from_numpy(np.array([0, 1, -1, 7, -8, 2**30, -2**30, 123456], dtype=dtype))
+        same(getattr(gpu, op)(x.to(dev)), getattr(gpu, op)(x))
+
+    @pytest.mark.parametrize("op", BINARY_FLOAT)
+    def test_binary_float_ops_broadcast_and_match_the_cpu(self, gpu, dev, same, op):
+        a = np.repeat(SPECIAL[:, None], 4, 1)
+        b = np.array([2.0, -0.5, 0.0, np.nan], dtype=np.float32)  # broadcast along rows
+        ca, cb = gpu.from_numpy(a), gpu.from_numpy(b)
+        f = binary(gpu, op)
+        same(f(ca.to(dev), cb.to(dev)), f(ca, cb), rtol=LOOSE.get(op, 4e-6))
+        same(f(ca.to(dev).T, cb[:, None].to(dev)), f(ca.T, cb[:, None]),
+             rtol=LOOSE.get(op, 4e-6))  # a transposed operand is read through its strides
+
+    @pytest.mark.parametrize("dtype", ["int32", "int64"])
+    @pytest.mark.parametrize("op", ["add", "sub", "mul", "pow", "maximum", "minimum", "floordiv",
+                                    "remainder", "fmod", "bitwise_and", "bitwise_or", "bitwise_xor",
+                                    "bitwise_left_shift", "bitwise_right_shift", "eq", "lt", "ge"])
+    def test_binary_integer_ops_match_the_cpu(self, gpu, dev, same, op, dtype):
+        rng = np.random.default_rng(1)
+        a = rng.integers(-50, 50, (6, 5)).astype(dtype)
+        b = rng.integers(1, 9, (5,)).astype(dtype)
+        if op in ("fmod", "remainder", "floordiv"):
+            b[1] = -b[1]
+        ca, cb = gpu.from_numpy(a), gpu.from_numpy(b)
+        f = binary(gpu, op)
+        same(f(ca.to(dev), cb.to(dev)), f(ca, cb))
+
+    def test_integer_division_by_zero_is_refused_as_on_the_cpu(self, gpu, dev):
+        a, b = gpu.tensor([4, 5]), gpu.tensor([1, 0])
+        with pytest.raises(ZeroDivisionError):
+            a // b
+        with pytest.raises(ZeroDivisionError):
+            a.to(dev) // b.to(dev)
+        with pytest.raises(ValueError, match="negative"):
+            gpu.pow(a.to(dev), gpu.tensor([2, -1]).to(dev))
+
+    @pytest.mark.parametrize("op", ["logical_and", "logical_or", "eq", "ne",
+                                    "bitwise_and", "bitwise_or", "bitwise_xor", "add", "mul"])
+    def test_bool_ops_match_the_cpu(self, gpu, dev, same, op):
+        a = gpu.tensor([[True, False, True, False]])
+        b = gpu.tensor([[True], [False]])
+        same(getattr(gpu, op)(a.to(dev), b.to(dev)), getattr(gpu, op)(a, b))
+
+    def test_python_numbers_and_cpu_scalars_meet_device_tensors(self, gpu, dev, same):
+        x = gpu.from_numpy(SPECIAL[:8])
+        g = x.to(dev)
+        same(g * 3 + 1, x * 3 + 1)
+        same(g / gpu.tensor(2.0), x / 2.0)  # a zero-dim CPU tensor joins, as in PyTorch
+        same(gpu.where(g > 0, g, gpu.zeros(8, device=dev)), gpu.where(x > 0, x, gpu.zeros(8)))
+
+    def test_float_to_int_refuses_nan_as_the_cpu_does(self, gpu, dev):
+        x = gpu.tensor([1.0, float("nan")])
+        with pytest.raises(ValueError, match="nan"):
+            x.to(dev).to(gpu.int64)
+
+    @pytest.mark.parametrize("op", ["sum", "prod", "amax", "amin", "any", "all", "mean"])
+    @pytest.mark.parametrize("dim", [None, 0, 1, (0, 2), -1])
+    def test_reductions_match_the_cpu(self, gpu, dev, same, op, dim):
+        x = np.random.default_rng(2).standard_normal((5, 70, 3)).astype(np.float32) * 0.3 + 1
+        cx = gpu.from_numpy(x)
+        if op in ("any", "all"):
+            cx = cx > 1
+        f = getattr(gpu, op)
+        args = {} if dim is None else {"dim": dim}
+        same(f(cx.to(dev), **args), f(cx, **args), rtol=1e-5, atol=1e-5)
+        same(f(cx.to(dev).transpose(0, 2), **args), f(cx.transpose(0, 2), **args),
+             rtol=1e-5, atol=1e-5)
+
+    def test_reductions_propagate_nan_and_handle_integers(self, gpu, dev, same):
+        x = gpu.tensor([[1.0, float("nan"), 3.0], [2.0, 5.0, -1.0]])
+        same(x.to(dev).amax(1), x.amax(1))
+        same(x.to(dev).argmax(1), x.argmax(1))
+        same(x.to(dev).argmin(1), x.argmin(1))
+        i = gpu.tensor([[3, 9, 9, -2], [7, 7, 1, 7]], dtype=gpu.int32)
+        same(i.to(dev).sum(1), i.sum(1))
+        same(i.to(dev).argmax(1), i.argmax(1))  # the first of equal maxima
+        same(i.to(dev).amin(0), i.amin(0))
+
+    def test_argmax_over_many_elements(self, gpu, dev, same):
+        x = gpu.from_numpy(np.random.default_rng(3).standard_normal((3, 5000)).astype(np.float32))
+        same(x.to(dev).argmax(1), x.argmax(1))
+        same(x.to(dev).argmin(), x.argmin())
+
+    @pytest.mark.parametrize("shape_a, shape_b", [((3, 4), (4, 5)), ((33, 17), (17, 40)),
+                                                  ((2, 3, 20, 18), (2, 3, 18, 7)), ((1, 1), (1, 1)),
+                                                  ((64, 64), (64, 64))])
+    def test_matmul_matches_the_cpu(self, gpu, dev, same, shape_a, shape_b):
+        rng = np.random.default_rng(4)
+        a = gpu.from_numpy(rng.standard_normal(shape_a).astype(np.float32))
+        b = gpu.from_numpy(rng.standard_normal(shape_b).astype(np.float32))
+        same(a.to(dev) @ b.to(dev), a @ b, rtol=1e-5, atol=1e-5)
+        bt = b.transpose(-1, -2).contiguous()  # a transposed view, read through its strides
+        same(a.to(dev) @ bt.to(dev).transpose(-1, -2), a @ b, rtol=1e-5, atol=1e-5)
+
+    def test_integer_and_empty_matmul(self, gpu, dev, same):
+        a = gpu.arange(12).reshape(3, 4)
+        same(a.to(dev) @ a.T.to(dev), a @ a.T)
+        e = gpu.zeros(3, 0)
+        same(e.to(dev) @ gpu.zeros(0, 2, device=dev), e @ gpu.zeros(0, 2))
+
+    def test_views_alias_the_device_buffer(self, gpu, dev, same):
+        x = gpu.arange(24.0).reshape(2, 3, 4)
+        g = x.to(dev)
+        v = g.permute(2, 0, 1)[1:3, :, ::2]
+        same(v, x.permute(2, 0, 1)[1:3, :, ::2])
+        assert not v.is_contiguous()
+        assert v.storage_offset() == x.permute(2, 0, 1)[1:3, :, ::2].storage_offset()
+        same(v.contiguous(), x.permute(2, 0, 1)[1:3, :, ::2].contiguous())
+        same(g.diagonal(0, 1, 2), x.diagonal(0, 1, 2))
+        same(g[:, 0].unfold(0, 2, 1), x[:, 0].unfold(0, 2, 1))
+        same(g.expand(3, 2, 3, 4).sum(0), x.expand(3, 2, 3, 4).sum(0))
+        same(gpu.cat([g, g * 2], 1), gpu.cat([x, x * 2], 1))
+        same(g.transpose(1, 2).reshape(2, 12), x.transpose(1, 2).reshape(2, 12))  # a copy
+
+    def test_in_place_writes_reach_every_view(self, gpu, dev, same):
+        x = gpu.zeros(4, 5)
+        g = x.to(dev)
+        row = g[1]
+        g[1:3, ::2] = 7.0
+        x[1:3, ::2] = 7.0
+        same(row, x[1])
+        g.add_(1)
+        x.add_(1)
+        same(g, x)
+        g.copy_(x.to(dev) * 3)
+        x.copy_(x * 3)
+        same(g, x)
+        g[0].fill_(2.5)  # a Python number, written on the device
+        x[0].fill_(2.5)
+        same(g, x)
+        g.copy_(x + 1)  # from the CPU, as PyTorch's copy_ allows
+        same(g, x + 1)
+
+    def test_moves_between_devices(self, gpu, dev):
+        x = gpu.randn(3, 4)
+        g = x.to(dev)
+        assert g.device.type == dev and not g.is_cpu and x.to("cpu") is x
+        assert g.to(dev) is g
+        assert g.tolist() == x.tolist() and g.sum().item() == pytest.approx(x.sum().item(), rel=1e-6)
+        assert g.cpu().device == gpu.device("cpu")
+        assert repr(gpu.ones(2, dtype=gpu.int32, device=dev)) == (
+            f"tensor([1, 1], device='{dev}:0', dtype=stagegrad.int32)")
+        assert gpu.zeros(2, 3, device=dev).device.type == dev
+        assert gpu.zeros_like(g).device.type == dev
+        assert g.new_ones(2).device.type == dev
+        b = gpu.tensor([True, False])
+        assert b.to(dev).tolist() == [True, False]
+
+    def test_mixing_devices_names_both(self, gpu, dev):
+        g = gpu.ones(3, device=dev)
+        with pytest.raises(RuntimeError, match=f"add.*{dev}:0.*cpu"):
+            g + gpu.ones(3)
+        with pytest.raises(RuntimeError, match=f"matmul.*{dev}:0.*cpu"):
+            gpu.ones(2, 3, device=dev) @ gpu.ones(3, 2)
+
+    def test_gradients_flow_back_across_the_move(self, gpu, dev):
+        x = gpu.randn(5, 3, requires_grad=True)
+        g = x.to(dev)
+        ((g * g).sum() + (g.exp() * 2).mean()).backward()
+        assert x.grad.device.type == "cpu"
+        expected = 2 * x + x.exp() * 2 / 15
+        assert_close(x.grad.numpy(), expected.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+    def test_a_training_step_matches_the_cpu(self, gpu, dev):
+        def step(device):
+            gpu.manual_seed(0)
+            model = gpu.nn.Sequential(gpu.nn.Linear(12, 16), gpu.nn.ReLU(), gpu.nn.Linear(16, 3))
+            model.to(device)
+            opt = gpu.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+            x = gpu.randn(8, 12).to(device)
+            y = gpu.randn(8, 3).to(device)
+            for _ in range(3):
+                opt.zero_grad()
+                loss = ((model(x) - y) ** 2).mean()
+                loss.backward()
+                opt.step()
+            return [p.detach().cpu().numpy() for p in model.parameters()], loss.item()
+
+        (cpu_params, cpu_loss), (gpu_params, gpu_loss) = step("cpu"), step(dev)
+        assert gpu_loss == pytest.approx(cpu_loss, rel=1e-5)
+        for a, b in zip(gpu_params, cpu_params):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+    def test_indexing_gathers_and_scatters_match_the_cpu(self, gpu, dev, same):
+        x = gpu.from_numpy(np.random.default_rng(5).standard_normal((6, 7)).astype(np.float32))
+        g = x.to(dev)
+        idx = gpu.tensor([[0, 5, 2], [1, 1, 6]])
+        same(g.gather(1, idx.to(dev)), x.gather(1, idx))
+        rows = gpu.tensor([4, 0, 4])
+        same(g[rows.to(dev)], x[rows])
+        same(g.T[rows.to(dev)], x.T[rows])  # through a transposed view
+        flat = gpu.tensor([0, 41, 7])
+        same(g.reshape(-1)[flat.to(dev)], x.reshape(-1)[flat])
+        same(g[g > 0.5], x[x > 0.5])
+        src = gpu.ones(2, 3)
+        same(gpu.zeros(3, 7, device=dev).scatter_add(1, idx.to(dev), src.to(dev)),
+             gpu.zeros(3, 7).scatter_add(1, idx, src))
+
+    def test_out_of_range_indices_are_refused(self, gpu, dev):
+        g = gpu.ones(3, 4, device=dev)
+        with pytest.raises(IndexError):
+            g.gather(1, gpu.tensor([[0, 4]]).to(dev))
+        with pytest.raises(IndexError):
+            g.reshape(-1)[gpu.tensor([12]).to(dev)]
+
+    @pytest.mark.parametrize("accumulate", [False, True])
+    def test_index_put_matches_the_cpu(self, gpu, dev, same, accumulate):
+        x = gpu.zeros(5, 3)
+        g = x.to(dev)
+        where = gpu.tensor([1, 3, 1])
+        vals = gpu.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]])
+        if accumulate:
+            g.index_add_(0, where.to(dev), vals.to(dev))
+            x.index_add_(0, where, vals)
+        else:
+            g[where.to(dev)] = vals.to(dev)
+            x[where] = vals
+        same(g, x)
+        g[g > 4] = -1.0
+        x[x > 4] = -1.0
+        same(g, x)
+
+    @pytest.mark.parametrize("dims", [1, 2])
+    def test_convolution_and_pooling_forward_and_backward_match_the_cpu(self, gpu, dev, dims):
+        rng = np.random.default_rng(6)
+        shape = (2, 3, 9) if dims == 1 else (2, 3, 9, 8)
+        conv = (gpu.nn.Conv1d if dims == 1 else gpu.nn.Conv2d)(3, 4, 3, stride=2, padding=1, dilation=1)
+        pool = (gpu.nn.MaxPool1d if dims == 1 else gpu.nn.MaxPool2d)(2)
+        x = gpu.from_numpy(rng.standard_normal(shape).astype(np.float32))
+        results = []
+        for device in ("cpu", dev):
+            conv.to(device)
+            conv.zero_grad()
+            xd = x.to(device).requires_grad_(True) if device == "cpu" else x.to(device)
+            xd = xd.detach().requires_grad_(True)
+            y = pool(gpu.relu(conv(xd)))
+            (y * y).sum().backward()
+            results.append([t.detach().cpu().numpy() for t in (y, xd.grad, conv.weight.grad, conv.bias.grad)])
+        for a, b in zip(*results):
+            np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-5)
+
+    @pytest.mark.parametrize("descending", [False, True])
+    def test_sort_is_stable_and_orders_nan_last_as_the_cpu(self, gpu, dev, same, descending):
+        x = gpu.tensor([[3.0, float("nan"), 1.0, 3.0, -0.0, 0.0, 1.0], [5.0, 4.0, 4.0, 4.0, 9.0, -1.0, 2.0]])
+        for dim in (1, 0):
+            got, want = x.to(dev).sort(dim, descending=descending), x.sort(dim, descending=descending)
+            same(got.values, want.values)
+            same(got.indices, want.indices)
+        i = gpu.tensor([3, 1, 3, 2, 1], dtype=gpu.int32)
+        same(i.to(dev).argsort(), i.argsort())
+
+    @pytest.mark.parametrize("op", ["cumsum", "cumprod", "logcumsumexp", "cummax", "cummin"])
+    def test_scans_match_the_cpu(self, gpu, dev, same, op):
+        x = gpu.tensor([[0.5, 2.0, float("nan"), 1.0], [3.0, 3.0, -1.0, 3.0], [1.0, -2.0, 0.5, 0.25]])
+        for dim in (1, 0):
+            got, want = getattr(x.to(dev), op)(dim), getattr(x, op)(dim)
+            if op in ("cummax", "cummin"):
+                same(got.values, want.values)
+                same(got.indices, want.indices)
+            else:
+                same(got, want, rtol=1e-6)
+
+    def test_classifier_training_with_embedding_and_cross_entropy_matches_the_cpu(self, gpu, dev):
+        def train(device):
+            gpu.manual_seed(1)
+            model = gpu.nn.Sequential(gpu.nn.Embedding(20, 8), gpu.nn.Flatten(), gpu.nn.Linear(24, 5))
+            model.to(device)
+            opt = gpu.optim.Adam(model.parameters(), lr=0.05)
+            tokens = gpu.randint(0, 20, (16, 3)).to(device)
+            labels = gpu.randint(0, 5, (16,)).to(device)
+            for _ in range(4):
+                opt.zero_grad()
+                loss = gpu.nn.functional.cross_entropy(model(tokens), labels)
+                loss.backward()
+                opt.step()
+            return loss.item(), [p.detach().cpu().numpy() for p in model.parameters()]
+
+        (cpu_loss, cpu_params), (gpu_loss, gpu_params) = train("cpu"), train(dev)
+        assert gpu_loss == pytest.approx(cpu_loss, rel=1e-5)
+        for a, b in zip(gpu_params, cpu_params):
+            np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+    def test_the_default_device_places_new_tensors(self, gpu, dev):
+        gpu.set_default_device(dev)
+        try:
+            assert gpu.get_default_device() == gpu.device(dev, 0)
+            for t in (gpu.zeros(2), gpu.tensor([1.0]), gpu.arange(3), gpu.randn(2), gpu.eye(2)):
+                assert t.device.type == dev
+            assert gpu.from_numpy(np.ones(2)).device.type == "cpu"  # as in PyTorch
+            assert gpu.zeros(2, device="cpu").device.type == "cpu"
+        finally:
+            gpu.set_default_device(None)
+        assert gpu.zeros(2).device.type == "cpu"
+
+    def test_as_tensor_keeps_a_tensors_device_unless_one_is_named(self, gpu, dev):
+        g = gpu.ones(2, device=dev)
+        assert gpu.as_tensor(g) is g
+        assert gpu.as_tensor(g, device="cpu").device.type == "cpu"
+        assert gpu.as_tensor([1.0, 2.0], device=dev).device.type == dev
+
+    @pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+    @pytest.mark.parametrize("dim", [0, 1])
+    def test_fused_softmax_is_one_launch_each_way_and_matches_the_cpu(self, gpu, dev, name, dim):
+        rng = np.random.default_rng(7)
+        x = gpu.from_numpy((rng.standard_normal((5, 130)) * 4).astype(np.float32))
+        g = gpu.from_numpy(rng.standard_normal((5, 130)).astype(np.float32))
+        out = []
+        for device in ("cpu", dev):
+            xd = x.to(device).detach().requires_grad_(True)
+            before = _launches(gpu, dev)
+            y = getattr(xd, name)(dim)
+            forward = _launches(gpu, dev) - before
+            y.backward(g.to(device))
+            out.append((y.detach().cpu(), xd.grad.cpu()))
+        if dim == 1:  # rows already contiguous: nothing to move before or after the kernel
+            assert forward == 1
+        for a, b in zip(*out):
+            assert_close(b.numpy(), a.numpy(), rtol=2e-6, atol=2e-6)
+
+    @pytest.mark.parametrize("kw", [{}, {"label_smoothing": 0.15, "weight": True}, {"reduction": "none"},
+                                    {"reduction": "sum", "ignore_index": 2}])
+    def test_fused_cross_entropy_matches_the_cpu(self, gpu, dev, kw):
+        rng = np.random.default_rng(8)
+        x = gpu.from_numpy((rng.standard_normal((9, 40)) * 3).astype(np.float32))
+        t = gpu.tensor([3, 2, 39, 0, 2, 17, 5, 2, 11])
+        w = gpu.from_numpy(rng.uniform(0.5, 2.0, 40).astype(np.float32))
+        out = []
+        for device in ("cpu", dev):
+            xd = x.to(device).detach().requires_grad_(True)
+            args = dict(kw, weight=w.to(device)) if kw.get("weight") else kw
+            loss = gpu.nn.functional.cross_entropy(xd, t.to(device), **args)
+            loss.sum().backward()
+            out.append((loss.detach().cpu(), xd.grad.cpu()))
+        for a, b in zip(*out):
+            assert_close(b.numpy(), a.numpy(), rtol=2e-6, atol=1e-7)
+        with pytest.raises(IndexError, match="target 40 is out of bounds for 40 classes"):
+            gpu.nn.functional.cross_entropy(x.to(dev), gpu.tensor([0, 40, 1, 1, 1, 1, 1, 1, 1]).to(dev))
+
+    @pytest.mark.parametrize("name,kw", [("Adam", dict(lr=0.01, weight_decay=0.1)),
+                                         ("AdamW", dict(lr=0.01, amsgrad=True, maximize=True)),
+                                         ("SGD", dict(lr=0.1, momentum=0.9, nesterov=True)),
+                                         ("SGD", dict(lr=0.1, momentum=0.9, dampening=0.5,
+                                                      weight_decay=0.01)),
+                                         ("RMSprop", dict(lr=0.01, centered=True, momentum=0.5,
+                                                          weight_decay=0.1)),
+                                         ("RMSprop", dict(lr=0.01, maximize=True))])
+    def test_fused_optimizer_steps_are_one_launch_per_parameter_and_match_the_cpu(self, gpu, dev, name, kw):
+        x = np.random.default_rng(9).standard_normal((2, 33)).astype(np.float32)
+        results = []
+        for device in ("cpu", dev):
+            ps = [gpu.from_numpy(x[i].copy()).to(device).requires_grad_(True) for i in range(2)]
+            opt = getattr(gpu.optim, name)(ps, **kw)
+            for _ in range(4):
+                opt.zero_grad()
+                sum((p.tanh() ** 2).sum() for p in ps).backward()
+                before = _launches(gpu, dev)
+                opt.step()
+            results.append([p.detach().cpu().numpy() for p in ps])
+        assert _launches(gpu, dev) - before == 2
+        for a, b in zip(*results):
+            np.testing.assert_allclose(b, a, rtol=1e-6, atol=1e-7)
+
+    @pytest.mark.parametrize("affine", [True, False])
+    def test_fused_layer_norm_is_one_launch_forward_and_matches_the_cpu(self, gpu, dev, affine):
+        rng = np.random.default_rng(11)
+        x = gpu.from_numpy((rng.standard_normal((4, 3, 70)) * 3 + 1).astype(np.float32))
+        g = gpu.from_numpy(rng.standard_normal((4, 3, 70)).astype(np.float32))
+        w, b = (gpu.from_numpy(rng.standard_normal(70).astype(np.float32)) for _ in range(2))
+        out = []
+        for device in ("cpu", dev):
+            xd = x.to(device).detach().requires_grad_(True)
+            wd, bd = ((t.to(device).detach().requires_grad_(True) for t in (w, b)) if affine
+                      else (None, None))
+            before = _launches(gpu, dev)
+            y = gpu.nn.functional.layer_norm(xd, (70,), wd, bd)
+            launches = _launches(gpu, dev) - before
+            y.backward(g.to(device))
+            out.append([y.detach().cpu(), xd.grad.cpu()] + ([wd.grad.cpu(), bd.grad.cpu()] if affine else []))
+        assert launches == 1
+        for a, b_ in zip(*out):
+            assert_close(b_.numpy(), a.numpy(), rtol=2e-6, atol=2e-6)
+
+    def test_dlpack_names_the_device_and_refuses_to_share_with_the_reason(self, gpu, dev):
+        g = gpu.ones(2, device=dev)
+        assert g.__dlpack_device__() == self.DLPACK_DEVICE
+        with pytest.raises(gpu.CapabilityError, match="DLPack"):
+            g.__dlpack__()
+
+
+@pytest.mark.device("webgpu")
+@pytest.mark.xdist_group("webgpu")
+class TestWebGPU(OnEveryDevice):
+    """The webgpu device: on every stage under test that has it, once each."""
+
+    DLPACK_DEVICE = (15, 0)  # kDLWebGPU
+
+    @pytest.mark.parametrize("src", ["bool", "int32", "int64", "float32"])
+    @pytest.mark.parametrize("dst", ["bool", "int32", "int64", "float32"])
+    def test_casts_match_the_cpu(self, gpu, dev, same, src, dst):
+        check_cast(gpu, same, dev, src, dst)
+
+    def test_float64_is_refused_with_the_reason(self, gpu):
+        with pytest.raises(gpu.CapabilityError, match="float64.*WGSL"):
+            gpu.zeros(3, dtype=gpu.float64).to("webgpu")
+        with pytest.raises(gpu.CapabilityError, match="float64"):
+            gpu.ones(2, device="webgpu").double()
+
+    def test_a_convolution_too_large_to_bind_runs_in_batch_parts(self, gpu, same, monkeypatch):
+        rt = sys.modules[gpu.__name__ + ".webgpu.runtime"].runtime()
+        conv = gpu.nn.Conv2d(3, 5, 3, padding=1)
+        x = gpu.from_numpy(np.random.default_rng(10).standard_normal((6, 3, 8, 8)).astype(np.float32))
+        want = conv(x).detach()
+        conv.to("webgpu")
+        monkeypatch.setattr(rt, "max_binding", 1 << 14)  # two images' im2col (13.5 KiB) fit, three do not
+        got = conv(x.to("webgpu")).detach()
+        same(got, want, rtol=1e-5, atol=1e-5)
+        with pytest.raises(MemoryError, match="exceed the largest buffer a kernel can bind"):
+            gpu.nn.Conv2d(3, 5, 3).to("webgpu")(gpu.zeros(1, 3, 30, 30, device="webgpu"))
+
+    def test_a_buffer_freed_under_recorded_launches_is_not_overwritten_before_they_run(self, gpu):
+        """Launches are recorded and submitted together; a tensor freed meanwhile keeps its
+        memory until they are, so an upload into the same size class cannot land first."""
+        x = gpu.from_numpy(np.arange(1000, dtype=np.float32)).to("webgpu")
+        y = x * 2  # recorded, not yet submitted
+        del x
+        z = gpu.from_numpy(np.full(1000, -1.0, np.float32)).to("webgpu")  # same size class
+        assert y.cpu().numpy().tolist() == (np.arange(1000) * 2.0).tolist()
+        assert z.cpu().numpy().tolist() == [-1.0] * 1000
+
+    def test_the_devices_command_reports_what_it_measured(self, tmp_path):
+        """``stagegrad devices --quick``: every time positive, each bandwidth its bytes over its
+        time, each crossover the smallest size where a device's time is below stage 3's, a
+        missing device with its reason, and a software adapter named as such."""
+        r = subprocess.run([sys.executable, "-m", "stagegrad", "devices", "--quick", "--out", str(tmp_path)],
+                           cwd=REPO, capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stderr[-3000:]
+        report = json.loads((tmp_path / "devices.json").read_text())
+        text = (tmp_path / "devices.md").read_text()
+        assert all(o["seconds"] > 0 for o in report["overhead"])
+        for t in report["transfer"]:
+            assert t["gib_s"] == pytest.approx(t["bytes"] / t["seconds"] / 2 ** 30)
+            assert report["devices"][t["device"]]["available"]
+        for name, info in report["devices"].items():  # a device missing here says why
+            assert (name in report["columns"]) == info["available"]
+            if not info["available"]:
+                assert info["reason"] in text
+        for c in report["columns"]:
+            assert all(r["stage3_s"] > 0 and r["seconds"][c] > 0 for r in report["sweep"])
+            for name, size in report["crossover"][c].items():
+                faster = [r["size"] for r in report["sweep"]
+                          if r["workload"] == name and r["seconds"][c] < r["stage3_s"]]
+                assert size == (min(faster) if faster else None)
+        gpu = report["devices"]["webgpu"]
+        if gpu["available"] and gpu["software"]:
+            assert "never GPU speed" in text and gpu["name"] in text
+
+
+# ---------------------------------------------------------------- the cuda kernels' static checks
+
+def _stage4_module(name):
+    """``stage4_gpu.<name>``, or a skip saying why stage 4 does not import here."""
+    try:
+        return importlib.import_module(f"stage4_gpu.{name}")
+    except ImportError as e:
+        pytest.skip(f"stage4_gpu does not import here: {e}")
+
+
+def _kernel_files():
+    kernels = _stage4_module("cuda.kernels")
+    return kernels, sorted(f[:-3] for f in os.listdir(kernels.DIR) if f.endswith(".cu"))
+
+
+def _kind(param):
+    """The argument kind (kernels.py's words) of one C parameter declaration."""
+    if "*" in param:
+        return "ptr"
+    words = param.split()
+    if "long" in words or "i64" in words:
+        return "i64"
+    for c, kind in (("double", "f64"), ("float", "f32"), ("int", "i32")):
+        if c in words:
+            return kind
+    raise AssertionError(f"a kernel parameter of no known kind: {param!r}")
+
+
+def _compile_unit(kernels, name, instances):
+    """The source NVRTC compiles for ``name`` (headers pasted in), and a table taking the
+    address of every instantiation the runtime may launch, so nvcc instantiates each."""
+    refs = "\n".join(f"  (const void*)&{i}," for i in instances)
+    return (kernels.source(name) + "\n// every instantiation the runtime launches\n"
+            "extern const void* const stagegrad_instances[];\n"
+            f"const void* const stagegrad_instances[] = {{\n{refs}\n}};\n")
+
+
+_SIGNATURE = re.compile(r"__global__\s+void\s+(\w+)\s*\(([^)]*)\)", re.S)
+
+
+@pytest.mark.device("cuda")
+@pytest.mark.xdist_group("cuda")
+class TestCuda(OnEveryDevice):
+    """The cuda device: its kernels and launch layer checked without a GPU; the rest on
+    every stage under test that has a usable GPU (or the emulation), once each."""
+
+    DLPACK_DEVICE = (2, 0)  # kDLCUDA
+
+    @pytest.mark.parametrize("src", ["bool", "int32", "int64", "float32", "float64"])
+    @pytest.mark.parametrize("dst", ["bool", "int32", "int64", "float32", "float64"])
+    def test_casts_match_the_cpu(self, gpu, dev, same, src, dst):
+        check_cast(gpu, same, dev, src, dst)
+
+    # ------------------------------------------------------------ without a GPU: static checks
+
+    def test_every_kernel_file_is_launched_and_every_launch_has_a_file(self):
+        kernels, files = _kernel_files()
+        used = {k.file for k in kernels.KERNELS.values()}
+        assert used == set(files), f"unlaunched files {set(files) - used}, missing files {used - set(files)}"
+        named = defaultdict(set)
+        for kernel, instance in kernels.instances():
+            assert kernel in kernels.KERNELS, kernel
+            assert instance == kernel or instance.startswith(kernel + "<"), (kernel, instance)
+            named[kernel].add(instance)
+        assert set(named) == set(kernels.KERNELS), set(kernels.KERNELS) - set(named)
+
+    def test_every_launched_kernel_exists_with_the_declared_arguments(self):
+        """kernels.KERNELS (what runtime.launch checks every launch against) matches the
+        ``__global__`` signatures in the .cu files: the name, the number of parameters and
+        the kind of each."""
+        kernels, files = _kernel_files()
+        found = {}
+        for f in files:
+            with open(os.path.join(kernels.DIR, f + ".cu"), encoding="utf-8") as src:
+                for name, params in _SIGNATURE.findall(src.read()):
+                    assert name not in found, f"kernel {name} defined twice"
+                    found[name] = (f, tuple(_kind(p) for p in params.split(",")))
+        for name, spec in kernels.KERNELS.items():
+            assert name in found, f"{name} is launched but defined in no .cu file"
+            assert found[name] == (spec.file, spec.args), (name, found[name], spec)
+
+    def test_the_python_side_launches_only_kernels_of_the_table(self):
+        kernels, _ = _kernel_files()
+        folder = os.path.dirname(kernels.__file__)
+        launched = set()
+        for f in os.listdir(folder):
+            if f.endswith(".py"):
+                with open(os.path.join(folder, f), encoding="utf-8") as src:
+                    launched |= set(re.findall(r'launch\(\s*"(\w+)"', src.read()))
+        ladder = _stage4_module("cuda.ladder")
+        launched |= {t.kernel for t in ladder.TIERS.values()}
+        assert launched and launched <= set(kernels.KERNELS), launched - set(kernels.KERNELS)
+
+    def test_launch_checks_and_converts_every_argument(self):
+        """A CuPy kernel argument of the wrong C type is corrupted, not refused: the launch
+        layer converts each to the exact NumPy scalar its kind names and refuses a wrong count
+        or a host object where a pointer belongs (run here on a stand-in for CuPy)."""
+        rt_module = _stage4_module("cuda.runtime")
+
+        class DeviceArray:
+            pass
+
+        rt = object.__new__(rt_module.Runtime)
+        rt.cp, rt.np, rt.launches, rt.stream = types.SimpleNamespace(ndarray=DeviceArray), np, 0, "stream"
+        calls = []
+        rt.enter = lambda: None
+        rt.function = lambda kernel, instance: (
+            lambda grid, block, args, stream: calls.append((kernel, instance, grid, block, args, stream)))
+        a = DeviceArray()
+        rt.launch("cross_entropy", "cross_entropy<int>", 3, 256, [a] * 7 + [-100, 0.1])
+        kernel, instance, grid, block, args, stream = calls[-1]
+        assert (grid, block, stream) == ((3,), (256,), "stream")
+        assert args[:7] == (a,) * 7
+        assert type(args[7]) is np.int64 and args[7] == -100
+        assert type(args[8]) is np.float64 and args[8] == 0.1
+        rt.launch("unary", "unary<float, float, Exp>", 10 ** 12, 256, [a, a, a])
+        assert calls[-1][2] == (rt_module.MAX_BLOCKS,)  # the kernels loop past the grid
+        rt.launch_grid("sgemm_naive", "sgemm_naive", (2, 3, 4), (16, 16, 1), [5, 6, 7, a, a, a])
+        assert calls[-1][2:4] == ((2, 3, 4), (16, 16, 1))
+        assert [type(v) for v in calls[-1][4][:3]] == [np.int64] * 3
+        with pytest.raises(TypeError, match="takes 3 arguments"):
+            rt.launch("unary", "unary<float, float, Exp>", 1, 256, [a, a])
+        with pytest.raises(TypeError, match="pointer"):
+            rt.launch("unary", "unary<float, float, Exp>", 1, 256, [a, a, np.zeros(3)])
+        count = len(calls)
+        rt.launch("unary", "unary<float, float, Exp>", 0, 256, [a, a, a])  # nothing to do
+        assert len(calls) == count
+
+    def test_every_kernel_file_compiles_with_nvcc(self, tmp_path):
+        """Each .cu file, as NVRTC will see it and with every template instantiation the
+        runtime launches, compiled to PTX for sm_80 by nvcc; any error or warning fails, and
+        the PTX must hold one entry point per instantiation."""
+        nvcc = shutil.which("nvcc")
+        if nvcc is None:
+            pytest.skip("nvcc is not installed: the CUDA kernels cannot be compiled here")
+        kernels, files = _kernel_files()
+        by_file = defaultdict(list)
+        for kernel, instance in kernels.instances():
+            by_file[kernels.KERNELS[kernel].file].append(instance)
+        failures = []
+        for f in files:
+            instances = sorted(set(by_file[f]))
+            unit = tmp_path / f"{f}.cu"
+            unit.write_text(_compile_unit(kernels, f, instances), encoding="utf-8")
+            ptx = tmp_path / f"{f}.ptx"
+            r = subprocess.run([nvcc, "-ptx", "-arch=sm_80", "--std=c++17", "-Werror", "all-warnings",
+                                "-o", str(ptx), str(unit)], capture_output=True, text=True, timeout=600)
+            if r.returncode != 0:
+                failures.append(f"{f}.cu:\n{r.stderr[-4000:]}")
+                continue
+            entries = len(re.findall(r"^\.(?:visible )?\.?entry ", ptx.read_text(), re.M))
+            if entries != len(instances):
+                failures.append(f"{f}.cu: {entries} kernels in the PTX, "
+                                f"{len(instances)} instantiations asked")
+        assert not failures, "\n\n".join(failures)
+
+    # ------------------------------------------------------------ without a GPU: the refusals
+
+    def test_without_a_gpu_cuda_is_refused_with_the_reason(self, sg):
+        if sg.cuda.is_available():
+            pytest.skip(f"a CUDA GPU is usable here ({sg.cuda.get_device_name()}): nothing is refused")
+        error = importlib.import_module(sg.__name__ + ".device").DeviceError
+        reason = sg.cuda.unavailable_reason()
+        assert reason.startswith("cuda: ") and sg.cuda.device_count() == 0
+        attempts = [lambda: sg.zeros(2, device="cuda"), lambda: sg.tensor([1.0]).cuda(),
+                    lambda: sg.tensor([1.0]).to("cuda:0"), lambda: sg.ones(2, device=sg.device("cuda", 0)),
+                    lambda: sg.set_default_device("cuda")]
+        for attempt in attempts:
+            with pytest.raises(error, match=r"'cuda(:0)?' is not available: no CUDA GPU") as e:
+                attempt()
+            assert reason in str(e.value) and "CPU" in str(e.value)
+        assert sg.get_default_device() == sg.device("cpu")
+        with pytest.raises(AssertionError, match="cuda.synchronize: no CUDA device"):
+            sg.cuda.synchronize()
+        sg.cuda.empty_cache()  # a program may call it unconditionally, as on PyTorch's CPU build
+        assert sg.cuda.memory_allocated() == 0
+
+    # ------------------------------------------------------------ on a GPU
+
+    def test_float64_lives_on_the_device(self, gpu, same):
+        """CUDA has 64-bit floats (WGSL has none): float64 tensors compute here, in float64."""
+        rng = np.random.default_rng(12)
+        x = gpu.from_numpy(rng.standard_normal((7, 9)))
+        y = gpu.from_numpy(rng.standard_normal((9, 4)))
+        g = x.to("cuda")
+        assert g.dtype == gpu.float64
+        same(g @ y.to("cuda"), x @ y, rtol=1e-12, atol=1e-12)
+        same(g.exp().sum(1), x.exp().sum(1), rtol=1e-12, atol=1e-12)
+        same(g.softmax(1), x.softmax(1), rtol=1e-12, atol=1e-12)
+        same(g.to(gpu.float32), x.to(gpu.float32))
+        same(gpu.ones(3, device="cuda").double(), gpu.ones(3).double())
+
+    def test_moves_between_cuda_and_webgpu_go_through_the_host_and_mixing_names_both(self, gpu):
+        if not gpu.webgpu.is_available():
+            pytest.skip(f"no webgpu device: {gpu.webgpu.unavailable_reason()}")
+        x = gpu.randn(3, 4)
+        w = x.to("webgpu")
+        c = w.to("cuda")
+        assert c.device == gpu.device("cuda", 0) and c.tolist() == x.tolist()
+        assert c.to("webgpu").tolist() == x.tolist()
+        with pytest.raises(RuntimeError, match="add.*(cuda:0.*webgpu:0|webgpu:0.*cuda:0)"):
+            c + w
+        with pytest.raises(RuntimeError, match="matmul.*(cuda:0.*webgpu:0|webgpu:0.*cuda:0)"):
+            c @ w.T
+
+    def test_sort_of_rows_longer_than_shared_memory_matches_the_cpu(self, gpu, same):
+        """Rows up to 2048 sort in shared memory (bitonic); longer ones by rank: both stable."""
+        rng = np.random.default_rng(13)
+        x = gpu.from_numpy(rng.integers(0, 50, (3, 3000)).astype(np.float32))
+        for n in (3000, 2048, 1000, 1):
+            for descending in (False, True):
+                row = x[:, :n]
+                got, want = row.to("cuda").sort(1, descending=descending), row.sort(1, descending=descending)
+                same(got.values, want.values)
+                same(got.indices, want.indices)
+
+    @pytest.mark.parametrize("m,n,k", [(1, 1, 1), (127, 65, 33), (128, 128, 128), (300, 260, 68), (2, 3, 5)])
+    def test_every_sgemm_tier_matches_cublas(self, gpu, m, n, k):
+        """Each tier of the ladder on sizes that are not multiples of its tiles, with a batch
+        of two, against cuBLAS (CuPy's matmul) and a float64 product on the host."""
+        import cupy
+        ladder = importlib.import_module(gpu.__name__ + ".cuda.ladder")
+        rng = np.random.default_rng(14)
+        a = rng.standard_normal((2, m, k)).astype(np.float32)
+        b = rng.standard_normal((2, k, n)).astype(np.float32)
+        da, db = cupy.asarray(a), cupy.asarray(b)
+        want = a.astype(np.float64) @ b.astype(np.float64)
+        np.testing.assert_allclose(cupy.asnumpy(ladder.cublas(da, db)), want, rtol=1e-4, atol=1e-4)
+        for tier in ladder.TIERS:
+            if not ladder.fits(tier, m, n, k, da, db):
+                assert ladder.TIERS[tier].vector and (k % 4 or n % 4)
+                with pytest.raises(ValueError, match="multiples of 4"):
+                    ladder.sgemm(tier, da, db)
+                continue
+            got = cupy.asnumpy(ladder.sgemm(tier, da, db))
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=tier)
+
+    def test_matmul_engine_takes_any_float32_shape(self, gpu, same):
+        """float32 products run the ladder's best tier, or the general tier where K or N is not
+        a multiple of 4; every other dtype the strided kernel."""
+        rng = np.random.default_rng(15)
+        for shape_a, shape_b in (((5, 7), (7, 9)), ((3, 64, 32), (3, 32, 16)), ((130, 8), (8, 132))):
+            a = gpu.from_numpy(rng.standard_normal(shape_a).astype(np.float32))
+            b = gpu.from_numpy(rng.standard_normal(shape_b).astype(np.float32))
+            same(a.to("cuda") @ b.to("cuda"), a @ b, rtol=1e-5, atol=1e-5)
+            same(a.to("cuda") @ b.to("cuda").transpose(-1, -2).contiguous().transpose(-1, -2), a @ b,
+                 rtol=1e-5, atol=1e-5)
+        i = gpu.arange(12, dtype=gpu.int64).reshape(3, 4)
+        same(i.to("cuda") @ i.T.to("cuda"), i @ i.T)
+
+    def test_the_cuda_namespace_answers_for_the_gpu(self, gpu):
+        assert gpu.cuda.device_count() == 1 and gpu.cuda.current_device() == 0
+        # the usual device line: a tensor made on "cuda" reports index 0, as PyTorch's does
+        assert gpu.zeros(2, device=gpu.device("cuda" if gpu.cuda.is_available() else "cpu")).device == (
+            gpu.device("cuda", 0))
+        gpu.cuda.set_device(0)
+        assert isinstance(gpu.cuda.get_device_name(), str) and gpu.cuda.get_device_name()
+        major, minor = gpu.cuda.get_device_capability()
+        assert major >= 3
+        x = gpu.ones(1 << 20, device="cuda")
+        gpu.cuda.synchronize()
+        assert gpu.cuda.memory_allocated() >= x.numel() * 4
+        free, total = gpu.cuda.mem_get_info()
+        assert 0 < free <= total
+        del x
+        gpu.cuda.empty_cache()
+        with pytest.raises(RuntimeError, match="'cuda:1' does not exist"):
+            gpu.zeros(1, device="cuda:1")
+
+    def test_the_cuda_ladder_command_checks_and_times_every_tier(self, tmp_path):
+        """``stagegrad cuda-ladder``: without a GPU it says why; with one, every tier agrees
+        with cuBLAS and has a positive time, and each fraction of cuBLAS is the ratio of the
+        times."""
+        r = subprocess.run([sys.executable, "-m", "stagegrad", "cuda-ladder", "--sizes", "64,100",
+                            "--budget", "0.2", "--out", str(tmp_path)],
+                           cwd=REPO, capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stderr[-3000:]
+        report = json.loads((tmp_path / "cuda_ladder.json").read_text())
+        text = (tmp_path / "cuda_ladder.md").read_text()
+        if not report["available"]:
+            assert report["reason"].startswith("cuda: ") and report["reason"] in text
+            return
+        tiers = [row for row in report["rows"] if row["kind"] == "tier"]
+        assert len(tiers) == 2 * 7
+        for row in report["rows"]:
+            assert row["error"] is not None and row["error"] <= 1e-4, row
+            assert row["seconds"] > 0
+            cublas = next(p for p in report["rows"]
+                          if p["size"] == row["size"] and p["label"] == "cuBLAS (CuPy)")
+            assert row["of_cublas"] == pytest.approx(cublas["seconds"] / row["seconds"])
+        assert report["gpu"] in text

@@ -1,0 +1,23 @@
+"""The CUDA driver: the device's memory and kernels, gathered into the one ``Driver``
+every cuda buffer reaches them through (``buffer.Buffer.driver``)."""
+from ..device import device as _device
+from ..gpu.driver import Driver
+from .elementwise import ElementwiseKernels
+from .fused import FusedKernels
+from .index import IndexKernels
+from .matmul import MatmulKernels
+from .memory import Memory
+from .reduce import ReduceKernels
+
+
+class Cuda(Memory, ElementwiseKernels, ReduceKernels, IndexKernels, FusedKernels, MatmulKernels, Driver):
+    """CUDA kernels compiled by NVRTC through CuPy; a kernel takes a pointer, so it can start
+    at a view's offset."""
+
+    name = "cuda"
+    device = _device("cuda", 0)
+    offsets = True
+    # the softmaxes are written for float64 too; other dtypes take the composite
+    fused_dtypes = {"softmax": ("float32", "float64"), "log_softmax": ("float32", "float64")}
+    dlpack_refusal = ("__dlpack__: sharing a cuda tensor through DLPack is not implemented: the cuda "
+                      "device lacks dlpack (t.cpu() copies it to the host)")

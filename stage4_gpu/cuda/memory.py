@@ -1,0 +1,58 @@
+"""Tensors' memory on the CUDA device: a ``Storage`` owns one CuPy array (memory from
+CuPy's caching pool, back to it when the array dies), shared by every view of it;
+``Memory`` is the driver's part that allocates, uploads and downloads
+(``gpu/driver.py``).
+
+Element types: bool (one byte, as on the host), int32, int64, float32 and float64, each
+the C type ``kernels.CTYPE`` names: unlike WGSL, CUDA has 64-bit floats, so float64
+tensors live on this device. NumPy is the transfer format, never the engine.
+"""
+from ..capabilities import CapabilityError
+from .kernels import CTYPE
+from .runtime import runtime
+
+
+class Storage:
+    """One CuPy array, shared by every view of it. ``version`` counts in-place writes, as on
+    the host."""
+    __slots__ = ("array", "version", "__weakref__")
+
+    def __init__(self, array):
+        self.array = array
+        self.version = 0
+
+
+def _numpy(dtype):
+    """The NumPy dtype of ``dtype``'s elements (CuPy arrays are typed by it)."""
+    return runtime().np.dtype(dtype.name)
+
+
+class Memory:
+    """The CUDA driver's memory hooks (see ``gpu.driver.Driver``)."""
+
+    def check_dtype(self, dtype, op):
+        """Refuse a dtype the device cannot hold, naming it."""
+        if dtype.name not in CTYPE:
+            raise CapabilityError(f"{op}: {dtype.name} tensors are not supported on the cuda device (the "
+                                  f"cuda device lacks {dtype.name}: its LACKS names it)")
+
+    def itemsize(self, dtype):
+        """Bytes per element: the host's."""
+        return dtype.itemsize
+
+    def allocate(self, n, dtype):
+        """A storage for ``n`` elements, from CuPy's pool."""
+        return Storage(runtime().alloc(n, _numpy(dtype)))
+
+    def upload(self, raw, dtype):
+        """A storage holding ``raw``, copied on the runtime's stream."""
+        rt = runtime()
+        return Storage(rt.upload(rt.np.frombuffer(raw, dtype=_numpy(dtype)), _numpy(dtype)))
+
+    def download(self, x):
+        """The elements of the contiguous view x, as a NumPy array."""
+        return runtime().download(x.storage.array, x.offset, x.numel)
+
+    def data_ptr(self, x):
+        """The element's device address (CuPy's pointer into the pool), as PyTorch's data_ptr."""
+        return x.array.data.ptr + x.offset * x.dtype.itemsize

@@ -1,0 +1,20 @@
+"""The primitive set of a device (stage 0's contract, ``stage0_python/backend.py``) over
+device buffers. ``../backend.py`` routes a primitive here when its buffers live on a
+device; each primitive reaches its operands' driver through them. Creation primitives
+are the host's: the frontend moves what they make (``Buffer.upload``)."""
+from ..capabilities import CapabilityError
+from .elementwise import binary, cast, unary, where  # noqa: F401
+from .fused import (  # noqa: F401
+    adam_step, cross_entropy, cross_entropy_backward, layer_norm, layer_norm_backward, log_softmax,
+    rmsprop_step, sgd_step, softmax, softmax_backward)
+from .index import fold, gather, put, scan, scatter_add, sort, take, unfold  # noqa: F401
+from .matmul import matmul  # noqa: F401
+from .movement import (  # noqa: F401
+    alias, assign, cat, contiguous, copy, data_ptr, diagonal, expand, is_contiguous, permute,
+    reshape, set_data, shares_storage, slice, storage_id, storage_offset, strides, windows)
+from .reduce import arg_reduce, reduce  # noqa: F401
+
+
+def to_dlpack(x, versioned=False):
+    """Refused, with the driver's reason: no device here shares its memory through DLPack."""
+    raise CapabilityError(x.driver.dlpack_refusal)

@@ -1,0 +1,155 @@
+"""``Driver``: what a device supplies to the shared layer. A driver knows its runtime (how
+to allocate, copy, launch and wait) and its kernel language (how a kernel is named,
+filled in or instantiated, and launched); it decides nothing a primitive decides.
+
+Every hook gets buffers the shared layer has allocated and checked, and the int
+parameters it has laid out (sizes, strides, offsets, in the order the kernel's file
+documents); it launches one kernel, or queues nothing where there is nothing to do.
+"""
+
+
+class Driver:
+    """The hooks a device's driver implements (``webgpu/driver.py``, ``cuda/driver.py``).
+
+    Attributes: ``name`` (the device type), ``device`` (its ``device`` object), ``offsets``
+    (whether a kernel can take a buffer from a view's offset: CUDA passes a pointer, WebGPU
+    binds whole buffers), ``has_sgemm`` (a dense float32 matmul engine), ``fused_dtypes``
+    (the dtypes a fused kernel is written for, by name; float32 where unnamed) and
+    ``dlpack_refusal`` (why ``__dlpack__`` is refused)."""
+
+    name = None
+    device = None
+    offsets = False
+    has_sgemm = False
+    fused_dtypes = {}
+    dlpack_refusal = None
+
+    def _missing(self):
+        raise NotImplementedError(f"the {self.name} driver lacks this hook")
+
+    # ---------------------------------------------------------------- memory
+
+    def check_dtype(self, dtype, op):
+        """Refuse (CapabilityError naming ``op``) a dtype the device cannot hold."""
+        self._missing()
+
+    def itemsize(self, dtype):
+        """Bytes per element of ``dtype`` on the device."""
+        self._missing()
+
+    def allocate(self, n, dtype):
+        """A new storage for ``n`` elements of ``dtype`` (contents undefined)."""
+        self._missing()
+
+    def upload(self, raw, dtype):
+        """A new storage holding ``raw``: the elements' bytes in the host's layout."""
+        self._missing()
+
+    def download(self, x):
+        """The elements of the contiguous view ``x`` as a host array (``tolist``,
+        ``tobytes``): the host waits for the device here."""
+        self._missing()
+
+    def data_ptr(self, x):
+        """The number ``data_ptr()`` reports for the view ``x``."""
+        self._missing()
+
+    # ---------------------------------------------------------------- elementwise
+
+    def has_op(self, op, dtype, arity):
+        """Whether the elementwise kernels compute ``op`` (of ``arity`` operands) on ``dtype``."""
+        self._missing()
+
+    def elementwise(self, op, out, inputs, params):
+        """``out = op(*inputs)``: a unary or binary op name, ``"where"`` (cond, a, b), or None
+        for a copy converting to out's dtype. ``params``: ``elementwise.layout_params``."""
+        self._missing()
+
+    def fill(self, out, value):
+        """Set every element of the view ``out`` to the Python number ``value``."""
+        self._missing()
+
+    # ---------------------------------------------------------------- reductions
+
+    def reduce(self, op, out, x, params):
+        """``op`` (sum prod max min any all) of x into ``out``, one output element per
+        kept position; ``params``: ``reduce.axes_layout``."""
+        self._missing()
+
+    def arg_reduce(self, op, out, x, params):
+        """``argmax`` or ``argmin`` of x into the int64 ``out``; ``params`` as ``reduce``."""
+        self._missing()
+
+    # ---------------------------------------------------------------- indexing
+
+    def gather(self, out, x, index, params):
+        """``out[i] = x[..., index[i], ...]`` along an axis (take: flat, axis -1)."""
+        self._missing()
+
+    def scatter_add(self, out, index, src, params):
+        """``out`` = zeros with ``src`` added at ``index`` (as a gather: no atomics)."""
+        self._missing()
+
+    def put(self, dst, index, src, accumulate, params):
+        """``dst.flat[index[i]] = src[i]``, or combined by ``accumulate`` (False, True,
+        "sum", "prod", "amax", "amin"), in order."""
+        self._missing()
+
+    def unfold(self, out, x, params):
+        """im2col of x into ``out`` (N, C*K, L)."""
+        self._missing()
+
+    def fold(self, out, cols, params):
+        """col2im of ``cols`` into ``out`` (N, C, *spatial), summing overlaps."""
+        self._missing()
+
+    def sort(self, vals, order, x, axis, descending):
+        """Stable sort of x along ``axis`` (NaN largest) into ``vals`` and int64 ``order``."""
+        self._missing()
+
+    def scan(self, op, vals, order, x, params, rows):
+        """The running ``op`` (sum prod logsumexp max min) along each of ``rows`` rows;
+        ``order`` gets the positions for max and min. ``params``: ``index.rows_params``."""
+        self._missing()
+
+    # ---------------------------------------------------------------- fused kernels
+
+    def rows(self, mode, out, x, y, rows, cols):
+        """The softmax kernel over ``rows`` contiguous rows of ``cols``: ``mode`` is
+        ``softmax``, ``log_softmax`` (of x) or ``softmax_backward``,
+        ``log_softmax_backward`` (gradient x, output y)."""
+        self._missing()
+
+    def cross_entropy(self, loss, wrow, probs, x, target, weight, ignore_index, label_smoothing):
+        """Each row's loss, its weight in a mean, and the probabilities, in one launch."""
+        self._missing()
+
+    def cross_entropy_backward(self, gx, probs, target, weight, scale, wsum, ignore_index,
+                               label_smoothing):
+        """The logits' gradient, each row's scaled by ``scale``; ``wsum``: the weights' sum."""
+        self._missing()
+
+    def optimizer_step(self, rule, param, grad, states, hyper, flags):
+        """One step of ``rule`` (adam, sgd, rmsprop) on one parameter, in place: ``states``
+        the rule's state buffers (None where absent), ``hyper`` its float32 constants,
+        ``flags`` its choices (a dict of ints, in the order the kernel takes them)."""
+        self._missing()
+
+    def layer_norm(self, y, mean, rstd, x, w, b, rows, cols, eps):
+        """Normalise each of ``rows`` rows of ``cols``: y, and each row's mean and 1/std."""
+        self._missing()
+
+    def layer_norm_backward(self, gx, mean, rstd, x, g, w, rows, cols):
+        """The input's gradient of ``layer_norm``, one row per launch group."""
+        self._missing()
+
+    # ---------------------------------------------------------------- products
+
+    def matmul(self, out, a, b, sizes, layout):
+        """The strided batched product: ``sizes`` (n, k, m, count), ``layout`` each
+        operand's offset, batch stride, row and column strides."""
+        self._missing()
+
+    def sgemm(self, out, a, b, sizes):
+        """The dense float32 engine (where ``has_sgemm``): contiguous a and b."""
+        self._missing()

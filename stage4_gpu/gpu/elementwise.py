@@ -1,0 +1,128 @@
+"""Elementwise primitives on a device: ``unary``, ``binary``, ``where``, ``cast``, and the
+strided copy under every movement primitive, each one launch of the driver's elementwise
+kernel. Every operand is read through its own strides (a broadcast dimension has stride
+0), so no operand is copied first: ``run`` lays out the launch, the output's shape with
+its dimensions merged where they are contiguous in every operand, then each operand's
+offset and strides.
+
+The host checks what the CPU stages refuse before the kernel could compute it wrongly:
+an integer division by zero, an integer to a negative power, a NaN or infinity made an
+integer. Each check reads one number back, so the host waits there.
+"""
+from stage0_python.backend import BOOL_RESULT, broadcast_shapes
+
+from ..capabilities import CapabilityError
+from ..dtypes import bool_
+from ..strided import alias
+from .reduce import reduce
+
+# the integer ops whose divisor the host checks first
+INT_DIVISIONS = ("floordiv", "remainder", "fmod")
+
+
+def layout_params(shape, views):
+    """The kernel's parameters for output ``shape`` and ``views`` (offset, strides) of the
+    output and each input, with size-1 dims dropped and dims contiguous in every operand
+    merged: [n, ndim, sizes..., then per operand: offset, strides...]; and n."""
+    dims = []
+    for d, n in enumerate(shape):
+        if n == 1:
+            continue
+        sts = [v[1][d] for v in views]
+        if dims and all(ps == s * n for ps, s in zip(dims[-1][1], sts)):
+            dims[-1] = (dims[-1][0] * n, sts)
+        else:
+            dims.append((n, sts))
+    n = 1
+    for s in shape:
+        n *= s
+    params = [n, len(dims)] + [size for size, _ in dims]
+    for k, (offset, _) in enumerate(views):
+        params.append(offset)
+        params.extend(sts[k] for _, sts in dims)
+    return params, n
+
+
+def strides_to(x, shape):
+    """x's strides read at ``shape`` (broadcast dims stride 0)."""
+    pad = len(shape) - len(x.shape)
+    return tuple(0 if d < pad or x.shape[d - pad] == 1 and shape[d] != 1 else x.strides[d - pad]
+                 for d in range(len(shape)))
+
+
+def run(op, out, inputs):
+    """Write ``op`` over ``inputs`` (broadcast to ``out.shape``) into the view ``out`` (see
+    ``Driver.elementwise`` for ``op``). An input sharing out's storage is copied first: the
+    kernel would read what it has already written."""
+    inputs = [x if x.storage is not out.storage else convert(x, x.dtype) for x in inputs]
+    views = [(out.offset, out.strides)] + [(x.offset, strides_to(x, out.shape)) for x in inputs]
+    params, n = layout_params(out.shape, views)
+    if n:
+        out.driver.elementwise(op, out, inputs, params)
+    return out
+
+
+def convert(x, dtype):
+    """A new contiguous buffer holding x's elements in ``dtype`` (no check: see ``cast``)."""
+    return run(None, type(x).empty(x.shape, dtype), [x])
+
+
+def copy_into(dst, src):
+    """Write ``src`` (broadcast, and converted to dst's dtype) into the view ``dst``."""
+    run(None, dst, [src])
+    dst.storage.version += 1
+
+
+# ---------------------------------------------------------------- the primitives
+
+def _refuse_missing(op, dtype, arity, driver):
+    if not driver.has_op(op, dtype, arity):
+        raise CapabilityError(f"{op}: no {driver.name} kernel for {dtype.name} tensors")
+
+
+def _is_int(dtype):
+    return not dtype.is_floating_point and dtype is not bool_
+
+
+def _reduced(op, x):
+    """``op`` (any, all, min) over every element of x, as a Python value (the host waits)."""
+    return reduce(op, x, range(len(x.shape)), False).item()
+
+
+def cast(x, dtype):
+    """x in ``dtype``: itself (a new view) when it holds it already. A float with no
+    integer value (NaN, inf) cannot be made an integer: refused, as on the CPU."""
+    if dtype is x.dtype:
+        return alias(x)
+    x.driver.check_dtype(dtype, "to")
+    if x.dtype.is_floating_point and _is_int(dtype) and x.numel and not _reduced("all", unary("isfinite", x)):
+        raise ValueError("cannot convert a float tensor holding nan or inf to an integer dtype")
+    return convert(x, dtype)
+
+
+def unary(op, x, dtype=None):
+    """``op`` of each element (a bool result for the predicates), in ``dtype`` when given."""
+    _refuse_missing(op, x.dtype, 1, x.driver)
+    natural = bool_ if op in BOOL_RESULT else x.dtype
+    out = run(op, type(x).empty(x.shape, natural), [x])
+    return out if dtype is None or dtype is natural else cast(out, dtype)
+
+
+def binary(op, a, b, dtype):
+    """``op`` over broadcast a and b, computed in ``dtype`` (comparisons return bool)."""
+    _refuse_missing(op, dtype, 2, a.driver)
+    a, b = (x if x.dtype is dtype else cast(x, dtype) for x in (a, b))
+    if op in INT_DIVISIONS and _is_int(dtype) and _reduced("any", unary("logical_not", b)):
+        raise ZeroDivisionError(f"{op}: integer division by zero")
+    if op == "pow" and _is_int(dtype) and b.numel and _reduced("min", b) < 0:
+        raise ValueError("pow: integers to negative integer powers are not allowed")
+    out_dtype = bool_ if op in BOOL_RESULT else dtype
+    return run(op, type(a).empty(broadcast_shapes(a.shape, b.shape), out_dtype), [a, b])
+
+
+def where(cond, a, b):
+    """``a`` where ``cond`` holds, else ``b``, broadcast; in a's dtype."""
+    shape = broadcast_shapes(cond.shape, a.shape, b.shape)
+    cond = cond if cond.dtype is bool_ else cast(cond, bool_)
+    b = b if b.dtype is a.dtype else cast(b, a.dtype)
+    return run("where", type(a).empty(shape, a.dtype), [cond, a, b])
