@@ -34,7 +34,7 @@ EXPECTED = {
     "stage2_cython": _STAGE2,
     "stage3_simd": _STAGE3,
     # stage 4 runs stage 0's Python frontend: its buffers are not the compiled one's
-    "stage4_gpu": {**_STAGE3, **dict.fromkeys(("backend", "device", "strided", "cuda", "webgpu"), "stage4_gpu"),
+    "stage4_gpu": {**_STAGE3, **dict.fromkeys(("backend", "device", "strided", "cuda", "gpu", "webgpu"), "stage4_gpu"),
                    **dict.fromkeys(FRONTEND, "stage0_python")},
 }
 

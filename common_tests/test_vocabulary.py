@@ -91,3 +91,16 @@ def test_bool_results_are_bool_on_every_stage(sg):
     for name, op in V.BINARY.items():
         if op.returns_bool:
             assert sg.backend.binary(name, x._data, x._data, V.float32).dtype is V.bool_, name
+
+
+@pytest.mark.parametrize("driver", ["webgpu", "cuda"])
+def test_each_gpu_drivers_kernel_tables_name_only_vocabulary_ops(driver):
+    """Both GPU devices' elementwise tables (WGSL expressions, CUDA functors) use the
+    vocabulary's op names; which ops give bool is the vocabulary's, not the kernels'."""
+    import importlib
+    pytest.importorskip("stage4_gpu")
+    tables = importlib.import_module(f"stage4_gpu.{driver}.elementwise").TABLES
+    for (kind, arity), table in tables.items():
+        known = V.UNARY if arity == 1 else V.BINARY
+        assert set(table) <= set(known), (kind, arity, set(table) - set(known))
+    assert {op for (_, arity), table in tables.items() if arity == 2 for op in table} >= set(V.COMPARISONS)

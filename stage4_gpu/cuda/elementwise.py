@@ -3,7 +3,7 @@ and the strided copy, all instantiations of ``kernels/elementwise.cu``'s templat
 element types and the operation (a struct of ``kernels/math.cuh``) are template
 arguments, named here per kind of element type.
 """
-from stage0_python.backend import BOOL_RESULT
+from stage0_python.vocabulary import BOOL_RESULT
 
 from ..dtypes import bool_
 from .kernels import CTYPE
@@ -38,9 +38,10 @@ _INT_BINARY = dict(_COMPARE, add="Add", sub="Sub", mul="Mul", pow="Pow", maximum
 _BOOL_BINARY = dict(_COMPARE, add="Add", mul="Mul", maximum="Maximum", minimum="Minimum",
                     bitwise_and="BitwiseAnd", bitwise_or="BitwiseOr", bitwise_xor="BitwiseXor")
 
-# each kind's dtypes, and its tables by arity
+# each kind's dtypes, and its tables by arity, named by the vocabulary's op names
+# (common_tests/test_vocabulary.py checks them)
 _KINDS = {"float": ("float32", "float64"), "int": ("int32", "int64"), "bool": ("bool",)}
-_TABLES = {("float", 1): _FLOAT_UNARY, ("int", 1): _INT_UNARY, ("bool", 1): _BOOL_UNARY,
+TABLES = {("float", 1): _FLOAT_UNARY, ("int", 1): _INT_UNARY, ("bool", 1): _BOOL_UNARY,
            ("float", 2): _FLOAT_BINARY, ("int", 2): _INT_BINARY, ("bool", 2): _BOOL_BINARY}
 
 
@@ -53,7 +54,7 @@ def _kind(dtype):
 
 def operation(op, dtype, arity):
     """The struct of math.cuh that computes ``op`` on ``dtype`` (None where there is none)."""
-    return _TABLES[_kind(dtype), arity].get(op)
+    return TABLES[_kind(dtype), arity].get(op)
 
 
 class ElementwiseKernels:
@@ -90,7 +91,7 @@ class ElementwiseKernels:
 def instances():
     """Every elementwise instantiation this module can launch."""
     out = []
-    for (k, arity), table in _TABLES.items():
+    for (k, arity), table in TABLES.items():
         for name in _KINDS[k]:
             t = CTYPE[name]
             for op, struct in table.items():

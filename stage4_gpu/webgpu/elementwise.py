@@ -7,7 +7,7 @@ Each op is a WGSL expression over the loaded operands ``v1``, ``v2`` (``v3`` for
 ``T``) and bool (``u32`` words holding 0 or 1). The float functions WGSL lacks or leaves
 undefined at NaN and infinity are in ``kernels/math.wgsl``.
 """
-from stage0_python.backend import BOOL_RESULT
+from stage0_python.vocabulary import BOOL_RESULT
 
 from ..dtypes import bool_
 from .kernels import MATH, MATH_SETUP, WGSL, groups, launch, read
@@ -123,11 +123,15 @@ def cast_expr(expr, src, dst):
     return f"{WGSL[dst.name][0]}({expr})"
 
 
+# each operand kind's expressions by arity, named by the vocabulary's op names
+# (common_tests/test_vocabulary.py checks them)
+TABLES = {("float", 1): _FLOAT_UNARY, ("int", 1): _INT_UNARY, ("bool", 1): _BOOL_UNARY,
+          ("float", 2): _FLOAT_BINARY, ("int", 2): _INT_BINARY, ("bool", 2): _BOOL_BINARY}
+
+
 def expression(op, dtype, arity):
     """The WGSL expression of ``op`` on operands of ``dtype``, or None where there is none."""
-    table = {("float", 1): _FLOAT_UNARY, ("int", 1): _INT_UNARY, ("bool", 1): _BOOL_UNARY,
-             ("float", 2): _FLOAT_BINARY, ("int", 2): _INT_BINARY, ("bool", 2): _BOOL_BINARY}
-    expr = table[_kind(dtype), arity].get(op)
+    expr = TABLES[_kind(dtype), arity].get(op)
     return None if expr is None else expr.replace("T(", WGSL[dtype.name][0] + "(")
 
 
