@@ -34,8 +34,8 @@ EXPECTED = {
     "stage2_cython": _STAGE2,
     "stage3_simd": _STAGE3,
     # stage 4 runs stage 0's Python frontend: its buffers are not the compiled one's
-    "stage4_gpu": {**_STAGE3, **dict.fromkeys(("backend", "device", "strided", "cuda", "gpu", "webgpu"), "stage4_gpu"),
-                   **dict.fromkeys(FRONTEND, "stage0_python")},
+    "stage4_gpu": {**_STAGE3, **dict.fromkeys(FRONTEND, "stage0_python"),
+                   **dict.fromkeys(("backend", "device", "strided", "cuda", "gpu", "webgpu"), "stage4_gpu")},
 }
 
 

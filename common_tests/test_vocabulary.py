@@ -32,15 +32,16 @@ def test_each_buffer_carries_its_dtypes_code(sg):
 
 def test_the_cython_typedef_file_has_the_vocabularys_codes():
     text = (ROOT / "stage2_cython" / "_types.pxd").read_text(encoding="utf-8")
-    enum = dict(re.findall(r"^\s+([A-Z0-9]+) = (\d+)$", text.split("cdef enum DTypeCode:")[1].split("cdef enum")[0],
-                           re.M))
+    block = text.split("cdef enum DTypeCode:")[1].split("cdef enum")[0]
+    enum = dict(re.findall(r"^\s+([A-Z0-9]+) = (\d+)$", block, re.M))
     assert {name: int(code) for name, code in enum.items()} == {
         d.name.upper(): d.code for d in V.DTYPES if d.code is not None}
 
 
 def test_the_templates_see_the_vocabularys_dtypes():
     import importlib.util
-    spec = importlib.util.spec_from_file_location("template_names", ROOT / "stage2_cython" / "template_names.py")
+    path = ROOT / "stage2_cython" / "template_names.py"
+    spec = importlib.util.spec_from_file_location("template_names", path)
     names = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(names)
     assert [code for code, _ in names.ALL] == ["BOOL", "INT32", "INT64", "FLOAT32", "FLOAT64"]

@@ -41,7 +41,6 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, nd, name):
             extra = [t - 2 * (t // 2) for t in total]  # odd totals pad one more on the right
             if any(extra):
                 x = pad(x, [v for e in reversed(extra) for v in (0, e)])
-                size = list(x.shape[2:])
         else:
             raise ValueError(f"{name}: padding must be 'valid', 'same', an int or a tuple, got {padding!r}")
     else:
