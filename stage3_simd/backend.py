@@ -69,7 +69,7 @@ def gemm_for(n, k, m):
 # Movement, indexing and copies move the 2-byte words themselves and need none of this.
 # The fused optimizer steps refuse 2-byte parameters (``_fits``); their composite runs.
 
-_HALF_NAMES = ("float16", "bfloat16")
+_HALF_NAMES = dtypes.HALF_NAMES
 
 
 def _widened(fn, at=0, dtype_at=None):
