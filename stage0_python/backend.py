@@ -68,6 +68,8 @@ FUSED_KERNELS = {  # the name in FUSED -> the functions it brings
     "cross_entropy": ("cross_entropy", "cross_entropy_backward"), "linear": ("linear", "linear_backward"),
     "layer_norm": ("layer_norm", "layer_norm_backward"), "adam": ("adam_step",), "sgd": ("sgd_step",),
     "rmsprop": ("rmsprop_step",),
+    "conv2d": ("conv2d", "conv2d_backward"), "max_pool2d": ("max_pool2d", "max_pool2d_backward"),
+    "avg_pool2d": ("avg_pool2d", "avg_pool2d_backward"), "batch_norm": ("batch_norm", "batch_norm_backward"),
 }
 
 FUSED = frozenset()

@@ -56,6 +56,14 @@ cdef extern from "csrc/kernels.h" nogil:
     ctypedef struct sg3_rmsprop:
         double lr, weight_decay, alpha, eps, momentum, lerp_w, lerp_w1
         int maximize
+    ctypedef struct sg3_conv:
+        int64_t n, c, h, w, o, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw
+    ctypedef struct sg3_pool:
+        int64_t planes, h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, out_channels
+    ctypedef struct sg3_batch_norm:
+        int64_t n, c, s
+        double momentum, eps
+        int training, relu
     ctypedef struct sg3_table:
         const char* isa
         int vector_bytes
@@ -100,6 +108,32 @@ cdef extern from "csrc/kernels.h" nogil:
                    const unsigned char* first, const sg3_sgd* h, int nthreads) noexcept nogil
         int (*rmsprop)(int dtype, int count, char** p, char** g, char** sq, char** gavg, char** buf,
                        const int64_t* n, const sg3_rmsprop* h, int nthreads) noexcept nogil
+        int (*conv2d)(int dtype, const sg3_conv* q, char* y, const char* x, const char* w, const char* bias,
+                      int nthreads) noexcept nogil
+        int (*conv2d_backward_input)(int dtype, const sg3_conv* q, char* gx, const char* g, const char* w,
+                                     int nthreads) noexcept nogil
+        int (*conv2d_backward_weight)(int dtype, const sg3_conv* q, char* gw, const char* g, const char* x,
+                                      int nthreads) noexcept nogil
+        int (*depthwise)(int dtype, const sg3_pool* q, int64_t mult, char* y, const char* x, const char* w,
+                         const char* bias, int nthreads) noexcept nogil
+        int (*depthwise_backward_input)(int dtype, const sg3_pool* q, int64_t mult, char* gx, const char* g,
+                                        const char* w, int nthreads) noexcept nogil
+        int (*depthwise_backward_weight)(int dtype, const sg3_pool* q, int64_t mult, char* gw, const char* g,
+                                         const char* x, int nthreads) noexcept nogil
+        int (*max_pool2d)(int dtype, const sg3_pool* q, char* y, int64_t* index, const char* x,
+                          int nthreads) noexcept nogil
+        int (*max_pool2d_backward)(int dtype, const sg3_pool* q, char* gx, const char* g, const int64_t* index,
+                                   int nthreads) noexcept nogil
+        int (*avg_pool2d)(int dtype, const sg3_pool* q, char* y, const char* x, int include_pad, double divisor,
+                          int nthreads) noexcept nogil
+        int (*avg_pool2d_backward)(int dtype, const sg3_pool* q, char* gx, const char* g, int include_pad,
+                                   double divisor, int nthreads) noexcept nogil
+        int (*batch_norm)(int dtype, const sg3_batch_norm* q, char* y, char* mean, char* rstd, const char* x,
+                          const char* w, const char* b, char* running_mean, char* running_var,
+                          int nthreads) noexcept nogil
+        int (*batch_norm_backward)(int dtype, const sg3_batch_norm* q, char* gx, char* gw, char* gb,
+                                   const char* g, const char* x, const char* y, const char* mean,
+                                   const char* rstd, const char* w, int nthreads) noexcept nogil
 
 cdef extern from "csrc/cpu.h" nogil:
     ctypedef struct sg3_cpu:
@@ -816,3 +850,7 @@ def rmsprop_step(int code, list params, list grads, list square_avgs, list grad_
 def _doubles(values):
     from array import array
     return array("d", values) if values else array("d", [0.0])
+
+
+# convolution, pooling and batch norm on images: see _kernels_images.pxi
+include "_kernels_images.pxi"

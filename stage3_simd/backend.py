@@ -11,8 +11,10 @@ What stage 3 rewrites:
 - float16 and bfloat16: stored in 2 bytes, computed in float32 (see the last section);
 - ``matmul``: OpenBLAS or our own GEMM (``GEMMS``; ``sg.backends.gemm`` chooses, and by
   default each product goes to the faster for its shape), batched on one thread with each
-  product threaded; convolution and pooling reach them through
-  ``unfold`` and the reductions.
+  product threaded;
+- fused kernels (``FUSED``): softmax, cross-entropy, linear, layer norm, the optimizer steps,
+  and on images convolution (an implicit GEMM on our GEMM, and a depthwise kernel), pooling and
+  batch norm, which read the image directly instead of unfolding it.
 
 ``Backend`` subclasses stage 2's (``stage2_cython/backend.py``) and replaces what stage 3
 rewrites; what it does not replace is stage 2's, and a stage 2 primitive that calls
@@ -127,7 +129,7 @@ class Backend(_S2):
     # data (see csrc/fused.hpp); the frontend uses one where its name is in FUSED and its
     # operands fit (float32 or float64, one dtype), and the composite otherwise.
     FUSED = frozenset({"softmax", "log_softmax", "cross_entropy", "linear", "layer_norm", "adam", "sgd",
-                       "rmsprop"})
+                       "rmsprop", "conv2d", "max_pool2d", "avg_pool2d", "batch_norm"})
     GEMMS = GEMMS
     get_gemm, set_gemm = staticmethod(get_gemm), staticmethod(set_gemm)
     set_num_threads, get_num_threads = staticmethod(K.set_num_threads), staticmethod(K.get_num_threads)
@@ -290,6 +292,57 @@ class Backend(_S2):
         gw = None if gw is None else self.reshape(self.cast(gw, x.dtype), shape)
         gb = None if gb is None else self.reshape(self.cast(gb, x.dtype), shape)
         return gx, gw, gb
+
+    # ------------------------------------------------------------ images (csrc/conv.hpp, pool.hpp,
+    # batch_norm.hpp): NCHW, made contiguous; a window is (kh, kw, sh, sw, ph, pw, dh, dw)
+
+    @_widened
+    def conv2d(self, x, w, b, window, out, groups):
+        """The convolution of x (N, C, H, W) by w (O, C/groups, kh, kw) (+ b), groups 1 or C."""
+        c = self.contiguous
+        kernel = K.conv2d if groups == 1 else K.depthwise
+        return kernel(c(x), c(w), None if b is None else c(b), window, out)
+
+    @_widened
+    def conv2d_backward(self, g, x, w, window, groups, need_x, need_w, need_b):
+        """(grad x, grad w, grad b) of ``conv2d``, each None unless asked for."""
+        g, gx, gw = self.contiguous(g), None, None
+        if need_x or need_w:
+            kernel = K.conv2d_backward if groups == 1 else K.depthwise_backward
+            gx, gw = kernel(g, self.contiguous(x), self.contiguous(w), window, need_x, need_w)
+        return gx, gw, self.reduce("sum", g, (0, 2, 3), False) if need_b else None
+
+    @_widened
+    def max_pool2d(self, x, window, out):
+        """(maxima, int64 flat positions h * W + w) of each window over the last two dims."""
+        return K.max_pool2d(self.contiguous(x), window, out, int64)
+
+    @_widened
+    def max_pool2d_backward(self, g, index, x_shape, window):
+        return K.max_pool2d_backward(self.contiguous(g), index, x_shape, window)
+
+    @_widened
+    def avg_pool2d(self, x, window, out, include_pad, divisor):
+        """Each window's average (``divisor`` (not 0) replaces PyTorch's counts)."""
+        return K.avg_pool2d(self.contiguous(x), window, out, include_pad, divisor)
+
+    @_widened
+    def avg_pool2d_backward(self, g, x_shape, window, include_pad, divisor):
+        return K.avg_pool2d_backward(self.contiguous(g), x_shape, window, include_pad, divisor)
+
+    def batch_norm(self, x, w, b, running_mean, running_var, training, momentum, eps, relu):
+        """(y, mean, 1/std) per channel of (N, C, ...), float32 or float64 alone (the running
+        statistics are updated in place, which a widened copy would lose); in training the
+        running statistics, when given, move toward the batch's."""
+        c = self.contiguous
+        w, b = (None if t is None else c(t) for t in (w, b))
+        return K.batch_norm(c(x), w, b, running_mean, running_var, training, momentum, eps, relu)
+
+    def batch_norm_backward(self, g, x, y, mean, rstd, w, training, relu, need_x, need_w, need_b):
+        """(grad x, grad weight, grad bias) of ``batch_norm``, each None unless asked for."""
+        c = self.contiguous
+        return K.batch_norm_backward(c(g), c(x), None if y is None else c(y), mean, rstd,
+                                     None if w is None else c(w), training, relu, need_x, need_w, need_b)
 
     # ------------------------------------------------------------ multi-tensor optimizer steps
     #

@@ -11,6 +11,9 @@
 //     micro-kernel: the MR x NR block of C in registers, kc rank-1 updates, C touched once.
 //   Packing (gemm_pack.hpp) reads A and B through arbitrary strides, so transposed or strided
 //   operands need no copy beforehand, and zero-pads so the kernel only ever sees full panels.
+//   B comes from a *source*, an object whose pack(kc, nc, p0, j0, dst) writes the micro-panels of
+//   B's block at (p0, j0): `strided_b` reads a matrix through strides; a convolution passes one
+//   that gathers its image patches while packing (conv.hpp), so its im2col matrix never exists.
 //   Block sizes are balanced (k = 1030 with KC = 256 becomes 5 blocks of 206, not 4 x 256 + 6).
 //
 //   Threads (OpenMP): the team shares one packed B block (each thread packs a slice of its
@@ -46,8 +49,6 @@ struct gemm_problem {
     std::int64_t m, n, k;
     const T* a;
     std::int64_t rsa, csa;
-    const T* b;
-    std::int64_t rsb, csb;
     T* c;
     std::int64_t ldc;
     bool accumulate;
@@ -86,8 +87,9 @@ std::int64_t a_block_size(const gemm_blocking_info& bl, std::int64_t m, std::int
 // 5th..3rd loops, run by thread `tid` of a team of `nt`; with nt > 1 every member of the team
 // must call this (it has barriers). `pb` is the team's shared B block, `pa` this thread's
 // A block (both in the caller's workspace).
-template <class Arch, class T>
-void gemm_loops(const gemm_problem<T>& g, const gemm_blocking_info& bl, T* pb, T* pa, int tid, int nt) {
+template <class Arch, class T, class BSource>
+void gemm_loops(const gemm_problem<T>& g, const BSource& b, const gemm_blocking_info& bl, T* pb, T* pa, int tid,
+                int nt) {
     constexpr int MR = kernel_shape<Arch, T>::mr;
     constexpr int NR = kernel_shape<Arch, T>::nv * static_cast<int>(xsimd::batch<T, Arch>::size);
 
@@ -115,8 +117,7 @@ void gemm_loops(const gemm_problem<T>& g, const gemm_blocking_info& bl, T* pb, T
             // Pack the B block; each thread packs its slice of the micro-panels.
             const std::int64_t q0 = panels * tid / nt, q1 = panels * (tid + 1) / nt;
             if (q1 > q0)
-                pack_b<Arch, T>(kc, std::min(nc, q1 * NR) - q0 * NR, g.b + pc * g.rsb + (jc + q0 * NR) * g.csb,
-                                g.rsb, g.csb, pb + q0 * NR * kc);
+                b.pack(kc, std::min(nc, q1 * NR) - q0 * NR, pc, jc + q0 * NR, pb + q0 * NR * kc);
 #ifdef _OPENMP
             if (nt > 1) {
 #pragma omp barrier
@@ -140,12 +141,21 @@ void gemm_loops(const gemm_problem<T>& g, const gemm_blocking_info& bl, T* pb, T
 
 }  // namespace detail
 
-// The GEMM with explicit blocking (gemm below uses the machine's; the ladder and tuning runs
-// pass their own). See gemm for the arguments.
+// B read through strides: element (p, j) at b[p*rs + j*cs].
 template <class Arch, class T>
-void gemm_with_blocking(const gemm_blocking_info& bl, std::int64_t m, std::int64_t n, std::int64_t k,
-                        const T* a, std::int64_t rsa, std::int64_t csa, const T* b, std::int64_t rsb,
-                        std::int64_t csb, T* c, std::int64_t ldc, bool accumulate, int nthreads) {
+struct strided_b {
+    const T* b;
+    std::int64_t rs, cs;
+    void pack(std::int64_t kc, std::int64_t nc, std::int64_t p0, std::int64_t j0, T* dst) const {
+        pack_b<Arch, T>(kc, nc, b + p0 * rs + j0 * cs, rs, cs, dst);
+    }
+};
+
+// C[m x n] = A @ B (+ C) with B from a source (see the Design note) and explicit blocking.
+template <class Arch, class T, class BSource>
+void gemm_from(const gemm_blocking_info& bl, std::int64_t m, std::int64_t n, std::int64_t k, const T* a,
+               std::int64_t rsa, std::int64_t csa, const BSource& b, T* c, std::int64_t ldc, bool accumulate,
+               int nthreads) {
     constexpr int MR = kernel_shape<Arch, T>::mr;
     constexpr int NR = kernel_shape<Arch, T>::nv * static_cast<int>(xsimd::batch<T, Arch>::size);
     if (m <= 0 || n <= 0) return;
@@ -155,7 +165,7 @@ void gemm_with_blocking(const gemm_blocking_info& bl, std::int64_t m, std::int64
                 for (std::int64_t j = 0; j < n; ++j) c[i * ldc + j] = T(0);
         return;
     }
-    const detail::gemm_problem<T> g{m, n, k, a, rsa, csa, b, rsb, csb, c, ldc, accumulate};
+    const detail::gemm_problem<T> g{m, n, k, a, rsa, csa, c, ldc, accumulate};
 
     // Threads: never nested, never more than the cores, and not for products too small to
     // repay waking a team (a few microseconds).
@@ -181,7 +191,7 @@ void gemm_with_blocking(const gemm_blocking_info& bl, std::int64_t m, std::int64
     T* work = thread_buffer<Arch, T, 0>().get(static_cast<std::size_t>(b_size + nt * a_size));
 
     if (nt == 1) {
-        detail::gemm_loops<Arch, T>(g, bl, work, work + b_size, 0, 1);
+        detail::gemm_loops<Arch, T>(g, b, bl, work, work + b_size, 0, 1);
         return;
     }
 #ifdef _OPENMP
@@ -189,9 +199,18 @@ void gemm_with_blocking(const gemm_blocking_info& bl, std::int64_t m, std::int64
     {
         // the runtime may grant fewer threads than asked: use the team's real size
         const int tid = omp_get_thread_num();
-        detail::gemm_loops<Arch, T>(g, bl, work, work + b_size + tid * a_size, tid, omp_get_num_threads());
+        detail::gemm_loops<Arch, T>(g, b, bl, work, work + b_size + tid * a_size, tid, omp_get_num_threads());
     }
 #endif
+}
+
+// The GEMM with explicit blocking (gemm below uses the machine's; the ladder and tuning runs
+// pass their own). See gemm for the arguments.
+template <class Arch, class T>
+void gemm_with_blocking(const gemm_blocking_info& bl, std::int64_t m, std::int64_t n, std::int64_t k,
+                        const T* a, std::int64_t rsa, std::int64_t csa, const T* b, std::int64_t rsb,
+                        std::int64_t csb, T* c, std::int64_t ldc, bool accumulate, int nthreads) {
+    gemm_from<Arch, T>(bl, m, n, k, a, rsa, csa, strided_b<Arch, T>{b, rsb, csb}, c, ldc, accumulate, nthreads);
 }
 
 // C[m x n] = A[m x k] @ B[k x n]  (+ C when accumulate). A element (i,p) at a[i*rsa + p*csa],

@@ -69,6 +69,24 @@ typedef struct {
     int maximize;
 } sg3_rmsprop;
 
+/* A 2-d convolution (groups 1): input (n, c, h, w), filters (o, c, kh, kw), output
+ * (n, o, oh, ow); stride, padding and dilation per axis. All operands contiguous. */
+typedef struct {
+    int64_t n, c, h, w, o, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw;
+} sg3_conv;
+/* A window over ``planes`` contiguous planes of h x w giving oh x ow (pooling; depthwise
+ * convolution, whose planes are the output's n * out_channels). */
+typedef struct {
+    int64_t planes, h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, out_channels;
+} sg3_pool;
+/* Batch norm over (n, c, s): training uses and updates the batch statistics; relu fuses a
+ * ReLU after it. */
+typedef struct {
+    int64_t n, c, s;
+    double momentum, eps;
+    int training, relu;
+} sg3_batch_norm;
+
 typedef struct {
     int nops;                               /* operands, output first */
     int ndim;
@@ -138,6 +156,38 @@ typedef struct {
                const sg3_sgd* h, int nthreads);
     int (*rmsprop)(int dtype, int count, char** p, char** g, char** sq, char** gavg, char** buf,
                    const int64_t* n, const sg3_rmsprop* h, int nthreads);
+
+    /* Convolution, pooling and batch norm on contiguous NCHW float32 or float64 (csrc/conv.hpp,
+     * pool.hpp, batch_norm.hpp). Outputs are fully written; bias, weight and running stats may be
+     * NULL. Pool indices are flat positions (h * W + w) in the input plane. */
+    int (*conv2d)(int dtype, const sg3_conv* q, char* y, const char* x, const char* w, const char* bias,
+                  int nthreads);
+    int (*conv2d_backward_input)(int dtype, const sg3_conv* q, char* gx, const char* g, const char* w,
+                                 int nthreads);
+    int (*conv2d_backward_weight)(int dtype, const sg3_conv* q, char* gw, const char* g, const char* x,
+                                  int nthreads);
+    /* groups == channels, each channel's filters ``mult`` output channels (weight (o, 1, kh, kw)) */
+    int (*depthwise)(int dtype, const sg3_pool* q, int64_t mult, char* y, const char* x, const char* w,
+                     const char* bias, int nthreads);
+    int (*depthwise_backward_input)(int dtype, const sg3_pool* q, int64_t mult, char* gx, const char* g,
+                                    const char* w, int nthreads);
+    int (*depthwise_backward_weight)(int dtype, const sg3_pool* q, int64_t mult, char* gw, const char* g,
+                                     const char* x, int nthreads);
+    int (*max_pool2d)(int dtype, const sg3_pool* q, char* y, int64_t* index, const char* x, int nthreads);
+    int (*max_pool2d_backward)(int dtype, const sg3_pool* q, char* gx, const char* g, const int64_t* index,
+                               int nthreads);
+    /* divisor != 0 overrides PyTorch's window counts (count_include_pad: include_pad) */
+    int (*avg_pool2d)(int dtype, const sg3_pool* q, char* y, const char* x, int include_pad, double divisor,
+                      int nthreads);
+    int (*avg_pool2d_backward)(int dtype, const sg3_pool* q, char* gx, const char* g, int include_pad,
+                               double divisor, int nthreads);
+    /* y, and the mean and 1/std per channel the backward reads */
+    int (*batch_norm)(int dtype, const sg3_batch_norm* q, char* y, char* mean, char* rstd, const char* x,
+                      const char* w, const char* b, char* running_mean, char* running_var, int nthreads);
+    /* gx, gw, gb each NULL when not wanted; y (the output) is read only with the fused ReLU */
+    int (*batch_norm_backward)(int dtype, const sg3_batch_norm* q, char* gx, char* gw, char* gb, const char* g,
+                               const char* x, const char* y, const char* mean, const char* rstd, const char* w,
+                               int nthreads);
 } sg3_table;
 
 #ifdef __cplusplus

@@ -9,11 +9,14 @@
 
 #include <Python.h>
 
+#include "batch_norm.hpp"
+#include "conv.hpp"
 #include "elementwise.hpp"
 #include "fused.hpp"
 #include "gemm.hpp"
 #include "gemm_ladder.hpp"
 #include "kernels.h"
+#include "pool.hpp"
 #include "reduce.hpp"
 
 namespace sg3 {
@@ -151,6 +154,76 @@ int f_rmsprop(int dtype, int count, char** p, char** g, char** sq, char** gavg, 
     })));
 }
 
+// ------------------------------------------------------------------ convolution, pooling, batch norm
+
+template <class A>
+int f_conv2d(int dtype, const sg3_conv* q, char* y, const char* x, const char* w, const char* bias, int nt) {
+    SG3_BY_DTYPE(dtype, (conv2d_forward<A, T>(*q, (T*)y, (const T*)x, (const T*)w, (const T*)bias, nt)));
+}
+
+template <class A>
+int f_conv2d_backward_input(int dtype, const sg3_conv* q, char* gx, const char* g, const char* w, int nt) {
+    SG3_BY_DTYPE(dtype, (conv2d_backward_input<A, T>(*q, (T*)gx, (const T*)g, (const T*)w, nt)));
+}
+
+template <class A>
+int f_conv2d_backward_weight(int dtype, const sg3_conv* q, char* gw, const char* g, const char* x, int nt) {
+    SG3_BY_DTYPE(dtype, (conv2d_backward_weight<A, T>(*q, (T*)gw, (const T*)g, (const T*)x, nt)));
+}
+
+template <class A>
+int f_depthwise(int dtype, const sg3_pool* q, int64_t mult, char* y, const char* x, const char* w, const char* bias,
+                int nt) {
+    SG3_BY_DTYPE(dtype, (depthwise_forward<A, T>(*q, mult, (T*)y, (const T*)x, (const T*)w, (const T*)bias, nt)));
+}
+
+template <class A>
+int f_depthwise_backward_input(int dtype, const sg3_pool* q, int64_t mult, char* gx, const char* g, const char* w,
+                               int nt) {
+    SG3_BY_DTYPE(dtype, (depthwise_backward_input<A, T>(*q, mult, (T*)gx, (const T*)g, (const T*)w, nt)));
+}
+
+template <class A>
+int f_depthwise_backward_weight(int dtype, const sg3_pool* q, int64_t mult, char* gw, const char* g, const char* x,
+                                int nt) {
+    SG3_BY_DTYPE(dtype, (depthwise_backward_weight<A, T>(*q, mult, (T*)gw, (const T*)g, (const T*)x, nt)));
+}
+
+template <class A>
+int f_max_pool2d(int dtype, const sg3_pool* q, char* y, int64_t* index, const char* x, int nt) {
+    SG3_BY_DTYPE(dtype, (max_pool2d<A, T>(*q, (T*)y, index, (const T*)x, nt)));
+}
+
+template <class A>
+int f_max_pool2d_backward(int dtype, const sg3_pool* q, char* gx, const char* g, const int64_t* index, int nt) {
+    SG3_BY_DTYPE(dtype, (max_pool2d_backward<A, T>(*q, (T*)gx, (const T*)g, index, nt)));
+}
+
+template <class A>
+int f_avg_pool2d(int dtype, const sg3_pool* q, char* y, const char* x, int include_pad, double divisor, int nt) {
+    SG3_BY_DTYPE(dtype, (avg_pool2d<A, T>(*q, (T*)y, (const T*)x, include_pad != 0, divisor, nt)));
+}
+
+template <class A>
+int f_avg_pool2d_backward(int dtype, const sg3_pool* q, char* gx, const char* g, int include_pad, double divisor,
+                          int nt) {
+    SG3_BY_DTYPE(dtype, (avg_pool2d_backward<A, T>(*q, (T*)gx, (const T*)g, include_pad != 0, divisor, nt)));
+}
+
+template <class A>
+int f_batch_norm(int dtype, const sg3_batch_norm* q, char* y, char* mean, char* rstd, const char* x, const char* w,
+                 const char* b, char* rm, char* rv, int nt) {
+    SG3_BY_DTYPE(dtype, (batch_norm_forward<A, T>(*q, (T*)y, (T*)mean, (T*)rstd, (const T*)x, (const T*)w,
+                                                  (const T*)b, (T*)rm, (T*)rv, nt)));
+}
+
+template <class A>
+int f_batch_norm_backward(int dtype, const sg3_batch_norm* q, char* gx, char* gw, char* gb, const char* g,
+                          const char* x, const char* y, const char* mean, const char* rstd, const char* w, int nt) {
+    SG3_BY_DTYPE(dtype, (batch_norm_backward<A, T>(*q, (T*)gx, (T*)gw, (T*)gb, (const T*)g, (const T*)x,
+                                                   (const T*)y, (const T*)mean, (const T*)rstd, (const T*)w, nt)));
+}
+
 #undef SG3_BY_DTYPE
 
 template <class A>
@@ -179,6 +252,18 @@ const sg3_table* table(const char* isa) {
         &f_adam<A>,
         &f_sgd<A>,
         &f_rmsprop<A>,
+        &f_conv2d<A>,
+        &f_conv2d_backward_input<A>,
+        &f_conv2d_backward_weight<A>,
+        &f_depthwise<A>,
+        &f_depthwise_backward_input<A>,
+        &f_depthwise_backward_weight<A>,
+        &f_max_pool2d<A>,
+        &f_max_pool2d_backward<A>,
+        &f_avg_pool2d<A>,
+        &f_avg_pool2d_backward<A>,
+        &f_batch_norm<A>,
+        &f_batch_norm_backward<A>,
     };
     return &t;
 }

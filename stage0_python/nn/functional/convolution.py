@@ -1,4 +1,5 @@
-"""Convolution and its adjoint: ``conv1d``/``conv2d`` as im2col and one matmul per group,
+"""Convolution and its adjoint: ``conv1d``/``conv2d`` on the backend's convolution kernels where
+it offers them (groups 1 or depthwise), else as im2col and one matmul per group;
 ``conv_transpose1d``/``conv_transpose2d`` as a matmul to columns and col2im."""
 import math
 
@@ -9,6 +10,7 @@ from ...device import max_buffer_bytes
 from ...shapes import ShapeError
 from .helpers import _batched, _ntuple
 from .im2col import _Fold, _Unfold, _check_geometry, _im2col_shape
+from .image_kernels import Conv2d, takes
 from .padding import pad
 
 
@@ -47,6 +49,14 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, nd, name):
         padding = _ntuple(padding, nd, name, "padding")
     _, out_size = _im2col_shape(name, x, tuple(kernel), dilation, padding, stride)
     shapes.check((N, O, *out_size), name, x.dtype)
+    if (groups == 1 or (groups == C and Cg == 1)) and takes("conv2d", x, weight, bias):
+        # conv1d as a conv2d of height 1
+        lift = (lambda t: t.unsqueeze(2)) if nd == 1 else (lambda t: t)
+        hw = [(1, 1, 0, 1)] * (2 - nd) + list(zip(kernel, stride, padding, dilation))
+        window = tuple(v for i in (0, 1, 2, 3) for v in (hw[0][i], hw[1][i]))
+        out = Conv2d.apply(lift(x), lift(weight), bias, window, tuple(([1] * (2 - nd)) + list(out_size)), groups)
+        out = out.reshape(N, O, *out_size)
+        return out if batched else out.squeeze(0)
     limit = max_buffer_bytes(x.device)
     col_bytes = max(Cg * groups * math.prod(kernel), O) * math.prod(out_size) * x.element_size()
     if limit is not None and N > 1 and N * col_bytes > limit:

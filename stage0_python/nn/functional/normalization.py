@@ -1,5 +1,5 @@
-"""Normalisation: batch, layer (fused where the backend offers it), group, RMS, instance
-and local response normalisation."""
+"""Normalisation: batch and layer (each on the backend's kernels where it offers them), group,
+RMS, instance and local response normalisation."""
 import math
 import numbers
 
@@ -9,6 +9,7 @@ from ...autograd import Function, no_grad
 from ...device import fused
 from ...shapes import ShapeError
 from ...tensor import Tensor
+from .image_kernels import BatchNorm, takes
 from .padding import pad
 
 
@@ -49,11 +50,16 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                        weight=weight, bias=bias)
     shape = (C,) + (1,) * (input.ndim - 2)
     dims = (0,) + tuple(range(2, input.ndim))
+    n = input.numel() // C if C else 0
+    if training and n <= 1:
+        raise ValueError(f"batch_norm: expected more than 1 value per channel when training, "
+                         f"got input of shape {tuple(input.shape)}")
+    if not training and (running_mean is None or running_var is None):
+        raise ValueError("batch_norm: running_mean and running_var are required when training=False")
+    if _fits_batch_norm(input, weight, bias, running_mean, running_var):
+        return BatchNorm.apply(input, weight, bias, running_mean, running_var, training, float(momentum),
+                               float(eps), False)
     if training:
-        n = input.numel() // C
-        if n <= 1:
-            raise ValueError(f"batch_norm: expected more than 1 value per channel when training, "
-                             f"got input of shape {tuple(input.shape)}")
         y, mean, var = _normalize(input, dims, eps)
         with no_grad():
             if running_mean is not None:
@@ -61,10 +67,16 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
             if running_var is not None:
                 running_var.mul_(1 - momentum).add_(var.reshape(C) * (momentum * n / (n - 1)))
     else:
-        if running_mean is None or running_var is None:
-            raise ValueError("batch_norm: running_mean and running_var are required when training=False")
         y = (input - running_mean.reshape(shape)) * (running_var.reshape(shape) + eps).rsqrt()
     return _scale_shift(y, weight, bias, shape)
+
+
+def _fits_batch_norm(input, *per_channel):
+    """Whether the backend's batch-norm kernel takes these: float32 or float64 (the running
+    statistics are updated in place), one dtype, contiguous running statistics."""
+    return (input.dtype.name in ("float32", "float64") and input.numel() > 0
+            and takes("batch_norm", input, *per_channel)
+            and all(t is None or B.is_contiguous(t._data) for t in per_channel[2:]))
 
 
 def _trailing(input, normalized_shape, name):

@@ -1,5 +1,6 @@
-"""Pooling: max and average pooling over windows (im2col), adaptive average and max
-pooling to a fixed output size, and max-unpooling."""
+"""Pooling: max and average pooling over windows (on the backend's pooling kernels where it
+offers them, else im2col), adaptive average and max pooling to a fixed output size, and
+max-unpooling."""
 import math
 import numbers
 
@@ -10,6 +11,7 @@ from ...shapes import ShapeError
 from ...tensor import where
 from .helpers import _batched, _const, _ntuple
 from .im2col import _Unfold, _check_geometry
+from .image_kernels import AvgPool2d, MaxPool2d, takes
 from .padding import pad
 
 
@@ -58,6 +60,12 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     also the flat position (h * W + w) of each maximum in its input plane."""
     k, s, p, d = _pool_args("max_pool2d", kernel_size, stride, padding, dilation)
     x, (N, C, H, W), (oh, ow), (eh, ew), batched = _pool_setup(input, "max_pool2d", k, s, p, d, ceil_mode)
+    if takes("max_pool2d", x):
+        out, idx = MaxPool2d.apply(x, (*k, *s, *p, *d), (oh, ow))
+        out, idx = out.reshape(N, C, oh, ow), idx.reshape(N, C, oh, ow)
+        if not batched:
+            out, idx = out.squeeze(0), idx.squeeze(0)
+        return (out, idx) if return_indices else out
     if any(p) or eh or ew:
         x = pad(x, (p[1], p[1] + ew, p[0], p[0] + eh), value=-math.inf)
     cols = _Unfold.apply(x, k, d, (0, 0), s)  # (N*C, kh*kw, oh*ow)
@@ -95,12 +103,16 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     """See torch.nn.functional.avg_pool2d."""
     k, s, p, d = _pool_args("avg_pool2d", kernel_size, stride, padding)
     x, (N, C, H, W), (oh, ow), (eh, ew), batched = _pool_setup(input, "avg_pool2d", k, s, p, d, ceil_mode)
+    if divisor_override is not None and not divisor_override:
+        raise ValueError("avg_pool2d: divisor_override must be non-zero")
+    if takes("avg_pool2d", x):
+        out = AvgPool2d.apply(x, (*k, *s, *p, *d), (oh, ow), count_include_pad, float(divisor_override or 0))
+        out = out.reshape(N, C, oh, ow)
+        return out if batched else out.squeeze(0)
     if eh or ew:
         x = pad(x, (0, ew, 0, eh))
     sums = _Unfold.apply(x, k, d, p, s).sum(dim=1)  # (N*C, oh*ow)
     if divisor_override is not None:
-        if not divisor_override:
-            raise ValueError("avg_pool2d: divisor_override must be non-zero")
         out = sums / divisor_override
     else:
         ch = _avg_counts(H, k[0], s[0], p[0], oh, count_include_pad)
@@ -160,6 +172,10 @@ def adaptive_avg_pool2d(input, output_size):
         raise ShapeError(f"adaptive_avg_pool2d: output size {(oh, ow)} and input of shape "
                          f"{tuple(input.shape)} must be non-empty")
     shapes.check((*x.shape[:2], oh, ow), "adaptive_avg_pool2d", x.dtype)
+    if H % oh == 0 and W % ow == 0 and takes("avg_pool2d", x):  # equal windows: one average pooling
+        kh, kw = H // oh, W // ow
+        out = AvgPool2d.apply(x, (kh, kw, kh, kw, 0, 0, 1, 1), (oh, ow), True, 0.0)
+        return out if batched else out.squeeze(0)
     if oh != H:
         x = _adaptive_weights(H, oh, x).matmul(x)
     if ow != W:

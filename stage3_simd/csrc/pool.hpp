@@ -1,0 +1,235 @@
+// 2-d pooling straight from the image: max (with the argmax it saves for the backward) and
+// average, forward and backward, and depthwise convolution, which has the same shape of loop.
+//
+// Design: a plane (one channel of one image) is pooled on its own, so planes are split among
+// threads and nothing is shared. Each output row walks the window's taps; for a tap, the
+// output pixels whose input falls on the image form one contiguous range (computed once per
+// tap, no test per pixel), and with stride 1 that range reads the input row contiguously, which
+// the compiler vectorises. Padding never wins a max (the frontend keeps at least one real
+// pixel in every window) and counts toward an average as PyTorch's rule says (`avg_count`).
+// Backward passes scatter into the input plane: max through the saved flat index (h * W + w),
+// average spreading each gradient over its window. (Every function is a template over the
+// ISA, A, though only the compiler's vectorisation uses it: see gemm_arch.hpp's ODR note.)
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "kernels.h"
+#include "loops.hpp"
+
+namespace sg3 {
+
+// fn(plane) for every plane, split among threads when the whole is worth it
+template <class Fn>
+void over_planes(int64_t planes, int64_t per_plane, int nthreads, Fn fn) {
+    const int nt = static_cast<int>(std::min<int64_t>({nthreads, planes, planes * per_plane / kParallelWork}));
+    if (nt <= 1) {
+        for (int64_t i = 0; i < planes; ++i) fn(i);
+        return;
+    }
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t i = 0; i < planes; ++i) fn(i);
+}
+
+// The output pixels [o0, o1) of a row whose input o*s - p + tap falls in [0, n).
+inline void tap_range(int64_t n, int64_t out, int64_t s, int64_t p, int64_t tap, int64_t& o0, int64_t& o1) {
+    const int64_t off = tap - p;  // input = o * s + off
+    o0 = off >= 0 ? 0 : (-off + s - 1) / s;
+    o1 = off < n ? std::min(out, (n - 1 - off) / s + 1) : 0;
+    if (o1 < o0) o1 = o0;
+}
+
+// How many values an average window along one axis divides by (PyTorch's rule: padding
+// counts when include_pad, the ceil-mode overhang past the padding never does).
+inline int64_t avg_count(int64_t o, int64_t n, int64_t k, int64_t s, int64_t p, bool include_pad) {
+    const int64_t start = o * s - p, end = std::min(start + k, n + p);
+    if (include_pad) return end - start;
+    return std::max<int64_t>(std::min(end, n) - std::max<int64_t>(start, 0), 1);
+}
+
+template <class A, class T>
+void max_pool2d(const sg3_pool& q, T* y, int64_t* index, const T* x, int nthreads) {
+    const int64_t L = q.oh * q.ow, HW = q.h * q.w;
+    over_planes(q.planes, L * q.kh * q.kw, nthreads, [&](int64_t i) {
+        const T* xp = x + i * HW;
+        T* yp = y + i * L;
+        int64_t* ip = index + i * L;
+        std::fill(ip, ip + L, int64_t(-1));
+        for (int64_t oy = 0; oy < q.oh; ++oy) {
+            T* yr = yp + oy * q.ow;
+            int64_t* ir = ip + oy * q.ow;
+            for (int64_t ki = 0; ki < q.kh; ++ki) {
+                const int64_t iy = oy * q.sh - q.ph + ki * q.dh;
+                if (iy < 0 || iy >= q.h) continue;
+                for (int64_t kj = 0; kj < q.kw; ++kj) {
+                    int64_t o0, o1;
+                    tap_range(q.w, q.ow, q.sw, q.pw, kj * q.dw, o0, o1);
+                    const int64_t base = iy * q.w + kj * q.dw - q.pw;
+                    for (int64_t ox = o0; ox < o1; ++ox) {
+                        const int64_t at = base + ox * q.sw;
+                        const T v = xp[at];
+                        // the first maximum wins; NaN wins over numbers and propagates
+                        if (ir[ox] < 0 || v > yr[ox] || (v != v && yr[ox] == yr[ox])) yr[ox] = v, ir[ox] = at;
+                    }
+                }
+            }
+        }
+    });
+}
+
+template <class A, class T>
+void max_pool2d_backward(const sg3_pool& q, T* gx, const T* g, const int64_t* index, int nthreads) {
+    const int64_t L = q.oh * q.ow, HW = q.h * q.w;
+    over_planes(q.planes, L + HW, nthreads, [&](int64_t i) {
+        T* gp = gx + i * HW;
+        std::fill(gp, gp + HW, T(0));
+        for (int64_t l = 0; l < L; ++l) gp[index[i * L + l]] += g[i * L + l];
+    });
+}
+
+// Average pooling (dilation 1); divisor != 0 overrides the window counts.
+template <class A, class T>
+void avg_pool2d(const sg3_pool& q, T* y, const T* x, bool include_pad, double divisor, int nthreads) {
+    const int64_t L = q.oh * q.ow, HW = q.h * q.w;
+    over_planes(q.planes, L * q.kh * q.kw, nthreads, [&](int64_t i) {
+        const T* xp = x + i * HW;
+        T* yp = y + i * L;
+        std::fill(yp, yp + L, T(0));
+        for (int64_t oy = 0; oy < q.oh; ++oy) {
+            T* yr = yp + oy * q.ow;
+            for (int64_t ki = 0; ki < q.kh; ++ki) {
+                const int64_t iy = oy * q.sh - q.ph + ki;
+                if (iy < 0 || iy >= q.h) continue;
+                for (int64_t kj = 0; kj < q.kw; ++kj) {
+                    int64_t o0, o1;
+                    tap_range(q.w, q.ow, q.sw, q.pw, kj, o0, o1);
+                    const T* xr = xp + iy * q.w + kj - q.pw;
+                    for (int64_t ox = o0; ox < o1; ++ox) yr[ox] += xr[ox * q.sw];
+                }
+            }
+            const int64_t cy = avg_count(oy, q.h, q.kh, q.sh, q.ph, include_pad);
+            for (int64_t ox = 0; ox < q.ow; ++ox)
+                yr[ox] /= divisor != 0 ? T(divisor) : T(cy * avg_count(ox, q.w, q.kw, q.sw, q.pw, include_pad));
+        }
+    });
+}
+
+template <class A, class T>
+void avg_pool2d_backward(const sg3_pool& q, T* gx, const T* g, bool include_pad, double divisor, int nthreads) {
+    const int64_t L = q.oh * q.ow, HW = q.h * q.w;
+    over_planes(q.planes, L * q.kh * q.kw + HW, nthreads, [&](int64_t i) {
+        T* gp = gx + i * HW;
+        std::fill(gp, gp + HW, T(0));
+        for (int64_t oy = 0; oy < q.oh; ++oy) {
+            const T* gr = g + i * L + oy * q.ow;
+            const int64_t cy = avg_count(oy, q.h, q.kh, q.sh, q.ph, include_pad);
+            for (int64_t ki = 0; ki < q.kh; ++ki) {
+                const int64_t iy = oy * q.sh - q.ph + ki;
+                if (iy < 0 || iy >= q.h) continue;
+                for (int64_t kj = 0; kj < q.kw; ++kj) {
+                    int64_t o0, o1;
+                    tap_range(q.w, q.ow, q.sw, q.pw, kj, o0, o1);
+                    T* xr = gp + iy * q.w + kj - q.pw;
+                    for (int64_t ox = o0; ox < o1; ++ox)
+                        xr[ox * q.sw] += gr[ox] / (divisor != 0 ? T(divisor)
+                                                               : T(cy * avg_count(ox, q.w, q.kw, q.sw, q.pw, include_pad)));
+                }
+            }
+        }
+    });
+}
+
+// ------------------------------------------------------------------ depthwise convolution
+//
+// groups == channels: output channel o filters input channel o / mult with its own
+// kh x kw taps (weight (O, 1, kh, kw)). The same tap walk as pooling, a multiply-add per
+// tap; sg3_pool describes the geometry (planes = N * O output planes, h x w the input).
+
+template <class A, class T>
+void depthwise_forward(const sg3_pool& q, int64_t mult, T* y, const T* x, const T* w, const T* bias,
+                       int nthreads) {
+    const int64_t L = q.oh * q.ow, HW = q.h * q.w, taps = q.kh * q.kw;
+    over_planes(q.planes, L * taps, nthreads, [&](int64_t i) {  // i = n * O + o
+        const int64_t o = i % q.out_channels;
+        const T* xp = x + (i / mult) * HW;  // n * C + o / mult, as O = C * mult
+        const T* wo = w + o * taps;
+        T* yp = y + i * L;
+        std::fill(yp, yp + L, bias ? bias[o] : T(0));
+        for (int64_t oy = 0; oy < q.oh; ++oy) {
+            T* yr = yp + oy * q.ow;
+            for (int64_t ki = 0; ki < q.kh; ++ki) {
+                const int64_t iy = oy * q.sh - q.ph + ki * q.dh;
+                if (iy < 0 || iy >= q.h) continue;
+                for (int64_t kj = 0; kj < q.kw; ++kj) {
+                    int64_t o0, o1;
+                    tap_range(q.w, q.ow, q.sw, q.pw, kj * q.dw, o0, o1);
+                    const T* xr = xp + iy * q.w + kj * q.dw - q.pw;
+                    const T wt = wo[ki * q.kw + kj];
+                    for (int64_t ox = o0; ox < o1; ++ox) yr[ox] += wt * xr[ox * q.sw];
+                }
+            }
+        }
+    });
+}
+
+// The input gradient, one input plane per task (it gathers from its mult output planes).
+template <class A, class T>
+void depthwise_backward_input(const sg3_pool& q, int64_t mult, T* gx, const T* g, const T* w, int nthreads) {
+    const int64_t L = q.oh * q.ow, HW = q.h * q.w, taps = q.kh * q.kw, C = q.out_channels / mult;
+    over_planes(q.planes / mult, L * taps * mult, nthreads, [&](int64_t i) {  // i = n * C + c
+        T* gp = gx + i * HW;
+        std::fill(gp, gp + HW, T(0));
+        for (int64_t m = 0; m < mult; ++m) {
+            const int64_t o = (i % C) * mult + m;
+            const T* gq = g + (i * mult + m) * L;
+            const T* wo = w + o * taps;
+            for (int64_t oy = 0; oy < q.oh; ++oy) {
+                const T* gr = gq + oy * q.ow;
+                for (int64_t ki = 0; ki < q.kh; ++ki) {
+                    const int64_t iy = oy * q.sh - q.ph + ki * q.dh;
+                    if (iy < 0 || iy >= q.h) continue;
+                    for (int64_t kj = 0; kj < q.kw; ++kj) {
+                        int64_t o0, o1;
+                        tap_range(q.w, q.ow, q.sw, q.pw, kj * q.dw, o0, o1);
+                        T* xr = gp + iy * q.w + kj * q.dw - q.pw;
+                        const T wt = wo[ki * q.kw + kj];
+                        for (int64_t ox = o0; ox < o1; ++ox) xr[ox * q.sw] += wt * gr[ox];
+                    }
+                }
+            }
+        }
+    });
+}
+
+// The weight gradient, one output channel per task (summed over the batch).
+template <class A, class T>
+void depthwise_backward_weight(const sg3_pool& q, int64_t mult, T* gw, const T* g, const T* x, int nthreads) {
+    const int64_t L = q.oh * q.ow, HW = q.h * q.w, taps = q.kh * q.kw, O = q.out_channels, N = q.planes / O;
+    over_planes(O, N * L * taps, nthreads, [&](int64_t o) {
+        T* wo = gw + o * taps;
+        for (int64_t t = 0; t < taps; ++t) {
+            const int64_t ki = t / q.kw, kj = t % q.kw;
+            int64_t o0, o1;
+            tap_range(q.w, q.ow, q.sw, q.pw, kj * q.dw, o0, o1);
+            T acc = T(0);
+            for (int64_t n = 0; n < N; ++n) {
+                const T* xp = x + (n * O + o) / mult * HW;
+                const T* gp = g + (n * O + o) * L;
+                for (int64_t oy = 0; oy < q.oh; ++oy) {
+                    const int64_t iy = oy * q.sh - q.ph + ki * q.dh;
+                    if (iy < 0 || iy >= q.h) continue;
+                    const T* xr = xp + iy * q.w + kj * q.dw - q.pw;
+                    const T* gr = gp + oy * q.ow;
+                    T row = T(0);
+                    for (int64_t ox = o0; ox < o1; ++ox) row += gr[ox] * xr[ox * q.sw];
+                    acc += row;
+                }
+            }
+            wo[t] = acc;
+        }
+    });
+}
+
+}  // namespace sg3
