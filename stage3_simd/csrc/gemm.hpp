@@ -11,9 +11,10 @@
 //     micro-kernel: the MR x NR block of C in registers, kc rank-1 updates, C touched once.
 //   Packing (gemm_pack.hpp) reads A and B through arbitrary strides, so transposed or strided
 //   operands need no copy beforehand, and zero-pads so the kernel only ever sees full panels.
-//   B comes from a *source*, an object whose pack(kc, nc, p0, j0, dst) writes the micro-panels of
-//   B's block at (p0, j0): `strided_b` reads a matrix through strides; a convolution passes one
-//   that gathers its image patches while packing (conv.hpp), so its im2col matrix never exists.
+//   A and B come from *sources*, objects whose pack(rows, cols, r0, c0, dst) writes the
+//   micro-panels of the block at (r0, c0): `strided_a`/`strided_b` read a matrix through
+//   strides; a convolution passes ones that gather its image patches while packing (conv.hpp),
+//   so its im2col matrix never exists.
 //   Block sizes are balanced (k = 1030 with KC = 256 becomes 5 blocks of 206, not 4 x 256 + 6).
 //
 //   Threads (OpenMP): the team shares one packed B block (each thread packs a slice of its
@@ -47,8 +48,6 @@ namespace detail {
 template <class T>
 struct gemm_problem {
     std::int64_t m, n, k;
-    const T* a;
-    std::int64_t rsa, csa;
     T* c;
     std::int64_t ldc;
     bool accumulate;
@@ -87,9 +86,9 @@ std::int64_t a_block_size(const gemm_blocking_info& bl, std::int64_t m, std::int
 // 5th..3rd loops, run by thread `tid` of a team of `nt`; with nt > 1 every member of the team
 // must call this (it has barriers). `pb` is the team's shared B block, `pa` this thread's
 // A block (both in the caller's workspace).
-template <class Arch, class T, class BSource>
-void gemm_loops(const gemm_problem<T>& g, const BSource& b, const gemm_blocking_info& bl, T* pb, T* pa, int tid,
-                int nt) {
+template <class Arch, class T, class ASource, class BSource>
+void gemm_loops(const gemm_problem<T>& g, const ASource& a, const BSource& b, const gemm_blocking_info& bl, T* pb,
+                T* pa, int tid, int nt) {
     constexpr int MR = kernel_shape<Arch, T>::mr;
     constexpr int NR = kernel_shape<Arch, T>::nv * static_cast<int>(xsimd::batch<T, Arch>::size);
 
@@ -126,8 +125,8 @@ void gemm_loops(const gemm_problem<T>& g, const BSource& b, const gemm_blocking_
             const bool beta = g.accumulate || pc > 0;
             for (std::int64_t ic = m0; ic < m1; ic += mc_step) {  // 3rd loop
                 const std::int64_t mc = std::min(mc_step, m1 - ic);
-                pack_a<Arch, T>(mc, kc, g.a + ic * g.rsa + pc * g.csa, g.rsa, g.csa, pa);
-                macro_kernel<Arch, T>(mc, nc, kc, pa, pb, g.c + ic * g.ldc + jc, g.ldc, beta,
+                const T* a_block = a.panels(mc, kc, ic, pc, pa);
+                macro_kernel<Arch, T>(mc, nc, kc, a_block, pb, g.c + ic * g.ldc + jc, g.ldc, beta,
                                       panels * tj / tn, panels * (tj + 1) / tn);
             }
 #ifdef _OPENMP
@@ -141,6 +140,42 @@ void gemm_loops(const gemm_problem<T>& g, const BSource& b, const gemm_blocking_
 
 }  // namespace detail
 
+// A read through strides: element (i, p) at a[i*rs + p*cs]. An A source's panels() returns
+// the packed block at (i0, p0), packing it into `scratch` when it is not packed already.
+template <class Arch, class T>
+struct strided_a {
+    const T* a;
+    std::int64_t rs, cs;
+    const T* panels(std::int64_t mc, std::int64_t kc, std::int64_t i0, std::int64_t p0, T* scratch) const {
+        pack_a<Arch, T>(mc, kc, a + i0 * rs + p0 * cs, rs, cs, scratch);
+        return scratch;
+    }
+};
+
+// A packed once for many products (a convolution's filters, for every image of a batch): per
+// KC block of k (gemm's own split) the whole of A's MR-row micro-panels, so any block of rows
+// that starts on a panel is already laid out as the micro-kernel reads it.
+template <class Arch, class T>
+struct prepacked_a {
+    const T* data;
+    std::int64_t m_padded;  // m rounded up to MR
+    const T* panels(std::int64_t, std::int64_t kc, std::int64_t i0, std::int64_t p0, T*) const {
+        return data + p0 * m_padded + i0 * kc;
+    }
+};
+
+// Pack A (m x k, through strides) into `dst` (m rounded up to MR, times k, elements) for
+// products run with blocking `bl`.
+template <class Arch, class T>
+prepacked_a<Arch, T> prepack_a(const gemm_blocking_info& bl, std::int64_t m, std::int64_t k, const T* a,
+                               std::int64_t rs, std::int64_t cs, T* dst) {
+    constexpr int MR = kernel_shape<Arch, T>::mr;
+    const std::int64_t m_padded = detail::ceil_div(m, MR) * MR, kc_step = detail::balanced_step(k, bl.kc, 1);
+    for (std::int64_t pc = 0; pc < k; pc += kc_step)
+        pack_a<Arch, T>(m, std::min(kc_step, k - pc), a + pc * cs, rs, cs, dst + pc * m_padded);
+    return {dst, m_padded};
+}
+
 // B read through strides: element (p, j) at b[p*rs + j*cs].
 template <class Arch, class T>
 struct strided_b {
@@ -151,11 +186,10 @@ struct strided_b {
     }
 };
 
-// C[m x n] = A @ B (+ C) with B from a source (see the Design note) and explicit blocking.
-template <class Arch, class T, class BSource>
-void gemm_from(const gemm_blocking_info& bl, std::int64_t m, std::int64_t n, std::int64_t k, const T* a,
-               std::int64_t rsa, std::int64_t csa, const BSource& b, T* c, std::int64_t ldc, bool accumulate,
-               int nthreads) {
+// C[m x n] = A @ B (+ C) with A and B from sources (see the Design note) and explicit blocking.
+template <class Arch, class T, class ASource, class BSource>
+void gemm_from(const gemm_blocking_info& bl, std::int64_t m, std::int64_t n, std::int64_t k, const ASource& a,
+               const BSource& b, T* c, std::int64_t ldc, bool accumulate, int nthreads) {
     constexpr int MR = kernel_shape<Arch, T>::mr;
     constexpr int NR = kernel_shape<Arch, T>::nv * static_cast<int>(xsimd::batch<T, Arch>::size);
     if (m <= 0 || n <= 0) return;
@@ -165,7 +199,7 @@ void gemm_from(const gemm_blocking_info& bl, std::int64_t m, std::int64_t n, std
                 for (std::int64_t j = 0; j < n; ++j) c[i * ldc + j] = T(0);
         return;
     }
-    const detail::gemm_problem<T> g{m, n, k, a, rsa, csa, c, ldc, accumulate};
+    const detail::gemm_problem<T> g{m, n, k, c, ldc, accumulate};
 
     // Threads: never nested, never more than the cores, and not for products too small to
     // repay waking a team (a few microseconds).
@@ -191,7 +225,7 @@ void gemm_from(const gemm_blocking_info& bl, std::int64_t m, std::int64_t n, std
     T* work = thread_buffer<Arch, T, 0>().get(static_cast<std::size_t>(b_size + nt * a_size));
 
     if (nt == 1) {
-        detail::gemm_loops<Arch, T>(g, b, bl, work, work + b_size, 0, 1);
+        detail::gemm_loops<Arch, T>(g, a, b, bl, work, work + b_size, 0, 1);
         return;
     }
 #ifdef _OPENMP
@@ -199,7 +233,7 @@ void gemm_from(const gemm_blocking_info& bl, std::int64_t m, std::int64_t n, std
     {
         // the runtime may grant fewer threads than asked: use the team's real size
         const int tid = omp_get_thread_num();
-        detail::gemm_loops<Arch, T>(g, b, bl, work, work + b_size + tid * a_size, tid, omp_get_num_threads());
+        detail::gemm_loops<Arch, T>(g, a, b, bl, work, work + b_size + tid * a_size, tid, omp_get_num_threads());
     }
 #endif
 }
@@ -210,7 +244,8 @@ template <class Arch, class T>
 void gemm_with_blocking(const gemm_blocking_info& bl, std::int64_t m, std::int64_t n, std::int64_t k,
                         const T* a, std::int64_t rsa, std::int64_t csa, const T* b, std::int64_t rsb,
                         std::int64_t csb, T* c, std::int64_t ldc, bool accumulate, int nthreads) {
-    gemm_from<Arch, T>(bl, m, n, k, a, rsa, csa, strided_b<Arch, T>{b, rsb, csb}, c, ldc, accumulate, nthreads);
+    gemm_from<Arch, T>(bl, m, n, k, strided_a<Arch, T>{a, rsa, csa}, strided_b<Arch, T>{b, rsb, csb}, c, ldc,
+                       accumulate, nthreads);
 }
 
 // C[m x n] = A[m x k] @ B[k x n]  (+ C when accumulate). A element (i,p) at a[i*rsa + p*csa],
