@@ -37,6 +37,7 @@ library reports. For each stage, the buffer pool's misses per step after the sec
 
 Writes ``models.json`` (every cell) and ``models.md`` (the table) to ``--out``.
 """
+import contextlib
 import gc
 import importlib.util
 import math
@@ -237,13 +238,13 @@ def reference(impl, model, batch):
     state = {k: _numpy(v).copy() for k, v in net.state_dict().items()}
     x, y = _data(model, batch)
     s = Session(impl, model, state, x, y)
-    counter = _flop_counter() if impl.name == "torch" else None
     flops = {}
     for mode in ("eval", "train"):
         call = s.mode(mode)
-        with counter() if counter else _nothing():
+        counter = _flop_counter() if impl.name == "torch" else None
+        with counter or contextlib.nullcontext():
             out = call()
-        flops[mode] = counter.last.get_total_flops() if counter else None
+        flops[mode] = counter.get_total_flops() if counter else None
         if mode == "eval":
             logits = _numpy(out).copy()
             with lib.no_grad():
@@ -254,33 +255,20 @@ def reference(impl, model, batch):
             "train_loss": train_loss, "flops": flops}
 
 
-class _nothing:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
 def _flop_counter():
-    """A factory of PyTorch's FLOP counters that keeps the last one made (``.last``), with
-    the convolution's backward counted as ``_conv_backward_flop`` does."""
+    """PyTorch's FLOP counter, with a convolution's backward counted by ``_conv_backward_flop``."""
     import torch
     from torch.utils.flop_counter import FlopCounterMode
-
-    def make():
-        make.last = FlopCounterMode(display=False,
-                                    custom_mapping={torch.ops.aten.convolution_backward: _conv_backward_flop})
-        return make.last
-    return make
+    return FlopCounterMode(display=False,
+                           custom_mapping={torch.ops.aten.convolution_backward: _conv_backward_flop})
 
 
 def _conv_backward_flop(grad_out_shape, x_shape, w_shape, _bias, _stride, _padding, _dilation, transposed,
                         _output_padding, _groups, output_mask, out_shape=None, **kwargs):
     """A convolution's backward: each gradient asked for (input, weight) takes as many
-    multiply-adds as the forward. PyTorch's own formula agrees without groups but counts a
-    grouped convolution's weight gradient once per pair of groups (MobileNetV2's depthwise
-    layers: 32 to 960 times too many)."""
+    multiply-adds as the forward. PyTorch's own formula agrees without groups, but counts a
+    grouped convolution's weight gradient as if every input channel met every output channel:
+    ``groups`` times too many (32 to 960 times in MobileNetV2's depthwise layers)."""
     from torch.utils.flop_counter import conv_flop_count
     forward = conv_flop_count(x_shape, w_shape, grad_out_shape, transposed)
     return forward * (bool(output_mask[0]) + bool(output_mask[1]))
@@ -315,13 +303,13 @@ def measure(models, stages, threads, quick=False, budget=DEFAULT_BUDGET, live=No
         raise ValueError("nothing to measure: no stage given and PyTorch is not installed")
     target = budget / 3  # seconds of timed steps aimed for; the rest of the budget warms up
     jobs = [(m, b) for m in models for b in ((MODELS[m].quick_batch,) if quick else MODELS[m].batches)]
+    ref_impl = impls[-1] if has_torch else impls[0]
     report = {"created": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)), "quick": quick,
               "budget_s": budget, "target_s": target, "threads": threads, "machine": machine.describe(),
-              "torch": __import__("torch").__version__ if has_torch else None,
+              "torch": ref_impl.lib.__version__ if has_torch else None,
               "implementations": [{"name": i.name, "label": i.label, "kind": i.kind} for i in impls],
-              "reference": impls[-1].name if has_torch else impls[0].name,
-              "models": [_describe(MODELS[m]) for m in models], "batches": {m: [b for k, b in jobs if k == m]
-                                                                        for m in models},
+              "reference": ref_impl.name, "models": [_describe(MODELS[m]) for m in models],
+              "batches": {m: [b for k, b in jobs if k == m] for m in models},
               "peak": {}, "flops": {}, "rows": []}
     print(f"models: {machine.banner()}", file=stream)
     if not has_torch:
@@ -340,7 +328,7 @@ def measure(models, stages, threads, quick=False, budget=DEFAULT_BUDGET, live=No
             model = MODELS[key]
             if (key, batch) not in refs:
                 bar.update(done, now=f"{model.title} batch {batch}: reference")
-                refs[key, batch] = reference(impls[-1] if has_torch else impls[0], model, batch)
+                refs[key, batch] = reference(ref_impl, model, batch)
                 report["flops"][f"{key}/{batch}"] = refs[key, batch]["flops"]
             cells = {"eval": [], "train": []}
             for impl in impls:
@@ -415,7 +403,7 @@ def _check(impl, mode, first, session, ref):
         diff, ok = _close(_numpy(first), ref["logits"])
         with impl.lib.no_grad():
             loss = float(_loss(impl.lib, session.net, session.x, session.y).item())
-        loss_diff, loss_ok = _close(loss, ref["eval_loss"])
+        _, loss_ok = _close(loss, ref["eval_loss"])
         return {"logits_max_abs_diff": diff, "loss": loss, "reference_loss": ref["eval_loss"],
                 "ok": ok and loss_ok, "what": f"logits differ by up to {diff:.3g}, loss {loss:.6g} against "
                                               f"{ref['eval_loss']:.6g}"}
