@@ -15,17 +15,20 @@ cross-entropy, backward and the optimizer's step: SGD with momentum 0.9 for the 
 models, AdamW for the language models) and the eval forward (``model.eval()`` under
 ``no_grad``). Every implementation starts from PyTorch's initial weights
 (``load_state_dict``) on the same inputs, and its first eval forward and first training
-step are checked against PyTorch's logits and loss: one further than ``RTOL`` fails the
-command, since the time of a wrong answer means nothing. Without PyTorch the first stage's
+step are checked against PyTorch's logits and loss: an answer further from PyTorch's than
+``RTOL`` of its largest magnitude fails the command, since the time of a wrong answer means
+nothing. Without PyTorch the first stage's
 weights and answers stand in, and the table says so.
 
 Timing: the cell's first call (the one checked) is the first warm-up; the journey's
 ``steady``/``time_calls`` then time the call within the per-cell budget, and their own
-first call is the second warm-up. The time is the median per step.
+first call is the second warm-up. The time is the median per step; a step longer than the
+budget is timed once, the second warm-up itself, and marked.
 
 FLOP per step: PyTorch's ``FlopCounterMode`` on one step of PyTorch's model, train and
 eval separately (matrix products, convolutions and attention; elementwise work is not
-counted). A stage's GFLOP/s is that count over its time; its share of the machine's
+counted), with a convolution's backward counted as two forwards (``_conv_backward_flop``).
+A stage's GFLOP/s is that count over its time; its share of the machine's
 float32 peak is that over the FMA peak on the same thread count
 (``machine.measure_peak_gflops``, stage 3's own multiply-add loop).
 
@@ -46,8 +49,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import machine
-from .report import SINGLE, UNSTEADY, fit, fmt_seconds, write_tables
+from . import machine, plausibility
+from .report import fit, fmt_seconds, write_tables
 
 DEFAULT_BUDGET = 6.0   # seconds per cell, warm-up included
 QUICK_BUDGET = 0.3
@@ -73,6 +76,7 @@ class Model:
 
     @property
     def text(self):
+        """Whether the model reads token windows (a language model) rather than images."""
         return len(self.input) == 1
 
 
@@ -111,6 +115,7 @@ OPTIMIZERS = {"sgd": "SGD (lr 0.01, momentum 0.9)", "adamw": "AdamW (lr 0.001)"}
 
 
 def add_arguments(p):
+    """The command's options."""
     p.add_argument("--out", default="out/models", help="output folder (default out/models)")
     p.add_argument("--models", default=",".join(MODELS),
                    help=f"comma-separated models (default: all of {', '.join(MODELS)})")
@@ -148,6 +153,8 @@ def _thread_counts(text):
 
 
 def run(args):
+    """Measure, print the table as it goes, write models.json and models.md; an error when a
+    cell failed or computed a different answer from PyTorch's (after writing both)."""
     from . import load_stage
     from .journey import set_threads
     models = _names(args.models, MODELS, "models")
@@ -220,6 +227,7 @@ class Session:
         self.calls = {"eval": forward, "train": step}
 
     def mode(self, mode):
+        """The call for ``mode`` (``"eval"`` or ``"train"``), the model switched to it."""
         self.net.train(mode == "train")
         return self.calls[mode]
 
@@ -465,14 +473,21 @@ def _columns(report):
     return head
 
 
+# the columns' widths, so that the terminal shows the rows aligned as they come
 WIDTHS = {"model": 11, "batch": 5, "step": 5, "GFLOP": 6, "PyTorch": 9, "of peak": 7}
 STAGE_WIDTH = 17  # "1.23 ms*~ (0.77x)"
+SINGLE = "*: a single step, the second warm-up's (one step took the whole budget)."
+UNSTEADY = (f"~: unsteady: the samples disagreed by more than {plausibility.SPREAD_LIMIT:g}x even when "
+            "measured again; the median of them all is shown.")
+
+
+def _widths(head):
+    return [max(len(h), WIDTHS.get(h, STAGE_WIDTH if h.startswith("stage") else 8)) for h in head]
 
 
 def _format(cells, head):
-    """A row of the table, padded so that the terminal shows aligned columns too."""
-    widths = [max(len(h), WIDTHS.get(h, STAGE_WIDTH if h.startswith("stage") else 8)) for h in head]
-    return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"
+    """A row of the table, padded to the columns' widths."""
+    return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, _widths(head))) + " |"
 
 
 def _section_head(report, n):
@@ -482,8 +497,7 @@ def _section_head(report, n):
     return ["", f"**{n} thread{'s' * (n > 1)}** on every side: `torch.set_num_threads({n})`, "
                 f"`sg.set_num_threads({n})` and `OMP_NUM_THREADS`, `OPENBLAS_NUM_THREADS`, `MKL_NUM_THREADS` "
                 f"= {n}. The float32 FMA peak on {n} thread{'s' * (n > 1)}: {where}.", "",
-            _format(head, head), "|" + "|".join("-" * (len(c) + 2) for c in _format(head, head)[2:-2]
-                                                  .split(" | ")) + "|"]
+            _format(head, head), "|" + "|".join("-" * (w + 2) for w in _widths(head)) + "|"]
 
 
 def _time(r):
@@ -493,13 +507,16 @@ def _time(r):
     return fmt_seconds(r["time_s"]) + marks
 
 
+def _title(report, row):
+    return next(m["title"] for m in report["models"] if m["key"] == row["model"])
+
+
 def _line(report, cells):
     """One row of the table: one model, batch and step on one thread count."""
     first = cells[0]
-    model = next(m for m in report["models"] if m["key"] == first["model"])
     by = {r["impl"]: r for r in cells}
     flops = first.get("flops")
-    row = [model["title"], str(first["batch"]), first["mode"], f"{flops / 1e9:.3g}" if flops else "—"]
+    row = [_title(report, first), str(first["batch"]), first["mode"], f"{flops / 1e9:.3g}" if flops else "—"]
     if report["torch"]:
         row.append(_time(by["torch"]) if "torch" in by else "—")
     stages = _stages(report)
@@ -550,17 +567,22 @@ def _notes(report):
     if any(r.get("unsteady") for r in rows):
         notes.append(UNSTEADY)
     for s in _stages(report):
-        misses = [r["pool_misses_per_step"] for r in rows
-                  if r["impl"] == s["name"] and "pool_misses_per_step" in r]
-        if misses:
-            notes.append(f"{s['label']}'s buffer pool: " + (
-                "no misses after the second step in any cell (every block reused)" if max(misses) == 0 else
-                f"at most {max(misses):g} misses per step after the second step (0 would be the steady "
-                "state: every block reused)") + ".")
+        counted = [r for r in rows if r["impl"] == s["name"] and r.get("pool_misses_per_step") is not None]
+        worst = max(counted, key=lambda r: r["pool_misses_per_step"], default=None)
+        if worst is None:
+            continue
+        if worst["pool_misses_per_step"] == 0:
+            notes.append(f"{s['label']}'s buffer pool: no misses after the second step in any cell (every "
+                         "block reused).")
+        else:
+            notes.append(f"{s['label']}'s buffer pool: up to {worst['pool_misses_per_step']:g} misses per "
+                         f"step after the second step ({_title(report, worst)} batch {worst['batch']} "
+                         f"{worst['mode']}, {worst['threads']} thread(s); 0 is the steady state: every block "
+                         "reused).")
     wrong = [r for r in rows if r["status"] != "ok"]
     for r in wrong:
-        notes.append(f"{r['label']}, {r['model']} batch {r['batch']} {r['mode']}, {r['threads']} thread(s): "
-                     f"{r['status']}: {r['reason']}")
+        notes.append(f"{r['label']}, {_title(report, r)} batch {r['batch']} {r['mode']}, {r['threads']} "
+                     f"thread(s): {r['status']}: {r['reason']}")
     return notes
 
 
