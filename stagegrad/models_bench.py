@@ -494,9 +494,10 @@ def _section_head(report, n):
     peak = report["peak"][str(n)]
     where = f"{peak['gflops']:.1f} GFLOP/s ({peak['by']})" if peak.get("gflops") else "not measured"
     head = _columns(report)
-    return ["", f"**{n} thread{'s' * (n > 1)}** on every side: `torch.set_num_threads({n})`, "
-                f"`sg.set_num_threads({n})` and `OMP_NUM_THREADS`, `OPENBLAS_NUM_THREADS`, `MKL_NUM_THREADS` "
-                f"= {n}. The float32 FMA peak on {n} thread{'s' * (n > 1)}: {where}.", "",
+    torch = f"`torch.set_num_threads({n})`, " if report["torch"] else ""
+    return ["", f"**{n} thread{'s' * (n > 1)}** on every side: {torch}`sg.set_num_threads({n})` and "
+                f"`OMP_NUM_THREADS`, `OPENBLAS_NUM_THREADS`, `MKL_NUM_THREADS` = {n}. The float32 FMA peak "
+                f"on {n} thread{'s' * (n > 1)}: {where}.", "",
             _format(head, head), "|" + "|".join("-" * (w + 2) for w in _widths(head)) + "|"]
 
 
@@ -545,8 +546,9 @@ def _intro(report):
                  "GFLOP: PyTorch's `FlopCounterMode` on one step (matrix products, convolutions and "
                  f"attention); of peak: {last}'s GFLOP/s over the FMA peak on as many threads.")
     else:
-        text += (f"PyTorch is not installed: the stages are measured alone, from {report['reference']}'s "
-                 "weights, checked against its answers; without PyTorch's `FlopCounterMode` there are no "
+        ref = next(i["label"] for i in report["implementations"] if i["name"] == report["reference"])
+        text += (f"PyTorch is not installed: the stages are measured alone, from {ref}'s weights, "
+                 "checked against its answers; without PyTorch's `FlopCounterMode` there are no "
                  "FLOP counts.")
     lines = [text, ""] + [f"- {m['title']}: {m['about']}; {m['optimizer']}." for m in report["models"]]
     m = report["machine"]
