@@ -3,6 +3,8 @@ is read from and every run says where that was; the progress bar fits the termin
 writes numbers as the summary does; ``--help`` describes every command and option."""
 import argparse
 import io
+import json
+import math
 import os
 import re
 import shutil
@@ -360,9 +362,6 @@ def _models(tmp_path, *argv, code=None):
 
 @pytest.mark.needs_torch
 def test_models_command_checks_each_stage_against_pytorch_then_times_it(tmp_path):
-    import json
-    import math
-
     from .oracle import need_torch
     need_torch()
     r = _models(tmp_path, "--models", "cnn,gpt", "--threads", "1,2", code="")
@@ -407,6 +406,6 @@ def test_models_command_refuses_to_time_a_wrong_answer(tmp_path):
     assert r.returncode == 1
     assert "computes a different answer from torch: logits differ by up to" in r.stderr, r.stderr[-3000:]
     assert "first step's loss" in r.stderr
-    rows = __import__("json").loads((tmp_path / "models.json").read_text())["rows"]
+    rows = json.loads((tmp_path / "models.json").read_text())["rows"]
     assert {row["status"] for row in rows if row["impl"] != "torch"} == {"wrong"}
     assert all(row["time_s"] is None for row in rows if row["status"] == "wrong")
