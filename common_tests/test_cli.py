@@ -3,6 +3,8 @@ is read from and every run says where that was; the progress bar fits the termin
 writes numbers as the summary does; ``--help`` describes every command and option."""
 import argparse
 import io
+import json
+import math
 import os
 import re
 import shutil
@@ -340,3 +342,70 @@ def test_measuring_commands_start_again_without_the_openblas_pins(monkeypatch):
     monkeypatch.delenv("OPENBLAS_L2_SIZE")
     cli._unpinned_for_measuring(["journey"])  # nothing pinned: nothing to do
     assert len(started) == 1
+
+
+# ------------------------------------------------------------------ stagegrad models
+
+ROOT = Path(__file__).resolve().parents[1]
+COMPILED = [pkg for pkg in ("stage2_cython", "stage3_simd") if pkg in installed_stages()]
+
+
+def _models(tmp_path, *argv, code=None):
+    """``stagegrad models --quick`` on the compiled stages, in a process of its own (the
+    command sets every library's threads), optionally after ``code``."""
+    if not COMPILED:
+        pytest.skip("neither stage 2 nor stage 3 is built here: the real models need a compiled stage")
+    args = ["models", "--quick", "--stages", ",".join(COMPILED), "--out", str(tmp_path), *argv]
+    run = f"{code}\nimport sys\nfrom stagegrad import cli\nsys.exit(cli.main({args!r}))"
+    return subprocess.run([sys.executable, "-c", run], cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.needs_torch
+def test_models_command_checks_each_stage_against_pytorch_then_times_it(tmp_path):
+    from .oracle import need_torch
+    need_torch()
+    r = _models(tmp_path, "--models", "cnn,gpt", "--threads", "1,2", code="")
+    assert r.returncode == 0, r.stderr[-3000:]
+    report = json.loads((tmp_path / "models.json").read_text())
+    impls = COMPILED + ["torch"]
+    assert [i["name"] for i in report["implementations"]] == impls and report["reference"] == "torch"
+    cells = {(row["model"], row["mode"], row["threads"], row["impl"]): row for row in report["rows"]}
+    assert set(cells) == {(m, mode, n, i) for m in ("cnn", "gpt") for mode in ("train", "eval")
+                          for n in (1, 2) for i in impls}
+    for (model, mode, threads, impl), row in cells.items():
+        assert row["status"] == "ok", row
+        assert row["library_threads"] == threads  # both sides on the same count
+        assert row["flops"] > 0 and math.isfinite(row["time_s"]) and row["time_s"] > 0
+        assert math.isfinite(row["vs_torch"]) and row["vs_torch"] > 0
+        assert math.isfinite(row["of_peak"]) and row["of_peak"] > 0
+        check = row["check"]
+        reference = check["reference_loss"]
+        assert check["ok"] and abs(check["loss"] - reference) <= 1e-3 * abs(reference)
+        if mode == "eval":  # the eval forward's logits are PyTorch's, to float32 rounding
+            assert check["logits_max_abs_diff"] < 1e-3, row
+        if impl != "torch":
+            assert row["pool_misses_per_step"] >= 0
+        else:
+            assert row["vs_torch"] == 1.0
+    flops = report["flops"]
+    assert flops["gpt/4"]["train"] > 2 * flops["gpt/4"]["eval"] > 0  # backward: twice the forward's products
+    table = (tmp_path / "models.md").read_text()
+    assert "**1 thread** on every side" in table and "**2 threads** on every side" in table
+    assert "| MNIST CNN   | 16    | train |" in table and "GPT 4x128" in table
+
+
+@pytest.mark.needs_torch
+def test_models_command_refuses_to_time_a_wrong_answer(tmp_path):
+    from .oracle import need_torch
+    need_torch()
+    # the reference's answers shifted: every stage now disagrees with it
+    shift = ("from stagegrad import models_bench as mb\nreal = mb.reference\n"
+             "def shifted(*a):\n    ref = real(*a)\n    ref['logits'] = ref['logits'] + 1.0\n"
+             "    ref['train_loss'] += 1.0\n    return ref\nmb.reference = shifted")
+    r = _models(tmp_path, "--models", "cnn", "--threads", "1", code=shift)
+    assert r.returncode == 1
+    assert "computes a different answer from torch: logits differ by up to" in r.stderr, r.stderr[-3000:]
+    assert "first step's loss" in r.stderr
+    rows = json.loads((tmp_path / "models.json").read_text())["rows"]
+    assert {row["status"] for row in rows if row["impl"] != "torch"} == {"wrong"}
+    assert all(row["time_s"] is None for row in rows if row["status"] == "wrong")

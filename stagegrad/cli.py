@@ -4,7 +4,7 @@ import os
 import sys
 
 from . import (bench_site, cuda_ladder, devices, distributed, docs, gemm_ladder, installed_text, journey,
-               profile, serve, simd_paths, train, train_text)
+               models_bench, profile, serve, simd_paths, train, train_text)
 
 
 # each command: its name, its module's option and run functions, a one-line summary for
@@ -67,6 +67,14 @@ COMMANDS = (
      "Profile an MLP training step on each of --stages, and time it on PyTorch, and split each "
      "step's microseconds among kernels, backend, autograd, ops, tensor, optimizer and nn. "
      "Writes a table and JSON to --out."),
+    ("models", models_bench.add_arguments, models_bench.run,
+     "the zoo's real models (ResNet-18, MobileNetV2, the MNIST CNN, GPT, LSTM) on stages 2 and 3 next to "
+     "PyTorch: training step and eval forward, on one thread and on every core",
+     "Time the training step and the eval forward of the zoo's models (ResNet-18 and MobileNetV2 on "
+     "32x32 images, the MNIST CNN, the character-level GPT and LSTM) on each of --stages and on PyTorch, "
+     "all from PyTorch's weights and checked against its answers, on each thread count. Reports "
+     "milliseconds per step, PyTorch's time over each stage's, the GFLOP of a step and the share of "
+     "the machine's FMA peak stage 3 reaches. Writes a table and JSON to --out."),
     ("docs", docs.add_arguments, docs.run,
      "build the documentation site (Sphinx, warnings as errors)",
      "Build the HTML documentation with Sphinx, treating warnings as errors, with the tables and "
@@ -107,8 +115,8 @@ def build_parser():
     return parser
 
 
-# the measuring commands, whose peers include NumPy's OpenBLAS
-MEASURING = ("journey", "gemm-ladder", "simd-paths", "profile", "devices")
+# the measuring commands, whose peers include NumPy's OpenBLAS or PyTorch (stage 3 calls OpenBLAS too)
+MEASURING = ("journey", "gemm-ladder", "simd-paths", "profile", "devices", "models")
 # pin OpenBLAS to an older core's kernels; some hosts set them for older OpenBLAS builds
 OPENBLAS_PINS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 

@@ -31,6 +31,7 @@ ROOT = Path(__file__).resolve().parents[2]
 STAGE_RUNS = {"gemm_ladder.md": ("stage3_simd", ["gemm-ladder", "--size", "256", "--budget", "0.5"]),
               "simd.md": ("stage3_simd", ["simd-paths", "--n", "100000", "--side", "128"]),
               "profile.md": ("stage3_simd", ["profile", "--steps", "50"]),
+              "models.md": ("stage3_simd", ["models", "--quick"]),
               "devices.md": ("stage4_gpu", ["devices", "--quick"]),
               "distributed.md": ("stage3_simd", ["distributed", "--quick"])}
 # measurements by scripts in tools/ that print Markdown: the file, the stage it needs, the
@@ -51,9 +52,9 @@ def ensure_report(gen):
 
 
 def ensure_measurements(gen):
-    """Stage 1's views table, stage 3's GEMM ladder, SIMD-path and profile tables, stage
-    4's devices table and the distributed training table: measured here when absent, or a
-    note that the stage does not import where the site was built."""
+    """Stage 1's views table, stage 3's GEMM ladder, SIMD-path, profile and real-model
+    tables, stage 4's devices table and the distributed training table: measured here when
+    absent, or a note that the stage does not import where the site was built."""
     failed = {}
     for pkg in dict.fromkeys(pkg for pkg, _ in (*STAGE_RUNS.values(), *TOOL_RUNS.values())):
         try:
