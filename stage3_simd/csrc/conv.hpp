@@ -2,26 +2,32 @@
 //
 // Design:
 //   Activations stay NCHW; weights stay (O, C, KH, KW), which read as an (O x C*KH*KW) matrix
-//   are already the GEMM's A. Per image, with L = OH*OW output pixels and K = C*KH*KW:
-//     forward       y_i (O x L)   = W (O x K) @ P(x_i) (K x L)
-//     weight grad   gW^T (K x O) += P(x_i) (K x L) @ g_i^T (L x O)
-//     input grad    gx_i (C x HW) = W~ (C x O*KH*KW) @ P~(g_i) (O*KH*KW x HW)
-//   where P(x) is the patch matrix (im2col): column (oy, ox) holds the K inputs filter tap
-//   (c, ki, kj) sees at that output pixel. It is never stored: the GEMM packs its operands one
-//   micro-panel at a time from *sources* (gemm.hpp), and the sources below gather those panels
-//   straight from the image, so the patches exist only in the packed blocks in L2. The input gradient is itself a convolution (the adjoint): of g with the filters
-//   flipped in space and with C and O swapped (W~), padding d*(k-1) - p (negative pads
-//   crop), and, for a stride s > 1, with s - 1 zeros between g's pixels (`uy`, `ux`: the
-//   zeros are never stored, the gather skips them). For a stride s > 1 three in four of
-//   those products would be with zeros, so there each image's patch gradient W^T @ g_i is
-//   formed in a per-thread buffer and added back onto the image (`add_patches`). A 1x1
-//   stride-1 unpadded convolution is a plain GEMM on the image itself (`pointwise`).
+//   are the GEMM's A, packed once per call for every image (`filters`). With L = OH*OW output
+//   pixels per image and K = C*KH*KW, for a group of images side by side (columns j = (n, l)):
+//     forward       y (O x nL)      = W (O x K) @ P(x) (K x nL)
+//     weight grad   gW^T (K x O)   += P(x) (K x nL) @ g^T (nL x O)
+//     input grad    gx (C x nHW)    = W~ (C x O*KH*KW) @ P~(g) (O*KH*KW x nHW)     stride 1
+//                   dP (K x nL)     = W^T (K x O) @ g (O x nL), added back onto gx   stride > 1
+//   where P(x) is the patch matrix (im2col): column (n, oy, ox) holds the K inputs that filter
+//   taps (c, ki, kj) see at that output pixel of image n. It is never stored: the GEMM packs its
+//   operands one micro-panel at a time from *sources* (gemm.hpp), and the sources below gather
+//   those panels straight from the images, so the patches exist only in packed blocks in cache.
+//   For stride 1 the input gradient is itself a convolution (the adjoint): of g with the filters
+//   flipped in space and C and O swapped (W~), padding d*(k-1) - p (a negative pad crops). For a
+//   stride s > 1 that convolution would run over g with s - 1 zeros between its pixels, most of
+//   its products with zeros, so the patch gradient dP is formed instead (in a per-thread buffer)
+//   and added back onto the image (`add_patches`). A 1x1 stride-1 unpadded convolution is a
+//   plain GEMM on the images themselves (`columns_b`, `columns_a`).
 //
-//   Threads: images are independent, so a batch is split among threads, each running whole
-//   single-threaded GEMMs on its images (no fork/join per product, and the GEMM's small,
-//   skinny products stay on one core's caches); the weight gradient sums one accumulator per
-//   thread at the end. A batch smaller than the team runs one image at a time on the
-//   threaded GEMM instead.
+//   Groups: an image of few output pixels (ResNet's last stage has 4 x 4) is too narrow a GEMM
+//   (the micro-kernel's NR columns would be mostly padding, and the weight gradient's k loop a
+//   few steps deep), so images are taken `group_size` at a time, side by side, and the group's
+//   result is copied out of a per-thread buffer.
+//
+//   Threads: groups are independent, so a batch is split among threads, each running whole
+//   single-threaded GEMMs on its groups (no fork/join per product, and skinny products stay in
+//   one core's caches); the weight gradient sums one accumulator per thread at the end. When
+//   there are fewer groups than threads, the groups run one at a time on the threaded GEMM.
 #pragma once
 
 #include <algorithm>
@@ -37,43 +43,50 @@
 
 namespace sg3 {
 
-// Where a source's patches come from: an image of `h` x `w` pixels per channel, looked at
-// through a convolution's geometry, producing rows of `ow` output pixels.
+// Where a source's patches come from: images of `image` elements, `h` x `w` pixels per channel,
+// looked at through a convolution's geometry, each giving `oh` rows of `ow` output pixels.
 struct patch_geometry {
+    int64_t image;   // elements per image
     int64_t h, w;    // the stored image
     int64_t kh, kw;  // filter taps
-    int64_t ow;      // output pixels per row
+    int64_t oh, ow;  // output pixels
     int64_t sy, sx;  // stride
     int64_t py, px;  // padding (negative crops)
     int64_t dy, dx;  // dilation
+
+    int64_t pixels() const { return oh * ow; }
 };
 
-// Fill `len` slots of a packed row, slot t at dst[t * step], with the image row `line` seen
-// from virtual column x0 + t*sx (zeros off the image).
+// Fill `len` slots of a packed panel, slot t at dst[t * step], with the image row `line` seen
+// from column x0 + t*sx (zeros off the image).
 template <class T>
 inline void gather_run(T* dst, int64_t step, int64_t len, const T* line, int64_t x0, const patch_geometry& g) {
-    if (g.sx == 1) {  // contiguous: zeros, a copy, zeros
-        const int64_t t0 = std::clamp<int64_t>(-x0, 0, len), t1 = std::clamp<int64_t>(g.w - x0, t0, len);
-        if (step == 1) {  // a packed row of B: plain copies, which vectorise
-            std::fill(dst, dst + t0, T(0));
-            std::copy(line + x0 + t0, line + x0 + t1, dst + t0);
-            std::fill(dst + t1, dst + len, T(0));
-            return;
-        }
-        for (int64_t t = 0; t < t0; ++t) dst[t * step] = T(0);
-        for (int64_t t = t0; t < t1; ++t) dst[t * step] = line[x0 + t];
-        for (int64_t t = t1; t < len; ++t) dst[t * step] = T(0);
-        return;
-    }
-    // strided: the slots whose pixel is on the image are [t0, t1)
+    // the slots whose pixel is on the image are [t0, t1)
     const int64_t t0 = std::clamp<int64_t>(x0 >= 0 ? 0 : (-x0 + g.sx - 1) / g.sx, 0, len);
     const int64_t t1 = std::clamp<int64_t>(x0 < g.w ? (g.w - x0 + g.sx - 1) / g.sx : 0, t0, len);
+    if (step == 1 && g.sx == 1) {  // a row of a B panel: plain copies, which vectorise
+        std::fill(dst, dst + t0, T(0));
+        std::copy(line + x0 + t0, line + x0 + t1, dst + t0);
+        std::fill(dst + t1, dst + len, T(0));
+        return;
+    }
     for (int64_t t = 0; t < t0; ++t) dst[t * step] = T(0);
     for (int64_t t = t0; t < t1; ++t) dst[t * step] = line[x0 + t * g.sx];
     for (int64_t t = t1; t < len; ++t) dst[t * step] = T(0);
 }
 
-// B = P(x): element (p, j) is tap p = (c, ki, kj) at output pixel j = (oy, ox).
+// Tap p = (c, ki, kj) at output pixel (oy, ox) of an image's plane stack x, into `len` slots.
+template <class T>
+inline void gather_tap(T* dst, int64_t step, int64_t len, const T* x, const patch_geometry& g, int64_t c, int64_t ki,
+                       int64_t kj, int64_t oy, int64_t ox) {
+    const int64_t iy = oy * g.sy - g.py + ki * g.dy;
+    if (iy >= 0 && iy < g.h)
+        gather_run(dst, step, len, x + (c * g.h + iy) * g.w, ox * g.sx - g.px + kj * g.dx, g);
+    else
+        for (int64_t t = 0; t < len; ++t) dst[t * step] = T(0);
+}
+
+// B = P(x): element (p, j) is tap p = (c, ki, kj) at output pixel j = (n, oy, ox).
 template <class Arch, class T>
 struct patches_b {
     static constexpr int NR = kernel_shape<Arch, T>::nv * static_cast<int>(xsimd::batch<T, Arch>::size);
@@ -86,23 +99,22 @@ struct patches_b {
 
     // One micro-panel: `lanes` output pixels from j, taps p0 .. p0 + kc, at dst[p * NR + lane].
     void panel(int64_t kc, int64_t lanes, int64_t p0, int64_t j, T* dst) const {
-        struct run { int64_t r0, len, oy, ox; };  // lanes that share an output row
+        struct run { int64_t r0, len, n, oy, ox; };  // lanes that share an output row
         run runs[NR];
         int nruns = 0;
-        for (int64_t r = 0, oy = j / g.ow, ox = j % g.ow; r < lanes; r += runs[nruns++].len, ++oy, ox = 0)
-            runs[nruns] = {r, std::min(lanes - r, g.ow - ox), oy, ox};
+        const int64_t L = g.pixels();
+        for (int64_t r = 0; r < lanes; ++nruns) {
+            const int64_t at = j + r, n = at / L, oy = at % L / g.ow, ox = at % g.ow;
+            runs[nruns] = {r, std::min(lanes - r, g.ow - ox), n, oy, ox};
+            r += runs[nruns].len;
+        }
         const int64_t taps = g.kh * g.kw;
         int64_t c = p0 / taps, ki = p0 % taps / g.kw, kj = p0 % g.kw;
         for (int64_t p = 0; p < kc; ++p) {
             T* row = dst + p * NR;
-            const T* plane = x + c * g.h * g.w;
             for (int q = 0; q < nruns; ++q) {
                 const run& u = runs[q];
-                const int64_t iy = u.oy * g.sy - g.py + ki * g.dy;
-                if (iy >= 0 && iy < g.h)
-                    gather_run(row + u.r0, 1, u.len, plane + iy * g.w, u.ox * g.sx - g.px + kj * g.dx, g);
-                else
-                    std::fill(row + u.r0, row + u.r0 + u.len, T(0));
+                gather_tap(row + u.r0, 1, u.len, x + u.n * g.image, g, c, ki, kj, u.oy, u.ox);
             }
             std::fill(row + lanes, row + NR, T(0));
             if (++kj == g.kw) {  // the next tap
@@ -113,7 +125,7 @@ struct patches_b {
     }
 };
 
-// A = P(x): element (i, p) is tap i = (c, ki, kj) at output pixel p = (oy, ox). Each tap's
+// A = P(x): element (i, p) is tap i = (c, ki, kj) at output pixel p = (n, oy, ox). Each tap's
 // pixels are read along the image's rows and written MR apart, within one small micro-panel.
 template <class Arch, class T>
 struct patches_a {
@@ -127,19 +139,13 @@ struct patches_a {
     }
 
     void panel(int64_t rows, int64_t kc, int64_t tap0, int64_t p0, T* dst) const {
-        const int64_t taps = g.kh * g.kw;
+        const int64_t taps = g.kh * g.kw, L = g.pixels();
         for (int64_t r = 0; r < rows; ++r) {
             const int64_t tap = tap0 + r, c = tap / taps, ki = tap % taps / g.kw, kj = tap % g.kw;
-            const T* plane = x + c * g.h * g.w;
-            // output pixels p0 .. p0 + kc, a row of the output at a time
-            for (int64_t p = 0, oy = p0 / g.ow, ox = p0 % g.ow; p < kc; ++oy, ox = 0) {
+            for (int64_t p = 0; p < kc;) {  // a row of one image's output at a time
+                const int64_t at = p0 + p, n = at / L, oy = at % L / g.ow, ox = at % g.ow;
                 const int64_t len = std::min(kc - p, g.ow - ox);
-                const int64_t iy = oy * g.sy - g.py + ki * g.dy;
-                T* out = dst + p * MR + r;
-                if (iy >= 0 && iy < g.h)
-                    gather_run(out, MR, len, plane + iy * g.w, ox * g.sx - g.px + kj * g.dx, g);
-                else
-                    for (int64_t t = 0; t < len; ++t) out[t * MR] = T(0);
+                gather_tap(dst + p * MR + r, MR, len, x + n * g.image, g, c, ki, kj, oy, ox);
                 p += len;
             }
         }
@@ -147,19 +153,83 @@ struct patches_a {
     }
 };
 
-// Add the columns of a patch matrix (K x L, as P(x) lays them out) back onto the image they
-// came from (zeroed first): the adjoint of P, for the input gradient of a strided convolution.
+// Images side by side as columns: element (p, j) is row p of column j = (n, l) at
+// x[n * image + p * L + l] (B: a batch of (rows x L) images; the group's y, g or x as a matrix).
+template <class Arch, class T>
+struct columns_b {
+    static constexpr int NR = kernel_shape<Arch, T>::nv * static_cast<int>(xsimd::batch<T, Arch>::size);
+    const T* x;
+    int64_t image, L;
+
+    void pack(int64_t kc, int64_t nc, int64_t p0, int64_t j0, T* dst) const {
+        for (int64_t jr = 0; jr < nc; jr += NR) {
+            const int64_t lanes = std::min<int64_t>(NR, nc - jr);
+            T* d = dst + jr * kc;
+            for (int64_t p = 0; p < kc; ++p) {
+                for (int64_t r = 0; r < lanes;) {  // runs of lanes within one image
+                    const int64_t at = j0 + jr + r, n = at / L, l = at % L, len = std::min(lanes - r, L - l);
+                    const T* src = x + n * image + (p0 + p) * L + l;
+                    std::copy(src, src + len, d + p * NR + r);
+                    r += len;
+                }
+                std::fill(d + p * NR + lanes, d + p * NR + NR, T(0));
+            }
+        }
+    }
+};
+
+// The transpose, as A or as B: element (p, j) with p = (n, l) the pixel, at
+// x[n * image + j * L + l] (the group's g^T for the weight gradient).
+template <class T, int R>
+void pack_pixels(int64_t kc, int64_t lanes, const T* x, int64_t image, int64_t L, int64_t p0, int64_t j, T* dst) {
+    for (int64_t p = 0; p < kc;) {  // runs of pixels within one image
+        const int64_t at = p0 + p, n = at / L, l = at % L, len = std::min(kc - p, L - l);
+        for (int64_t r = 0; r < lanes; ++r) {
+            const T* src = x + n * image + (j + r) * L + l;
+            for (int64_t t = 0; t < len; ++t) dst[(p + t) * R + r] = src[t];
+        }
+        for (int64_t t = 0; t < len; ++t) std::fill(dst + (p + t) * R + lanes, dst + (p + t) * R + R, T(0));
+        p += len;
+    }
+}
+
+template <class Arch, class T>
+struct pixels_b {  // element (p = pixel, j) at x[n * image + j * L + l]
+    static constexpr int NR = kernel_shape<Arch, T>::nv * static_cast<int>(xsimd::batch<T, Arch>::size);
+    const T* x;
+    int64_t image, L;
+
+    void pack(int64_t kc, int64_t nc, int64_t p0, int64_t j0, T* dst) const {
+        for (int64_t jr = 0; jr < nc; jr += NR)
+            pack_pixels<T, NR>(kc, std::min<int64_t>(NR, nc - jr), x, image, L, p0, j0 + jr, dst + jr * kc);
+    }
+};
+
+template <class Arch, class T>
+struct columns_a {  // element (i, p = pixel) at x[n * image + i * L + l]: a 1x1 convolution's images as A
+    static constexpr int MR = kernel_shape<Arch, T>::mr;
+    const T* x;
+    int64_t image, L;
+
+    const T* panels(int64_t mc, int64_t kc, int64_t i0, int64_t p0, T* dst) const {
+        for (int64_t ir = 0; ir < mc; ir += MR)
+            pack_pixels<T, MR>(kc, std::min<int64_t>(MR, mc - ir), x, image, L, p0, i0 + ir, dst + ir * kc);
+        return dst;
+    }
+};
+
+// Add the columns of a patch matrix (K x L, row stride ld, as P lays them out) back onto the
+// image they came from (zeroed first): the adjoint of P.
 template <class T>
-void add_patches(const patch_geometry& g, int64_t channels, int64_t oh, const T* cols, T* image) {
-    const int64_t L = oh * g.ow;
+void add_patches(const patch_geometry& g, int64_t channels, const T* cols, int64_t ld, T* image) {
     std::fill(image, image + channels * g.h * g.w, T(0));
     for (int64_t c = 0; c < channels; ++c)
         for (int64_t ki = 0; ki < g.kh; ++ki)
             for (int64_t kj = 0; kj < g.kw; ++kj) {
-                const T* row = cols + ((c * g.kh + ki) * g.kw + kj) * L;
+                const T* row = cols + ((c * g.kh + ki) * g.kw + kj) * ld;
                 int64_t o0, o1;
                 tap_range(g.w, g.ow, g.sx, g.px, kj * g.dx, o0, o1);
-                for (int64_t oy = 0; oy < oh; ++oy) {
+                for (int64_t oy = 0; oy < g.oh; ++oy) {
                     const int64_t iy = oy * g.sy - g.py + ki * g.dy;
                     if (iy < 0 || iy >= g.h) continue;
                     T* line = image + (c * g.h + iy) * g.w + kj * g.dx - g.px;
@@ -181,128 +251,173 @@ inline bool conv_pointwise(const sg3_conv& q) {
     return q.kh == 1 && q.kw == 1 && q.sh == 1 && q.sw == 1 && q.ph == 0 && q.pw == 0;
 }
 
-// Threads for a batch of n images of `work` multiply-adds each: the whole team when every
-// thread gets an image and the batch is worth waking it, else 1 (the GEMM threads instead).
+// How a batch of n images of L output pixels is cut: groups of `size` images side by side
+// (at least kGroupColumns columns, so that the GEMM's panels are full), and `threads` running
+// whole groups (the team when every thread gets a group and the batch is worth waking it; else
+// 1, and the GEMM threads instead).
+struct image_groups {
+    int64_t size, count;
+    int threads;
+};
+
+constexpr int64_t kGroupColumns = 256;
+
 template <class Arch, class T>
-int image_threads(int64_t n, double work, int nthreads) {
+image_groups group_images(int64_t n, int64_t L, double work_per_image, int nthreads) {
+    image_groups g{};
+    g.size = std::clamp<int64_t>((kGroupColumns + L - 1) / std::max<int64_t>(L, 1), 1, std::max<int64_t>(n, 1));
+    g.count = (n + g.size - 1) / g.size;
 #ifdef _OPENMP
-    if (omp_in_parallel()) return 1;
-    nthreads = std::min(nthreads, omp_get_num_procs());
+    nthreads = omp_in_parallel() ? 1 : std::min(nthreads, omp_get_num_procs());
 #endif
-    if (n < 2 || n * work < double(gemm_blocking<Arch, T>().min_parallel_work)) return 1;
-    return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(nthreads, n)));
+    const bool worth = double(n) * work_per_image >= double(gemm_blocking<Arch, T>().min_parallel_work);
+    g.threads = g.count >= 2 && worth ? static_cast<int>(std::min<int64_t>(nthreads, g.count)) : 1;
+    return g;
 }
 
-// fn(i0, i1, tid, gemm_threads) over the images [0, n), split among nt threads (see above).
-// Returns the number of threads that ran.
+// fn(first image, images, tid, gemm threads) for every group, the groups split among the
+// threads. Returns the number of threads that ran.
 template <class Fn>
-int over_images(int64_t n, int nt, int nthreads, Fn fn) {
-    if (nt <= 1) {
-        fn(int64_t(0), n, 0, nthreads);
+int over_groups(int64_t n, const image_groups& gr, int nthreads, Fn fn) {
+    auto run = [&](int64_t g0, int64_t g1, int tid, int gemm_threads) {
+        for (int64_t q = g0; q < g1; ++q) fn(q * gr.size, std::min(gr.size, n - q * gr.size), tid, gemm_threads);
+    };
+    if (gr.threads <= 1) {
+        run(0, gr.count, 0, nthreads);
         return 1;
     }
     int ran = 1;
 #ifdef _OPENMP
-#pragma omp parallel num_threads(nt)
+#pragma omp parallel num_threads(gr.threads)
     {
         const int tid = omp_get_thread_num(), team = omp_get_num_threads();
         if (tid == 0) ran = team;
-        fn(n * tid / team, n * (tid + 1) / team, tid, 1);
+        run(gr.count * tid / team, gr.count * (tid + 1) / team, tid, 1);
     }
 #endif
     return ran;
+}
+
+// Copy a group's result (rows x cnt*L, row-major) into cnt images of `rows` x L (+ bias per row).
+template <class T>
+void scatter_group(const T* src, int64_t rows, int64_t cnt, int64_t L, T* dst, const T* bias) {
+    for (int64_t k = 0; k < cnt; ++k)
+        for (int64_t r = 0; r < rows; ++r) {
+            const T* s = src + r * cnt * L + k * L;
+            T* d = dst + (k * rows + r) * L;
+            const T b = bias ? bias[r] : T(0);
+            for (int64_t l = 0; l < L; ++l) d[l] = s[l] + b;
+        }
+}
+
+// C = A @ B for one group into out (rows x cnt*L per image set): straight into the images when
+// the group is one image, else through this thread's slice of `scratch` and a copy.
+template <class Arch, class T, class ASource, class BSource>
+void group_product(const gemm_blocking_info& bl, int64_t rows, int64_t cnt, int64_t L, int64_t k, const ASource& a,
+                   const BSource& b, T* scratch, T* out, const T* bias, int gemm_threads) {
+    if (cnt == 1) {
+        gemm_from<Arch, T>(bl, rows, L, k, a, b, out, L, false, gemm_threads);
+        if (bias)
+            for (int64_t r = 0; r < rows; ++r)
+                for (int64_t l = 0; l < L; ++l) out[r * L + l] += bias[r];
+        return;
+    }
+    gemm_from<Arch, T>(bl, rows, cnt * L, k, a, b, scratch, cnt * L, false, gemm_threads);
+    scatter_group(scratch, rows, cnt, L, out, bias);
+}
+
+template <class Arch, class T>
+T* group_scratch(const image_groups& gr, int64_t per_image) {
+    if (gr.size == 1) return nullptr;
+    return thread_buffer<Arch, T, 6>().get(static_cast<std::size_t>(gr.threads * gr.size * per_image));
 }
 
 template <class Arch, class T>
 void conv2d_forward(const sg3_conv& q, T* y, const T* x, const T* w, const T* bias, int nthreads) {
     const int64_t K = q.c * q.kh * q.kw, L = q.oh * q.ow, image = q.c * q.h * q.w;
     const gemm_blocking_info& bl = gemm_blocking<Arch, T>();
-    const patch_geometry pg{q.h, q.w, q.kh, q.kw, q.ow, q.sh, q.sw, q.ph, q.pw, q.dh, q.dw};
-    const int nt = image_threads<Arch, T>(q.n, double(q.o) * K * L, nthreads);
+    const patch_geometry pg{image, q.h, q.w, q.kh, q.kw, q.oh, q.ow, q.sh, q.sw, q.ph, q.pw, q.dh, q.dw};
+    const image_groups gr = group_images<Arch, T>(q.n, L, double(q.o) * K * L, nthreads);
     const prepacked_a<Arch, T> a = filters<Arch, T>(bl, q.o, K, w, K, 1);
-    over_images(q.n, nt, nthreads, [&](int64_t i0, int64_t i1, int, int gemm_threads) {
-        for (int64_t i = i0; i < i1; ++i) {
-            T* yi = y + i * q.o * L;
-            if (conv_pointwise(q))
-                gemm_from<Arch, T>(bl, q.o, L, K, a, strided_b<Arch, T>{x + i * image, L, 1}, yi, L, false,
-                                   gemm_threads);
-            else
-                gemm_from<Arch, T>(bl, q.o, L, K, a, patches_b<Arch, T>{x + i * image, pg}, yi, L, false, gemm_threads);
-            if (bias)
-                for (int64_t o = 0; o < q.o; ++o)
-                    for (int64_t l = 0; l < L; ++l) yi[o * L + l] += bias[o];
-        }
+    T* scratch = group_scratch<Arch, T>(gr, q.o * L);
+    over_groups(q.n, gr, nthreads, [&](int64_t i, int64_t cnt, int tid, int gemm_threads) {
+        T* mine = scratch ? scratch + tid * gr.size * q.o * L : nullptr;
+        if (conv_pointwise(q))
+            group_product<Arch, T>(bl, q.o, cnt, L, K, a, columns_b<Arch, T>{x + i * image, image, L}, mine,
+                                   y + i * q.o * L, bias, gemm_threads);
+        else
+            group_product<Arch, T>(bl, q.o, cnt, L, K, a, patches_b<Arch, T>{x + i * image, pg}, mine, y + i * q.o * L,
+                                   bias, gemm_threads);
     });
 }
 
 template <class Arch, class T>
 void conv2d_backward_input(const sg3_conv& q, T* gx, const T* g, const T* w, int nthreads) {
-    const int64_t L = q.h * q.w, image = q.o * q.oh * q.ow, taps = q.kh * q.kw, K = q.o * taps;
+    const int64_t HW = q.h * q.w, L = q.oh * q.ow, gimage = q.o * L, taps = q.kh * q.kw;
     const gemm_blocking_info& bl = gemm_blocking<Arch, T>();
-    const int nt = image_threads<Arch, T>(q.n, double(q.c) * K * L, nthreads);
-    if (conv_pointwise(q)) {  // gx_i = W^T @ g_i
+    if (conv_pointwise(q)) {  // gx = W^T @ g
+        const image_groups gr = group_images<Arch, T>(q.n, L, double(q.c) * q.o * L, nthreads);
         const prepacked_a<Arch, T> a = filters<Arch, T>(bl, q.c, q.o, w, 1, q.c);
-        over_images(q.n, nt, nthreads, [&](int64_t i0, int64_t i1, int, int gemm_threads) {
-            for (int64_t i = i0; i < i1; ++i)
-                gemm_from<Arch, T>(bl, q.c, L, q.o, a, strided_b<Arch, T>{g + i * image, L, 1}, gx + i * q.c * L, L,
-                                   false, gemm_threads);
-        });
-        return;
-    }
-    if (q.sh > 1 || q.sw > 1) {
-        // Strided: the adjoint convolution would multiply mostly the zeros between g's pixels,
-        // so form each image's patch gradient W^T @ g_i (in a per-thread buffer) and add it back.
-        const int64_t KC = q.c * taps, LO = q.oh * q.ow;
-        const patch_geometry pg{q.h, q.w, q.kh, q.kw, q.ow, q.sh, q.sw, q.ph, q.pw, q.dh, q.dw};
-        T* cols = thread_buffer<Arch, T, 3>().get(static_cast<std::size_t>(std::max(nt, 1) * KC * LO));
-        const prepacked_a<Arch, T> a = filters<Arch, T>(bl, KC, q.o, w, 1, KC);
-        over_images(q.n, nt, nthreads, [&](int64_t i0, int64_t i1, int tid, int gemm_threads) {
-            T* mine = cols + tid * KC * LO;
-            for (int64_t i = i0; i < i1; ++i) {
-                gemm_from<Arch, T>(bl, KC, LO, q.o, a, strided_b<Arch, T>{g + i * image, LO, 1}, mine, LO, false,
+        T* scratch = group_scratch<Arch, T>(gr, q.c * L);
+        over_groups(q.n, gr, nthreads, [&](int64_t i, int64_t cnt, int tid, int gemm_threads) {
+            group_product<Arch, T>(bl, q.c, cnt, L, q.o, a, columns_b<Arch, T>{g + i * gimage, gimage, L},
+                                   scratch ? scratch + tid * gr.size * q.c * L : nullptr, gx + i * q.c * HW, nullptr,
                                    gemm_threads);
-                add_patches(pg, q.c, q.oh, mine, gx + i * q.c * L);
-            }
         });
         return;
     }
-    // W~[c][o][ki][kj] = W[o][c][kh-1-ki][kw-1-kj], on the calling thread before the team starts
+    if (q.sh > 1 || q.sw > 1) {  // the patch gradient dP = W^T @ g, added back onto the images
+        const int64_t KP = q.c * taps;
+        const patch_geometry pg{q.c * HW, q.h, q.w, q.kh, q.kw, q.oh, q.ow, q.sh, q.sw, q.ph, q.pw, q.dh, q.dw};
+        const image_groups gr = group_images<Arch, T>(q.n, L, double(KP) * q.o * L, nthreads);
+        T* cols = thread_buffer<Arch, T, 3>().get(static_cast<std::size_t>(gr.threads * gr.size * KP * L));
+        const prepacked_a<Arch, T> a = filters<Arch, T>(bl, KP, q.o, w, 1, KP);
+        over_groups(q.n, gr, nthreads, [&](int64_t i, int64_t cnt, int tid, int gemm_threads) {
+            T* mine = cols + tid * gr.size * KP * L;
+            gemm_from<Arch, T>(bl, KP, cnt * L, q.o, a, columns_b<Arch, T>{g + i * gimage, gimage, L}, mine, cnt * L,
+                               false, gemm_threads);
+            for (int64_t k = 0; k < cnt; ++k) add_patches(pg, q.c, mine + k * L, cnt * L, gx + (i + k) * q.c * HW);
+        });
+        return;
+    }
+    // stride 1: the convolution of g by W~[c][o][ki][kj] = W[o][c][kh-1-ki][kw-1-kj]
+    const int64_t K = q.o * taps;
     T* wf = thread_buffer<Arch, T, 3>().get(static_cast<std::size_t>(q.c * K));
     for (int64_t o = 0; o < q.o; ++o)
         for (int64_t c = 0; c < q.c; ++c)
             for (int64_t t = 0; t < taps; ++t) wf[(c * q.o + o) * taps + (taps - 1 - t)] = w[(o * q.c + c) * taps + t];
-    const patch_geometry pg{q.oh, q.ow, q.kh, q.kw, q.w, 1, 1, q.dh * (q.kh - 1) - q.ph, q.dw * (q.kw - 1) - q.pw,
-                            q.dh, q.dw};
+    const patch_geometry pg{gimage, q.oh, q.ow, q.kh, q.kw, q.h, q.w, 1, 1, q.dh * (q.kh - 1) - q.ph,
+                            q.dw * (q.kw - 1) - q.pw, q.dh, q.dw};
+    const image_groups gr = group_images<Arch, T>(q.n, HW, double(q.c) * K * HW, nthreads);
     const prepacked_a<Arch, T> a = filters<Arch, T>(bl, q.c, K, wf, K, 1);
-    over_images(q.n, nt, nthreads, [&](int64_t i0, int64_t i1, int, int gemm_threads) {
-        for (int64_t i = i0; i < i1; ++i)
-            gemm_from<Arch, T>(bl, q.c, L, K, a, patches_b<Arch, T>{g + i * image, pg}, gx + i * q.c * L, L, false,
+    T* scratch = group_scratch<Arch, T>(gr, q.c * HW);
+    over_groups(q.n, gr, nthreads, [&](int64_t i, int64_t cnt, int tid, int gemm_threads) {
+        group_product<Arch, T>(bl, q.c, cnt, HW, K, a, patches_b<Arch, T>{g + i * gimage, pg},
+                               scratch ? scratch + tid * gr.size * q.c * HW : nullptr, gx + i * q.c * HW, nullptr,
                                gemm_threads);
     });
 }
 
-// gW^T (K x O) = sum_i P(x_i) (K x L) @ g_i^T (L x O): the patches are A, whose micro-panels
-// are small, so gathering them costs little; each thread sums its images into its own gW^T,
-// and the threads' sums are added and transposed into gw at the end.
+// gW^T (K x O) = sum over groups of P(x) (K x nL) @ g^T (nL x O): the patches are A, whose
+// micro-panels are small, so gathering them costs little; each thread sums its groups into its
+// own gW^T, and the threads' sums are added and transposed into gw at the end.
 template <class Arch, class T>
 void conv2d_backward_weight(const sg3_conv& q, T* gw, const T* g, const T* x, int nthreads) {
     const int64_t K = q.c * q.kh * q.kw, L = q.oh * q.ow, image = q.c * q.h * q.w, size = q.o * K;
     const gemm_blocking_info& bl = gemm_blocking<Arch, T>();
-    const patch_geometry pg{q.h, q.w, q.kh, q.kw, q.ow, q.sh, q.sw, q.ph, q.pw, q.dh, q.dw};
-    const int nt = image_threads<Arch, T>(q.n, double(q.o) * K * L, nthreads);
-    T* partial = thread_buffer<Arch, T, 4>().get(static_cast<std::size_t>(nt * size));
-    const int ran = over_images(q.n, nt, nthreads, [&](int64_t i0, int64_t i1, int tid, int gemm_threads) {
+    const patch_geometry pg{image, q.h, q.w, q.kh, q.kw, q.oh, q.ow, q.sh, q.sw, q.ph, q.pw, q.dh, q.dw};
+    const image_groups gr = group_images<Arch, T>(q.n, L, double(q.o) * K * L, nthreads);
+    T* partial = thread_buffer<Arch, T, 4>().get(static_cast<std::size_t>(gr.threads * size));
+    std::fill(partial, partial + gr.threads * size, T(0));
+    const int ran = over_groups(q.n, gr, nthreads, [&](int64_t i, int64_t cnt, int tid, int gemm_threads) {
         T* acc = partial + tid * size;
-        if (i0 == i1) std::fill(acc, acc + size, T(0));
-        for (int64_t i = i0; i < i1; ++i) {
-            const strided_b<Arch, T> b{g + i * q.o * L, 1, L};
-            if (conv_pointwise(q))
-                gemm_from<Arch, T>(bl, K, q.o, L, strided_a<Arch, T>{x + i * image, L, 1}, b, acc, q.o, i > i0,
-                                   gemm_threads);
-            else
-                gemm_from<Arch, T>(bl, K, q.o, L, patches_a<Arch, T>{x + i * image, pg}, b, acc, q.o, i > i0,
-                                   gemm_threads);
-        }
+        const pixels_b<Arch, T> b{g + i * q.o * L, q.o * L, L};
+        if (conv_pointwise(q))
+            gemm_from<Arch, T>(bl, K, q.o, cnt * L, columns_a<Arch, T>{x + i * image, image, L}, b, acc, q.o, true,
+                               gemm_threads);
+        else
+            gemm_from<Arch, T>(bl, K, q.o, cnt * L, patches_a<Arch, T>{x + i * image, pg}, b, acc, q.o, true,
+                               gemm_threads);
     });
     for (int64_t o = 0; o < q.o; ++o)
         for (int64_t k = 0; k < K; ++k) {
