@@ -32,6 +32,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -86,6 +87,42 @@ inline void gather_tap(T* dst, int64_t step, int64_t len, const T* x, const patc
         for (int64_t t = 0; t < len; ++t) dst[t * step] = T(0);
 }
 
+// Output rows narrower than this are gathered through a pixel_lookup: with a few pixels per
+// row, copying row runs would cost a call per few elements.
+constexpr int64_t kLongRow = 16;
+
+// Output pixels first .. first + count looked up once (where each one's window starts in x,
+// and that origin's row and column), so that a tap's values are one pass over them: the
+// value at origin + tap offset, or 0 off the image. In a thread-local, grow-only table.
+struct pixel_lookup {
+    int64_t count = 0;
+    int64_t *at = nullptr, *row = nullptr, *col = nullptr;
+
+    pixel_lookup() = default;
+    pixel_lookup(const patch_geometry& g, int64_t first, int64_t n) : count(n) {
+        thread_local std::vector<int64_t> table;
+        if (int64_t(table.size()) < 3 * n) table.resize(static_cast<std::size_t>(3 * n));
+        at = table.data(), row = at + n, col = at + 2 * n;
+        const int64_t L = g.pixels();
+        for (int64_t p = 0; p < n; ++p) {
+            const int64_t q = first + p, img = q / L, oy = q % L / g.ow, ox = q % g.ow;
+            row[p] = oy * g.sy - g.py, col[p] = ox * g.sx - g.px;
+            at[p] = img * g.image + row[p] * g.w + col[p];
+        }
+    }
+
+    // tap t (ki, kj) of channel c at every pixel, into dst[p * step]
+    template <class T>
+    void gather(const T* x, const patch_geometry& g, int64_t c, int64_t t, T* dst, int64_t step) const {
+        const int64_t dy = t / g.kw * g.dy, dx = t % g.kw * g.dx;
+        const T* base = x + c * g.h * g.w + dy * g.w + dx;
+        for (int64_t p = 0; p < count; ++p) {
+            const bool on = uint64_t(row[p] + dy) < uint64_t(g.h) && uint64_t(col[p] + dx) < uint64_t(g.w);
+            dst[p * step] = on ? base[at[p]] : T(0);
+        }
+    }
+};
+
 // B = P(x): element (p, j) is tap p = (c, ki, kj) at output pixel j = (n, oy, ox).
 template <class Arch, class T>
 struct patches_b {
@@ -99,6 +136,15 @@ struct patches_b {
 
     // One micro-panel: `lanes` output pixels from j, taps p0 .. p0 + kc, at dst[p * NR + lane].
     void panel(int64_t kc, int64_t lanes, int64_t p0, int64_t j, T* dst) const {
+        if (g.ow < kLongRow) {
+            pixel_lookup lk(g, j, lanes);
+            const int64_t taps = g.kh * g.kw;
+            for (int64_t p = 0; p < kc; ++p) {
+                lk.gather(x, g, (p0 + p) / taps, (p0 + p) % taps, dst + p * NR, 1);
+                std::fill(dst + p * NR + lanes, dst + p * NR + NR, T(0));
+            }
+            return;
+        }
         struct run { int64_t r0, len, n, oy, ox; };  // lanes that share an output row
         run runs[NR];
         int nruns = 0;
@@ -126,7 +172,7 @@ struct patches_b {
 };
 
 // A = P(x): element (i, p) is tap i = (c, ki, kj) at output pixel p = (n, oy, ox). Each tap's
-// pixels are read along the image's rows and written MR apart, within one small micro-panel.
+// row is written MR apart, within one small micro-panel.
 template <class Arch, class T>
 struct patches_a {
     static constexpr int MR = kernel_shape<Arch, T>::mr;
@@ -134,22 +180,27 @@ struct patches_a {
     patch_geometry g;
 
     const T* panels(int64_t mc, int64_t kc, int64_t i0, int64_t p0, T* dst) const {
-        for (int64_t ir = 0; ir < mc; ir += MR) panel(std::min<int64_t>(MR, mc - ir), kc, i0 + ir, p0, dst + ir * kc);
-        return dst;
-    }
-
-    void panel(int64_t rows, int64_t kc, int64_t tap0, int64_t p0, T* dst) const {
         const int64_t taps = g.kh * g.kw, L = g.pixels();
-        for (int64_t r = 0; r < rows; ++r) {
-            const int64_t tap = tap0 + r, c = tap / taps, ki = tap % taps / g.kw, kj = tap % g.kw;
-            for (int64_t p = 0; p < kc;) {  // a row of one image's output at a time
-                const int64_t at = p0 + p, n = at / L, oy = at % L / g.ow, ox = at % g.ow;
-                const int64_t len = std::min(kc - p, g.ow - ox);
-                gather_tap(dst + p * MR + r, MR, len, x + n * g.image, g, c, ki, kj, oy, ox);
-                p += len;
+        const pixel_lookup lk = g.ow < kLongRow ? pixel_lookup(g, p0, kc) : pixel_lookup();
+        for (int64_t ir = 0; ir < mc; ir += MR) {
+            T* d = dst + ir * kc;
+            const int64_t rows = std::min<int64_t>(MR, mc - ir);
+            for (int64_t r = 0; r < rows; ++r) {
+                const int64_t tap = i0 + ir + r, c = tap / taps;
+                if (g.ow < kLongRow) {
+                    lk.gather(x, g, c, tap % taps, d + r, MR);
+                    continue;
+                }
+                for (int64_t p = 0; p < kc;) {  // a row of one image's output at a time
+                    const int64_t at = p0 + p, n = at / L, oy = at % L / g.ow, ox = at % g.ow;
+                    const int64_t len = std::min(kc - p, g.ow - ox);
+                    gather_tap(d + p * MR + r, MR, len, x + n * g.image, g, c, tap % taps / g.kw, tap % g.kw, oy, ox);
+                    p += len;
+                }
             }
+            for (int64_t p = 0; p < kc; ++p) std::fill(d + p * MR + rows, d + p * MR + MR, T(0));
         }
-        for (int64_t p = 0; p < kc; ++p) std::fill(dst + p * MR + rows, dst + p * MR + MR, T(0));
+        return dst;
     }
 };
 
@@ -182,11 +233,15 @@ struct columns_b {
 // x[n * image + j * L + l] (the group's g^T for the weight gradient).
 template <class T, int R>
 void pack_pixels(int64_t kc, int64_t lanes, const T* x, int64_t image, int64_t L, int64_t p0, int64_t j, T* dst) {
-    for (int64_t p = 0; p < kc;) {  // runs of pixels within one image
+    constexpr int64_t tile = 64 / sizeof(T);  // a cache line of each lane, then the next lane
+    for (int64_t p = 0; p < kc;) {            // runs of pixels within one image
         const int64_t at = p0 + p, n = at / L, l = at % L, len = std::min(kc - p, L - l);
-        for (int64_t r = 0; r < lanes; ++r) {
-            const T* src = x + n * image + (j + r) * L + l;
-            for (int64_t t = 0; t < len; ++t) dst[(p + t) * R + r] = src[t];
+        for (int64_t t0 = 0; t0 < len; t0 += tile) {
+            const int64_t t1 = std::min(len, t0 + tile);
+            for (int64_t r = 0; r < lanes; ++r) {
+                const T* src = x + n * image + (j + r) * L + l;
+                for (int64_t t = t0; t < t1; ++t) dst[(p + t) * R + r] = src[t];
+            }
         }
         for (int64_t t = 0; t < len; ++t) std::fill(dst + (p + t) * R + lanes, dst + (p + t) * R + R, T(0));
         p += len;
@@ -419,12 +474,15 @@ void conv2d_backward_weight(const sg3_conv& q, T* gw, const T* g, const T* x, in
             gemm_from<Arch, T>(bl, K, q.o, cnt * L, patches_a<Arch, T>{x + i * image, pg}, b, acc, q.o, true,
                                gemm_threads);
     });
-    for (int64_t o = 0; o < q.o; ++o)
-        for (int64_t k = 0; k < K; ++k) {
-            T sum = partial[k * q.o + o];
-            for (int t = 1; t < ran; ++t) sum += partial[t * size + k * q.o + o];
-            gw[o * K + k] = sum;
-        }
+    constexpr int64_t tile = 16;  // transposed a tile at a time: both sides touch few cache lines
+    for (int64_t o0 = 0; o0 < q.o; o0 += tile)
+        for (int64_t k0 = 0; k0 < K; k0 += tile)
+            for (int64_t o = o0; o < std::min(q.o, o0 + tile); ++o)
+                for (int64_t k = k0; k < std::min(K, k0 + tile); ++k) {
+                    T sum = partial[k * q.o + o];
+                    for (int t = 1; t < ran; ++t) sum += partial[t * size + k * q.o + o];
+                    gw[o * K + k] = sum;
+                }
 }
 
 }  // namespace sg3
