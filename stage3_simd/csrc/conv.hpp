@@ -7,7 +7,7 @@
 //     forward       y (O x nL)      = W (O x K) @ P(x) (K x nL)
 //     weight grad   gW^T (K x O)   += P(x) (K x nL) @ g^T (nL x O)
 //     input grad    gx (C x nHW)    = W~ (C x O*KH*KW) @ P~(g) (O*KH*KW x nHW)     stride 1
-//                   dP (K x nL)     = W^T (K x O) @ g (O x nL), added back onto gx   stride > 1
+//                   dP (K x nL)     = W^T (K x O) @ g (O x nL), added back onto gx   stride > 1, C < O
 //   where P(x) is the patch matrix (im2col): column (n, oy, ox) holds the K inputs that filter
 //   taps (c, ki, kj) see at that output pixel of image n. It is never stored: the GEMM packs its
 //   operands one micro-panel at a time from *sources* (gemm.hpp), and the sources below gather
@@ -421,7 +421,10 @@ void conv2d_backward_input(const sg3_conv& q, T* gx, const T* g, const T* w, int
         });
         return;
     }
-    if (q.sh > 1 || q.sw > 1) {  // the patch gradient dP = W^T @ g, added back onto the images
+    // The patch gradient dP = W^T @ g, added back onto the images: for a stride (see above), and
+    // where the input has fewer channels than the output: gathering the adjoint's patches costs
+    // about one load per C multiply-adds, adding dP back one per O.
+    if (q.sh > 1 || q.sw > 1 || q.c < q.o) {
         const int64_t KP = q.c * taps;
         const patch_geometry pg{q.c * HW, q.h, q.w, q.kh, q.kw, q.oh, q.ow, q.sh, q.sw, q.ph, q.pw, q.dh, q.dw};
         const image_groups gr = group_images<Arch, T>(q.n, L, double(KP) * q.o * L, nthreads);

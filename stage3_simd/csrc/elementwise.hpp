@@ -210,6 +210,12 @@ void where_row(char** p, int64_t n, const int64_t* ist) {
     const int64_t so = ist[0], sc = ist[1], sa = ist[2], sb = ist[3];
     if (so == 1 && sc == 1 && sa == 1 && sb == 1) {
         for (int64_t i = 0; i < n; ++i) o[i] = c[i] ? a[i] : b[i];
+    } else if (so == 1 && sc == 1 && sa == 0 && sb == 1) {  // where(cond, scalar, x): a common mask
+        const T av = *a;
+        for (int64_t i = 0; i < n; ++i) o[i] = c[i] ? av : b[i];
+    } else if (so == 1 && sc == 1 && sa == 1 && sb == 0) {
+        const T bv = *b;
+        for (int64_t i = 0; i < n; ++i) o[i] = c[i] ? a[i] : bv;
     } else {
         for (int64_t i = 0; i < n; ++i) o[i * so] = c[i * sc] ? a[i * sa] : b[i * sb];
     }

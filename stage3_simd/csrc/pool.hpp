@@ -69,9 +69,13 @@ void max_pool2d(const sg3_pool& q, T* y, int64_t* index, const T* x, int nthread
                     const int64_t base = iy * q.w + kj * q.dw - q.pw;
                     for (int64_t ox = o0; ox < o1; ++ox) {
                         const int64_t at = base + ox * q.sw;
-                        const T v = xp[at];
-                        // the first maximum wins; NaN wins over numbers and propagates
-                        if (ir[ox] < 0 || v > yr[ox] || (v != v && yr[ox] == yr[ox])) yr[ox] = v, ir[ox] = at;
+                        const T v = xp[at], best = yr[ox];
+                        // the first maximum wins; NaN wins over numbers and propagates. Bitwise,
+                        // not short-circuit, so that it compiles to selects, not branches that
+                        // random data mispredicts.
+                        const bool take = (ir[ox] < 0) | (v > best) | ((v != v) & (best == best));
+                        yr[ox] = take ? v : best;
+                        ir[ox] = take ? at : ir[ox];
                     }
                 }
             }
