@@ -1,5 +1,5 @@
 // 2-d pooling straight from the image: max (with the argmax it saves for the backward) and
-// average, forward and backward, and depthwise convolution, which has the same shape of loop.
+// average, forward and backward.
 //
 // Design: a plane (one channel of one image) is pooled on its own, so planes are split among
 // threads and nothing is shared. Each output row walks the window's taps; for a tap, the
@@ -141,97 +141,6 @@ void avg_pool2d_backward(const sg3_pool& q, T* gx, const T* g, bool include_pad,
                                                                : T(cy * avg_count(ox, q.w, q.kw, q.sw, q.pw, include_pad)));
                 }
             }
-        }
-    });
-}
-
-// ------------------------------------------------------------------ depthwise convolution
-//
-// groups == channels: output channel o filters input channel o / mult with its own
-// kh x kw taps (weight (O, 1, kh, kw)). The same tap walk as pooling, a multiply-add per
-// tap; sg3_pool describes the geometry (planes = N * O output planes, h x w the input).
-
-template <class A, class T>
-void depthwise_forward(const sg3_pool& q, int64_t mult, T* y, const T* x, const T* w, const T* bias,
-                       int nthreads) {
-    const int64_t L = q.oh * q.ow, HW = q.h * q.w, taps = q.kh * q.kw;
-    over_planes(q.planes, L * taps, nthreads, [&](int64_t i) {  // i = n * O + o
-        const int64_t o = i % q.out_channels;
-        const T* xp = x + (i / mult) * HW;  // n * C + o / mult, as O = C * mult
-        const T* wo = w + o * taps;
-        T* yp = y + i * L;
-        std::fill(yp, yp + L, bias ? bias[o] : T(0));
-        for (int64_t oy = 0; oy < q.oh; ++oy) {
-            T* yr = yp + oy * q.ow;
-            for (int64_t ki = 0; ki < q.kh; ++ki) {
-                const int64_t iy = oy * q.sh - q.ph + ki * q.dh;
-                if (iy < 0 || iy >= q.h) continue;
-                for (int64_t kj = 0; kj < q.kw; ++kj) {
-                    int64_t o0, o1;
-                    tap_range(q.w, q.ow, q.sw, q.pw, kj * q.dw, o0, o1);
-                    const T* xr = xp + iy * q.w + kj * q.dw - q.pw;
-                    const T wt = wo[ki * q.kw + kj];
-                    for (int64_t ox = o0; ox < o1; ++ox) yr[ox] += wt * xr[ox * q.sw];
-                }
-            }
-        }
-    });
-}
-
-// The input gradient, one input plane per task (it gathers from its mult output planes).
-template <class A, class T>
-void depthwise_backward_input(const sg3_pool& q, int64_t mult, T* gx, const T* g, const T* w, int nthreads) {
-    const int64_t L = q.oh * q.ow, HW = q.h * q.w, taps = q.kh * q.kw, C = q.out_channels / mult;
-    over_planes(q.planes / mult, L * taps * mult, nthreads, [&](int64_t i) {  // i = n * C + c
-        T* gp = gx + i * HW;
-        std::fill(gp, gp + HW, T(0));
-        for (int64_t m = 0; m < mult; ++m) {
-            const int64_t o = (i % C) * mult + m;
-            const T* gq = g + (i * mult + m) * L;
-            const T* wo = w + o * taps;
-            for (int64_t oy = 0; oy < q.oh; ++oy) {
-                const T* gr = gq + oy * q.ow;
-                for (int64_t ki = 0; ki < q.kh; ++ki) {
-                    const int64_t iy = oy * q.sh - q.ph + ki * q.dh;
-                    if (iy < 0 || iy >= q.h) continue;
-                    for (int64_t kj = 0; kj < q.kw; ++kj) {
-                        int64_t o0, o1;
-                        tap_range(q.w, q.ow, q.sw, q.pw, kj * q.dw, o0, o1);
-                        T* xr = gp + iy * q.w + kj * q.dw - q.pw;
-                        const T wt = wo[ki * q.kw + kj];
-                        for (int64_t ox = o0; ox < o1; ++ox) xr[ox * q.sw] += wt * gr[ox];
-                    }
-                }
-            }
-        }
-    });
-}
-
-// The weight gradient, one output channel per task (summed over the batch).
-template <class A, class T>
-void depthwise_backward_weight(const sg3_pool& q, int64_t mult, T* gw, const T* g, const T* x, int nthreads) {
-    const int64_t L = q.oh * q.ow, HW = q.h * q.w, taps = q.kh * q.kw, O = q.out_channels, N = q.planes / O;
-    over_planes(O, N * L * taps, nthreads, [&](int64_t o) {
-        T* wo = gw + o * taps;
-        for (int64_t t = 0; t < taps; ++t) {
-            const int64_t ki = t / q.kw, kj = t % q.kw;
-            int64_t o0, o1;
-            tap_range(q.w, q.ow, q.sw, q.pw, kj * q.dw, o0, o1);
-            T acc = T(0);
-            for (int64_t n = 0; n < N; ++n) {
-                const T* xp = x + (n * O + o) / mult * HW;
-                const T* gp = g + (n * O + o) * L;
-                for (int64_t oy = 0; oy < q.oh; ++oy) {
-                    const int64_t iy = oy * q.sh - q.ph + ki * q.dh;
-                    if (iy < 0 || iy >= q.h) continue;
-                    const T* xr = xp + iy * q.w + kj * q.dw - q.pw;
-                    const T* gr = gp + oy * q.ow;
-                    T row = T(0);
-                    for (int64_t ox = o0; ox < o1; ++ox) row += gr[ox] * xr[ox * q.sw];
-                    acc += row;
-                }
-            }
-            wo[t] = acc;
         }
     });
 }

@@ -11,6 +11,7 @@
 
 #include "batch_norm.hpp"
 #include "conv.hpp"
+#include "depthwise.hpp"
 #include "elementwise.hpp"
 #include "fused.hpp"
 #include "gemm.hpp"
