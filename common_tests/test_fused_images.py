@@ -1,0 +1,189 @@
+"""The image kernels a stage offers (``FUSED``: conv2d, max_pool2d, avg_pool2d, batch_norm),
+each against the composite it replaces (the same stage with ``FUSED`` emptied) and against
+PyTorch, output and every gradient, on the geometries that break kernels: batch 1 and empty
+batches, 1x1 and 2x2 images, channel counts off the SIMD width, strides on odd sizes, padding
+as large as the kernel, dilation, depthwise with a channel multiplier, and inputs that are
+not contiguous or are laid out channels-last."""
+import numpy as np
+import pytest
+
+from .conftest import _loaded, _selected
+from .oracle import need_torch
+from .test_fused import _close, _data, check, composite
+
+
+def pytest_generate_tests(metafunc):
+    """``fsg``: each stage under test whose backend has the image kernels (on the CPU: a device
+    variant's tensors run the composites, which the rest of the suite tests)."""
+    if "fsg" in metafunc.fixturenames:
+        selected = _selected(metafunc.config)
+        names = [n for n in selected if "[" not in n and "conv2d" in _loaded[n].backend.FUSED]
+        params = [pytest.param(_loaded[n], id=n) for n in names] or [pytest.param(
+            None, id="none", marks=pytest.mark.skip(reason=f"no stage under test ({', '.join(selected)}) "
+                                                           "offers the image kernels"))]
+        metafunc.parametrize("fsg", params)
+
+DTYPES = ["float32", "float64"]
+
+# (N, C, H, W, O, kernel, stride, padding, dilation, groups)
+CONVOLUTIONS = [
+    (2, 3, 7, 9, 4, 3, 1, 1, 1, 1),
+    (1, 5, 8, 8, 6, 3, 2, 1, 1, 1),      # batch 1, stride 2
+    (3, 4, 9, 7, 5, 3, 2, 0, 1, 1),      # stride 2 on odd sizes
+    (2, 17, 6, 6, 33, 1, 1, 0, 1, 1),    # 1x1: a plain GEMM; channels off the SIMD width
+    (2, 3, 7, 7, 4, 1, 2, 0, 1, 1),      # 1x1 stride 2
+    (2, 3, 8, 8, 4, 3, 1, 3, 1, 1),      # padding as large as the kernel
+    (2, 3, 5, 5, 2, 3, 1, 2, 2, 1),      # dilation
+    (1, 17, 2, 2, 33, 3, 1, 1, 1, 1),    # 2x2 image
+    (2, 6, 1, 1, 5, 1, 1, 0, 1, 1),      # 1x1 image
+    (5, 3, 11, 13, 7, 5, 3, 2, 1, 1),
+    (3, 16, 4, 4, 8, 3, 1, 1, 1, 1),     # narrow outputs, images grouped side by side
+    (2, 4, 7, 9, 4, 3, 1, 1, 1, 4),      # depthwise
+    (2, 4, 8, 8, 8, 3, 2, 1, 1, 4),      # depthwise, multiplier 2, stride 2
+    (2, 5, 6, 6, 5, 5, 1, 2, 2, 5),      # depthwise, dilation
+    (2, 3, 5, 5, 6, 3, 1, 3, 1, 3),      # depthwise, padding past the adjoint's reach
+    (0, 3, 6, 6, 4, 3, 1, 1, 1, 1),      # empty batch
+]
+
+
+def _conv_arrays(case, dtype):
+    N, C, H, W, O, k, _, _, _, g = case
+    return [_data((N, C, H, W), dtype), _data((O, C // g, k, k), dtype, 1), _data((O,), dtype, 2)]
+
+
+def _conv(case):
+    *_, s, p, d, g = case
+    return lambda lib, x, w, b: lib.nn.functional.conv2d(x, w, b, s, p, d, g)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", CONVOLUTIONS, ids=lambda c: "x".join(map(str, c)))
+def test_conv2d(fsg, case, dtype):
+    check(fsg, _conv(case), _conv_arrays(case, dtype), dtype)
+
+
+@pytest.mark.parametrize("layout", ["channels_last", "strided"])
+def test_conv2d_of_inputs_not_contiguous(fsg, layout):
+    case = (2, 6, 7, 9, 5, 3, 1, 1, 1, 1)
+    x, w, b = _conv_arrays(case, "float32")
+    if layout == "channels_last":  # the values of x, with strides (H*W*C, 1, W*C, C)
+        x = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+        view = _conv(case)
+    else:  # every other column of a wider image
+        x = np.concatenate([x, x], axis=3)
+        view = (lambda lib, x, w, b: _conv(case)(lib, x[..., ::2], w, b))
+    check(fsg, view, [x, w, b], "float32")
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_conv1d_through_the_2d_kernel(fsg, bias):
+    x, w, b = _data((3, 5, 11), "float64"), _data((4, 5, 3), "float64", 1), _data((4,), "float64", 2)
+    arrays = [x, w, b] if bias else [x, w]
+    check(fsg, lambda lib, x, w, *b: lib.nn.functional.conv1d(x, w, *b, stride=2, padding=1), arrays, "float64")
+
+
+# (N, C, H, W, kernel, stride, padding, dilation, ceil_mode)
+POOLS = [
+    (2, 3, 7, 9, 3, 2, 1, 1, False),
+    (1, 2, 8, 8, 2, 2, 0, 1, False),
+    (2, 2, 5, 5, 3, 1, 1, 1, False),
+    (2, 2, 7, 7, 3, 2, 1, 1, True),
+    (1, 1, 2, 2, 2, 2, 1, 1, False),
+    (2, 3, 9, 8, 3, 2, 1, 2, False),   # dilation (max pooling only)
+    (0, 3, 6, 6, 2, 2, 0, 1, False),   # empty batch
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", POOLS, ids=lambda c: "x".join(map(str, c)))
+def test_max_pool2d_and_its_indices(fsg, case, dtype):
+    N, C, H, W, k, s, p, d, ceil = case
+    x = _data((N, C, H, W), dtype)
+    check(fsg, lambda lib, t: lib.nn.functional.max_pool2d(t, k, s, p, d, ceil), [x], dtype)
+    torch = need_torch()
+    _, want = torch.nn.functional.max_pool2d(torch.tensor(x), k, s, p, d, ceil, return_indices=True)
+    _, got = fsg.nn.functional.max_pool2d(fsg.tensor(x), k, s, p, d, ceil, return_indices=True)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_max_pool2d_ties_and_nan(fsg):
+    x = np.array([[[[1.0, 1.0, 0.0], [np.nan, 2.0, 2.0], [-np.inf, -np.inf, np.nan]]]], dtype=np.float32)
+    check(fsg, lambda lib, t: lib.nn.functional.max_pool2d(t, 2, 1), [x], "float32", grads=False)
+
+
+@pytest.mark.parametrize("divisor", [None, 3, -2])
+@pytest.mark.parametrize("include_pad", [True, False])
+@pytest.mark.parametrize("case", [c for c in POOLS if c[7] == 1], ids=lambda c: "x".join(map(str, c)))
+def test_avg_pool2d(fsg, case, include_pad, divisor):
+    N, C, H, W, k, s, p, _, ceil = case
+    x = _data((N, C, H, W), "float64")
+    check(fsg, lambda lib, t: lib.nn.functional.avg_pool2d(t, k, s, p, ceil, include_pad, divisor), [x], "float64")
+
+
+@pytest.mark.parametrize("size", [(1, 1), (2, 3), (6, 4)])
+def test_adaptive_avg_pool2d_with_equal_windows(fsg, size):
+    x = _data((2, 3, 6, 12), "float32")
+    check(fsg, lambda lib, t: lib.nn.functional.adaptive_avg_pool2d(t, size), [x], "float32")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(4, 5, 3, 3), (6, 3), (3, 4, 7), (2, 17, 1, 1)])
+@pytest.mark.parametrize("affine", [True, False])
+@pytest.mark.parametrize("training", [True, False])
+def test_batch_norm_and_its_running_statistics(fsg, shape, affine, training, dtype):
+    C = shape[1]
+    x = _data(shape, dtype) * 3 + 1
+    per_channel = [_data((C,), dtype, 1), _data((C,), dtype, 2)] if affine else []
+
+    def bn(lib, x, *wb, stats):
+        mean, var = stats
+        return lib.nn.functional.batch_norm(x, mean, var, *wb, training=training, momentum=0.3, eps=1e-3)
+
+    def stats(lib):
+        return [lib.tensor(_data((C,), dtype, 3)), lib.tensor(np.abs(_data((C,), dtype, 4)) + 0.5)]
+
+    check(fsg, lambda lib, x, *wb: bn(lib, x, *wb, stats=stats(lib)), [x, *per_channel], dtype)
+    torch = need_torch()
+    ours, theirs = stats(fsg), stats(torch)  # the running statistics after one step
+    bn(fsg, fsg.tensor(x), *(fsg.tensor(a) for a in per_channel), stats=ours)
+    bn(torch, torch.tensor(x), *(torch.tensor(a) for a in per_channel), stats=theirs)
+    for got, want in zip(ours, theirs):
+        _close(got.numpy(), want.numpy(), dtype)
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_batch_norm_kernel_with_its_fused_relu(fsg, training):
+    """The kernel's ReLU option against relu(batch_norm(x)) of the composites."""
+    B = fsg.backend
+    x, w, b = _data((3, 4, 5, 5), "float64"), _data((4,), "float64", 1), _data((4,), "float64", 2)
+    g = _data((3, 4, 5, 5), "float64", 3)
+    mean, var = fsg.tensor(_data((4,), "float64", 4)), fsg.tensor(np.abs(_data((4,), "float64", 5)) + 0.5)
+    y, mu, rstd = B.batch_norm(fsg.tensor(x)._data, fsg.tensor(w)._data, fsg.tensor(b)._data, None if training
+                               else mean._data, None if training else var._data, training, 0.1, 1e-5, True)
+    gx, gw, gb = B.batch_norm_backward(fsg.tensor(g)._data, fsg.tensor(x)._data, y, mu, rstd, fsg.tensor(w)._data,
+                                       training, True, True, True, True)
+    with composite(fsg):
+        xs, ws, bs = (fsg.tensor(a, requires_grad=True) for a in (x, w, b))
+        out = fsg.nn.functional.relu(fsg.nn.functional.batch_norm(xs, mean.clone(), var.clone(), ws, bs,
+                                                                  training=training))
+        (out * fsg.tensor(g)).sum().backward()
+    for got, want in ((y, out), (gx, xs.grad), (gw, ws.grad), (gb, bs.grad)):
+        _close(fsg.Tensor._make(got).numpy(), want.detach().numpy(), "float64")
+
+
+def test_a_zoo_style_block_trains_the_same_as_pytorch(fsg):
+    """conv, batch norm, relu, max pool, a depthwise conv and global average pooling in one
+    step: the output and every parameter's gradient."""
+    x = _data((4, 3, 12, 12), "float32")
+
+    def block(lib, t, w1, w2, w3):
+        F = lib.nn.functional
+        h = F.relu(F.batch_norm(F.conv2d(t, w1, padding=1), None, None, training=True))
+        h = F.max_pool2d(h, 2)
+        h = F.conv2d(h, w2, padding=1, groups=8)
+        h = F.conv2d(h, w3, stride=2)
+        return F.adaptive_avg_pool2d(h, 1)
+
+    arrays = [x, _data((8, 3, 3, 3), "float32", 1), _data((16, 1, 3, 3), "float32", 2), _data((5, 16, 1, 1),
+                                                                                                 "float32", 3)]
+    check(fsg, block, arrays, "float32")
