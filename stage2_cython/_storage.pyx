@@ -89,14 +89,27 @@ cdef inline Py_ssize_t class_size(int k) noexcept nogil:
 
 cdef void* _heads[NCLASSES]  # free list per class (zero-initialised: empty)
 cdef bint _enabled = True
-cdef Py_ssize_t _limit = 256 * 2**20  # bytes the pool may hold
+# Bytes the pool may hold: a fixed limit once set_limit sets one; until then (-1) twice as
+# much as the program has ever had in use at once, and at least DEFAULT_LIMIT. A training step
+# frees and reallocates the same blocks every step, so a pool that can hold one step's blocks
+# misses nothing after the second step (a fixed 256 MiB made a large batch's step allocate
+# hundreds of blocks anew, every step). Twice: each size class needs its own peak count of
+# blocks, and those peaks fall at different moments of the step, so together they exceed the
+# program's peak (ResNet-18's step by about 1.2 times).
+cdef Py_ssize_t _limit = -1
 cdef Py_ssize_t _held = 0
-cdef Py_ssize_t _hits = 0, _misses = 0, _in_use = 0, _peak = 0
+cdef Py_ssize_t _hits = 0, _misses = 0, _in_use = 0, _peak = 0, _high_water = 0
 DEFAULT_LIMIT = 256 * 2**20
 
 
+cdef inline Py_ssize_t _capacity() noexcept:
+    if _limit >= 0:
+        return _limit
+    return 2 * _high_water if 2 * _high_water > DEFAULT_LIMIT else DEFAULT_LIMIT
+
+
 cdef char* _take(Py_ssize_t nbytes, int* klass) except NULL:
-    global _held, _hits, _misses, _in_use, _peak
+    global _held, _hits, _misses, _in_use, _peak, _high_water
     cdef Py_ssize_t size
     if nbytes > class_size(NCLASSES - 1):  # past the largest class: no slot in the table
         raise MemoryError(f"cannot allocate {nbytes} bytes for a tensor (at most "
@@ -117,6 +130,8 @@ cdef char* _take(Py_ssize_t nbytes, int* klass) except NULL:
     _in_use += nbytes
     if _in_use > _peak:
         _peak = _in_use
+    if _in_use > _high_water:
+        _high_water = _in_use
     klass[0] = k
     return <char*>p
 
@@ -125,7 +140,7 @@ cdef void _give(char* p, int k, Py_ssize_t nbytes) noexcept:
     global _held, _in_use
     cdef Py_ssize_t size = class_size(k)
     _in_use -= nbytes
-    if _enabled and not SG_EXACT_BLOCKS and _held + size <= _limit:
+    if _enabled and not SG_EXACT_BLOCKS and _held + size <= _capacity():
         (<void**>p)[0] = _heads[k]
         _heads[k] = p
         _held += size

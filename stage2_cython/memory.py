@@ -5,7 +5,9 @@ multiples of 64 bytes up to 1 KiB, then eight classes per power of two, so a req
 served by a block at most 12.5% larger. ``stats()`` counts storages: ``allocations`` (each
 new storage), of which ``hits`` reused a pooled block and ``misses`` allocated one;
 ``bytes_in_use`` (bytes asked for by live storages) and its peak; ``bytes_held_by_pool``
-(the pooled blocks' sizes).
+(the pooled blocks' sizes). Until ``set_pool_limit`` fixes a limit, the pool holds at most
+twice as much as the program has ever had in use at once, and at least ``DEFAULT_LIMIT``:
+enough for a training loop to reuse every block from its second step on.
 """
 from stage2_cython import _storage
 
@@ -32,5 +34,6 @@ def set_pool_enabled(enabled):
 
 
 def set_pool_limit(nbytes):
-    """Hold at most ``nbytes`` in the pool, evicting the largest blocks first."""
+    """Hold at most ``nbytes`` in the pool from now on (instead of the program's peak use),
+    evicting the largest blocks first."""
     _storage.set_limit(nbytes)
