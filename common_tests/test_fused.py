@@ -249,6 +249,32 @@ def test_layer_norm(fsg, shape, normalized, affine, dtype):
     check(fsg, fn, arrays, dtype)
 
 
+# ---------------------------------------------------------------- the LSTM cell
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("options", [{}, {"batch_first": True, "bidirectional": True}, {"proj_size": 3}])
+def test_lstm_cell(fsg, options, dtype):
+    """A two-layer LSTM with fixed weights: its output and final state, and the gradients of
+    the input and the initial state (which pass through every step's cell backward)."""
+    weights = {}
+    reference = need_torch().nn.LSTM(5, 7, num_layers=2, **options).to(getattr(need_torch(), dtype))
+    for k, (name, p) in enumerate(reference.named_parameters()):
+        weights[name] = _data(tuple(p.shape), dtype, 10 + k)
+    dirs, hidden = (2 if options.get("bidirectional") else 1), options.get("proj_size") or 7
+    arrays = [_data((3, 6, 5) if options.get("batch_first") else (6, 3, 5), dtype),
+              _data((2 * dirs, 3, hidden), dtype, 1), _data((2 * dirs, 3, 7), dtype, 2)]
+
+    def lstm(lib, x, h0, c0):
+        m = lib.nn.LSTM(5, 7, num_layers=2, **options).to(getattr(lib, dtype))
+        with lib.no_grad():
+            for name, p in m.named_parameters():
+                p.copy_(lib.tensor(weights[name]))
+        out, (h, c) = m(x, (h0, c0))
+        return lib.cat([out.reshape(-1), h.reshape(-1), c.reshape(-1)])
+
+    check(fsg, lstm, arrays, dtype)
+
+
 # ---------------------------------------------------------------- optimizers
 
 OPTIMIZERS = [

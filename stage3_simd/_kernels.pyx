@@ -134,6 +134,11 @@ cdef extern from "csrc/kernels.h" nogil:
         int (*batch_norm_backward)(int dtype, const sg3_batch_norm* q, char* gx, char* gw, char* gb,
                                    const char* g, const char* x, const char* y, const char* mean,
                                    const char* rstd, const char* w, int nthreads) noexcept nogil
+        int (*lstm_cell)(int dtype, char* h, char* c_next, char* act, char* tc, const char* pre, const char* c,
+                         int64_t rows, int64_t hidden, int nthreads) noexcept nogil
+        int (*lstm_cell_backward)(int dtype, char* gpre, char* gc, const char* gh, const char* gc_next,
+                                  const char* act, const char* tc, const char* c, int64_t rows, int64_t hidden,
+                                  int nthreads) noexcept nogil
 
 cdef extern from "csrc/cpu.h" nogil:
     ctypedef struct sg3_cpu:
@@ -845,6 +850,32 @@ def rmsprop_step(int code, list params, list grads, list square_avgs, list grad_
     with nogil:
         rc = T.rmsprop(code, p.count, p.p, g.p, sq.p, pga, pb, p.n, &h, NTHREADS)
     _check(rc, "rmsprop")
+
+
+def lstm_cell(Buffer pre, Buffer c):
+    """The LSTM cell after its GEMM: (h', c', the activated gates, tanh(c')) from the gates
+    before activation (rows, 4H) and c (rows, H)."""
+    cdef int64_t hidden = c.shape[c.ndim - 1], rows = c.numel // hidden if hidden else 0
+    cdef Buffer h = new_buffer(c.shape, c.dtype, c.code), cn = new_buffer(c.shape, c.dtype, c.code)
+    cdef Buffer act = new_buffer(pre.shape, pre.dtype, pre.code), tc = new_buffer(c.shape, c.dtype, c.code)
+    cdef int rc, code = c.code
+    with nogil:
+        rc = T.lstm_cell(code, data_of(h), data_of(cn), data_of(act), data_of(tc), data_of(pre), data_of(c), rows,
+                         hidden, NTHREADS)
+    _check(rc, "lstm")
+    return h, cn, act, tc
+
+
+def lstm_cell_backward(Buffer gh, Buffer gc_next, Buffer act, Buffer tc, Buffer c):
+    """(grad of the gates before activation, grad of c) of ``lstm_cell``."""
+    cdef int64_t hidden = c.shape[c.ndim - 1], rows = c.numel // hidden if hidden else 0
+    cdef Buffer gpre = new_buffer(act.shape, act.dtype, act.code), gc = new_buffer(c.shape, c.dtype, c.code)
+    cdef int rc, code = c.code
+    with nogil:
+        rc = T.lstm_cell_backward(code, data_of(gpre), data_of(gc), data_of(gh), data_of(gc_next), data_of(act),
+                                  data_of(tc), data_of(c), rows, hidden, NTHREADS)
+    _check(rc, "lstm")
+    return gpre, gc
 
 
 def _doubles(values):

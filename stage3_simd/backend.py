@@ -13,8 +13,8 @@ What stage 3 rewrites:
   default each product goes to the faster for its shape), batched on one thread with each
   product threaded;
 - fused kernels (``FUSED``): softmax, cross-entropy, linear, layer norm, the optimizer steps,
-  and on images convolution (an implicit GEMM on our GEMM, and a depthwise kernel), pooling and
-  batch norm, which read the image directly instead of unfolding it.
+  on images convolution (an implicit GEMM on our GEMM, and a depthwise kernel), pooling and
+  batch norm, which read the image directly instead of unfolding it, and the LSTM cell.
 
 ``Backend`` subclasses stage 2's (``stage2_cython/backend.py``) and replaces what stage 3
 rewrites; what it does not replace is stage 2's, and a stage 2 primitive that calls
@@ -129,7 +129,7 @@ class Backend(_S2):
     # data (see csrc/fused.hpp); the frontend uses one where its name is in FUSED and its
     # operands fit (float32 or float64, one dtype), and the composite otherwise.
     FUSED = frozenset({"softmax", "log_softmax", "cross_entropy", "linear", "layer_norm", "adam", "sgd",
-                       "rmsprop", "conv2d", "max_pool2d", "avg_pool2d", "batch_norm"})
+                       "rmsprop", "conv2d", "max_pool2d", "avg_pool2d", "batch_norm", "lstm_cell"})
     GEMMS = GEMMS
     get_gemm, set_gemm = staticmethod(get_gemm), staticmethod(set_gemm)
     set_num_threads, get_num_threads = staticmethod(K.set_num_threads), staticmethod(K.get_num_threads)
@@ -343,6 +343,19 @@ class Backend(_S2):
         c = self.contiguous
         return K.batch_norm_backward(c(g), c(x), None if y is None else c(y), mean, rstd,
                                      None if w is None else c(w), training, relu, need_x, need_w, need_b)
+
+    # ------------------------------------------------------------ the LSTM cell (csrc/recurrent.hpp)
+
+    @_widened
+    def lstm_cell(self, pre, c):
+        """(h', c', the activated gates, tanh(c')) from the gates before activation (rows, 4H)
+        and c (rows, H)."""
+        return K.lstm_cell(self.contiguous(pre), self.contiguous(c))
+
+    @_widened
+    def lstm_cell_backward(self, gh, gc, act, tc, c):
+        """(grad of the gates before activation, grad of c) from those of h' and c'."""
+        return K.lstm_cell_backward(self.contiguous(gh), self.contiguous(gc), act, tc, self.contiguous(c))
 
     # ------------------------------------------------------------ multi-tensor optimizer steps
     #

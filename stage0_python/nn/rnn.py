@@ -10,6 +10,10 @@ A sequence is handled internally as *packed* rows (see ``nn.utils.rnn``): ``x`` 
 first. A padded (T, B, F) input is the special case ``batch_sizes = [B] * T``, so one
 loop serves both: at step t only the first ``batch_sizes[t]`` rows advance.
 
+Where the backend offers it (``FUSED``: stage 3), the LSTM cell's elementwise part after
+its hidden projection (three sigmoids, two tanhs, the cell and output updates) is one
+kernel forward and one backward (``_LSTMCell``).
+
 Gates are in PyTorch's order (LSTM: input, forget, cell, output; GRU: reset, update,
 new, with ``n = tanh(W_in x + b_in + r * (W_hn h + b_hn))``), so PyTorch's weights load
 unchanged.
@@ -21,6 +25,8 @@ from collections import namedtuple
 
 from . import functional as F
 from . import init
+from .. import backend as B
+from .functional.image_kernels import takes
 from .module import Module, Parameter, _empty
 from .utils.rnn import PackedSequence
 from ..autograd import Function
@@ -70,12 +76,34 @@ def _rnn_relu(gi, state, w):
     return ((gi + F.linear(state[0], w.hh, w.b_hh)).relu(),)
 
 
+class _LSTMCell(Function):
+    """(h', c') from the gates before activation (rows, 4H) and c (rows, H), on the backend's
+    kernel: c' = sigmoid(f) c + sigmoid(i) tanh(g), h' = sigmoid(o) tanh(c')."""
+
+    @staticmethod
+    def forward(ctx, pre, c):
+        h, c_next, act, tc = B.lstm_cell(pre._data, c._data)
+        ctx.act, ctx.tc = act, tc
+        ctx.save_for_backward(c)
+        return Tensor._make(h), Tensor._make(c_next)
+
+    @staticmethod
+    def backward(ctx, gh, gc):
+        (c,) = ctx.saved_tensors
+        gpre, gc_prev = B.lstm_cell_backward(gh._data, gc._data, ctx.act, ctx.tc, c._data)
+        return Tensor._make(gpre), Tensor._make(gc_prev)
+
+
 def _lstm(gi, state, w):
     h, c = state
     H = c.shape[-1]
-    i, f, g, o = _split(gi + F.linear(h, w.hh, w.b_hh), [H] * 4, -1)
-    c = f.sigmoid() * c + i.sigmoid() * g.tanh()
-    h = o.sigmoid() * c.tanh()
+    pre = gi + F.linear(h, w.hh, w.b_hh)
+    if takes("lstm_cell", pre, c):
+        h, c = _LSTMCell.apply(pre, c)
+    else:
+        i, f, g, o = _split(pre, [H] * 4, -1)
+        c = f.sigmoid() * c + i.sigmoid() * g.tanh()
+        h = o.sigmoid() * c.tanh()
     return (h if w.hr is None else F.linear(h, w.hr)), c
 
 

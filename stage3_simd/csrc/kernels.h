@@ -188,6 +188,15 @@ typedef struct {
     int (*batch_norm_backward)(int dtype, const sg3_batch_norm* q, char* gx, char* gw, char* gb, const char* g,
                                const char* x, const char* y, const char* mean, const char* rstd, const char* w,
                                int nthreads);
+
+    /* The LSTM cell after its GEMM (csrc/recurrent.hpp): pre (rows x 4H, gates i f g o), c
+     * (rows x H) give h', c', the activated gates and tanh(c'); the backward the gradients of
+     * pre and c from those of h' and c'. Contiguous float32 or float64. */
+    int (*lstm_cell)(int dtype, char* h, char* c_next, char* act, char* tc, const char* pre, const char* c,
+                     int64_t rows, int64_t hidden, int nthreads);
+    int (*lstm_cell_backward)(int dtype, char* gpre, char* gc, const char* gh, const char* gc_next,
+                              const char* act, const char* tc, const char* c, int64_t rows, int64_t hidden,
+                              int nthreads);
 } sg3_table;
 
 #ifdef __cplusplus

@@ -18,6 +18,7 @@
 #include "gemm_ladder.hpp"
 #include "kernels.h"
 #include "pool.hpp"
+#include "recurrent.hpp"
 #include "reduce.hpp"
 
 namespace sg3 {
@@ -225,6 +226,20 @@ int f_batch_norm_backward(int dtype, const sg3_batch_norm* q, char* gx, char* gw
                                                    (const T*)y, (const T*)mean, (const T*)rstd, (const T*)w, nt)));
 }
 
+template <class A>
+int f_lstm_cell(int dtype, char* h, char* c_next, char* act, char* tc, const char* pre, const char* c, int64_t rows,
+                int64_t hidden, int nt) {
+    SG3_BY_DTYPE(dtype, (lstm_cell_rows<A, T>((T*)h, (T*)c_next, (T*)act, (T*)tc, (const T*)pre, (const T*)c, rows,
+                                              hidden, nt)));
+}
+
+template <class A>
+int f_lstm_cell_backward(int dtype, char* gpre, char* gc, const char* gh, const char* gc_next, const char* act,
+                         const char* tc, const char* c, int64_t rows, int64_t hidden, int nt) {
+    SG3_BY_DTYPE(dtype, (lstm_cell_backward_rows<A, T>((T*)gpre, (T*)gc, (const T*)gh, (const T*)gc_next,
+                                                       (const T*)act, (const T*)tc, (const T*)c, rows, hidden, nt)));
+}
+
 #undef SG3_BY_DTYPE
 
 template <class A>
@@ -265,6 +280,8 @@ const sg3_table* table(const char* isa) {
         &f_avg_pool2d_backward<A>,
         &f_batch_norm<A>,
         &f_batch_norm_backward<A>,
+        &f_lstm_cell<A>,
+        &f_lstm_cell_backward<A>,
     };
     return &t;
 }
