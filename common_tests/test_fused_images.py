@@ -79,7 +79,8 @@ def test_conv2d_of_inputs_not_contiguous(fsg, layout):
 def test_conv1d_through_the_2d_kernel(fsg, bias):
     x, w, b = _data((3, 5, 11), "float64"), _data((4, 5, 3), "float64", 1), _data((4,), "float64", 2)
     arrays = [x, w, b] if bias else [x, w]
-    check(fsg, lambda lib, x, w, *b: lib.nn.functional.conv1d(x, w, *b, stride=2, padding=1), arrays, "float64")
+    conv = (lambda lib, x, w, *b: lib.nn.functional.conv1d(x, w, *b, stride=2, padding=1))
+    check(fsg, conv, arrays, "float64")
 
 
 # (N, C, H, W, kernel, stride, padding, dilation, ceil_mode)
@@ -117,7 +118,8 @@ def test_max_pool2d_ties_and_nan(fsg):
 def test_avg_pool2d(fsg, case, include_pad, divisor):
     N, C, H, W, k, s, p, _, ceil = case
     x = _data((N, C, H, W), "float64")
-    check(fsg, lambda lib, t: lib.nn.functional.avg_pool2d(t, k, s, p, ceil, include_pad, divisor), [x], "float64")
+    pool = (lambda lib, t: lib.nn.functional.avg_pool2d(t, k, s, p, ceil, include_pad, divisor))
+    check(fsg, pool, [x], "float64")
 
 
 @pytest.mark.parametrize("size", [(1, 1), (2, 3), (6, 4)])
@@ -158,10 +160,10 @@ def test_batch_norm_kernel_with_its_fused_relu(fsg, training):
     x, w, b = _data((3, 4, 5, 5), "float64"), _data((4,), "float64", 1), _data((4,), "float64", 2)
     g = _data((3, 4, 5, 5), "float64", 3)
     mean, var = fsg.tensor(_data((4,), "float64", 4)), fsg.tensor(np.abs(_data((4,), "float64", 5)) + 0.5)
-    y, mu, rstd = B.batch_norm(fsg.tensor(x)._data, fsg.tensor(w)._data, fsg.tensor(b)._data, None if training
-                               else mean._data, None if training else var._data, training, 0.1, 1e-5, True)
-    gx, gw, gb = B.batch_norm_backward(fsg.tensor(g)._data, fsg.tensor(x)._data, y, mu, rstd, fsg.tensor(w)._data,
-                                       training, True, True, True, True)
+    xb, wb, bb = (fsg.tensor(a)._data for a in (x, w, b))
+    stats = (None, None) if training else (mean._data, var._data)
+    y, mu, rstd = B.batch_norm(xb, wb, bb, *stats, training, 0.1, 1e-5, True)
+    gx, gw, gb = B.batch_norm_backward(fsg.tensor(g)._data, xb, y, mu, rstd, wb, training, True, True, True, True)
     with composite(fsg):
         xs, ws, bs = (fsg.tensor(a, requires_grad=True) for a in (x, w, b))
         out = fsg.nn.functional.relu(fsg.nn.functional.batch_norm(xs, mean.clone(), var.clone(), ws, bs,
@@ -184,6 +186,6 @@ def test_a_zoo_style_block_trains_the_same_as_pytorch(fsg):
         h = F.conv2d(h, w3, stride=2)
         return F.adaptive_avg_pool2d(h, 1)
 
-    arrays = [x, _data((8, 3, 3, 3), "float32", 1), _data((16, 1, 3, 3), "float32", 2), _data((5, 16, 1, 1),
-                                                                                                 "float32", 3)]
+    filters = [_data(shape, "float32", seed) for seed, shape in enumerate([(8, 3, 3, 3), (16, 1, 3, 3), (5, 16, 1, 1)])]
+    arrays = [x, *filters]
     check(fsg, block, arrays, "float32")

@@ -50,12 +50,10 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, nd, name):
     _, out_size = _im2col_shape(name, x, tuple(kernel), dilation, padding, stride)
     shapes.check((N, O, *out_size), name, x.dtype)
     if (groups == 1 or (groups == C and Cg == 1)) and takes("conv2d", x, weight, bias):
-        # conv1d as a conv2d of height 1
-        lift = (lambda t: t.unsqueeze(2)) if nd == 1 else (lambda t: t)
-        hw = [(1, 1, 0, 1)] * (2 - nd) + list(zip(kernel, stride, padding, dilation))
-        window = tuple(v for i in (0, 1, 2, 3) for v in (hw[0][i], hw[1][i]))
-        out = Conv2d.apply(lift(x), lift(weight), bias, window, tuple(([1] * (2 - nd)) + list(out_size)), groups)
-        out = out.reshape(N, O, *out_size)
+        x2, w2, k, s, p, d, size = x, weight, tuple(kernel), stride, padding, dilation, tuple(out_size)
+        if nd == 1:  # conv1d as a conv2d of height 1
+            x2, w2, k, s, p, d, size = x.unsqueeze(2), weight.unsqueeze(2), (1, *k), (1, *s), (0, *p), (1, *d), (1, *size)
+        out = Conv2d.apply(x2, w2, bias, (*k, *s, *p, *d), size, groups).reshape(N, O, *out_size)
         return out if batched else out.squeeze(0)
     limit = max_buffer_bytes(x.device)
     col_bytes = max(Cg * groups * math.prod(kernel), O) * math.prod(out_size) * x.element_size()
