@@ -163,7 +163,8 @@ def test_batch_norm_kernel_with_its_fused_relu(fsg, training):
     xb, wb, bb = (fsg.tensor(a)._data for a in (x, w, b))
     stats = (None, None) if training else (mean._data, var._data)
     y, mu, rstd = B.batch_norm(xb, wb, bb, *stats, training, 0.1, 1e-5, True)
-    gx, gw, gb = B.batch_norm_backward(fsg.tensor(g)._data, xb, y, mu, rstd, wb, training, True, True, True, True)
+    gy = fsg.tensor(g)._data
+    gx, gw, gb = B.batch_norm_backward(gy, xb, y, mu, rstd, wb, training, True, True, True, True)
     with composite(fsg):
         xs, ws, bs = (fsg.tensor(a, requires_grad=True) for a in (x, w, b))
         out = fsg.nn.functional.relu(fsg.nn.functional.batch_norm(xs, mean.clone(), var.clone(), ws, bs,
@@ -186,6 +187,7 @@ def test_a_zoo_style_block_trains_the_same_as_pytorch(fsg):
         h = F.conv2d(h, w3, stride=2)
         return F.adaptive_avg_pool2d(h, 1)
 
-    filters = [_data(shape, "float32", seed) for seed, shape in enumerate([(8, 3, 3, 3), (16, 1, 3, 3), (5, 16, 1, 1)])]
+    shapes = [(8, 3, 3, 3), (16, 1, 3, 3), (5, 16, 1, 1)]
+    filters = [_data(shape, "float32", seed) for seed, shape in enumerate(shapes, 1)]
     arrays = [x, *filters]
     check(fsg, block, arrays, "float32")

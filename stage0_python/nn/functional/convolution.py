@@ -52,7 +52,8 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, nd, name):
     if (groups == 1 or (groups == C and Cg == 1)) and takes("conv2d", x, weight, bias):
         x2, w2, k, s, p, d, size = x, weight, tuple(kernel), stride, padding, dilation, tuple(out_size)
         if nd == 1:  # conv1d as a conv2d of height 1
-            x2, w2, k, s, p, d, size = x.unsqueeze(2), weight.unsqueeze(2), (1, *k), (1, *s), (0, *p), (1, *d), (1, *size)
+            x2, w2 = x.unsqueeze(2), weight.unsqueeze(2)
+            k, s, p, d, size = (1, *k), (1, *s), (0, *p), (1, *d), (1, *size)
         out = Conv2d.apply(x2, w2, bias, (*k, *s, *p, *d), size, groups).reshape(N, O, *out_size)
         return out if batched else out.squeeze(0)
     limit = max_buffer_bytes(x.device)
