@@ -3,8 +3,8 @@ import argparse
 import os
 import sys
 
-from . import (bench_site, cuda_ladder, devices, distributed, docs, gemm_ladder, installed_text, journey,
-               models_bench, profile, serve, simd_paths, train, train_text)
+from . import (bench_site, conv_ladder, cuda_ladder, devices, distributed, docs, gemm_ladder, installed_text,
+               journey, models_bench, profile, serve, simd_paths, train, train_text)
 
 
 # each command: its name, its module's option and run functions, a one-line summary for
@@ -40,6 +40,13 @@ COMMANDS = (
      "Time stage 3's matrix product built up one idea at a time (loop order, packing, a "
      "register-blocked micro-kernel, cache blocking, threads), then on each SIMD path, next to "
      "OpenBLAS, on square matrices of --size. Writes a table, JSON and a plot to --out."),
+    ("conv-ladder", conv_ladder.add_arguments, conv_ladder.run,
+     "stage 3's convolution one idea at a time (unfold + GEMM, implicit GEMM), next to PyTorch",
+     "Time the 3x3 convolutions of ResNet-18's four stages and the MNIST CNN's two 5x5 ones, forward "
+     "and forward+backward, on stage 3 as unfold (im2col) plus its GEMM and as its implicit-GEMM "
+     "kernel, next to PyTorch on the same thread count, each checked against PyTorch's answers first. "
+     "Reports milliseconds, GFLOP/s, the share of the machine's FMA peak and PyTorch's time over each "
+     "rung's. Writes a table and JSON to --out."),
     ("simd-paths", simd_paths.add_arguments, simd_paths.run,
      "stage 3's kernels on every SIMD path and thread count, next to NumPy and PyTorch",
      "Time stage 3's kernels on every SIMD instruction set this CPU runs and on each thread count, "
@@ -116,7 +123,7 @@ def build_parser():
 
 
 # the measuring commands, whose peers include NumPy's OpenBLAS or PyTorch (stage 3 calls OpenBLAS too)
-MEASURING = ("journey", "gemm-ladder", "simd-paths", "profile", "devices", "models")
+MEASURING = ("journey", "gemm-ladder", "conv-ladder", "simd-paths", "profile", "devices", "models")
 # pin OpenBLAS to an older core's kernels; some hosts set them for older OpenBLAS builds
 OPENBLAS_PINS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 
