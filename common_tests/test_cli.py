@@ -409,3 +409,73 @@ def test_models_command_refuses_to_time_a_wrong_answer(tmp_path):
     rows = json.loads((tmp_path / "models.json").read_text())["rows"]
     assert {row["status"] for row in rows if row["impl"] != "torch"} == {"wrong"}
     assert all(row["time_s"] is None for row in rows if row["status"] == "wrong")
+
+
+# ------------------------------------------------------------------ stagegrad conv-ladder
+
+def _conv_ladder(tmp_path, *argv, code=""):
+    """``stagegrad conv-ladder --quick`` in a process of its own (the command sets every
+    library's threads), optionally after ``code``."""
+    if "stage3_simd" not in installed_stages():
+        pytest.skip("stage 3 is not built here: the convolution ladder measures its kernels")
+    args = ["conv-ladder", "--quick", "--out", str(tmp_path), *argv]
+    run = f"{code}\nimport sys\nfrom stagegrad import cli\nsys.exit(cli.main({args!r}))"
+    return subprocess.run([sys.executable, "-c", run], cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.needs_torch
+def test_conv_ladder_checks_every_rung_against_pytorch_then_times_it(tmp_path):
+    from stagegrad.conv_ladder import LAYERS, PASSES, RUNGS
+    from .oracle import need_torch
+    need_torch()
+    r = _conv_ladder(tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    report = json.loads((tmp_path / "conv_ladder.json").read_text())
+    assert report["reference"] == "torch" and report["threads"] == [1]
+    cells = {(row["layer"], row["mode"], row["rung"]): row for row in report["rows"]}
+    assert set(cells) == {(layer, mode, rung) for layer in LAYERS for mode in PASSES
+                          for rung in (*RUNGS, "torch")}
+    for (layer, mode, rung), row in cells.items():
+        assert row["status"] == "ok" and row["library_threads"] == 1, row
+        assert math.isfinite(row["time_s"]) and row["time_s"] > 0
+        assert row["flops"] == LAYERS[layer].flops(mode) and row["gflops"] > 0 and row["of_peak"] > 0
+        assert math.isfinite(row["vs_torch"]) and row["vs_torch"] > 0
+        if rung != "torch":  # each rung matched PyTorch's output, or each gradient
+            assert row["check"]["ok"] and row["check"]["max_rel_diff"] <= report["rtol"]
+    # forward+backward: both gradients are a forward each, but the image takes none
+    assert LAYERS["resnet18.1"].flops("train") == 3 * LAYERS["resnet18.1"].flops("forward")
+    assert LAYERS["cnn.conv1"].flops("train") == 2 * LAYERS["cnn.conv1"].flops("forward")
+    table = (tmp_path / "conv_ladder.md").read_text()
+    assert "| ResNet-18 stage 4 | forward+backward | unfold + GEMM |" in table
+    assert "Winograd F(2x2,3x3)) are not built yet" in table and "**1 thread** on every side" in table
+
+
+@pytest.mark.needs_torch
+def test_conv_ladder_refuses_to_time_a_wrong_answer(tmp_path):
+    from .oracle import need_torch
+    need_torch()
+    # every answer held against a shifted reference: no rung agrees with PyTorch now
+    shift = ("from stagegrad import conv_ladder as cl\nreal = cl.check\n"
+             "cl.check = lambda answers, reference: real(answers, [r + 1.0 for r in reference])")
+    r = _conv_ladder(tmp_path, "--layers", "cnn.conv1", code=shift)
+    assert r.returncode == 1
+    assert "4 cell(s) failed" in r.stderr and "computes a different answer from PyTorch" in r.stderr
+    rows = json.loads((tmp_path / "conv_ladder.json").read_text())["rows"]
+    assert {row["status"] for row in rows if row["rung"] != "torch"} == {"wrong"}
+    assert all(row["time_s"] is None for row in rows if row["status"] == "wrong")
+    table = (tmp_path / "conv_ladder.md").read_text()
+    assert "| MNIST CNN conv1 | forward          | unfold + GEMM | wrong" in table
+
+
+def test_conv_ladder_without_pytorch_measures_the_stage_alone(tmp_path):
+    # the command looks PyTorch up before it imports it: here it finds none
+    hide = ("import importlib.util\nreal = importlib.util.find_spec\n"
+            "importlib.util.find_spec = lambda name, *a: None if name == 'torch' else real(name, *a)")
+    r = _conv_ladder(tmp_path, "--layers", "cnn.conv1", code=hide)
+    assert r.returncode == 0, r.stderr[-3000:]
+    report = json.loads((tmp_path / "conv_ladder.json").read_text())
+    assert report["torch"] is None and report["reference"] == "unfold"
+    assert {(row["mode"], row["rung"], row["status"]) for row in report["rows"]} == {
+        (mode, rung, "ok") for mode in ("forward", "train") for rung in ("unfold", "implicit")}
+    table = (tmp_path / "conv_ladder.md").read_text()
+    assert "PyTorch is not installed" in table and "vs PyTorch" not in table
