@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # the stages' own measurements, quick versions when the folder has none: the file each
 # writes, the stage it needs, the command
 STAGE_RUNS = {"gemm_ladder.md": ("stage3_simd", ["gemm-ladder", "--size", "256", "--budget", "0.5"]),
+              "conv_ladder.md": ("stage3_simd", ["conv-ladder", "--quick"]),
               "simd.md": ("stage3_simd", ["simd-paths", "--n", "100000", "--side", "128"]),
               "profile.md": ("stage3_simd", ["profile", "--steps", "50"]),
               "models.md": ("stage3_simd", ["models", "--quick"]),
@@ -52,9 +53,9 @@ def ensure_report(gen):
 
 
 def ensure_measurements(gen):
-    """Stage 1's views table, stage 3's GEMM ladder, SIMD-path, profile and real-model
-    tables, stage 4's devices table and the distributed training table: measured here when
-    absent, or a note that the stage does not import where the site was built."""
+    """Stage 1's views table, stage 3's GEMM and convolution ladders, SIMD-path, profile and
+    real-model tables, stage 4's devices table and the distributed training table: measured
+    here when absent, or a note that the stage does not import where the site was built."""
     failed = {}
     for pkg in dict.fromkeys(pkg for pkg, _ in (*STAGE_RUNS.values(), *TOOL_RUNS.values())):
         try:
