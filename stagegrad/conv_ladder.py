@@ -108,7 +108,8 @@ def add_arguments(p):
                    help="comma-separated thread counts, each given to every library in turn (default 1)")
     p.add_argument("--budget", type=float, default=None,
                    help=f"seconds per cell (default {DEFAULT_BUDGET:g}, or {QUICK_BUDGET:g} with --quick)")
-    p.add_argument("--quick", action="store_true", help="short timing: about 20 seconds in all")
+    p.add_argument("--quick", action="store_true",
+                   help="short timing: a small budget per cell (for tests and the docs build)")
 
 
 def run(args):
