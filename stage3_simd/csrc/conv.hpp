@@ -464,7 +464,11 @@ void conv2d_backward_weight(const sg3_conv& q, T* gw, const T* g, const T* x, in
     const int64_t K = q.c * q.kh * q.kw, L = q.oh * q.ow, image = q.c * q.h * q.w, size = q.o * K;
     const gemm_blocking_info& bl = gemm_blocking<Arch, T>();
     const patch_geometry pg{image, q.h, q.w, q.kh, q.kw, q.oh, q.ow, q.sh, q.sw, q.ph, q.pw, q.dh, q.dw};
-    const image_groups gr = group_images<Arch, T>(q.n, L, double(q.o) * K * L, nthreads);
+    image_groups gr = group_images<Arch, T>(q.n, L, double(q.o) * K * L, nthreads);
+    // no buffer per group here: each thread's images make one product, as deep as they are
+    // together, so its accumulator is loaded and stored once
+    gr.size = std::max<int64_t>(1, (q.n + gr.threads - 1) / gr.threads);
+    gr.count = (q.n + gr.size - 1) / gr.size;
     T* partial = thread_buffer<Arch, T, 4>().get(static_cast<std::size_t>(gr.threads * size));
     std::fill(partial, partial + gr.threads * size, T(0));
     const int ran = over_groups(q.n, gr, nthreads, [&](int64_t i, int64_t cnt, int tid, int gemm_threads) {
