@@ -21,10 +21,12 @@ def _const(values, shape, like, dtype=None):
     return like.new_tensor(values, dtype=dtype or like.dtype).reshape(shape)
 
 
-def _inplace(fn, input):
-    """The ``inplace=True`` form: write ``fn(input)`` into ``input`` and return it. ``fn``
-    reads a copy, so what its backward saved is not the tensor being overwritten."""
-    return input.copy_(fn(input.clone()))
+def _inplace(fn, input, op="inplace=True"):
+    """The ``inplace=True`` form: write ``fn(input)`` into ``input`` and return it, which then
+    stands in the graph for ``fn``'s result. ``fn`` reads a copy of the old contents (taken
+    by the in-place write itself, under grad mode), so what its backward saved is not the
+    tensor being overwritten."""
+    return input._inplace(fn, op)
 
 
 def _narrow(x, dim, start, length):
