@@ -320,11 +320,13 @@ constexpr int64_t kGroupColumns = 256;
 template <class Arch, class T>
 image_groups group_images(int64_t n, int64_t L, double work_per_image, int nthreads) {
     image_groups g{};
-    g.size = std::clamp<int64_t>((kGroupColumns + L - 1) / std::max<int64_t>(L, 1), 1, std::max<int64_t>(n, 1));
-    g.count = (n + g.size - 1) / g.size;
 #ifdef _OPENMP
     nthreads = omp_in_parallel() ? 1 : std::min(nthreads, omp_get_num_procs());
 #endif
+    // wide enough for full panels, but no wider than gives every thread a group of its own
+    g.size = std::clamp<int64_t>((kGroupColumns + L - 1) / std::max<int64_t>(L, 1), 1, std::max<int64_t>(n, 1));
+    if (nthreads > 1 && n >= nthreads) g.size = std::min(g.size, (n + nthreads - 1) / nthreads);
+    g.count = (n + g.size - 1) / g.size;
     const bool worth = double(n) * work_per_image >= double(gemm_blocking<Arch, T>().min_parallel_work);
     g.threads = g.count >= 2 && worth ? static_cast<int>(std::min<int64_t>(nthreads, g.count)) : 1;
     return g;
