@@ -26,7 +26,7 @@ from collections import namedtuple
 from . import functional as F
 from . import init
 from .. import backend as B
-from .functional.image_kernels import takes
+from .functional.image_kernels import _takes
 from .module import Module, Parameter, _empty
 from .utils.rnn import PackedSequence
 from ..autograd import Function
@@ -98,7 +98,7 @@ def _lstm(gi, state, w):
     h, c = state
     H = c.shape[-1]
     pre = gi + F.linear(h, w.hh, w.b_hh)
-    if takes("lstm_cell", pre, c):
+    if _takes("lstm_cell", pre, c):
         h, c = _LSTMCell.apply(pre, c)
     else:
         i, f, g, o = _split(pre, [H] * 4, -1)

@@ -10,7 +10,7 @@ from ...device import max_buffer_bytes
 from ...shapes import ShapeError
 from .helpers import _batched, _ntuple
 from .im2col import _Fold, _Unfold, _check_geometry, _im2col_shape
-from .image_kernels import Conv2d, takes
+from .image_kernels import Conv2d, _takes
 from .padding import pad
 
 
@@ -49,7 +49,7 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, nd, name):
         padding = _ntuple(padding, nd, name, "padding")
     _, out_size = _im2col_shape(name, x, tuple(kernel), dilation, padding, stride)
     shapes.check((N, O, *out_size), name, x.dtype)
-    if (groups == 1 or (groups == C and Cg == 1)) and takes("conv2d", x, weight, bias):
+    if (groups == 1 or (groups == C and Cg == 1)) and _takes("conv2d", x, weight, bias):
         x2, w2, k, s, p, d, size = x, weight, tuple(kernel), stride, padding, dilation, tuple(out_size)
         if nd == 1:  # conv1d as a conv2d of height 1
             x2, w2 = x.unsqueeze(2), weight.unsqueeze(2)

@@ -3,7 +3,7 @@
 read the image directly, with no unfold copy and no composite of primitives).
 
 ``conv2d``, ``max_pool2d``, ``avg_pool2d`` and ``batch_norm`` check the arguments and work out
-the geometry, then call the Functions here when ``takes`` says the kernel fits, else their
+the geometry, then call the Functions here when ``_takes`` says the kernel fits, else their
 composite, which stays the reference these kernels are tested against. A window is the tuple
 (kh, kw, sh, sw, ph, pw, dh, dw); an output size (oh, ow)."""
 from ... import backend as B
@@ -12,7 +12,7 @@ from ...device import fused
 from ...tensor import Tensor
 
 
-def takes(name, *tensors):
+def _takes(name, *tensors):
     """Whether the backend's kernel ``name`` takes these tensors (None ones ignored): offered
     for their buffers, and all of one float dtype."""
     given = [t for t in tensors if t is not None]

@@ -9,7 +9,7 @@ from ...autograd import Function, no_grad
 from ...device import fused
 from ...shapes import ShapeError
 from ...tensor import Tensor
-from .image_kernels import BatchNorm, takes
+from .image_kernels import BatchNorm, _takes
 from .padding import pad
 
 
@@ -75,7 +75,7 @@ def _fits_batch_norm(input, *per_channel):
     """Whether the backend's batch-norm kernel takes these: float32 or float64 (the running
     statistics are updated in place), one dtype, contiguous running statistics."""
     return (input.dtype.name in ("float32", "float64") and input.numel() > 0
-            and takes("batch_norm", input, *per_channel)
+            and _takes("batch_norm", input, *per_channel)
             and all(t is None or B.is_contiguous(t._data) for t in per_channel[2:]))
 
 

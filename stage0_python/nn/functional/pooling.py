@@ -11,7 +11,7 @@ from ...shapes import ShapeError
 from ...tensor import where
 from .helpers import _batched, _const, _ntuple
 from .im2col import _Unfold, _check_geometry
-from .image_kernels import AvgPool2d, MaxPool2d, takes
+from .image_kernels import AvgPool2d, MaxPool2d, _takes
 from .padding import pad
 
 
@@ -60,7 +60,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     also the flat position (h * W + w) of each maximum in its input plane."""
     k, s, p, d = _pool_args("max_pool2d", kernel_size, stride, padding, dilation)
     x, (N, C, H, W), (oh, ow), (eh, ew), batched = _pool_setup(input, "max_pool2d", k, s, p, d, ceil_mode)
-    if takes("max_pool2d", x):
+    if _takes("max_pool2d", x):
         out, idx = MaxPool2d.apply(x, (*k, *s, *p, *d), (oh, ow))
         out, idx = out.reshape(N, C, oh, ow), idx.reshape(N, C, oh, ow)
         if not batched:
@@ -105,7 +105,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     x, (N, C, H, W), (oh, ow), (eh, ew), batched = _pool_setup(input, "avg_pool2d", k, s, p, d, ceil_mode)
     if divisor_override is not None and not divisor_override:
         raise ValueError("avg_pool2d: divisor_override must be non-zero")
-    if takes("avg_pool2d", x):
+    if _takes("avg_pool2d", x):
         out = AvgPool2d.apply(x, (*k, *s, *p, *d), (oh, ow), count_include_pad, float(divisor_override or 0))
         out = out.reshape(N, C, oh, ow)
         return out if batched else out.squeeze(0)
@@ -172,7 +172,7 @@ def adaptive_avg_pool2d(input, output_size):
         raise ShapeError(f"adaptive_avg_pool2d: output size {(oh, ow)} and input of shape "
                          f"{tuple(input.shape)} must be non-empty")
     shapes.check((*x.shape[:2], oh, ow), "adaptive_avg_pool2d", x.dtype)
-    if H % oh == 0 and W % ow == 0 and takes("avg_pool2d", x):  # equal windows: one average pooling
+    if H % oh == 0 and W % ow == 0 and _takes("avg_pool2d", x):  # equal windows: one average pooling
         kh, kw = H // oh, W // ow
         out = AvgPool2d.apply(x, (kh, kw, kh, kw, 0, 0, 1, 1), (oh, ow), True, 0.0)
         return out if batched else out.squeeze(0)
