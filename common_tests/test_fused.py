@@ -8,6 +8,7 @@ Only the stages under test whose backend fuses are run here (``fsg``); every sta
 the composites through the rest of the suite.
 """
 import contextlib
+import importlib
 
 import numpy as np
 import pytest
@@ -273,6 +274,90 @@ def test_lstm_cell(fsg, options, dtype):
         return lib.cat([out.reshape(-1), h.reshape(-1), c.reshape(-1)])
 
     check(fsg, lstm, arrays, dtype)
+
+
+# ---------------------------------------------------------------- a recurrent layer's whole time loop
+
+RECURRENT = {"LSTM": ("LSTM", {}), "GRU": ("GRU", {}), "RNN_tanh": ("RNN", {}),
+             "RNN_relu": ("RNN", {"nonlinearity": "relu"})}
+SEQUENCES = {
+    "padded": {}, "batch_first+bidirectional": {"batch_first": True, "bidirectional": True},
+    "no_bias": {"bias": False}, "packed": {"bidirectional": True}, "one_step": {}, "batch_of_one": {},
+    "projection": {"proj_size": 3, "bidirectional": True}, "packed_projection": {"proj_size": 3},
+}
+RECURRENT_CASES = [(layer, case) for layer in RECURRENT for case in SEQUENCES
+                   if layer == "LSTM" or "projection" not in case]
+
+
+def _recurrent_run(lib, cls, options, case, arrays, weights, fused=True):
+    """The layer's outputs and final states, then the gradients of the input, the initial
+    states and every weight, from ``sum(outputs * fixed weights)``."""
+    ctx = contextlib.nullcontext() if fused or lib.__name__ == "torch" else composite(lib)
+    with ctx:
+        m = getattr(lib.nn, cls)(5, 7, num_layers=2, **options).to(getattr(lib, str(arrays[0].dtype)))
+        with lib.no_grad():
+            for name, p in m.named_parameters():
+                p.copy_(lib.tensor(weights[name]))
+        x, *state = [lib.tensor(a).requires_grad_() for a in arrays]
+        hx = tuple(state) if cls == "LSTM" else state[0]
+        if case.startswith("packed"):  # sequences of lengths 6, 2, 4, 1, not sorted
+            seq = lib.nn.utils.rnn.pack_padded_sequence(x, lib.tensor([6, 2, 4, 1]), enforce_sorted=False)
+            out, final = m(seq, hx)
+            out = lib.nn.utils.rnn.pad_packed_sequence(out)[0]
+        else:
+            out, final = m(x, hx)
+        parts = [out] + (list(final) if cls == "LSTM" else [final])
+        got = [p.detach().numpy().copy() for p in parts]
+        loss = sum((p * lib.tensor(_data(tuple(p.shape), str(arrays[0].dtype), 20 + k))).sum()
+                   for k, p in enumerate(parts))
+        loss.backward()
+        got += [t.grad.numpy().copy() for t in [x, *state]]
+        got += [p.grad.numpy().copy() for _, p in m.named_parameters()]
+    return got
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("layer,case", RECURRENT_CASES)
+def test_recurrent_layer(fsg, layer, case, dtype):
+    """A two-layer LSTM (with projections too), GRU or RNN whose time loop and backward
+    through time are one backend call per layer and direction: outputs, final states and
+    every gradient (input, initial states, each weight and bias) against the Python loop and
+    PyTorch."""
+    cls, kind = RECURRENT[layer]
+    options = dict(kind, **SEQUENCES[case])
+    torch = need_torch()
+    reference = getattr(torch.nn, cls)(5, 7, num_layers=2, **options)
+    weights = {name: _data(tuple(p.shape), dtype, 10 + k) * 0.5 for k, (name, p) in
+               enumerate(reference.named_parameters())}
+    steps, batch = {"one_step": (1, 3), "batch_of_one": (4, 1), "packed": (6, 4),
+                    "packed_projection": (6, 4)}.get(case, (6, 3))
+    dirs = 2 if options.get("bidirectional") else 1
+    x_shape = (batch, steps, 5) if options.get("batch_first") else (steps, batch, 5)
+    widths = [options.get("proj_size") or 7] + ([7] if cls == "LSTM" else [])  # h's, c's
+    states = [_data((2 * dirs, batch, n), dtype, 1 + k) for k, n in enumerate(widths)]
+    arrays = [_data(x_shape, dtype)] + states
+    fused = _recurrent_run(fsg, cls, options, case, arrays, weights)
+    comp = _recurrent_run(fsg, cls, options, case, arrays, weights, fused=False)
+    ref = _recurrent_run(torch, cls, options, case, arrays, weights)
+    assert len(fused) == len(comp) == len(ref)
+    for f, c, r in zip(fused, comp, ref):
+        _close(f, c, dtype)
+        _close(f, r, dtype)
+
+
+def test_recurrent_layer_is_one_call(fsg, monkeypatch):
+    """The fused path is the one taken: no cell kernel and no per-step Python loop runs."""
+    rnn = importlib.import_module(fsg.__name__ + ".nn.rnn")
+    calls = []
+    original = rnn._Recurrent.apply
+    monkeypatch.setattr(rnn._Recurrent, "apply", lambda *a: calls.append(a[6]) or original(*a))
+    x = fsg.randn(5, 2, 3)
+    if not rnn._takes("recurrent", x):
+        pytest.skip(f"{fsg.__name__}'s device {x.device} offers no recurrent kernel")
+    m = fsg.nn.GRU(3, 4, num_layers=2, bidirectional=True)
+    out, h = m(x)
+    out.sum().backward()
+    assert calls == ["GRU"] * 4 and tuple(out.shape) == (5, 2, 8)
 
 
 # ---------------------------------------------------------------- optimizers

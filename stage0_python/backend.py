@@ -71,6 +71,7 @@ FUSED_KERNELS = {  # the name in FUSED -> the functions it brings
     "conv2d": ("conv2d", "conv2d_backward"), "max_pool2d": ("max_pool2d", "max_pool2d_backward"),
     "avg_pool2d": ("avg_pool2d", "avg_pool2d_backward"), "batch_norm": ("batch_norm", "batch_norm_backward"),
     "lstm_cell": ("lstm_cell", "lstm_cell_backward"),
+    "recurrent": ("recurrent", "recurrent_backward"),
 }
 
 FUSED = frozenset()

@@ -129,7 +129,8 @@ class Backend(_S2):
     # data (see csrc/fused.hpp); the frontend uses one where its name is in FUSED and its
     # operands fit (float32 or float64, one dtype), and the composite otherwise.
     FUSED = frozenset({"softmax", "log_softmax", "cross_entropy", "linear", "layer_norm", "adam", "sgd",
-                       "rmsprop", "conv2d", "max_pool2d", "avg_pool2d", "batch_norm", "lstm_cell"})
+                       "rmsprop", "conv2d", "max_pool2d", "avg_pool2d", "batch_norm", "lstm_cell",
+                       "recurrent"})
     GEMMS = GEMMS
     get_gemm, set_gemm = staticmethod(get_gemm), staticmethod(set_gemm)
     set_num_threads, get_num_threads = staticmethod(K.set_num_threads), staticmethod(K.get_num_threads)
@@ -356,6 +357,22 @@ class Backend(_S2):
     def lstm_cell_backward(self, gh, gc, act, tc, c):
         """(grad of the gates before activation, grad of c) from those of h' and c'."""
         return K.lstm_cell_backward(self.contiguous(gh), self.contiguous(gc), act, tc, self.contiguous(c))
+
+    def recurrent(self, mode, reverse, batch_sizes, gi, h0, c0, w, b, w_hr):
+        """One recurrent layer and direction over packed rows, its whole time loop in one call:
+        (output rows, final h, final c or None, what ``recurrent_backward`` needs). ``mode``
+        is ``RNN_TANH``, ``RNN_RELU``, ``LSTM`` or ``GRU``; gi every row's input projection;
+        w_hr the LSTM's projection or None."""
+        c = self.contiguous
+        return K.recurrent(mode, reverse, batch_sizes, c(gi), h0, c0, c(w), None if b is None else c(b),
+                           None if w_hr is None else c(w_hr))
+
+    def recurrent_backward(self, mode, reverse, batch_sizes, gout, gh, gc, saved, w, bias, w_hr):
+        """(grad of gi, h0, c0, w, b, w_hr) of ``recurrent``, backpropagated through time in one
+        call (c0's None but for the LSTM, b's without a bias, w_hr's without a projection)."""
+        c = self.contiguous
+        return K.recurrent_backward(mode, reverse, batch_sizes, c(gout), gh, gc, saved, c(w), bias,
+                                    None if w_hr is None else c(w_hr))
 
     # ------------------------------------------------------------ multi-tensor optimizer steps
     #

@@ -10,9 +10,12 @@ A sequence is handled internally as *packed* rows (see ``nn.utils.rnn``): ``x`` 
 first. A padded (T, B, F) input is the special case ``batch_sizes = [B] * T``, so one
 loop serves both: at step t only the first ``batch_sizes[t]`` rows advance.
 
-Where the backend offers it (``FUSED``: stage 3), the LSTM cell's elementwise part after
-its hidden projection (three sigmoids, two tanhs, the cell and output updates) is one
-kernel forward and one backward (``_LSTMCell``).
+Where the backend offers it (``FUSED``: stage 3), a whole layer and direction is one call
+(``_Recurrent``): the time loop, and backpropagation through time, run in the backend, so
+the Python loop above is the reference it is tested against. Failing that (2-byte floats),
+the LSTM cell's elementwise part after its hidden projection
+(three sigmoids, two tanhs, the cell and output updates) is one kernel forward and one
+backward (``_LSTMCell``).
 
 Gates are in PyTorch's order (LSTM: input, forget, cell, output; GRU: reset, update,
 new, with ``n = tanh(W_in x + b_in + r * (W_hn h + b_hn))``), so PyTorch's weights load
@@ -31,6 +34,7 @@ from .module import Module, Parameter, _empty
 from .utils.rnn import PackedSequence
 from ..autograd import Function
 from ..creation import cat, stack, zeros
+from ..dtypes import float32, float64
 from ..shapes import ShapeError
 from ..tensor import Tensor
 
@@ -94,6 +98,37 @@ class _LSTMCell(Function):
         return Tensor._make(gpre), Tensor._make(gc_prev)
 
 
+class _Recurrent(Function):
+    """One layer and direction over packed rows on the backend's kernel: (output rows, final h
+    (, final c for the LSTM)) from every row's input projection ``gi``, the initial state and
+    the hidden weights (and the LSTM's projection). Its backward runs through time in the
+    backend too."""
+
+    @staticmethod
+    def forward(ctx, gi, h0, c0, w_hh, b_hh, w_hr, mode, reverse, batch_sizes):
+        data = [None if t is None else t._data for t in (gi, h0, c0, w_hh, b_hh, w_hr)]
+        out, h, c, ctx.saved = B.recurrent(mode, reverse, batch_sizes, *data)
+        ctx.args, ctx.bias = (mode, reverse, batch_sizes), b_hh is not None
+        ctx.save_for_backward(w_hh, w_hr)
+        return (Tensor._make(out), Tensor._make(h)) + ((Tensor._make(c),) if c is not None else ())
+
+    @staticmethod
+    def backward(ctx, g_out, g_h, g_c=None):
+        w, w_hr = ctx.saved_tensors
+        grads = B.recurrent_backward(*ctx.args, g_out._data, g_h._data, None if g_c is None else g_c._data,
+                                     ctx.saved, w._data, ctx.bias, None if w_hr is None else w_hr._data)
+        return tuple(None if g is None else Tensor._make(g) for g in grads) + (None, None, None)
+
+
+def _fused_scan(mode, gi, batch_sizes, init, w, reverse):
+    """``_scan`` as one backend call, or None when the backend's kernel does not take it."""
+    c0 = init[1] if mode == "LSTM" else None
+    if gi.dtype not in (float32, float64) or not _takes("recurrent", gi, init[0], c0, w.hh, w.b_hh, w.hr):
+        return None
+    out, *final = _Recurrent.apply(gi, init[0], c0, w.hh, w.b_hh, w.hr, mode, reverse, list(batch_sizes))
+    return out, final
+
+
 def _lstm(gi, state, w):
     h, c = state
     H = c.shape[-1]
@@ -121,11 +156,15 @@ def _gru(gi, state, w):
 _STEP = {"RNN_TANH": _rnn_tanh, "RNN_RELU": _rnn_relu, "LSTM": _lstm, "GRU": _gru}
 
 
-def _scan(step, x, batch_sizes, init, w, reverse):
-    """Run ``step`` over packed rows ``x`` in one direction from the states ``init`` (each
-    (B, *)). Returns the output rows, packed like ``x``, and the final states, where each
-    sequence's final state is the one after its own last step."""
-    steps = _split(F.linear(x, w.ih, w.b_ih), batch_sizes)  # every step's input projection: one matmul
+def _scan(mode, x, batch_sizes, init, w, reverse):
+    """Run the steps of ``mode`` over packed rows ``x`` in one direction from the states
+    ``init`` (each (B, *)). Returns the output rows, packed like ``x``, and the final states,
+    where each sequence's final state is the one after its own last step."""
+    gi = F.linear(x, w.ih, w.b_ih)  # every step's input projection: one matmul
+    fused = _fused_scan(mode, gi, batch_sizes, init, w, reverse)
+    if fused is not None:
+        return fused
+    step, steps = _STEP[mode], _split(gi, batch_sizes)
     outs = [None] * len(batch_sizes)
     if not reverse:
         state, ended = list(init), []
@@ -338,14 +377,14 @@ class RNNBase(Module):
     def _layers(self, x, batch_sizes, state):
         """Every layer over packed rows ``x``; returns the last layer's rows and the final
         states stacked over (layer, direction)."""
-        step, finals = _STEP[self.mode], [[] for _ in state]
+        finals = [[] for _ in state]
         for layer in range(self.num_layers):
             if layer:  # dropout between layers, never after the last
                 x = F.dropout(x, self.dropout, self.training)
             outs = []
             for d, suffix in enumerate(self._suffixes(layer)):
                 k = layer * self._dirs + d
-                out, final = _scan(step, x, batch_sizes, [s[k] for s in state], self._weights(suffix),
+                out, final = _scan(self.mode, x, batch_sizes, [s[k] for s in state], self._weights(suffix),
                                    reverse=d == 1)
                 outs.append(out)
                 for f, s in zip(finals, final):

@@ -126,6 +126,7 @@ struct pixel_lookup {
 // B = P(x): element (p, j) is tap p = (c, ki, kj) at output pixel j = (n, oy, ox).
 template <class Arch, class T>
 struct patches_b {
+    static constexpr bool packed = false;
     static constexpr int NR = kernel_shape<Arch, T>::nv * static_cast<int>(xsimd::batch<T, Arch>::size);
     const T* x;
     patch_geometry g;
@@ -208,6 +209,7 @@ struct patches_a {
 // x[n * image + p * L + l] (B: a batch of (rows x L) images; the group's y, g or x as a matrix).
 template <class Arch, class T>
 struct columns_b {
+    static constexpr bool packed = false;
     static constexpr int NR = kernel_shape<Arch, T>::nv * static_cast<int>(xsimd::batch<T, Arch>::size);
     const T* x;
     int64_t image, L;
@@ -250,6 +252,7 @@ void pack_pixels(int64_t kc, int64_t lanes, const T* x, int64_t image, int64_t L
 
 template <class Arch, class T>
 struct pixels_b {  // element (p = pixel, j) at x[n * image + j * L + l]
+    static constexpr bool packed = false;
     static constexpr int NR = kernel_shape<Arch, T>::nv * static_cast<int>(xsimd::batch<T, Arch>::size);
     const T* x;
     int64_t image, L;

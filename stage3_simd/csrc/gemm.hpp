@@ -113,24 +113,29 @@ void gemm_loops(const gemm_problem<T>& g, const ASource& a, const BSource& b, co
         const std::int64_t panels = ceil_div(nc, NR);
         for (std::int64_t pc = 0; pc < g.k; pc += kc_step) {  // 4th loop
             const std::int64_t kc = std::min(kc_step, g.k - pc);
-            // Pack the B block; each thread packs its slice of the micro-panels.
-            const std::int64_t q0 = panels * tid / nt, q1 = panels * (tid + 1) / nt;
-            if (q1 > q0)
-                b.pack(kc, std::min(nc, q1 * NR) - q0 * NR, pc, jc + q0 * NR, pb + q0 * NR * kc);
+            // The B block: packed already, or packed now, each thread its slice of the micro-panels.
+            const T* b_block = pb;
+            if constexpr (BSource::packed) {
+                b_block = b.block(kc, pc, jc);
+            } else {
+                const std::int64_t q0 = panels * tid / nt, q1 = panels * (tid + 1) / nt;
+                if (q1 > q0)
+                    b.pack(kc, std::min(nc, q1 * NR) - q0 * NR, pc, jc + q0 * NR, pb + q0 * NR * kc);
 #ifdef _OPENMP
-            if (nt > 1) {
+                if (nt > 1) {
 #pragma omp barrier
-            }
+                }
 #endif
+            }
             const bool beta = g.accumulate || pc > 0;
             for (std::int64_t ic = m0; ic < m1; ic += mc_step) {  // 3rd loop
                 const std::int64_t mc = std::min(mc_step, m1 - ic);
                 const T* a_block = a.panels(mc, kc, ic, pc, pa);
-                macro_kernel<Arch, T>(mc, nc, kc, a_block, pb, g.c + ic * g.ldc + jc, g.ldc, beta,
+                macro_kernel<Arch, T>(mc, nc, kc, a_block, b_block, g.c + ic * g.ldc + jc, g.ldc, beta,
                                       panels * tj / tn, panels * (tj + 1) / tn);
             }
 #ifdef _OPENMP
-            if (nt > 1) {  // nobody repacks B while another thread still reads it
+            if (!BSource::packed && nt > 1) {  // nobody repacks B while another thread still reads it
 #pragma omp barrier
             }
 #endif
@@ -176,15 +181,39 @@ prepacked_a<Arch, T> prepack_a(const gemm_blocking_info& bl, std::int64_t m, std
     return {dst, m_padded};
 }
 
-// B read through strides: element (p, j) at b[p*rs + j*cs].
+// B read through strides: element (p, j) at b[p*rs + j*cs]. A B source either packs a block
+// into the team's buffer (pack, `packed` false) or has it packed already (block, `packed` true).
 template <class Arch, class T>
 struct strided_b {
+    static constexpr bool packed = false;
     const T* b;
     std::int64_t rs, cs;
     void pack(std::int64_t kc, std::int64_t nc, std::int64_t p0, std::int64_t j0, T* dst) const {
         pack_b<Arch, T>(kc, nc, b + p0 * rs + j0 * cs, rs, cs, dst);
     }
 };
+
+// B packed once for many products (a recurrent layer's weights, for every time step), laid out
+// as prepacked_a: per KC block of k, all of B's NR-column micro-panels.
+template <class Arch, class T>
+struct prepacked_b {
+    static constexpr bool packed = true;
+    const T* data;
+    std::int64_t n_padded;  // n rounded up to NR
+    const T* block(std::int64_t kc, std::int64_t p0, std::int64_t j0) const { return data + p0 * n_padded + j0 * kc; }
+};
+
+// Pack B (k x n, through strides) into `dst` (k times n rounded up to NR, elements) for
+// products run with blocking `bl`.
+template <class Arch, class T>
+prepacked_b<Arch, T> prepack_b(const gemm_blocking_info& bl, std::int64_t k, std::int64_t n, const T* b,
+                               std::int64_t rs, std::int64_t cs, T* dst) {
+    constexpr int NR = kernel_shape<Arch, T>::nv * static_cast<int>(xsimd::batch<T, Arch>::size);
+    const std::int64_t n_padded = detail::ceil_div(n, NR) * NR, kc_step = detail::balanced_step(k, bl.kc, 1);
+    for (std::int64_t pc = 0; pc < k; pc += kc_step)
+        pack_b<Arch, T>(std::min(kc_step, k - pc), n, b + pc * rs, rs, cs, dst + pc * n_padded);
+    return {dst, n_padded};
+}
 
 // C[m x n] = A @ B (+ C) with A and B from sources (see the Design note) and explicit blocking.
 template <class Arch, class T, class ASource, class BSource>

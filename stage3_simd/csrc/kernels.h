@@ -87,6 +87,17 @@ typedef struct {
     int training, relu;
 } sg3_batch_norm;
 
+/* One layer and direction of a recurrent network over packed rows (csrc/recurrent.hpp): step
+ * t has batch_sizes[t] rows (non-increasing, the first equal to batch), hidden size hidden,
+ * and for an LSTM with projections proj (else 0) the width of h; reverse runs the steps last
+ * to first. */
+enum sg3_recurrent_mode { SG3_RNN_TANH = 0, SG3_RNN_RELU = 1, SG3_LSTM = 2, SG3_GRU = 3 };
+typedef struct {
+    int mode, reverse;
+    int64_t steps, batch, hidden, proj;
+    const int64_t* batch_sizes;
+} sg3_recurrent;
+
 typedef struct {
     int nops;                               /* operands, output first */
     int ndim;
@@ -197,6 +208,13 @@ typedef struct {
     int (*lstm_cell_backward)(int dtype, char* gpre, char* gc, const char* gh, const char* gc_next,
                               const char* act, const char* tc, const char* c, int64_t rows, int64_t hidden,
                               int nthreads);
+    /* A recurrent layer's time loop and its backward through time (see recurrent.hpp for the
+     * operands); h, c and gh, gc are read as one end's state and left as the other's. */
+    int (*recurrent)(int dtype, const sg3_recurrent* q, char* out, char* h, char* c, char* saved, char* hprev,
+                     const char* gi, const char* w, const char* b, const char* w_hr, int nthreads);
+    int (*recurrent_backward)(int dtype, const sg3_recurrent* q, char* ggi, char* gh, char* gc, char* gw, char* gb,
+                              char* gw_hr, char* gp, char* gproj, const char* gout, const char* saved,
+                              const char* hprev, const char* w, const char* w_hr, int nthreads);
 } sg3_table;
 
 #ifdef __cplusplus

@@ -240,6 +240,22 @@ int f_lstm_cell_backward(int dtype, char* gpre, char* gc, const char* gh, const 
                                                        (const T*)act, (const T*)tc, (const T*)c, rows, hidden, nt)));
 }
 
+template <class A>
+int f_recurrent(int dtype, const sg3_recurrent* q, char* out, char* h, char* c, char* saved, char* hprev,
+                const char* gi, const char* w, const char* b, const char* w_hr, int nt) {
+    SG3_BY_DTYPE(dtype, (recurrent_forward<A, T>(*q, (T*)out, (T*)h, (T*)c, (T*)saved, (T*)hprev, (const T*)gi,
+                                                 (const T*)w, (const T*)b, (const T*)w_hr, nt)));
+}
+
+template <class A>
+int f_recurrent_backward(int dtype, const sg3_recurrent* q, char* ggi, char* gh, char* gc, char* gw, char* gb,
+                         char* gw_hr, char* gp, char* gproj, const char* gout, const char* saved, const char* hprev,
+                         const char* w, const char* w_hr, int nt) {
+    SG3_BY_DTYPE(dtype, (recurrent_backward<A, T>(*q, (T*)ggi, (T*)gh, (T*)gc, (T*)gw, (T*)gb, (T*)gw_hr, (T*)gp,
+                                                  (T*)gproj, (const T*)gout, (const T*)saved, (const T*)hprev,
+                                                  (const T*)w, (const T*)w_hr, nt)));
+}
+
 #undef SG3_BY_DTYPE
 
 template <class A>
@@ -282,6 +298,8 @@ const sg3_table* table(const char* isa) {
         &f_batch_norm_backward<A>,
         &f_lstm_cell<A>,
         &f_lstm_cell_backward<A>,
+        &f_recurrent<A>,
+        &f_recurrent_backward<A>,
     };
     return &t;
 }
