@@ -17,7 +17,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 COMPILED = ("stage2_cython", "stage3_simd", "stage4_gpu")
 SUITES = ["common_tests/test_kernels.py", "common_tests/test_hostile_input.py",
-          "common_tests/test_properties.py", "common_tests/test_fused_images.py"]
+          "common_tests/test_properties.py", "common_tests/test_fused_images.py",
+          "common_tests/test_fused.py::test_recurrent_layer"]
 
 
 def _runtime(name):
