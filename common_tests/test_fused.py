@@ -187,7 +187,16 @@ def test_linear(fsg, shape, bias, dtype):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("act", ["ReLU", "GELU"])
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@pytest.mark.parametrize("shape", [(3, 70, 5), (7,), (), (0, 4)], ids=str)
+def test_gelu(fsg, shape, approximate, dtype):
+    """GELU in both forms, forward and backward each one kernel pass, far into both tails."""
+    x = _data(shape, dtype) * 4
+    check(fsg, lambda lib, t: lib.nn.functional.gelu(t, approximate=approximate), [x], dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("act", ["ReLU", "GELU", "GELU_tanh"])
 def test_sequential_fuses_linear_and_its_activation(fsg, act, dtype):
     torch = need_torch()
     rng = np.random.default_rng(3)
@@ -198,7 +207,8 @@ def test_sequential_fuses_linear_and_its_activation(fsg, act, dtype):
     for lib, ctx in ((fsg, contextlib.nullcontext()), (fsg, composite(fsg)), (torch, contextlib.nullcontext())):
         with ctx:
             nn = lib.nn
-            model = nn.Sequential(nn.Linear(8, 16), getattr(nn, act)(), nn.Linear(16, 4), nn.ReLU())
+            activation = nn.GELU(approximate="tanh") if act == "GELU_tanh" else getattr(nn, act)()
+            model = nn.Sequential(nn.Linear(8, 16), activation, nn.Linear(16, 4), nn.ReLU())
             model = model.to(getattr(lib, dtype))
             model.load_state_dict({"0.weight": lib.tensor(w1), "0.bias": lib.tensor(b1),
                                    "2.weight": lib.tensor(w2), "2.bias": lib.tensor(b2)})

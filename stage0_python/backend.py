@@ -72,6 +72,7 @@ FUSED_KERNELS = {  # the name in FUSED -> the functions it brings
     "avg_pool2d": ("avg_pool2d", "avg_pool2d_backward"), "batch_norm": ("batch_norm", "batch_norm_backward"),
     "lstm_cell": ("lstm_cell", "lstm_cell_backward"),
     "recurrent": ("recurrent", "recurrent_backward"),
+    "gelu": ("gelu", "gelu_backward"),
 }
 
 FUSED = frozenset()

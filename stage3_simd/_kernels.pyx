@@ -86,10 +86,10 @@ cdef extern from "csrc/kernels.h" nogil:
                          float* c, int nthreads) noexcept nogil
         void (*gemm_blocking)(int64_t out[8]) noexcept nogil
         int64_t (*fma_peak)(int64_t iters) noexcept nogil
-        int (*bias_act)(int dtype, char* y, const char* bias, char* pre, int64_t rows, int64_t cols, int act,
-                        int nthreads) noexcept nogil
+        int (*bias_act)(int dtype, char* y, const char* x, const char* bias, char* pre, int64_t rows,
+                        int64_t cols, int act, int nthreads) noexcept nogil
         int (*act_backward)(int dtype, char* gx, const char* g, const char* saved, int64_t n,
-                            int act) noexcept nogil
+                            int act, int nthreads) noexcept nogil
         int (*softmax)(int dtype, char* y, const char* x, int64_t rows, int64_t cols, int log,
                        int nthreads) noexcept nogil
         int (*softmax_backward)(int dtype, char* gx, const char* g, const char* y, int64_t rows, int64_t cols,
@@ -652,7 +652,7 @@ def gemm_blocking():
 # Each takes contiguous float buffers laid out as rows (the backend makes them so) and
 # returns new buffers from the pool; see csrc/fused.hpp.
 
-ACTIVATIONS = {None: 0, "relu": 1, "gelu": 2}
+ACTIVATIONS = {None: 0, "relu": 1, "gelu": 2, "gelu_tanh": 3}
 
 
 cdef char* _ptr(Buffer b) noexcept:
@@ -667,16 +667,27 @@ cdef void _check(int rc, str op) except *:
 def bias_act(Buffer y, Buffer bias, str act, bint save_pre):
     """``y = act(y + bias)`` in place over (rows, cols) ``y``; returns the values before
     the activation when asked (gelu's backward needs them), else None."""
-    cdef int64_t cols = y.shape[y.ndim - 1], rows = y.numel // cols if cols else 0
+    cdef int64_t cols = y.shape[y.ndim - 1] if y.ndim else 1, rows = y.numel // cols if cols else 0
     cdef Buffer pre = new_buffer(y.shape, y.dtype, y.code) if save_pre else None
     cdef int rc, code = y.code, a = ACTIVATIONS[act]
     cdef char* py = data_of(y)
     cdef char* pb = _ptr(bias)
     cdef char* pp = _ptr(pre)
     with nogil:
-        rc = T.bias_act(code, py, pb, pp, rows, cols, a, NTHREADS)
+        rc = T.bias_act(code, py, py, pb, pp, rows, cols, a, NTHREADS)
     _check(rc, "linear")
     return pre
+
+
+def activation(Buffer x, str act):
+    """``act(x)`` of a contiguous buffer, into a new one (an activation ``bias_act`` knows)."""
+    cdef Buffer y = new_buffer(x.shape, x.dtype, x.code)
+    cdef int64_t cols = x.shape[x.ndim - 1] if x.ndim else 1, rows = x.numel // cols if cols else 0
+    cdef int rc, code = x.code, a = ACTIVATIONS[act]
+    with nogil:
+        rc = T.bias_act(code, data_of(y), data_of(x), NULL, NULL, rows, cols, a, NTHREADS)
+    _check(rc, act)
+    return y
 
 
 def act_backward(Buffer g, Buffer saved, str act):
@@ -684,7 +695,7 @@ def act_backward(Buffer g, Buffer saved, str act):
     cdef int rc, code = g.code, a = ACTIVATIONS[act]
     cdef int64_t n = g.numel
     with nogil:
-        rc = T.act_backward(code, data_of(gx), data_of(g), data_of(saved), n, a)
+        rc = T.act_backward(code, data_of(gx), data_of(g), data_of(saved), n, a, NTHREADS)
     _check(rc, act)
     return gx
 

@@ -72,6 +72,8 @@ def gemm_for(n, k, m):
 # The fused optimizer steps refuse 2-byte parameters (``_fits``); their composite runs.
 
 _HALF_NAMES = dtypes.HALF_NAMES
+_GELU = {"none": "gelu", "tanh": "gelu_tanh"}  # F.gelu's approximate= -> the kernels' activation
+_SAVES_INPUT = ("gelu", "gelu_tanh")  # activations whose derivative reads their input
 
 
 def _widened(fn, at=0, dtype_at=None):
@@ -130,7 +132,7 @@ class Backend(_S2):
     # operands fit (float32 or float64, one dtype), and the composite otherwise.
     FUSED = frozenset({"softmax", "log_softmax", "cross_entropy", "linear", "layer_norm", "adam", "sgd",
                        "rmsprop", "conv2d", "max_pool2d", "avg_pool2d", "batch_norm", "lstm_cell",
-                       "recurrent"})
+                       "recurrent", "gelu"})
     GEMMS = GEMMS
     get_gemm, set_gemm = staticmethod(get_gemm), staticmethod(set_gemm)
     set_num_threads, get_num_threads = staticmethod(K.set_num_threads), staticmethod(K.get_num_threads)
@@ -250,20 +252,21 @@ class Backend(_S2):
 
     @_widened
     def linear(self, x, w, b, act):
-        """``act(x @ w.T + b)`` (act: None, "relu" or "gelu"), the bias and activation applied
-        in the GEMM's output while it is in cache: (y, the values before gelu, else None)."""
+        """``act(x @ w.T + b)`` (act: None, "relu", "gelu" or "gelu_tanh"), the bias and
+        activation applied in the GEMM's output while it is in cache: (y, the values before a
+        gelu, else None)."""
         x2 = self._matrix(x)
         y = K.matmul(x2, self.permute(w, (1, 0)), gemm_for(x2.shape[0], x2.shape[1], w.shape[0]))
         pre = None
         if b is not None or act:
-            pre = K.bias_act(y, None if b is None else self.contiguous(b), act, act == "gelu")
+            pre = K.bias_act(y, None if b is None else self.contiguous(b), act, act in _SAVES_INPUT)
         return self.reshape(y, x.shape[:-1] + (w.shape[0],)), pre
 
     @_widened
     def linear_backward(self, g, x, w, saved, act, need_x, need_w, need_b):
         """(grad x, grad w, grad b) of ``linear``, each None unless asked for (``x`` is only
         read for grad w, ``w`` for grad x): the activation's derivative from ``saved`` (relu's
-        output, gelu's input), two GEMMs on transposed views, and the bias's column sum."""
+        output, a gelu's input), two GEMMs on transposed views, and the bias's column sum."""
         if act:
             g = K.act_backward(self.contiguous(g), self.contiguous(saved), act)
         g2, gx, gw, gb = self._matrix(g), None, None, None
@@ -276,6 +279,16 @@ class Backend(_S2):
         if need_b:
             gb = self.reduce("sum", g2, (0,), False)
         return gx, gw, gb
+
+    @_widened
+    def gelu(self, x, approximate):
+        """GELU (``approximate``: "none" or "tanh") in one pass, computed in x's dtype."""
+        return K.activation(self.contiguous(x), _GELU[approximate])
+
+    @_widened
+    def gelu_backward(self, g, x, approximate):
+        """The gradient of ``gelu``'s input from its output's, in one pass."""
+        return K.act_backward(self.contiguous(g), self.contiguous(x), _GELU[approximate])
 
     @_widened
     def layer_norm(self, x, cols, w, b, eps):

@@ -16,7 +16,7 @@ def _index(idx, n, what):
 
 
 def _fused_activation(first, second):
-    """"relu" or "gelu" when ``first`` is a ``Linear`` and ``second`` that activation,
+    """"relu", "gelu" or "gelu_tanh" when ``first`` is a ``Linear`` and ``second`` that activation,
     neither subclassed nor hooked, on a backend that fuses them; else None."""
     from .activation import GELU, ReLU  # (this module is imported by module.py, before them)
     from .linear import Linear
@@ -28,8 +28,8 @@ def _fused_activation(first, second):
         return None
     if type(second) is ReLU:
         return "relu"
-    if type(second) is GELU and second.approximate == "none":
-        return "gelu"
+    if type(second) is GELU:
+        return "gelu" if second.approximate == "none" else "gelu_tanh"
     return None
 
 

@@ -48,7 +48,7 @@ class Linear(Module):
         return self._forward_then(input, None)
 
     def _forward_then(self, input, act):
-        """The layer then ``act`` (None, "relu" or "gelu"): ``Sequential`` fuses the pair."""
+        """The layer then ``act`` (None, "relu", "gelu" or "gelu_tanh"): ``Sequential`` fuses the pair."""
         if input.ndim == 0 or input.shape[-1] != self.in_features:
             raise ShapeError(f"{self!r}: expected an input whose last dimension is {self.in_features}, "
                              f"got shape {tuple(input.shape)}")

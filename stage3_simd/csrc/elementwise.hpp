@@ -74,6 +74,12 @@ struct Gelu {  // exact: x * Phi(x), Phi from erfc (1 + erf(x) would cancel for 
         return B(0.5) * x * xsimd::erfc(x * B(-0.70710678118654752440));
     }
 };
+struct GeluTanh {  // PyTorch's approximate="tanh": 0.5 x (1 + tanh(k (x + c x^3))), its formula
+    static constexpr double k = 0.79788456080286535588, c = 0.044715;  // sqrt(2 / pi)
+    template <class B> B operator()(const B& x) const {
+        return B(0.5) * x * (B(1) + Tanh{}(B(k) * (x + B(c) * x * x * x)));
+    }
+};
 struct Erf { template <class B> B operator()(const B& x) const { return xsimd::erf(x); } };
 struct Reciprocal { template <class B> B operator()(const B& x) const { return B(1) / x; } };
 

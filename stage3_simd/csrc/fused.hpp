@@ -44,44 +44,54 @@ void over_rows(int64_t rows, int64_t cols, int64_t cost, int nthreads, Fn fn) {
 
 // ------------------------------------------------------------------ linear's epilogue
 
+// y = act(x + bias) over (rows, cols); x may be y (in place, the GEMM's output), bias and pre
+// (where the values before the activation are kept) may be null.
 template <class A, class T>
-void bias_act_rows(T* y, const T* bias, T* pre, int64_t rows, int64_t cols, int act, int nthreads) {
+void bias_act_rows(T* y, const T* x, const T* bias, T* pre, int64_t rows, int64_t cols, int act, int nthreads) {
     using B = vec<T, A>;
     constexpr int64_t W = B::size;
-    over_rows(rows, cols, act == SG3_ACT_GELU ? 16 : 1, nthreads, [&](int64_t r0, int64_t r1) {
+    over_rows(rows, cols, act >= SG3_ACT_GELU ? 16 : 1, nthreads, [&](int64_t r0, int64_t r1) {
         for (int64_t r = r0; r < r1; ++r) {
-            T* row = y + r * cols;
             for (int64_t j = 0; j < cols; j += W) {
                 const int64_t m = cols - j < W ? cols - j : W;
-                B v = load_n<B>(row + j, m);
+                B v = load_n<B>(x + r * cols + j, m);
                 if (bias) v = v + load_n<B>(bias + j, m);
                 if (pre) store_n(pre + r * cols + j, m, v);
                 if (act == SG3_ACT_RELU) v = Relu{}(v);
                 if (act == SG3_ACT_GELU) v = Gelu{}(v);
-                store_n(row + j, m, v);
+                if (act == SG3_ACT_GELU_TANH) v = GeluTanh{}(v);
+                store_n(y + r * cols + j, m, v);
             }
         }
     });
 }
 
-// d act / d pre: relu from its output y (y > 0), gelu from its input x: Phi(x) + x phi(x)
+// d act / d pre: relu from its output y (y > 0), gelu from its input x: Phi(x) + x phi(x),
+// or for the tanh form 0.5 (1 + t) + 0.5 x (1 - t^2) u'(x) with t = tanh(u(x)) (GeluTanh).
 template <class A, class T>
-void act_backward(T* gx, const T* g, const T* saved, int64_t n, int act) {
+void act_backward(T* gx, const T* g, const T* saved, int64_t n, int act, int nthreads) {
     using B = vec<T, A>;
-    constexpr int64_t W = B::size;
-    for (int64_t i = 0; i < n; i += W) {
-        const int64_t m = n - i < W ? n - i : W;
-        const B gv = load_n<B>(g + i, m), s = load_n<B>(saved + i, m);
-        B out;
-        if (act == SG3_ACT_RELU) {
-            out = xsimd::select(s > B(0), gv, B(0));
-        } else {
-            const B cdf = B(0.5) * xsimd::erfc(s * B(-0.70710678118654752440));
-            const B pdf = exp_full(B(-0.5) * s * s) * B(0.39894228040143267794);
-            out = gv * (cdf + s * pdf);
+    constexpr int64_t W = B::size, kChunk = 4096;  // threads share chunks of elements
+    const int64_t chunks = (n + kChunk - 1) / kChunk;
+    over_rows(chunks, kChunk, act == SG3_ACT_RELU ? 1 : 16, nthreads, [&](int64_t c0, int64_t c1) {
+        for (int64_t i = c0 * kChunk; i < std::min(n, c1 * kChunk); i += W) {
+            const int64_t m = n - i < W ? n - i : W;
+            const B gv = load_n<B>(g + i, m), s = load_n<B>(saved + i, m);
+            B out;
+            if (act == SG3_ACT_RELU) {
+                out = xsimd::select(s > B(0), gv, B(0));
+            } else if (act == SG3_ACT_GELU) {
+                const B cdf = B(0.5) * xsimd::erfc(s * B(-0.70710678118654752440));
+                const B pdf = exp_full(B(-0.5) * s * s) * B(0.39894228040143267794);
+                out = gv * (cdf + s * pdf);
+            } else {
+                const B s2 = s * s, t = Tanh{}(B(GeluTanh::k) * (s + B(GeluTanh::c) * s2 * s));
+                const B du = B(GeluTanh::k) * (B(1) + B(3 * GeluTanh::c) * s2);
+                out = gv * (B(0.5) * (B(1) + t) + B(0.5) * s * (B(1) - t * t) * du);
+            }
+            store_n(gx + i, m, out);
         }
-        store_n(gx + i, m, out);
-    }
+    });
 }
 
 // ------------------------------------------------------------------ softmax

@@ -51,7 +51,7 @@ enum sg3_binary {
 
 enum sg3_reduction { SG3_SUM, SG3_PROD, SG3_MAX, SG3_MIN, SG3_ARGMAX, SG3_ARGMIN, SG3_NREDUCTION };
 
-enum sg3_activation { SG3_ACT_NONE = 0, SG3_ACT_RELU = 1, SG3_ACT_GELU = 2 };
+enum sg3_activation { SG3_ACT_NONE = 0, SG3_ACT_RELU = 1, SG3_ACT_GELU = 2, SG3_ACT_GELU_TANH = 3 };
 
 /* Hyperparameters of the fused optimizer steps, as the composite computes them in
  * float64 (each is rounded to the parameters' dtype inside, as the composite's 0-d
@@ -143,9 +143,10 @@ typedef struct {
     int64_t (*fma_peak)(int64_t iters);
 
     /* Fused kernels (csrc/fused.hpp) on contiguous rows of float32 or float64 (dtype). */
-    int (*bias_act)(int dtype, char* y, const char* bias, char* pre, int64_t rows, int64_t cols, int act,
-                    int nthreads);
-    int (*act_backward)(int dtype, char* gx, const char* g, const char* saved, int64_t n, int act);
+    /* y = act(x + bias) (x may be y, bias and pre null; pre keeps the values before act) */
+    int (*bias_act)(int dtype, char* y, const char* x, const char* bias, char* pre, int64_t rows, int64_t cols,
+                    int act, int nthreads);
+    int (*act_backward)(int dtype, char* gx, const char* g, const char* saved, int64_t n, int act, int nthreads);
     int (*softmax)(int dtype, char* y, const char* x, int64_t rows, int64_t cols, int log, int nthreads);
     int (*softmax_backward)(int dtype, char* gx, const char* g, const char* y, int64_t rows, int64_t cols,
                             int log, int nthreads);

@@ -77,13 +77,14 @@ int64_t fma_peak(int64_t iters) {
     } while (0)
 
 template <class A>
-int f_bias_act(int dtype, char* y, const char* bias, char* pre, int64_t rows, int64_t cols, int act, int nt) {
-    SG3_BY_DTYPE(dtype, (bias_act_rows<A, T>((T*)y, (const T*)bias, (T*)pre, rows, cols, act, nt)));
+int f_bias_act(int dtype, char* y, const char* x, const char* bias, char* pre, int64_t rows, int64_t cols, int act,
+               int nt) {
+    SG3_BY_DTYPE(dtype, (bias_act_rows<A, T>((T*)y, (const T*)x, (const T*)bias, (T*)pre, rows, cols, act, nt)));
 }
 
 template <class A>
-int f_act_backward(int dtype, char* gx, const char* g, const char* saved, int64_t n, int act) {
-    SG3_BY_DTYPE(dtype, (act_backward<A, T>((T*)gx, (const T*)g, (const T*)saved, n, act)));
+int f_act_backward(int dtype, char* gx, const char* g, const char* saved, int64_t n, int act, int nt) {
+    SG3_BY_DTYPE(dtype, (act_backward<A, T>((T*)gx, (const T*)g, (const T*)saved, n, act, nt)));
 }
 
 template <class A>

@@ -5,6 +5,7 @@ from ... import backend as B
 from ...autocast import lower as _lower
 from ...autograd import Function
 from ...device import fused
+from ...functional import gelu as _gelu
 from ...shapes import ShapeError
 from ...tensor import Tensor
 
@@ -16,7 +17,7 @@ def linear(input, weight, bias=None):
 
 
 def _linear(input, weight, bias, act):
-    """``linear`` then ``act`` (None, "relu" or "gelu"): one fused Function where the
+    """``linear`` then ``act`` (None, "relu", "gelu" or "gelu_tanh"): one fused Function where the
     backend offers it for these operands, else the composite."""
     if weight.ndim != 2:
         raise ShapeError(f"linear: weight must be 2-D (out_features, in_features), got shape "
@@ -59,7 +60,8 @@ class _Linear(Function):
         return (*(None if d is None else Tensor._make(d) for d in grads), None)
 
 
-_ACTIVATIONS = {None: lambda y: y, "relu": lambda y: y.relu(), "gelu": lambda y: y.gelu()}
+_ACTIVATIONS = {None: lambda y: y, "relu": lambda y: y.relu(), "gelu": lambda y: y.gelu(),
+                "gelu_tanh": lambda y: _gelu(y, approximate="tanh")}
 
 
 def bilinear(input1, input2, weight, bias=None):
