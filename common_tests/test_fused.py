@@ -286,6 +286,69 @@ def test_lstm_cell(fsg, options, dtype):
     check(fsg, lstm, arrays, dtype)
 
 
+# ---------------------------------------------------------------- attention
+
+def _masks(lead, L, S):
+    rng = np.random.default_rng(5)
+    keep = rng.random(lead[:1] + (1, L, S)) > 0.3
+    keep[..., 1, :] = False  # a row no key takes part in: zeros, and no NaN in any gradient
+    additive = np.where(rng.random((L, S)) > 0.3, rng.standard_normal((L, S)), -np.inf)
+    additive[0] = -np.inf
+    return {"bool per batch": keep, "bool plane": keep[0, 0], "additive plane": additive,
+            "additive row": rng.standard_normal((1, S))}
+
+
+ATTENTION = {  # name: (query shape, key shape, value shape, options)
+    "plain": ((2, 3, 5, 8), (2, 3, 7, 8), (2, 3, 7, 6), {}),
+    "causal": ((2, 3, 7, 8), (2, 3, 7, 8), (2, 3, 7, 8), {"is_causal": True}),
+    "causal L < S": ((2, 4, 8), (2, 9, 8), (2, 9, 8), {"is_causal": True}),
+    "causal L > S": ((2, 9, 8), (2, 4, 8), (2, 4, 3), {"is_causal": True}),
+    "unbatched, one key": ((5, 17), (1, 17), (1, 4), {"scale": 0.3}),
+    "one query": ((3, 1, 16), (3, 40, 16), (3, 40, 16), {}),
+    "gqa": ((2, 4, 5, 8), (2, 2, 6, 8), (2, 2, 6, 8), {"enable_gqa": True, "is_causal": True}),
+    "empty batch": ((0, 2, 5, 8), (0, 2, 6, 8), (0, 2, 6, 8), {}),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("case", list(ATTENTION) + ["mask: " + m for m in _masks((2,), 5, 7)])
+def test_attention(fsg, case, dtype):
+    """scaled_dot_product_attention on the fused kernel: output and the gradients of query,
+    key and value against the composite and PyTorch, with every kind of mask."""
+    if case.startswith("mask: "):
+        q, k, v, options = ATTENTION["plain"]
+        mask = _masks((2,), 5, 7)[case[6:]]
+        options = dict(options, attn_mask=mask.astype(dtype) if mask.dtype != bool else mask)
+    else:
+        q, k, v, options = ATTENTION[case]
+    arrays = [_data(q, dtype), _data(k, dtype, 1), _data(v, dtype, 2)]
+
+    def fn(lib, *qkv):
+        opts = dict(options)
+        if "attn_mask" in opts:
+            opts["attn_mask"] = lib.tensor(opts["attn_mask"])
+        return lib.nn.functional.scaled_dot_product_attention(*qkv, **opts)
+    check(fsg, fn, arrays, dtype)
+
+
+def test_attention_is_the_kernel_in_a_transformer_step(fsg, monkeypatch):
+    """nn.MultiheadAttention and the GPT's causal attention take the fused kernel."""
+    attention = importlib.import_module(fsg.__name__ + ".nn.functional.attention")
+    x = fsg.randn(2, 5, 8)
+    if not fused_on(fsg, x):
+        pytest.skip(f"{fsg.__name__}'s device {x.device} offers no attention kernel")
+    calls = []
+    original = attention._Attention.apply
+    monkeypatch.setattr(attention._Attention, "apply", lambda *a: calls.append(a[4]) or original(*a))
+    layer = fsg.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True)
+    layer(x, src_mask=fsg.nn.Transformer.generate_square_subsequent_mask(5), is_causal=True).sum().backward()
+    assert calls, "the encoder layer's attention did not reach the kernel"
+
+
+def fused_on(sg, x):
+    return importlib.import_module(sg.__name__ + ".nn.functional.image_kernels")._takes("attention", x)
+
+
 # ---------------------------------------------------------------- a recurrent layer's whole time loop
 
 RECURRENT = {"LSTM": ("LSTM", {}), "GRU": ("GRU", {}), "RNN_tanh": ("RNN", {}),

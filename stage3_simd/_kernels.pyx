@@ -56,6 +56,10 @@ cdef extern from "csrc/kernels.h" nogil:
     ctypedef struct sg3_rmsprop:
         double lr, weight_decay, alpha, eps, momentum, lerp_w, lerp_w1
         int maximize
+    ctypedef struct sg3_attention:
+        int64_t n, l, s, e, ev, group
+        double scale
+        int causal, mask_kind, mask_shared
     ctypedef struct sg3_recurrent:
         int mode, reverse
         int64_t steps, batch, hidden, proj
@@ -148,6 +152,11 @@ cdef extern from "csrc/kernels.h" nogil:
         int (*recurrent_backward)(int dtype, const sg3_recurrent* q, char* ggi, char* gh, char* gc, char* gw,
                                   char* gb, char* gw_hr, char* gp, char* gproj, const char* gout, const char* saved,
                                   const char* hprev, const char* w, const char* w_hr, int nthreads) noexcept nogil
+        int (*attention)(int dtype, const sg3_attention* a, char* out, char* lse, const char* q, const char* k,
+                         const char* v, const void* mask, int nthreads) noexcept nogil
+        int (*attention_backward)(int dtype, const sg3_attention* a, char* dq, char* dk, char* dv, const char* g,
+                                  const char* q, const char* k, const char* v, const char* out, const char* lse,
+                                  const void* mask, int nthreads) noexcept nogil
 
 cdef extern from "csrc/cpu.h" nogil:
     ctypedef struct sg3_cpu:
@@ -976,6 +985,48 @@ def recurrent_backward(str mode, bint reverse, list batch_sizes, Buffer gout, Bu
                                   data_of(gout), data_of(sv), data_of(hprev), data_of(w), pr, NTHREADS)
     _check(rc, "recurrent")
     return ggi, gh0, gc0, gw, gb, gw_hr
+
+
+cdef void _attention_shape(sg3_attention* a, Buffer q, Buffer k, Buffer v, Buffer mask, bint causal,
+                           double scale) except *:
+    # q (n, l, e), k (n / group, s, e), v (n / group, s, ev); mask (1 or n, l, s) or None
+    a.n, a.l, a.e = q.shape
+    _, a.s, a.ev = v.shape
+    a.group = a.n // k.shape[0] if k.shape[0] else 1
+    a.scale, a.causal = scale, causal
+    a.mask_kind = 0 if mask is None else 1 if mask.code == BOOL else 2
+    a.mask_shared = mask is not None and mask.shape[0] == 1
+
+
+def attention(Buffer q, Buffer k, Buffer v, Buffer mask, bint causal, double scale):
+    """Scaled dot-product attention of contiguous q (n, l, e), k (n / group, s, e) and v
+    (n / group, s, ev), with a mask (1 or n, l, s; bool or additive) or None: (out, each
+    row's log-sum-exp)."""
+    cdef sg3_attention a
+    _attention_shape(&a, q, k, v, mask, causal, scale)
+    cdef Buffer out = new_buffer((a.n, a.l, a.ev), q.dtype, q.code), lse = new_buffer((a.n, a.l), q.dtype, q.code)
+    cdef const void* pm = _ptr(mask)
+    cdef int rc, code = q.code
+    with nogil:
+        rc = T.attention(code, &a, data_of(out), data_of(lse), data_of(q), data_of(k), data_of(v), pm, NTHREADS)
+    _check(rc, "scaled_dot_product_attention")
+    return out, lse
+
+
+def attention_backward(Buffer g, Buffer q, Buffer k, Buffer v, Buffer out, Buffer lse, Buffer mask, bint causal,
+                       double scale):
+    """(dq, dk, dv) of ``attention`` from the output's gradient g (n, l, ev)."""
+    cdef sg3_attention a
+    _attention_shape(&a, q, k, v, mask, causal, scale)
+    cdef Buffer dq = new_buffer(q.shape, q.dtype, q.code), dk = new_buffer(k.shape, k.dtype, k.code)
+    cdef Buffer dv = new_buffer(v.shape, v.dtype, v.code)
+    cdef const void* pm = _ptr(mask)
+    cdef int rc, code = q.code
+    with nogil:
+        rc = T.attention_backward(code, &a, data_of(dq), data_of(dk), data_of(dv), data_of(g), data_of(q),
+                                  data_of(k), data_of(v), data_of(out), data_of(lse), pm, NTHREADS)
+    _check(rc, "scaled_dot_product_attention")
+    return dq, dk, dv
 
 
 def _doubles(values):

@@ -132,7 +132,7 @@ class Backend(_S2):
     # operands fit (float32 or float64, one dtype), and the composite otherwise.
     FUSED = frozenset({"softmax", "log_softmax", "cross_entropy", "linear", "layer_norm", "adam", "sgd",
                        "rmsprop", "conv2d", "max_pool2d", "avg_pool2d", "batch_norm", "lstm_cell",
-                       "recurrent", "gelu"})
+                       "recurrent", "gelu", "attention"})
     GEMMS = GEMMS
     get_gemm, set_gemm = staticmethod(get_gemm), staticmethod(set_gemm)
     set_num_threads, get_num_threads = staticmethod(K.set_num_threads), staticmethod(K.get_num_threads)
@@ -279,6 +279,18 @@ class Backend(_S2):
         if need_b:
             gb = self.reduce("sum", g2, (0,), False)
         return gx, gw, gb
+
+    def attention(self, q, k, v, mask, causal, scale):
+        """Scaled dot-product attention of q (n, L, E), k (n / group, S, E), v (n / group, S,
+        Ev) with a (1 or n, L, S) bool or additive mask, or None: (out, each row's log-sum-exp)."""
+        c = self.contiguous
+        return K.attention(c(q), c(k), c(v), None if mask is None else c(mask), causal, scale)
+
+    def attention_backward(self, g, q, k, v, out, lse, mask, causal, scale):
+        """(grad q, grad k, grad v) of ``attention``."""
+        c = self.contiguous
+        return K.attention_backward(c(g), c(q), c(k), c(v), out, lse, None if mask is None else c(mask),
+                                    causal, scale)
 
     @_widened
     def gelu(self, x, approximate):

@@ -98,6 +98,17 @@ typedef struct {
     const int64_t* batch_sizes;
 } sg3_recurrent;
 
+/* Scaled dot-product attention over n problems of (l x e) queries, (s x e) keys and (s x ev)
+ * values, all contiguous; group query problems share one key/value problem (kv = n / group).
+ * The mask is none, bool (uint8, 1 takes part) or additive (the dtype's), l x s, one plane for
+ * every problem (mask_shared) or one per problem; causal lets query i see keys 0..i. */
+enum sg3_mask_kind { SG3_MASK_NONE = 0, SG3_MASK_BOOL = 1, SG3_MASK_ADD = 2 };
+typedef struct {
+    int64_t n, l, s, e, ev, group;
+    double scale;
+    int causal, mask_kind, mask_shared;
+} sg3_attention;
+
 typedef struct {
     int nops;                               /* operands, output first */
     int ndim;
@@ -216,6 +227,12 @@ typedef struct {
     int (*recurrent_backward)(int dtype, const sg3_recurrent* q, char* ggi, char* gh, char* gc, char* gw, char* gb,
                               char* gw_hr, char* gp, char* gproj, const char* gout, const char* saved,
                               const char* hprev, const char* w, const char* w_hr, int nthreads);
+    /* out (n x l x ev) and each row's log-sum-exp (n x l); then the backward's dq, dk, dv */
+    int (*attention)(int dtype, const sg3_attention* a, char* out, char* lse, const char* q, const char* k,
+                     const char* v, const void* mask, int nthreads);
+    int (*attention_backward)(int dtype, const sg3_attention* a, char* dq, char* dk, char* dv, const char* g,
+                              const char* q, const char* k, const char* v, const char* out, const char* lse,
+                              const void* mask, int nthreads);
 } sg3_table;
 
 #ifdef __cplusplus

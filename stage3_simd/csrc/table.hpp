@@ -9,6 +9,7 @@
 
 #include <Python.h>
 
+#include "attention.hpp"
 #include "batch_norm.hpp"
 #include "conv.hpp"
 #include "depthwise.hpp"
@@ -257,6 +258,21 @@ int f_recurrent_backward(int dtype, const sg3_recurrent* q, char* ggi, char* gh,
                                                   (const T*)w, (const T*)w_hr, nt)));
 }
 
+template <class A>
+int f_attention(int dtype, const sg3_attention* a, char* out, char* lse, const char* q, const char* k, const char* v,
+                const void* mask, int nt) {
+    SG3_BY_DTYPE(dtype, (attention_forward<A, T>(*a, (T*)out, (T*)lse, (const T*)q, (const T*)k, (const T*)v, mask,
+                                                 nt)));
+}
+
+template <class A>
+int f_attention_backward(int dtype, const sg3_attention* a, char* dq, char* dk, char* dv, const char* g,
+                         const char* q, const char* k, const char* v, const char* out, const char* lse,
+                         const void* mask, int nt) {
+    SG3_BY_DTYPE(dtype, (attention_backward<A, T>(*a, (T*)dq, (T*)dk, (T*)dv, (const T*)g, (const T*)q, (const T*)k,
+                                                  (const T*)v, (const T*)out, (const T*)lse, mask, nt)));
+}
+
 #undef SG3_BY_DTYPE
 
 template <class A>
@@ -301,6 +317,8 @@ const sg3_table* table(const char* isa) {
         &f_lstm_cell_backward<A>,
         &f_recurrent<A>,
         &f_recurrent_backward<A>,
+        &f_attention<A>,
+        &f_attention_backward<A>,
     };
     return &t;
 }

@@ -1,11 +1,15 @@
 """Attention: ``scaled_dot_product_attention`` and the forward of a multi-head attention
 layer. Composites of differentiable ops (matmul, softmax, masked_fill, dropout, linear),
-so the backward needs nothing of its own."""
+so the backward needs nothing of its own; where the backend offers its ``attention``
+kernel (``FUSED``: stage 3), ``_Attention`` runs forward and backward without the L x S
+score matrix, and the composite is the reference it is tested against."""
 import math
 
 from ... import backend as B
+from ...autograd import Function, is_grad_enabled
 from ...creation import cat, ones, zeros
-from ...dtypes import bool_
+from ...device import fused
+from ...dtypes import bool_, float32, float64
 from ...functional import softmax
 from ...shapes import ShapeError
 from ...tensor import Tensor, where
@@ -69,6 +73,66 @@ def _masked(op, scores, mask):
     return scores + mask
 
 
+class _Attention(Function):
+    """Attention of (n, L, E) queries on (n / group, S, E) keys and (n / group, S, Ev) values,
+    with a (1 or n, L, S) mask or causal, on the backend's kernel."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, mask, causal, scale):
+        m = None if mask is None else mask._data
+        out, ctx.lse = B.attention(q._data, k._data, v._data, m, causal, scale)
+        out = Tensor._make(out)
+        ctx.mask, ctx.causal, ctx.scale = m, causal, scale
+        ctx.save_for_backward(q, k, v, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        q, k, v, out = ctx.saved_tensors
+        grads = B.attention_backward(g._data, q._data, k._data, v._data, out._data, ctx.lse, ctx.mask,
+                                     ctx.causal, ctx.scale)
+        return (*(Tensor._make(d) for d in grads), None, None, None)
+
+
+def _fused_attention(op, query, key, value, attn_mask, is_causal, scale, enable_gqa):
+    """``scaled_dot_product_attention`` on the backend's kernel, or None where it does not
+    apply: other dtypes, leading dims that broadcast rather than match (GQA's heads aside), a
+    float mask that needs its own gradient, or a backend without the kernel."""
+    dtype, lead = query.dtype, _shape(query)[:-2]
+    if dtype not in (float32, float64) or not fused("attention", query._data):
+        return None
+    if key.ndim != query.ndim or value.ndim != query.ndim or _shape(key)[:-2] != _shape(value)[:-2]:
+        return None
+    group = 1
+    if _shape(key)[:-2] != lead:
+        if not enable_gqa or query.ndim < 3 or _shape(key)[:-3] != lead[:-1]:
+            return None
+        _repeat_kv(query, key, value)  # its checks and errors
+        group = lead[-1] // key.shape[-3]
+    L, S, E, Ev = query.shape[-2], key.shape[-2], query.shape[-1], value.shape[-1]
+    n = math.prod(lead)
+    mask = None
+    if attn_mask is not None:
+        if attn_mask.requires_grad and is_grad_enabled():
+            return None
+        full = lead + (L, S)
+        try:
+            ok = B.broadcast_shapes(_shape(attn_mask), full) == full
+        except (ValueError, RuntimeError):
+            ok = False
+        if not ok:
+            raise ShapeError(f"{op}: attn_mask of shape {_shape(attn_mask)} does not broadcast to the attention "
+                             f"scores' shape {full} (..., L, S)")
+        if all(d == 1 for d in _shape(attn_mask)[:-2]):  # one plane for every problem
+            plane = attn_mask.reshape(*_shape(attn_mask)[-2:]) if attn_mask.ndim > 2 else attn_mask
+            mask = plane.expand(1, L, S)
+        else:
+            mask = attn_mask.expand(*full).reshape(n, L, S)
+    out = _Attention.apply(query.reshape(n, L, E), key.reshape(n // group, S, E),
+                           value.reshape(n // group, S, Ev), mask, is_causal, scale)
+    return out.reshape(*lead, L, Ev)
+
+
 def _safe_softmax(scores):
     """Softmax over the last dim; a row with every position masked (all -inf) gives zeros
     rather than NaN, as PyTorch's scaled_dot_product_attention does."""
@@ -104,6 +168,14 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
     if is_causal and attn_mask is not None:
         raise ValueError(f"{op}: an explicit attn_mask should not be set when is_causal=True")
+    if attn_mask is not None:
+        _check_mask_dtype(op, "attn_mask", attn_mask, query)
+    if scale is None:
+        scale = 1.0 / math.sqrt(query.shape[-1]) if query.shape[-1] else 1.0
+    if dropout_p == 0.0:
+        out = _fused_attention(op, query, key, value, attn_mask, is_causal, scale, enable_gqa)
+        if out is not None:
+            return out
     if enable_gqa:
         key, value = _repeat_kv(query, key, value)
     if scale is None:
