@@ -33,12 +33,17 @@ GEMMS = ("blas", "own")  # the two GEMMs; the default, "auto", sends each produc
 _gemm = [_os.environ.get("STAGEGRAD_GEMM") or "auto"]
 if _gemm[0] not in GEMMS + ("auto",):
     raise ImportError(f"stage3_simd: STAGEGRAD_GEMM={_gemm[0]!r}; expected auto, blas or own")
-# "auto" sends a product to our GEMM when every side is at least this: there its cache
-# blocking pays off and it matches or beats OpenBLAS (the journey and `stagegrad
-# gemm-ladder` measure both); below, packing costs more than it saves, and OpenBLAS's
-# kernels for small and skinny shapes win. A fixed rule, not a timing at import: the
-# results of a program must not depend on which GEMM a noisy measurement picked.
-OWN_FROM = 512
+# "auto" sends a product to our GEMM when every side is at least OWN_FROM (there its cache
+# blocking pays off and it matches or beats OpenBLAS: the journey and `stagegrad
+# gemm-ladder` measure both), and also when it has at least OWN_ROWS rows, OWN_COLUMNS
+# columns (two of the micro-kernel's widest panels) and OWN_WORK multiply-adds: the linear
+# layers of real models (1024 x 128 @ 128 x 384), where ours matches OpenBLAS on one thread
+# and, threaded, is up to twice as fast; OpenBLAS's threads, woken per call, lose to its own
+# single thread below a few million multiply-adds. Below that (tiny, skinny or narrow
+# products), packing costs more than it saves and OpenBLAS's kernels win. A fixed rule, not
+# a timing at import: the results of a program must not depend on which GEMM a noisy
+# measurement picked.
+OWN_FROM, OWN_ROWS, OWN_COLUMNS, OWN_WORK = 512, 64, 128, 1 << 20
 
 
 # ---------------------------------------------------------------- which GEMM
@@ -60,7 +65,9 @@ def gemm_for(n, k, m):
     """The GEMM a product of (n x k) by (k x m) runs on."""
     if _gemm[0] != "auto":
         return _gemm[0]
-    return "own" if min(n, k, m) >= OWN_FROM else "blas"
+    if min(n, k, m) >= OWN_FROM or (n >= OWN_ROWS and m >= OWN_COLUMNS and n * k * m >= OWN_WORK):
+        return "own"
+    return "blas"
 
 
 # ---------------------------------------------------------------- 2-byte floats
