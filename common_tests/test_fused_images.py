@@ -4,6 +4,8 @@ PyTorch, output and every gradient, on the geometries that break kernels: batch 
 batches, 1x1 and 2x2 images, channel counts off the SIMD width, strides on odd sizes, padding
 as large as the kernel, dilation, depthwise with a channel multiplier, and inputs that are
 not contiguous or are laid out channels-last."""
+import importlib
+
 import numpy as np
 import pytest
 
@@ -153,25 +155,58 @@ def test_batch_norm_and_its_running_statistics(fsg, shape, affine, training, dty
         _close(got.numpy(), want.numpy(), dtype)
 
 
+@pytest.mark.parametrize("act", ["relu", "relu6"])
 @pytest.mark.parametrize("training", [True, False])
-def test_batch_norm_kernel_with_its_fused_relu(fsg, training):
-    """The kernel's ReLU option against relu(batch_norm(x)) of the composites."""
+def test_batch_norm_kernel_with_its_fused_activation(fsg, training, act):
+    """The kernel's ReLU and ReLU6 options against the activation of batch_norm(x) of the
+    composites (scaled so that ReLU6's upper bound is crossed too)."""
     B = fsg.backend
-    x, w, b = _data((3, 4, 5, 5), "float64"), _data((4,), "float64", 1), _data((4,), "float64", 2)
+    x, w, b = _data((3, 4, 5, 5), "float64"), _data((4,), "float64", 1) * 5, _data((4,), "float64", 2) * 3
     g = _data((3, 4, 5, 5), "float64", 3)
     mean, var = fsg.tensor(_data((4,), "float64", 4)), fsg.tensor(np.abs(_data((4,), "float64", 5)) + 0.5)
     xb, wb, bb = (fsg.tensor(a)._data for a in (x, w, b))
     stats = (None, None) if training else (mean._data, var._data)
-    y, mu, rstd = B.batch_norm(xb, wb, bb, *stats, training, 0.1, 1e-5, True)
+    y, mu, rstd = B.batch_norm(xb, wb, bb, *stats, training, 0.1, 1e-5, act)
     gy = fsg.tensor(g)._data
-    gx, gw, gb = B.batch_norm_backward(gy, xb, y, mu, rstd, wb, training, True, True, True, True)
+    gx, gw, gb = B.batch_norm_backward(gy, xb, y, mu, rstd, wb, training, act, True, True, True)
     with composite(fsg):
         xs, ws, bs = (fsg.tensor(a, requires_grad=True) for a in (x, w, b))
-        out = fsg.nn.functional.relu(fsg.nn.functional.batch_norm(xs, mean.clone(), var.clone(), ws, bs,
-                                                                  training=training))
+        out = getattr(fsg.nn.functional, act)(fsg.nn.functional.batch_norm(xs, mean.clone(), var.clone(), ws,
+                                                                           bs, training=training))
         (out * fsg.tensor(g)).sum().backward()
     for got, want in ((y, out), (gx, xs.grad), (gw, ws.grad), (gb, bs.grad)):
         _close(fsg.Tensor._make(got).numpy(), want.detach().numpy(), "float64")
+
+
+@pytest.mark.parametrize("act", ["ReLU", "ReLU6"])
+@pytest.mark.parametrize("training", [True, False])
+def test_sequential_fuses_batch_norm_and_its_activation(fsg, act, training):
+    """Sequential(Conv2d, BatchNorm2d, ReLU/ReLU6), MobileNetV2's block: the fused pair's
+    output, every gradient and the running statistics against PyTorch."""
+    torch = need_torch()
+    x = _data((4, 3, 6, 6), "float64") * 4
+    w = _data((8, 3, 3, 3), "float64", 1)
+    got = []
+    for lib in (fsg, torch):
+        nn = lib.nn
+        m = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8), getattr(nn, act)())
+        m = m.to(lib.float64)
+        with lib.no_grad():
+            m[0].weight.copy_(lib.tensor(w))
+            m[1].weight.copy_(lib.tensor(_data((8,), "float64", 2) * 3))
+            m[1].bias.copy_(lib.tensor(_data((8,), "float64", 3) * 3))
+        m.train(training)
+        xt = lib.tensor(x).requires_grad_()
+        out = m(xt)
+        (out * lib.tensor(_data(tuple(out.shape), "float64", 4))).sum().backward()
+        got.append([out.detach().numpy(), xt.grad.numpy(), m[1].running_mean.numpy(), m[1].running_var.numpy()]
+                   + [p.grad.numpy() for p in m.parameters()])
+    for a, b in zip(*got):
+        _close(a, b, "float64")
+    container = importlib.import_module(fsg.__name__ + ".nn.container")
+    assert container._fused_activation(m[1], m[2]) is None  # PyTorch's modules: never fused
+    mine = fsg.nn.Sequential(fsg.nn.BatchNorm2d(8), getattr(fsg.nn, act)())
+    assert container._fused_activation(mine[0], mine[1]) == act.lower()
 
 
 def test_a_zoo_style_block_trains_the_same_as_pytorch(fsg):

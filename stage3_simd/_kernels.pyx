@@ -71,7 +71,7 @@ cdef extern from "csrc/kernels.h" nogil:
     ctypedef struct sg3_batch_norm:
         int64_t n, c, s
         double momentum, eps
-        int training, relu
+        int training, act
     ctypedef struct sg3_table:
         const char* isa
         int vector_bytes

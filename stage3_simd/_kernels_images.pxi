@@ -141,22 +141,25 @@ def depthwise_backward(Buffer g, Buffer x, Buffer w, tuple window, bint need_x, 
     return gx, gw
 
 
+BN_ACTIVATIONS = {None: 0, "relu": 1, "relu6": 2}
+
+
 cdef void _bn_shape(sg3_batch_norm* q, Buffer x, bint training, double momentum, double eps,
-                    bint relu) except *:
+                    str act) except *:
     q.n, q.c = x.shape[0], x.shape[1]
     q.s = 1
     cdef Py_ssize_t d
     for d in range(2, x.ndim):
         q.s *= x.shape[d]
-    q.momentum, q.eps, q.training, q.relu = momentum, eps, training, relu
+    q.momentum, q.eps, q.training, q.act = momentum, eps, training, BN_ACTIVATIONS[act]
 
 
 def batch_norm(Buffer x, Buffer w, Buffer b, Buffer running_mean, Buffer running_var, bint training,
-               double momentum, double eps, bint relu):
-    """(y, mean, 1/std per channel); in training the running statistics (when given) are
-    updated in place."""
+               double momentum, double eps, str act):
+    """(y, mean, 1/std per channel), y through ``act`` (None, "relu" or "relu6"); in training
+    the running statistics (when given) are updated in place."""
     cdef sg3_batch_norm q
-    _bn_shape(&q, x, training, momentum, eps, relu)
+    _bn_shape(&q, x, training, momentum, eps, act)
     cdef Buffer y = new_buffer(x.shape, x.dtype, x.code)
     cdef Buffer mean = new_buffer((q.c,), x.dtype, x.code), rstd = new_buffer((q.c,), x.dtype, x.code)
     cdef int rc, code = x.code
@@ -172,10 +175,11 @@ def batch_norm(Buffer x, Buffer w, Buffer b, Buffer running_mean, Buffer running
 
 
 def batch_norm_backward(Buffer g, Buffer x, Buffer y, Buffer mean, Buffer rstd, Buffer w, bint training,
-                        bint relu, bint need_x, bint need_w, bint need_b):
-    """(grad x, grad weight, grad bias) of ``batch_norm``, each None unless asked for."""
+                        str act, bint need_x, bint need_w, bint need_b):
+    """(grad x, grad weight, grad bias) of ``batch_norm``, each None unless asked for (y, the
+    output, is read only through an activation)."""
     cdef sg3_batch_norm q
-    _bn_shape(&q, x, training, 0.0, 0.0, relu)
+    _bn_shape(&q, x, training, 0.0, 0.0, act)
     cdef Buffer gx = new_buffer(x.shape, x.dtype, x.code) if need_x else None
     cdef Buffer gw = new_buffer((q.c,), x.dtype, x.code) if need_w else None
     cdef Buffer gb = new_buffer((q.c,), x.dtype, x.code) if need_b else None

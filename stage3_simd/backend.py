@@ -363,19 +363,21 @@ class Backend(_S2):
     def avg_pool2d_backward(self, g, x_shape, window, include_pad, divisor):
         return K.avg_pool2d_backward(self.contiguous(g), x_shape, window, include_pad, divisor)
 
-    def batch_norm(self, x, w, b, running_mean, running_var, training, momentum, eps, relu):
-        """(y, mean, 1/std) per channel of (N, C, ...), float32 or float64 alone (the running
-        statistics are updated in place, which a widened copy would lose); in training the
-        running statistics, when given, move toward the batch's."""
+    def batch_norm(self, x, w, b, running_mean, running_var, training, momentum, eps, act):
+        """(y, mean, 1/std) per channel of (N, C, ...), y through ``act`` (None, "relu" or
+        "relu6"); float32 or float64 alone (the running statistics are updated in place, which
+        a widened copy would lose); in training the running statistics, when given, move toward
+        the batch's."""
         c = self.contiguous
         w, b = (None if t is None else c(t) for t in (w, b))
-        return K.batch_norm(c(x), w, b, running_mean, running_var, training, momentum, eps, relu)
+        return K.batch_norm(c(x), w, b, running_mean, running_var, training, momentum, eps, act)
 
-    def batch_norm_backward(self, g, x, y, mean, rstd, w, training, relu, need_x, need_w, need_b):
-        """(grad x, grad weight, grad bias) of ``batch_norm``, each None unless asked for."""
+    def batch_norm_backward(self, g, x, y, mean, rstd, w, training, act, need_x, need_w, need_b):
+        """(grad x, grad weight, grad bias) of ``batch_norm``, each None unless asked for; y
+        (the output) is read only through ``act``."""
         c = self.contiguous
         return K.batch_norm_backward(c(g), c(x), None if y is None else c(y), mean, rstd,
-                                     None if w is None else c(w), training, relu, need_x, need_w, need_b)
+                                     None if w is None else c(w), training, act, need_x, need_w, need_b)
 
     # ------------------------------------------------------------ the LSTM cell (csrc/recurrent.hpp)
 

@@ -16,20 +16,24 @@ def _index(idx, n, what):
 
 
 def _fused_activation(first, second):
-    """"relu", "gelu" or "gelu_tanh" when ``first`` is a ``Linear`` and ``second`` that activation,
-    neither subclassed nor hooked, on a backend that fuses them; else None."""
-    from .activation import GELU, ReLU  # (this module is imported by module.py, before them)
+    """The activation ``second`` when the backend fuses it into ``first``, neither subclassed
+    nor hooked, else None: "relu", "gelu" or "gelu_tanh" after a ``Linear``, "relu" or
+    "relu6" after a ``BatchNorm1d``/``BatchNorm2d``."""
+    from .activation import GELU, ReLU, ReLU6  # (this module is imported by module.py, before them)
     from .linear import Linear
-    if type(first) is not Linear or not fused("linear", first.weight._data):
+    from .normalization import BatchNorm1d, BatchNorm2d
+    if first._forward_hooks or first._forward_pre_hooks or second._forward_hooks or second._forward_pre_hooks:
         return None
-    if first._forward_hooks or first._forward_pre_hooks:
-        return None
-    if second._forward_hooks or second._forward_pre_hooks:
-        return None
-    if type(second) is ReLU:
-        return "relu"
-    if type(second) is GELU:
-        return "gelu" if second.approximate == "none" else "gelu_tanh"
+    if type(first) is Linear and fused("linear", first.weight._data):
+        if type(second) is ReLU:
+            return "relu"
+        if type(second) is GELU:
+            return "gelu" if second.approximate == "none" else "gelu_tanh"
+    if type(first) in (BatchNorm1d, BatchNorm2d) and fused("batch_norm"):  # (the layer checks its input)
+        if type(second) is ReLU:
+            return "relu"
+        if type(second) is ReLU6:
+            return "relu6"
     return None
 
 
@@ -54,7 +58,7 @@ class Sequential(Module):
             if act is None:
                 x = modules[i](x)
                 i += 1
-            else:  # Linear then its activation, in one fused call: the same values and gradients
+            else:  # a Linear or batch norm then its activation, in one fused call: the same values
                 x = modules[i]._forward_then(x, act)
                 i += 2
         return x

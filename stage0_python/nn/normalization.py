@@ -5,6 +5,7 @@ from . import functional as F
 from . import init
 from ..creation import tensor
 from ..dtypes import int64
+from .functional.normalization import _batch_norm
 from .module import Module, Parameter, _empty
 from ..shapes import ShapeError
 
@@ -60,6 +61,10 @@ class _BatchNorm(_Affine):
         super().reset_parameters()
 
     def forward(self, input):
+        return self._forward_then(input, None)
+
+    def _forward_then(self, input, act):
+        """The layer then ``act`` (None, "relu" or "relu6"): ``Sequential`` fuses the pair."""
         if input.ndim not in self._dims or input.shape[1] != self.num_features:
             dims = " or ".join(f"{d}-D" for d in self._dims)
             raise ShapeError(f"{self._get_name()}({self.num_features}): expected a {dims} input with "
@@ -72,9 +77,8 @@ class _BatchNorm(_Affine):
         # without running statistics, batch statistics are used in eval mode too
         use_batch = self.training or (self.running_mean is None and self.running_var is None)
         track = not self.training or self.track_running_stats
-        return F.batch_norm(input, self.running_mean if track else None,
-                            self.running_var if track else None, self.weight, self.bias,
-                            use_batch, factor, self.eps)
+        return _batch_norm(input, self.running_mean if track else None, self.running_var if track else None,
+                           self.weight, self.bias, use_batch, factor, self.eps, act)
 
     def extra_repr(self):
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "

@@ -44,14 +44,17 @@ double centered_squares(const T* x, T m, int64_t n) {
 }
 
 template <class A, class T>
-void gradient_sums(const T* g, const T* x, const T* y, T m, int64_t n, double& sg, double& sgx) {
+void gradient_sums(const T* g, const T* x, const T* y, T hi, T m, int64_t n, double& sg, double& sgx) {
     using B = vec<T, A>;
     constexpr int64_t W = B::size;
     B s(0), sx(0);
     for (int64_t i = 0; i < n; i += W) {
         const int64_t k = std::min(W, n - i);
         B gi = load_n<B>(g + i, k);  // zero-filled past the row, as x - m is masked below
-        if (y) gi = xsimd::select(load_n<B>(y + i, k) > B(0), gi, B(0));
+        if (y) {  // through the fused activation: where its output is inside (0, hi)
+            const B yi = load_n<B>(y + i, k);
+            gi = xsimd::select((yi > B(0)) & (yi < B(hi)), gi, B(0));
+        }
         s += gi;
         sx += gi * xsimd::select(lanes_below<B>(k), load_n<B>(x + i, k) - B(m), B(0));
     }
@@ -86,8 +89,10 @@ void batch_norm_forward(const sg3_batch_norm& q, T* y, T* mean, T* rstd, const T
         for (int64_t n = 0; n < q.n; ++n) {
             const T* xr = x + (n * q.c + c) * q.s;
             T* yr = y + (n * q.c + c) * q.s;
-            if (q.relu)
+            if (q.act == SG3_BN_RELU)
                 for (int64_t i = 0; i < q.s; ++i) yr[i] = std::max(xr[i] * scale + shift, T(0));
+            else if (q.act == SG3_BN_RELU6)
+                for (int64_t i = 0; i < q.s; ++i) yr[i] = std::min(std::max(xr[i] * scale + shift, T(0)), T(6));
             else
                 for (int64_t i = 0; i < q.s; ++i) yr[i] = xr[i] * scale + shift;
         }
@@ -99,12 +104,13 @@ template <class A, class T>
 void batch_norm_backward(const sg3_batch_norm& q, T* gx, T* gw, T* gb, const T* g, const T* x, const T* y,
                          const T* mean, const T* rstd, const T* w, int nthreads) {
     const int64_t M = q.n * q.s;
+    const T hi = q.act == SG3_BN_RELU6 ? T(6) : T(INFINITY);  // where the activation stops passing
     over_planes(q.c, M * 3, nthreads, [&](int64_t c) {
         const T m = mean[c];
         double sg = 0, sgx = 0;
         for (int64_t n = 0; n < q.n; ++n) {
             const int64_t at = (n * q.c + c) * q.s;
-            gradient_sums<A, T>(g + at, x + at, q.relu ? y + at : nullptr, m, q.s, sg, sgx);
+            gradient_sums<A, T>(g + at, x + at, q.act ? y + at : nullptr, hi, m, q.s, sg, sgx);
         }
         const double inv = double(rstd[c]), wc = w ? double(w[c]) : 1.0;
         if (gw) gw[c] = T(sgx * inv);
@@ -117,7 +123,7 @@ void batch_norm_backward(const sg3_batch_norm& q, T* gx, T* gw, T* gb, const T* 
         for (int64_t n = 0; n < q.n; ++n) {
             const int64_t at = (n * q.c + c) * q.s;
             for (int64_t i = 0; i < q.s; ++i) {
-                const T gi = q.relu && !(y[at + i] > T(0)) ? T(0) : g[at + i];
+                const T gi = q.act && !(y[at + i] > T(0) && y[at + i] < hi) ? T(0) : g[at + i];
                 gx[at + i] = a * gi + k * (x[at + i] - m) + d;
             }
         }

@@ -79,12 +79,13 @@ typedef struct {
 typedef struct {
     int64_t planes, h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, out_channels;
 } sg3_pool;
-/* Batch norm over (n, c, s): training uses and updates the batch statistics; relu fuses a
- * ReLU after it. */
+/* Batch norm over (n, c, s): training uses and updates the batch statistics; act fuses the
+ * activation after it (SG3_BN_RELU, SG3_BN_RELU6, or SG3_BN_NONE). */
+enum sg3_bn_activation { SG3_BN_NONE = 0, SG3_BN_RELU = 1, SG3_BN_RELU6 = 2 };
 typedef struct {
     int64_t n, c, s;
     double momentum, eps;
-    int training, relu;
+    int training, act;
 } sg3_batch_norm;
 
 /* One layer and direction of a recurrent network over packed rows (csrc/recurrent.hpp): step

@@ -49,9 +49,44 @@ inline int64_t avg_count(int64_t o, int64_t n, int64_t k, int64_t s, int64_t p, 
     return std::max<int64_t>(std::min(end, n) - std::max<int64_t>(start, 0), 1);
 }
 
+// Whether every window lies inside the image (no padding, no ceil-mode overhang): then each
+// output pixel can run through its taps in registers, with no bounds to check.
+inline bool windows_inside(const sg3_pool& q) {
+    return q.ph == 0 && q.pw == 0 && (q.oh - 1) * q.sh + (q.kh - 1) * q.dh < q.h &&
+           (q.ow - 1) * q.sw + (q.kw - 1) * q.dw < q.w;
+}
+
+// The first maximum wins; NaN wins over numbers and propagates. Bitwise, not short-circuit,
+// so that it compiles to selects, not branches that random data mispredicts.
+template <class T>
+inline bool takes_over(T v, T best) {
+    return (v > best) | ((v != v) & (best == best));
+}
+
 template <class A, class T>
 void max_pool2d(const sg3_pool& q, T* y, int64_t* index, const T* x, int nthreads) {
     const int64_t L = q.oh * q.ow, HW = q.h * q.w;
+    if (windows_inside(q)) {  // the common case (2x2 stride 2, ...): each pixel's taps in registers
+        over_planes(q.planes, L * q.kh * q.kw, nthreads, [&](int64_t i) {
+            const T* xp = x + i * HW;
+            for (int64_t oy = 0; oy < q.oh; ++oy)
+                for (int64_t ox = 0; ox < q.ow; ++ox) {
+                    const int64_t first = oy * q.sh * q.w + ox * q.sw;
+                    T best = xp[first];
+                    int64_t at = first;
+                    for (int64_t ki = 0; ki < q.kh; ++ki)
+                        for (int64_t kj = 0; kj < q.kw; ++kj) {
+                            const int64_t t = first + ki * q.dh * q.w + kj * q.dw;
+                            const bool take = takes_over(xp[t], best);
+                            best = take ? xp[t] : best;
+                            at = take ? t : at;
+                        }
+                    y[i * L + oy * q.ow + ox] = best;
+                    index[i * L + oy * q.ow + ox] = at;
+                }
+        });
+        return;
+    }
     over_planes(q.planes, L * q.kh * q.kw, nthreads, [&](int64_t i) {
         const T* xp = x + i * HW;
         T* yp = y + i * L;
@@ -70,10 +105,7 @@ void max_pool2d(const sg3_pool& q, T* y, int64_t* index, const T* x, int nthread
                     for (int64_t ox = o0; ox < o1; ++ox) {
                         const int64_t at = base + ox * q.sw;
                         const T v = xp[at], best = yr[ox];
-                        // the first maximum wins; NaN wins over numbers and propagates. Bitwise,
-                        // not short-circuit, so that it compiles to selects, not branches that
-                        // random data mispredicts.
-                        const bool take = (ir[ox] < 0) | (v > best) | ((v != v) & (best == best));
+                        const bool take = (ir[ox] < 0) | takes_over(v, best);
                         yr[ox] = take ? v : best;
                         ir[ox] = take ? at : ir[ox];
                     }

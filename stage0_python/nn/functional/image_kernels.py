@@ -72,19 +72,20 @@ class AvgPool2d(Function):
 
 
 class BatchNorm(Function):
-    """Batch norm of (N, C, ...) per channel, optionally followed by a ReLU; in training the
-    running statistics (when given) are updated in place by the forward."""
+    """Batch norm of (N, C, ...) per channel, optionally followed by an activation (``act``:
+    None, "relu" or "relu6"); in training the running statistics (when given) are updated in
+    place by the forward."""
 
     @staticmethod
-    def forward(ctx, x, w, b, running_mean, running_var, training, momentum, eps, relu):
+    def forward(ctx, x, w, b, running_mean, running_var, training, momentum, eps, act):
         bufs = (None if t is None else t._data for t in (w, b, running_mean, running_var))
-        y, mean, rstd = B.batch_norm(x._data, *bufs, training, momentum, eps, relu)
+        y, mean, rstd = B.batch_norm(x._data, *bufs, training, momentum, eps, act)
         for t in (running_mean, running_var):
             if training and t is not None:
                 t._data.version += 1
-        ctx.stats, ctx.mode = (mean, rstd), (training, relu)
+        ctx.stats, ctx.mode = (mean, rstd), (training, act)
         out = Tensor._make(y)
-        ctx.save_for_backward(x, w, out if relu else None)
+        ctx.save_for_backward(x, w, out if act else None)
         return out
 
     @staticmethod

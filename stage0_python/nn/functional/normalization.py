@@ -9,6 +9,7 @@ from ...autograd import Function, no_grad
 from ...device import fused
 from ...shapes import ShapeError
 from ...tensor import Tensor
+from .activations import relu6
 from .image_kernels import BatchNorm, _takes
 from .padding import pad
 
@@ -43,6 +44,15 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                momentum=0.1, eps=1e-5):
     """Normalise each channel (dim 1) over the batch and spatial dims. In training, batch
     statistics are used and the running ones updated in place (variance unbiased)."""
+    return _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps, None)
+
+
+_ACTIVATIONS = {None: lambda y: y, "relu": lambda y: y.relu(), "relu6": lambda y: relu6(y)}
+
+
+def _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps, act):
+    """``batch_norm`` then ``act`` (None, "relu" or "relu6"): one kernel where the backend
+    fuses them (``Sequential`` pairs a batch norm with the ReLU or ReLU6 after it)."""
     if input.ndim < 2:
         raise ShapeError(f"batch_norm: expected an input with a channel dim, got shape {tuple(input.shape)}")
     C = input.shape[1]
@@ -58,7 +68,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         raise ValueError("batch_norm: running_mean and running_var are required when training=False")
     if _fits_batch_norm(input, weight, bias, running_mean, running_var):
         return BatchNorm.apply(input, weight, bias, running_mean, running_var, training, float(momentum),
-                               float(eps), False)
+                               float(eps), act)
     if training:
         y, mean, var = _normalize(input, dims, eps)
         with no_grad():
@@ -68,7 +78,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                 running_var.mul_(1 - momentum).add_(var.reshape(C) * (momentum * n / (n - 1)))
     else:
         y = (input - running_mean.reshape(shape)) * (running_var.reshape(shape) + eps).rsqrt()
-    return _scale_shift(y, weight, bias, shape)
+    return _ACTIVATIONS[act](_scale_shift(y, weight, bias, shape))
 
 
 def _fits_batch_norm(input, *per_channel):
