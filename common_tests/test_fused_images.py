@@ -199,8 +199,8 @@ def test_sequential_fuses_batch_norm_and_its_activation(fsg, act, training):
         xt = lib.tensor(x).requires_grad_()
         out = m(xt)
         (out * lib.tensor(_data(tuple(out.shape), "float64", 4))).sum().backward()
-        got.append([out.detach().numpy(), xt.grad.numpy(), m[1].running_mean.numpy(), m[1].running_var.numpy()]
-                   + [p.grad.numpy() for p in m.parameters()])
+        stats = [m[1].running_mean.numpy(), m[1].running_var.numpy()]
+        got.append([out.detach().numpy(), xt.grad.numpy(), *stats] + [p.grad.numpy() for p in m.parameters()])
     for a, b in zip(*got):
         _close(a, b, "float64")
     container = importlib.import_module(fsg.__name__ + ".nn.container")

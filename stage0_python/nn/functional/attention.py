@@ -107,7 +107,8 @@ def _fused_attention(op, query, key, value, attn_mask, is_causal, scale, enable_
     if _shape(key)[:-2] != lead:
         if not enable_gqa or query.ndim < 3 or _shape(key)[:-3] != lead[:-1]:
             return None
-        _repeat_kv(query, key, value)  # its checks and errors
+        if key.shape[-3] == 0 or lead[-1] % key.shape[-3]:
+            return None  # the composite raises the error
         group = lead[-1] // key.shape[-3]
     L, S, E, Ev = query.shape[-2], key.shape[-2], query.shape[-1], value.shape[-1]
     n = math.prod(lead)
@@ -121,8 +122,8 @@ def _fused_attention(op, query, key, value, attn_mask, is_causal, scale, enable_
         except (ValueError, RuntimeError):
             ok = False
         if not ok:
-            raise ShapeError(f"{op}: attn_mask of shape {_shape(attn_mask)} does not broadcast to the attention "
-                             f"scores' shape {full} (..., L, S)")
+            raise ShapeError(f"{op}: attn_mask of shape {_shape(attn_mask)} does not broadcast to the "
+                             f"attention scores' shape {full} (..., L, S)")
         if all(d == 1 for d in _shape(attn_mask)[:-2]):  # one plane for every problem
             plane = attn_mask.reshape(*_shape(attn_mask)[-2:]) if attn_mask.ndim > 2 else attn_mask
             mask = plane.expand(1, L, S)
