@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 COMPILED = ("stage2_cython", "stage3_simd", "stage4_gpu")
 SUITES = ["common_tests/test_kernels.py", "common_tests/test_hostile_input.py",
           "common_tests/test_properties.py", "common_tests/test_fused_images.py",
-          "common_tests/test_fused.py::test_recurrent_layer"]
+          "common_tests/test_fused.py::test_recurrent_layer", "common_tests/test_fused.py::test_attention"]
 
 
 def _runtime(name):

@@ -13,9 +13,8 @@ loop serves both: at step t only the first ``batch_sizes[t]`` rows advance.
 Where the backend offers it (``FUSED``: stage 3), a whole layer and direction is one call
 (``_Recurrent``): the time loop, and backpropagation through time, run in the backend, so
 the Python loop above is the reference it is tested against. Failing that (2-byte floats),
-the LSTM cell's elementwise part after its hidden projection
-(three sigmoids, two tanhs, the cell and output updates) is one kernel forward and one
-backward (``_LSTMCell``).
+the LSTM cell's elementwise part after its hidden projection (three sigmoids, two tanhs,
+the cell and output updates) is one kernel forward and one backward (``_LSTMCell``).
 
 Gates are in PyTorch's order (LSTM: input, forget, cell, output; GRU: reset, update,
 new, with ``n = tanh(W_in x + b_in + r * (W_hn h + b_hn))``), so PyTorch's weights load
