@@ -89,8 +89,8 @@ def test_every_path_computes_the_same_results(dtype):
 FAST_SUBSET = ["common_tests/test_elementwise.py", "common_tests/test_reductions.py",
                "common_tests/test_matmul.py", "common_tests/test_accuracy.py",
                "common_tests/test_functional.py", "common_tests/test_fused_images.py",
-               "common_tests/test_fused.py::test_recurrent_layer", "common_tests/test_fused.py::test_attention",
-               "common_tests/test_fused.py::test_gelu"]
+               "common_tests/test_fused.py::test_recurrent_layer",
+               "common_tests/test_fused.py::test_attention", "common_tests/test_fused.py::test_gelu"]
 
 
 @pytest.mark.slow
