@@ -33,8 +33,8 @@ def linear(g, a, out):
             y = g.node("Add", [y, b.name])
     if a["act"] == "relu":
         y = g.node("Relu", [y])
-    elif a["act"] == "gelu":
-        y = composite_unary(g, "gelu", y, x.dtype.name)
+    elif a["act"] in ("gelu", "gelu_tanh"):
+        y = composite_unary(g, a["act"], y, x.dtype.name)
     g.node("Identity", [y], [out.name])
 
 
@@ -118,12 +118,19 @@ def _given_or(g, v, values, shape, dtype):
 
 
 def batch_norm(g, a, out):
+    """Batch norm with running statistics, then its activation: ``_batch_norm`` is where
+    F.batch_norm, the BatchNorm layers and Sequential's fused batch norm + ReLU/ReLU6 meet."""
     x, mean, var = a["input"], a["running_mean"], a["running_var"]
     C = (mean.shape[0],)
     scale = _given_or(g, a["weight"], [1.0] * C[0], C, x.dtype)
     bias = _given_or(g, a["bias"], [0.0] * C[0], C, x.dtype)
-    g.node("BatchNormalization", [x.name, scale, bias, mean.name, var.name], [out.name],
-           epsilon=float(a["eps"]))
+    act = a["act"]
+    y = g.node("BatchNormalization", [x.name, scale, bias, mean.name, var.name], None if act else [out.name],
+               epsilon=float(a["eps"]))
+    if act == "relu":
+        g.node("Relu", [y], [out.name])
+    elif act == "relu6":
+        g.node("Clip", [y, g.const(0.0, x.dtype.name), g.const(6.0, x.dtype.name)], [out.name])
 
 
 def layer_norm(g, a, out):
@@ -225,7 +232,7 @@ FUNCTIONS = {
     "nn.functional.convolution:conv_transpose1d": _conv_transpose(1),
     "nn.functional.convolution:conv_transpose2d": _conv_transpose(2),
     "nn.functional.pooling:max_pool2d": max_pool2d, "nn.functional.pooling:avg_pool2d": avg_pool2d,
-    "nn.functional.normalization:batch_norm": batch_norm,
+    "nn.functional.normalization:_batch_norm": batch_norm,
     "nn.functional.normalization:layer_norm": layer_norm,
     "nn.functional.embeddings:embedding": embedding, "functional:softmax": _softmax("Softmax"),
     "functional:log_softmax": _softmax("LogSoftmax"),
@@ -235,7 +242,7 @@ FUNCTIONS = {
 
 APPLIES = {
     # batch statistics (training, or no running stats) are left to the primitives
-    "nn.functional.normalization:batch_norm": lambda a: not a["training"] and a["running_mean"] is not None,
+    "nn.functional.normalization:_batch_norm": lambda a: not a["training"] and a["running_mean"] is not None,
     # max_norm renormalises the weight in place: the primitives report that
     "nn.functional.embeddings:embedding": lambda a: a["max_norm"] is None,
     # ONNX's operators have no projection and take padded batches: the rest is unrolled
