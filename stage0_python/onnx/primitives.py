@@ -67,7 +67,8 @@ def composite_unary(g, op, x, dtype):
         return g.node("Mul", [g.node("Mul", [x, c(0.5)]), g.node("Add", [erf, c(1.0)])])
     if op == "gelu_tanh":  # x * (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) / 2, approximate="tanh"
         cube = g.node("Mul", [g.node("Mul", [x, x]), x])
-        inner = g.node("Mul", [g.node("Add", [x, g.node("Mul", [cube, c(0.044715)])]), c(math.sqrt(2 / math.pi))])
+        inner = g.node("Add", [x, g.node("Mul", [cube, c(0.044715)])])
+        inner = g.node("Mul", [inner, c(math.sqrt(2 / math.pi))])
         return g.node("Mul", [g.node("Mul", [x, c(0.5)]), g.node("Add", [g.node("Tanh", [inner]), c(1.0)])])
     if op == "log1p":  # log(u) * x / (u - 1) with u = 1 + x keeps the digits 1 + x loses
         u = g.node("Add", [x, c(1.0)])
