@@ -189,6 +189,33 @@ def test_layer_runs_in_onnxruntime(sg, name):
         assert ops <= _ops(proto)
 
 
+PAIRS = [("Linear", "relu", "Relu"), ("Linear", "gelu", "Erf"), ("Linear", "gelu_tanh", "Tanh"),
+         ("BatchNorm1d", "relu", "Relu"), ("BatchNorm1d", "relu6", "Clip")]
+
+
+@pytest.mark.parametrize("layer,act,op", PAIRS, ids=[f"{p[0]}-{p[1]}" for p in PAIRS])
+def test_a_layer_with_its_fused_activation(sg, layer, act, op):
+    """A Linear or batch norm carrying the activation that Sequential fuses into it: the
+    entry point's handler writes the activation into the graph."""
+    sg.manual_seed(0)
+
+    class Pair(sg.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = sg.nn.Linear(7, 5) if layer == "Linear" else sg.nn.BatchNorm1d(7)
+
+        def forward(self, x):
+            return self.inner._forward_then(x, act)
+
+    model = Pair()
+    if layer == "BatchNorm1d":
+        with sg.no_grad():  # outputs past ReLU6's 6 too
+            model.inner.weight.copy_(sg.tensor([4.0] * 7))
+            model.inner.running_var.copy_(sg.tensor([0.5] * 7))
+    proto = roundtrip(sg, model, [("f", (6, 7))])
+    assert op in _ops(proto)
+
+
 # ------------------------------------------------------------------ sequences and attention
 
 SEQ = {"x": {0: "seq", 1: "batch"}}
