@@ -58,16 +58,21 @@ def _repeat_kv(query, key, value):
     return key.repeat_interleave(hq // hk, dim=-3), value.repeat_interleave(hq // hk, dim=-3)
 
 
+def _check_mask_shape(op, mask, scores_shape):
+    """A mask must broadcast to the attention scores' shape (..., L, S)."""
+    try:
+        full = B.broadcast_shapes(_shape(mask), scores_shape)
+    except (ValueError, RuntimeError):
+        full = None
+    if full != scores_shape:
+        raise ShapeError(f"{op}: attn_mask of shape {_shape(mask)} does not broadcast to the attention "
+                         f"scores' shape {scores_shape} (..., L, S)")
+
+
 def _masked(op, scores, mask):
     """``scores`` with ``mask`` applied: a bool mask sends its False positions to -inf, a
     float mask is added. It must broadcast to ``scores``."""
-    try:
-        full = B.broadcast_shapes(_shape(mask), _shape(scores))
-    except (ValueError, RuntimeError):
-        full = None
-    if full != _shape(scores):
-        raise ShapeError(f"{op}: attn_mask of shape {_shape(mask)} does not broadcast to the attention "
-                         f"scores' shape {_shape(scores)} (..., L, S)")
+    _check_mask_shape(op, mask, _shape(scores))
     if mask.dtype.name == "bool":
         return scores.masked_fill(~mask, _NEG_INF)
     return scores + mask
@@ -117,13 +122,7 @@ def _fused_attention(op, query, key, value, attn_mask, is_causal, scale, enable_
         if attn_mask.requires_grad and is_grad_enabled():
             return None
         full = lead + (L, S)
-        try:
-            ok = B.broadcast_shapes(_shape(attn_mask), full) == full
-        except (ValueError, RuntimeError):
-            ok = False
-        if not ok:
-            raise ShapeError(f"{op}: attn_mask of shape {_shape(attn_mask)} does not broadcast to the "
-                             f"attention scores' shape {full} (..., L, S)")
+        _check_mask_shape(op, attn_mask, full)
         if all(d == 1 for d in _shape(attn_mask)[:-2]):  # one plane for every problem
             plane = attn_mask.reshape(*_shape(attn_mask)[-2:]) if attn_mask.ndim > 2 else attn_mask
             mask = plane.expand(1, L, S)
