@@ -423,9 +423,15 @@ def _conv_ladder(tmp_path, *argv, code=""):
     return subprocess.run([sys.executable, "-c", run], cwd=ROOT, capture_output=True, text=True, timeout=300)
 
 
+def _table_rows(table):
+    """The cells of each row of a Markdown table, stripped."""
+    lines = [line for line in table.splitlines() if line.startswith("| ")]
+    return [[c.strip() for c in line.split("|")[1:-1]] for line in lines]
+
+
 @pytest.mark.needs_torch
 def test_conv_ladder_checks_every_rung_against_pytorch_then_times_it(tmp_path):
-    from stagegrad.conv_ladder import LAYERS, PASSES, RUNGS
+    from stagegrad.conv_ladder import LAYERS, PASSES, RUNGS, WINOGRAD_ONLY
     from .oracle import need_torch
     need_torch()
     r = _conv_ladder(tmp_path)
@@ -434,7 +440,10 @@ def test_conv_ladder_checks_every_rung_against_pytorch_then_times_it(tmp_path):
     assert report["reference"] == "torch" and report["threads"] == [1]
     cells = {(row["layer"], row["mode"], row["rung"]): row for row in report["rows"]}
     assert set(cells) == {(layer, mode, rung) for layer in LAYERS for mode in PASSES
-                          for rung in (*RUNGS, "torch")}
+                          for rung in (*RUNGS, "torch")
+                          if rung not in WINOGRAD_ONLY or LAYERS[layer].winograd}
+    assert {layer for layer, _, rung in cells if rung == "winograd"} == {
+        key for key in LAYERS if key.startswith("resnet18")}  # its 3x3 layers; the CNN's are 5x5
     for (layer, mode, rung), row in cells.items():
         assert row["status"] == "ok" and row["library_threads"] == 1, row
         assert math.isfinite(row["time_s"]) and row["time_s"] > 0
@@ -446,8 +455,12 @@ def test_conv_ladder_checks_every_rung_against_pytorch_then_times_it(tmp_path):
     assert LAYERS["resnet18.1"].flops("train") == 3 * LAYERS["resnet18.1"].flops("forward")
     assert LAYERS["cnn.conv1"].flops("train") == 2 * LAYERS["cnn.conv1"].flops("forward")
     table = (tmp_path / "conv_ladder.md").read_text()
-    assert "| ResNet-18 stage 4 | forward+backward | unfold + GEMM |" in table
-    assert "Winograd F(2x2,3x3)) are not built yet" in table and "**1 thread** on every side" in table
+    lines = [cells[:3] for cells in _table_rows(table)]
+    assert ["ResNet-18 stage 4", "forward+backward", "unfold + GEMM"] in lines
+    assert ["ResNet-18 stage 1", "forward", "unfold + GEMM"] in lines
+    assert ["", "", "Winograd F(2x2,3x3)"] in lines
+    assert ["", "", "direct"] in lines and ["", "", "stage 3's default"] in lines
+    assert "**1 thread** on every side" in table
 
 
 @pytest.mark.needs_torch
@@ -459,12 +472,12 @@ def test_conv_ladder_refuses_to_time_a_wrong_answer(tmp_path):
              "cl.check = lambda answers, reference: real(answers, [r + 1.0 for r in reference])")
     r = _conv_ladder(tmp_path, "--layers", "cnn.conv1", code=shift)
     assert r.returncode == 1
-    assert "4 cell(s) failed" in r.stderr and "computes a different answer from PyTorch" in r.stderr
+    assert "8 cell(s) failed" in r.stderr and "computes a different answer from PyTorch" in r.stderr
     rows = json.loads((tmp_path / "conv_ladder.json").read_text())["rows"]
     assert {row["status"] for row in rows if row["rung"] != "torch"} == {"wrong"}
     assert all(row["time_s"] is None for row in rows if row["status"] == "wrong")
     table = (tmp_path / "conv_ladder.md").read_text()
-    assert "| MNIST CNN conv1 | forward          | unfold + GEMM | wrong" in table
+    assert ["MNIST CNN conv1", "forward", "unfold + GEMM", "wrong"] in [row[:4] for row in _table_rows(table)]
 
 
 def test_conv_ladder_without_pytorch_measures_the_stage_alone(tmp_path):
@@ -476,6 +489,7 @@ def test_conv_ladder_without_pytorch_measures_the_stage_alone(tmp_path):
     report = json.loads((tmp_path / "conv_ladder.json").read_text())
     assert report["torch"] is None and report["reference"] == "unfold"
     assert {(row["mode"], row["rung"], row["status"]) for row in report["rows"]} == {
-        (mode, rung, "ok") for mode in ("forward", "train") for rung in ("unfold", "implicit")}
+        (mode, rung, "ok") for mode in ("forward", "train")
+        for rung in ("unfold", "implicit", "direct", "auto")}
     table = (tmp_path / "conv_ladder.md").read_text()
     assert "PyTorch is not installed" in table and "vs PyTorch" not in table

@@ -4,6 +4,7 @@ PyTorch, output and every gradient, on the geometries that break kernels: batch 
 batches, 1x1 and 2x2 images, channel counts off the SIMD width, strides on odd sizes, padding
 as large as the kernel, dilation, depthwise with a channel multiplier, and inputs that are
 not contiguous or are laid out channels-last."""
+import contextlib
 import importlib
 
 import numpy as np
@@ -85,6 +86,86 @@ def test_conv1d_through_the_2d_kernel(fsg, bias):
     check(fsg, conv, arrays, "float64")
 
 
+# ---------------------------------------------------------------- convolution algorithms
+
+# stride 1: what Winograd F(2x2, 3x3) (3x3) and the direct convolution (any kernel) compute
+# where a stage has them (``backends.conv``)
+ALGORITHM_CASES = [
+    (2, 3, 7, 9, 4, 3, 1, 1, 1, 1),      # odd sizes: the last tiles cropped both ways
+    (1, 6, 5, 6, 7, 3, 1, 0, 1, 1),      # no padding (the input gradient's is 2)
+    (2, 4, 6, 5, 3, 3, 1, 2, 1, 1),      # padding 2 (the input gradient's is 0)
+    (1, 17, 2, 2, 33, 3, 1, 1, 1, 1),    # 2x2 image: one tile; channels off the SIMD width
+    (2, 5, 1, 1, 3, 3, 1, 2, 1, 1),      # 1x1 image, padded to a 3x3 output
+    (4, 32, 24, 24, 32, 3, 1, 1, 1, 1),  # what "auto" sends to Winograd: many channels and tiles
+    (0, 3, 6, 6, 4, 3, 1, 1, 1, 1),      # empty batch
+    (3, 1, 9, 8, 5, 5, 1, 2, 1, 1),      # 5x5 on one channel: the MNIST CNN's first layer
+    (2, 6, 7, 7, 9, 5, 1, 4, 1, 1),      # padding k - 1: the input gradient's is 0
+    (2, 5, 6, 7, 4, 1, 1, 0, 1, 1),      # 1x1
+    (1, 3, 4, 9, 2, 2, 1, 1, 1, 1),      # even kernel, 4 x 9 image
+]
+
+
+@contextlib.contextmanager
+def _conv_algorithm(sg, name):
+    before = sg.backends.conv
+    sg.backends.conv = name
+    try:
+        yield
+    finally:
+        sg.backends.conv = before
+
+
+def _algorithms(sg):
+    """The stage's convolution algorithms: ``builtin`` where it has one."""
+    return getattr(sg.backend, "CONVS", ("builtin",))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", ALGORITHM_CASES, ids=lambda c: "x".join(map(str, c)))
+def test_conv2d_by_each_algorithm(fsg, case, dtype):
+    for name in _algorithms(fsg):
+        with _conv_algorithm(fsg, name):
+            check(fsg, _conv(case), _conv_arrays(case, dtype), dtype)
+
+
+@pytest.mark.parametrize("case", [(2, 8, 12, 10, 6, 3, 1, 1, 1, 1), (1, 64, 9, 9, 64, 3, 1, 0, 1, 1)],
+                         ids=lambda c: "x".join(map(str, c)))
+def test_winograd_error_bound(fsg, case):
+    """Winograd's transforms add and halve before the products, so its rounding differs from a
+    direct sum's; it must stay within the direct sum's error bound: per output, a small
+    multiple of float32's epsilon times the sum of |x| |w| over its taps (and likewise for
+    each gradient, against the same sums of absolute values), computed in float64."""
+    names = _algorithms(fsg)
+    torch = need_torch()
+    F = torch.nn.functional
+    x, w, _ = _conv_arrays(case, "float32")
+    *_, pad, _, _ = case
+    g = _data((case[0], case[4], case[2] + 2 * pad - 2, case[3] + 2 * pad - 2), "float32", 7)
+    x64, w64, g64 = (torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in (x, w, g))
+    y64 = F.conv2d(x64, w64, padding=pad)
+    want = [y64, *torch.autograd.grad(y64, (x64, w64), g64)]
+    ax, aw, ag = (t.detach().abs() for t in (x64, w64, g64))
+    bound_y = F.conv2d(ax, aw, padding=pad)
+    bound_x = torch.nn.grad.conv2d_input(ax.shape, aw, ag, padding=pad)
+    bound_w = torch.nn.grad.conv2d_weight(ax, aw.shape, ag, padding=pad)
+    eps = float(np.finfo(np.float32).eps)
+    outputs = {}
+    for name in names:
+        with _conv_algorithm(fsg, name):
+            sx, sw = fsg.tensor(x, requires_grad=True), fsg.tensor(w, requires_grad=True)
+            sy = fsg.nn.functional.conv2d(sx, sw, padding=pad)
+            sy.backward(fsg.tensor(g))
+            for got, ref, bound, what in zip((sy, sx.grad, sw.grad), want, (bound_y, bound_x, bound_w),
+                                             ("output", "input gradient", "weight gradient")):
+                err = np.abs(got.detach().numpy().astype(np.float64) - ref.detach().numpy())
+                limit = 16 * eps * bound.numpy()
+                worst = np.max(err / np.maximum(limit, 1e-300))
+                assert worst <= 1, f"{name}: {what} off by {worst:.2f} times 16 eps sum |x| |w|"
+            outputs[name] = sy.detach().numpy()
+    if "winograd" in outputs:  # it ran: its rounding is not the implicit GEMM's
+        assert not np.array_equal(outputs["winograd"], outputs["implicit"])
+
+
 # (N, C, H, W, kernel, stride, padding, dilation, ceil_mode)
 POOLS = [
     (2, 3, 7, 9, 3, 2, 1, 1, False),
@@ -94,6 +175,7 @@ POOLS = [
     (1, 1, 2, 2, 2, 2, 1, 1, False),
     (2, 3, 9, 8, 3, 2, 1, 2, False),   # dilation (max pooling only)
     (0, 3, 6, 6, 2, 2, 0, 1, False),   # empty batch
+    (2, 3, 12, 11, 2, 2, 0, 1, False),  # 2x2 stride 2: whole vectors of outputs, a tail, an odd width
 ]
 
 
@@ -112,6 +194,16 @@ def test_max_pool2d_and_its_indices(fsg, case, dtype):
 def test_max_pool2d_ties_and_nan(fsg):
     x = np.array([[[[1.0, 1.0, 0.0], [np.nan, 2.0, 2.0], [-np.inf, -np.inf, np.nan]]]], dtype=np.float32)
     check(fsg, lambda lib, t: lib.nn.functional.max_pool2d(t, 2, 1), [x], "float32", grads=False)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_max_pool2d_2x2_ties_and_nan(fsg, dtype):
+    """2x2 windows of stride 2 (decided a vector of outputs at a time): values from a set so
+    small that most windows tie, with NaN and infinities; the first maximum in scan order and
+    the first NaN must win, in the output and in where the gradient goes."""
+    values = np.array([0.0, 1.0, 1.0, np.nan, np.inf, -np.inf], dtype=dtype)
+    x = np.random.default_rng(3).choice(values, size=(2, 3, 10, 14))
+    check(fsg, lambda lib, t: lib.nn.functional.max_pool2d(t, 2), [x], dtype)
 
 
 @pytest.mark.parametrize("divisor", [None, 3, -2])

@@ -258,6 +258,13 @@ def test_max_pool_indices_match_torch(sg):
         tout, tidx = torch.nn.functional.max_pool2d(torch.from_numpy(x), return_indices=True, **kw)
         assert_close(out, tout)
         assert idx.tolist() == tidx.tolist()
+    # ties, and windows with several NaNs: the first maximum wins, and every NaN takes over
+    ties = np.random.default_rng(3).choice(np.array([0.0, 1.0, np.nan], "float32"), size=(2, 2, 6, 8))
+    for kw in ({"kernel_size": 2}, {"kernel_size": 3, "stride": 2, "padding": 1}):
+        out, idx = F.max_pool2d(T(sg, ties), return_indices=True, **kw)
+        tout, tidx = torch.nn.functional.max_pool2d(torch.from_numpy(ties), return_indices=True, **kw)
+        np.testing.assert_array_equal(out.numpy(), tout.numpy())
+        assert idx.tolist() == tidx.tolist(), kw
     out, idx = sg.nn.MaxPool1d(2, return_indices=True)(T(sg, x[0]))
     tout, tidx = torch.nn.MaxPool1d(2, return_indices=True)(torch.from_numpy(x[0]))
     assert_close(out, tout)

@@ -7,6 +7,12 @@ accepts ``"auto"`` (its default, or ``STAGEGRAD_GEMM``: each product on the GEMM
 faster for its shape on this machine), and a stage with one says ``"builtin"``. Setting
 a name the stage does not have raises ValueError listing those it has.
 
+``conv``: the convolution (groups 1), likewise. Stage 3 has ``"implicit"`` (an implicit
+GEMM), ``"direct"`` (a direct convolution, where it applies: stride 1, dilation 1, padding
+below the kernel) and ``"winograd"`` (Winograd F(2x2, 3x3) where it applies: 3x3, stride 1,
+dilation 1, padding up to 2), the implicit GEMM where the chosen one does not apply, and
+``"auto"``, its default: per pass, the one a fixed rule expects to be fastest for the shape.
+
 The flags PyTorch programs set before training are here too, answered as a CPU-only
 PyTorch build answers them, so those lines run unchanged: ``cudnn`` (``benchmark``,
 ``deterministic``, ``enabled``, ``allow_tf32``: stored and without effect, since no
@@ -33,6 +39,19 @@ class _Backends(types.ModuleType):
             raise ValueError(f"backends.gemm: this stage has {', '.join(map(repr, choices))}, not {name!r}")
         if hasattr(_B, "set_gemm"):
             _B.set_gemm(name)
+
+    @property
+    def conv(self):
+        """The convolution algorithm in use."""
+        return _B.get_conv() if hasattr(_B, "get_conv") else "builtin"
+
+    @conv.setter
+    def conv(self, name):
+        choices = ("auto",) + _B.CONVS if hasattr(_B, "CONVS") else ("builtin",)
+        if name not in choices:
+            raise ValueError(f"backends.conv: this stage has {', '.join(map(repr, choices))}, not {name!r}")
+        if hasattr(_B, "set_conv"):
+            _B.set_conv(name)
 
 
 sys.modules[__name__].__class__ = _Backends

@@ -66,6 +66,7 @@ cdef extern from "csrc/kernels.h" nogil:
         const int64_t* batch_sizes
     ctypedef struct sg3_conv:
         int64_t n, c, h, w, o, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw
+        int algo
     ctypedef struct sg3_pool:
         int64_t planes, h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, out_channels
     ctypedef struct sg3_batch_norm:

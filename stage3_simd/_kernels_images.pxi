@@ -4,11 +4,32 @@
 # a buffer. A window is (kh, kw, sh, sw, ph, pw, dh, dw); an output size (oh, ow).
 
 
+# the convolution algorithm (sg3_conv_algorithm): 0 the per-shape rule, 1 the implicit GEMM,
+# 2 Winograd, 3 the direct convolution, each where it applies
+cdef int CONV_ALGORITHM = 0
+
+
+def set_conv_algorithm(int algo):
+    """Run every convolution on algorithm ``algo`` (0: the per-shape rule, 1: the implicit
+    GEMM, 2: Winograd F(2x2, 3x3) where it applies, 3: the direct convolution where it
+    applies; else the implicit GEMM)."""
+    global CONV_ALGORITHM
+    if algo not in (0, 1, 2, 3):
+        raise ValueError(f"set_conv_algorithm: expected 0 to 3, got {algo}")
+    CONV_ALGORITHM = algo
+
+
+def get_conv_algorithm():
+    """The algorithm ``set_conv_algorithm`` last chose (0 by default)."""
+    return CONV_ALGORITHM
+
+
 cdef void _conv_shape(sg3_conv* q, Buffer x, Buffer w, tuple window, tuple out) except *:
     q.n, q.c, q.h, q.w = x.shape
     q.o, _, q.kh, q.kw = w.shape
     _, _, q.sh, q.sw, q.ph, q.pw, q.dh, q.dw = window
     q.oh, q.ow = out
+    q.algo = CONV_ALGORITHM
 
 
 def conv2d(Buffer x, Buffer w, Buffer bias, tuple window, tuple out):

@@ -70,6 +70,30 @@ def gemm_for(n, k, m):
     return "blas"
 
 
+# ---------------------------------------------------------------- which convolution
+
+CONVS = ("implicit", "winograd", "direct")  # by default ("auto") each convolution on the kernel for its shape
+
+
+def get_conv():
+    """``auto`` (the default), ``implicit``, ``winograd`` or ``direct``: the last ``set_conv``."""
+    return _CONV_NAMES[K.get_conv_algorithm()]
+
+
+def set_conv(name):
+    """Run every convolution (groups 1) as an implicit GEMM, a direct convolution (stride 1,
+    dilation 1, padding below the kernel) or Winograd F(2x2, 3x3) (3x3, stride 1, dilation 1,
+    padding up to 2), the implicit GEMM where the one chosen does not apply; or back to
+    ``auto``: per pass, the one a fixed rule expects to be fastest for the shape
+    (``use_direct``, ``use_winograd`` in csrc/conv.hpp)."""
+    if name not in _CONV_NAMES:
+        raise ValueError(f"set_conv: expected one of {', '.join(_CONV_NAMES)}, got {name!r}")
+    K.set_conv_algorithm(_CONV_NAMES.index(name))
+
+
+_CONV_NAMES = ("auto",) + CONVS  # in the order of sg3_conv_algorithm
+
+
 # ---------------------------------------------------------------- 2-byte floats
 #
 # float16 and bfloat16 are stored, not computed in: a primitive given one widens it to

@@ -12,11 +12,19 @@ The rungs (``RUNGS``), each on stage 3:
    call), so the frontend's composite runs: ``unfold`` copies every patch into a column of
    the im2col matrix, one batched product on stage 3's GEMM makes the output; the backward
    is two more batched products and ``fold``;
-2. implicit GEMM: stage 3's convolution kernel (``csrc/conv.hpp``), whose GEMM packs its
-   panels straight from the image, so the im2col matrix is never made.
+2. implicit GEMM: stage 3's convolution kernel (``csrc/conv.hpp``, ``sg.backends.conv =
+   "implicit"``), whose GEMM packs its panels straight from the image, so the im2col matrix
+   is never made;
+3. direct (``csrc/direct.hpp``, ``sg.backends.conv = "direct"``): no GEMM and no packing;
+   register blocks of 8 output channels by 32 pixels, each tap one vector load of a
+   zero-bordered copy of the image, computed on the padded width;
+4. Winograd F(2x2,3x3) (``csrc/winograd.hpp``, ``sg.backends.conv = "winograd"``) on the 3x3
+   layers: every pass by Winograd, 2.25x fewer multiply-adds, on 16 GEMMs between
+   transforms;
+5. stage 3's default (``"auto"``): per pass, the algorithm a fixed rule (``use_direct`` and
+   ``use_winograd`` in ``csrc/conv.hpp``, set from this table) expects to be fastest.
 
-A blocked direct convolution and Winograd F(2x2,3x3) are the ladder's later rungs; neither
-is built yet. PyTorch is the peer.
+PyTorch is the peer.
 
 Each layer has two passes: the forward alone (under ``no_grad``), and forward plus backward
 (``autograd.grad`` of the output, with a fixed random gradient, to the input and the
@@ -51,7 +59,9 @@ from .report import SINGLE, fit, fmt_seconds, write_tables
 DEFAULT_BUDGET = 2.0   # seconds per cell, warm-up included
 QUICK_BUDGET = 0.25
 RTOL = 1e-4  # of the reference's largest magnitude: one layer's float32 sums differ by ~1e-6 of it
-RUNGS = {"unfold": "unfold + GEMM", "implicit": "implicit GEMM"}
+RUNGS = {"unfold": "unfold + GEMM", "implicit": "implicit GEMM", "direct": "direct",
+         "winograd": "Winograd F(2x2,3x3)", "auto": "stage 3's default"}
+WINOGRAD_ONLY = ("winograd",)  # rungs shown only where Winograd applies (else: the implicit GEMM)
 PEER = {"torch": "PyTorch"}
 PASSES = {"forward": "forward", "train": "forward+backward"}
 SHOWN = (*RUNGS, *PEER)  # the table's order: the ladder, then the peer
@@ -70,6 +80,11 @@ class Layer:
     kernel: int
     padding: int
     input_grad: bool = True
+
+    @property
+    def winograd(self):
+        """Whether Winograd F(2x2, 3x3) applies (3x3, stride 1, padding at most 2)."""
+        return self.kernel == 3 and self.padding <= 2
 
     @property
     def out(self):
@@ -152,6 +167,22 @@ def _data(layer, seed=0):
 
 
 @contextlib.contextmanager
+def algorithm(lib, rung):
+    """``lib``'s convolution as ``rung``: the composite (no fused kernel offered), or the
+    kernel's algorithm of that name (``backends.conv``)."""
+    if rung == "unfold":
+        with composite(lib):
+            yield
+        return
+    before = lib.backends.conv
+    lib.backends.conv = rung
+    try:
+        yield
+    finally:
+        lib.backends.conv = before
+
+
+@contextlib.contextmanager
 def composite(lib):
     """The frontend's composites on ``lib`` (``unfold`` and the GEMM): no fused kernel offered."""
     fused = lib.backend.FUSED
@@ -172,7 +203,7 @@ def calls(impl, rung, layer, data):
     xg, wg = impl.tensor(x_np, requires_grad=layer.input_grad), impl.tensor(w_np, requires_grad=True)
     g = impl.tensor(g_np)
     wrt = (xg, wg) if layer.input_grad else (wg,)
-    scope = (lambda: composite(lib)) if rung == "unfold" else contextlib.nullcontext
+    scope = (lambda: algorithm(lib, rung)) if rung in RUNGS else contextlib.nullcontext
 
     def forward():
         with scope(), lib.no_grad():
@@ -265,6 +296,9 @@ def measure(layers, threads, quick=False, budget=DEFAULT_BUDGET, stream=None):
             for mode in PASSES:
                 reference, cells = None, []
                 for rung, impl in order:
+                    if rung in WINOGRAD_ONLY and not layer.winograd:
+                        done += 1
+                        continue
                     bar.update(done, now=f"{layer.title} {PASSES[mode]}: {RUNGS.get(rung) or PEER[rung]}, "
                                          f"{n} thread(s)")
                     impl.activate()
@@ -314,8 +348,12 @@ def _intro(report):
              "copies every patch into a column of the im2col matrix, and one batched product on stage 3's "
              f"GEMM (`sg.backends.gemm` = `{report['gemm']}`) makes the output; the backward is two more "
              "products and `fold`. Implicit GEMM: stage 3's convolution kernel, whose GEMM packs its panels "
-             "straight from the image, so the im2col matrix is never made. The ladder's later rungs (a "
-             "blocked direct convolution, Winograd F(2x2,3x3)) are not built yet.")
+             "straight from the image, so the im2col matrix is never made. Direct: no GEMM and no packing, "
+             "register blocks of 8 output channels by 32 pixels over a zero-bordered copy of the image. "
+             "Winograd F(2x2,3x3), on the 3x3 layers: each 2x2 output tile from 16 products instead of 36, "
+             "as 16 GEMMs over every tile between transforms; its GFLOP/s count the direct convolution's "
+             "FLOP, so they can pass the peak. Stage 3's default (`sg.backends.conv` = \"auto\"): per "
+             "pass, the algorithm a fixed rule expects to be fastest.")
     cells = ("Each cell: the median time of one call; forward alone under `no_grad`, or forward+backward: "
              "`autograd.grad` of the output, with a fixed random gradient, to the input and the weights. ")
     if report["torch"]:

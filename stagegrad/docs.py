@@ -19,8 +19,8 @@ REPORT_FILES = ("journey.json", "journey.md", "ladder.png", "roofline.png")
 # paths, profile and real models, stage 4's devices, distributed training): copied from --from DIR
 # when there, else the build measures quick ones
 MEASUREMENT_FILES = ("stage1_views.md", "gemm_ladder.json", "gemm_ladder.md", "gemm_ladder.png",
-                     "simd.json", "simd.md", "profile.json",
-                     "profile.md", "devices.json", "devices.md",
+                     "conv_ladder.json", "conv_ladder.md", "simd.json", "simd.md", "profile.json",
+                     "profile.md", "models.json", "models.md", "devices.json", "devices.md",
                      "distributed.json", "distributed.md")
 
 

@@ -84,12 +84,44 @@ def run(args):
         paths += list(devices.write(measured, args.out))
         print()
         print(fit(devices.markdown(measured)))
+    written, failed = stage3_chapter(report, args)
+    paths += written
     print(fit("wrote " + ", ".join(str(p) for p in paths)))
-    errors = [r for r in report["results"] if r["status"] == "error"]
-    if errors:
-        raise RuntimeError(f"{len(errors)} cell(s) failed: " +
-                           "; ".join(f"{r['label']} {r['workload']}: {r['reason']}" for r in errors))
+    failed = [f"{r['label']} {r['workload']}: {r['reason']}" for r in report["results"]
+              if r["status"] == "error"] + failed
+    if failed:
+        raise RuntimeError(f"{len(failed)} cell(s) failed: " + "; ".join(failed))
     return report
+
+
+def stage3_chapter(report, args):
+    """Stage 3's own tables, when the journey measured stage 3: the zoo's real models on stages
+    2 and 3 beside PyTorch (``stagegrad models``) and the convolution ladder (``stagegrad
+    conv-ladder``), quick with ``--quick``, on the journey's thread count (every core with
+    ``--threads 0``). Written beside the journey's report, where ``stagegrad docs --from``
+    finds them. Returns the paths written and a line per failed cell."""
+    from . import conv_ladder, models_bench
+    from .report import write_tables
+    packages = [s.partition("[")[0] for s in report["stages"]]
+    if "stage3_simd" not in packages:
+        return [], []
+    threads = [args.threads or machine.cores()["usable"]]
+    stages = [s for s in ("stage2_cython", "stage3_simd") if s in packages]
+    print("journey: measuring the zoo's models (stagegrad models)", file=sys.stderr)
+    budget = models_bench.QUICK_BUDGET if args.quick else models_bench.DEFAULT_BUDGET
+    models = models_bench.measure(list(models_bench.MODELS), stages, threads, quick=args.quick, budget=budget,
+                                  live=sys.stdout)
+    paths = list(write_tables(args.out, "models", models, models_bench.markdown(models)))
+    print("journey: measuring stage 3's convolution ladder (stagegrad conv-ladder)", file=sys.stderr)
+    budget = conv_ladder.QUICK_BUDGET if args.quick else conv_ladder.DEFAULT_BUDGET
+    ladder = conv_ladder.measure(list(conv_ladder.LAYERS), threads, quick=args.quick, budget=budget)
+    text = conv_ladder.markdown(ladder)
+    print()
+    print(fit(text))
+    paths += write_tables(args.out, "conv_ladder", ladder, text)
+    failed = [f"{r['label']} {r.get('model') or r.get('layer')} {r['mode']}: {r['reason']}"
+              for r in models["rows"] + ladder["rows"] if r["status"] != "ok"]
+    return paths, failed
 
 
 def _find_mnist(data, download):

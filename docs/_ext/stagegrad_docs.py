@@ -29,8 +29,10 @@ ROOT = Path(__file__).resolve().parents[2]
 # the stages' own measurements, quick versions when the folder has none: the file each
 # writes, the stage it needs, the command
 STAGE_RUNS = {"gemm_ladder.md": ("stage3_simd", ["gemm-ladder", "--size", "256", "--budget", "0.5"]),
+              "conv_ladder.md": ("stage3_simd", ["conv-ladder", "--quick"]),
               "simd.md": ("stage3_simd", ["simd-paths", "--n", "100000", "--side", "128"]),
               "profile.md": ("stage3_simd", ["profile", "--steps", "50"]),
+              "models.md": ("stage3_simd", ["models", "--quick", "--threads", "1"]),
               "devices.md": ("stage4_gpu", ["devices", "--quick"]),
               "distributed.md": ("stage3_simd", ["distributed", "--quick"])}
 # measurements by scripts in tools/ that print Markdown: the file, the stage it needs, the

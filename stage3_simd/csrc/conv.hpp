@@ -40,7 +40,9 @@
 
 #include "gemm.hpp"
 #include "kernels.h"
+#include "direct.hpp"
 #include "pool.hpp"
+#include "winograd.hpp"
 
 namespace sg3 {
 
@@ -392,8 +394,57 @@ T* group_scratch(const image_groups& gr, int64_t per_image) {
     return thread_buffer<Arch, T, 6>().get(static_cast<std::size_t>(gr.threads * gr.size * per_image));
 }
 
+// Whether Winograd runs a pass of this convolution (winograd.hpp): where it applies, when asked
+// for, or by default (`weight` false: the forward and the input gradient) where it was measured
+// faster (`stagegrad conv-ladder`): both channel counts at least kWinogradChannels and at least
+// kWinogradTiles output tiles. With fewer channels the transforms' cost per tile is not repaid by
+// the GEMMs' savings; with fewer tiles transforming the filters (16 x O x C) is. Its weight
+// gradient (16 products of O x C over every tile, each with both operands read across) loses
+// to the implicit GEMM's, so the default keeps that.
+constexpr int64_t kWinogradChannels = 32, kWinogradTiles = 512;
+
+inline bool use_winograd(const sg3_conv& q, bool weight = false) {
+    if (q.algo == SG3_CONV_IMPLICIT || !winograd_fits(q)) return false;
+    if (q.algo == SG3_CONV_WINOGRAD) return true;
+    const int64_t tiles = q.n * ((q.oh + 1) / 2) * ((q.ow + 1) / 2);
+    return !weight && q.c >= kWinogradChannels && q.o >= kWinogradChannels && tiles >= kWinogradTiles;
+}
+
+// Whether the direct convolution (direct.hpp) runs a pass of this one: where it applies (stride
+// 1, dilation 1, padding below the kernel, so that the input gradient's, k - 1 - p, is one too),
+// when asked for, or by default where `stagegrad conv-ladder` measured it faster than the implicit
+// GEMM: few output channels (at most kDirectOut), and for the forward few input channels and a
+// large kernel (5 x 5 and up: a patch gather per tap is dear, a row loaded once serves kw taps),
+// for the weight gradient few taps (at most kDirectTaps: the GEMM's product would be that
+// shallow and 64 columns wide for a handful of channels). The input gradient keeps the GEMM.
+enum class conv_pass { forward, input, weight };
+constexpr int64_t kDirectOut = 32, kDirectIn = 16, kDirectTaps = 75;
+
+inline bool use_direct(const sg3_conv& q, conv_pass pass) {
+    const bool fits = q.sh == 1 && q.sw == 1 && q.dh == 1 && q.dw == 1 && q.ph < q.kh && q.pw < q.kw && q.oh > 0 &&
+                      q.ow > 0;
+    if (!fits || q.algo == SG3_CONV_IMPLICIT || q.algo == SG3_CONV_WINOGRAD) return false;
+    if (q.algo == SG3_CONV_DIRECT) return true;
+    if (q.o > kDirectOut) return false;
+    if (pass == conv_pass::forward) return q.c <= kDirectIn && q.kh * q.kw >= 25;
+    return pass == conv_pass::weight && q.c * q.kh * q.kw <= kDirectTaps;
+}
+
+inline direct_geometry direct_of(const sg3_conv& q) {
+    return {q.n, q.c, q.h, q.w, q.o, q.kh, q.kw, q.ph, q.pw};
+}
+
 template <class Arch, class T>
 void conv2d_forward(const sg3_conv& q, T* y, const T* x, const T* w, const T* bias, int nthreads) {
+    if (use_direct(q, conv_pass::forward)) {
+        direct_conv<Arch, T>(direct_of(q), y, x, w, q.c * q.kh * q.kw, q.kh * q.kw, q.kw, 1, bias, nthreads);
+        return;
+    }
+    if (use_winograd(q)) {
+        winograd_conv<Arch, T>(winograd_geometry(q.n, q.c, q.h, q.w, q.o, q.ph), y, x, w, q.c * 9, 9, 3, 1, bias,
+                               nthreads);
+        return;
+    }
     const int64_t K = q.c * q.kh * q.kw, L = q.oh * q.ow, image = q.c * q.h * q.w;
     const gemm_blocking_info& bl = gemm_blocking<Arch, T>();
     const patch_geometry pg{image, q.h, q.w, q.kh, q.kw, q.oh, q.ow, q.sh, q.sw, q.ph, q.pw, q.dh, q.dw};
@@ -424,6 +475,17 @@ void conv2d_backward_input(const sg3_conv& q, T* gx, const T* g, const T* w, int
                                    scratch ? scratch + tid * gr.size * q.c * L : nullptr, gx + i * q.c * HW, nullptr,
                                    gemm_threads);
         });
+        return;
+    }
+    if (use_direct(q, conv_pass::input)) {  // the adjoint convolution (below), filters read flipped
+        const int64_t taps = q.kh * q.kw;
+        direct_conv<Arch, T>({q.n, q.o, q.oh, q.ow, q.c, q.kh, q.kw, q.kh - 1 - q.ph, q.kw - 1 - q.pw}, gx, g,
+                             w + taps - 1, taps, q.c * taps, -q.kw, -1, nullptr, nthreads);
+        return;
+    }
+    if (use_winograd(q)) {  // the adjoint convolution (below) by Winograd, filters read flipped
+        winograd_conv<Arch, T>(winograd_geometry(q.n, q.o, q.oh, q.ow, q.c, 2 - q.ph), gx, g, w + 8, 9, q.c * 9, -3,
+                               -1, nullptr, nthreads);
         return;
     }
     // The patch gradient dP = W^T @ g, added back onto the images: for a stride (see above), and
@@ -466,6 +528,14 @@ void conv2d_backward_input(const sg3_conv& q, T* gx, const T* g, const T* w, int
 // own gW^T, and the threads' sums are added and transposed into gw at the end.
 template <class Arch, class T>
 void conv2d_backward_weight(const sg3_conv& q, T* gw, const T* g, const T* x, int nthreads) {
+    if (use_direct(q, conv_pass::weight)) {
+        direct_weight<Arch, T>(direct_of(q), gw, g, x, nthreads);
+        return;
+    }
+    if (use_winograd(q, true)) {
+        winograd_weight<Arch, T>(winograd_geometry(q.n, q.c, q.h, q.w, q.o, q.ph), gw, g, x, nthreads);
+        return;
+    }
     const int64_t K = q.c * q.kh * q.kw, L = q.oh * q.ow, image = q.c * q.h * q.w, size = q.o * K;
     const gemm_blocking_info& bl = gemm_blocking<Arch, T>();
     const patch_geometry pg{image, q.h, q.w, q.kh, q.kw, q.oh, q.ow, q.sh, q.sw, q.ph, q.pw, q.dh, q.dw};

@@ -126,7 +126,8 @@ private:
 
 // One buffer per (thread, ISA, element type, role). Role 0 is sg3::gemm's workspace; the
 // ladder's rung 3 uses roles 1 and 2; the convolutions (conv.hpp) 3 to 6; the recurrent
-// layers (recurrent.hpp) 7 to 9; attention (attention.hpp) 10.
+// layers (recurrent.hpp) 7 to 9; attention (attention.hpp) 10; Winograd (winograd.hpp) 11 and
+// 12; the direct convolution (direct.hpp) 13 and 14.
 template <class Arch, class T, int Role>
 inline aligned_buffer<Arch, T>& thread_buffer() {
     thread_local aligned_buffer<Arch, T> buffer;

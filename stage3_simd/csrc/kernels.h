@@ -70,9 +70,14 @@ typedef struct {
 } sg3_rmsprop;
 
 /* A 2-d convolution (groups 1): input (n, c, h, w), filters (o, c, kh, kw), output
- * (n, o, oh, ow); stride, padding and dilation per axis. All operands contiguous. */
+ * (n, o, oh, ow); stride, padding and dilation per axis. All operands contiguous. algo: the
+ * implicit GEMM, Winograd F(2x2, 3x3) where it applies (3x3, stride 1; csrc/winograd.hpp), the
+ * direct convolution where it applies (stride 1; csrc/direct.hpp), or the rule that picks one
+ * per shape (SG3_CONV_AUTO). */
+enum sg3_conv_algorithm { SG3_CONV_AUTO = 0, SG3_CONV_IMPLICIT = 1, SG3_CONV_WINOGRAD = 2, SG3_CONV_DIRECT = 3 };
 typedef struct {
     int64_t n, c, h, w, o, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw;
+    int algo;
 } sg3_conv;
 /* A window over ``planes`` contiguous planes of h x w giving oh x ow (pooling; depthwise
  * convolution, whose planes are the output's n * out_channels). */

@@ -15,6 +15,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <vector>
+
+#include <xsimd/xsimd.hpp>
 
 #include "kernels.h"
 #include "loops.hpp"
@@ -56,16 +59,65 @@ inline bool windows_inside(const sg3_pool& q) {
            (q.ow - 1) * q.sw + (q.kw - 1) * q.dw < q.w;
 }
 
-// The first maximum wins; NaN wins over numbers and propagates. Bitwise, not short-circuit,
-// so that it compiles to selects, not branches that random data mispredicts.
+// The first maximum wins, and every NaN takes over (the last NaN of the window wins), as in
+// PyTorch's kernels. Bitwise, not short-circuit, so that it compiles to selects, not branches
+// that random data mispredicts.
 template <class T>
 inline bool takes_over(T v, T best) {
-    return (v > best) | ((v != v) & (best == best));
+    return (v > best) | (v != v);
+}
+
+// 2x2 windows, stride 2, inside the image: a plane's L outputs a vector at a time (the scalar
+// loop, whose NaN tests keep the compiler from vectorising it, ran at a fifteenth of an
+// elementwise pass's speed; rows are too short to vectorise one at a time: 14 outputs at 28 x 28).
+// `corner[l]` is output l's window's first input; the four taps are gathered from it. Each row's
+// pair is decided first, then the rows: the scan order, so the first maximum still wins. The
+// winner's offset in the window (0, 1, w, w + 1) is computed in T (exact: image widths are far
+// below 2^24) and added to the corner as the int64 index.
+template <class A, class T>
+void max_pool_2x2_plane(const T* __restrict x, const xsimd::as_integer_t<T>* corner, int64_t L, int64_t w,
+                        T* __restrict y, int64_t* __restrict index) {
+    using B = xsimd::batch<T, A>;
+    using I = xsimd::batch<xsimd::as_integer_t<T>, A>;
+    constexpr int64_t N = B::size;
+    alignas(64) T off[N];
+    // as takes_over; xsimd's != is an ordered compare (false for NaN): isnan says it
+    auto takes = [](B v, B best) { return (v > best) | xsimd::isnan(v); };
+    const B wide(static_cast<T>(w)), one(T(1)), zero(T(0));
+    int64_t l = 0;
+    for (; l + N <= L; l += N) {
+        const I at = I::load_unaligned(corner + l);
+        const B a = B::gather(x, at), b = B::gather(x + 1, at), c = B::gather(x + w, at), d = B::gather(x + w + 1, at);
+        const auto tb = takes(b, a), td = takes(d, c);
+        const B top = xsimd::select(tb, b, a), bottom = xsimd::select(td, d, c);
+        const auto tv = takes(bottom, top);
+        xsimd::select(tv, bottom, top).store_unaligned(y + l);
+        xsimd::select(tv, xsimd::select(td, wide + one, wide), xsimd::select(tb, one, zero)).store_aligned(off);
+        for (int64_t k = 0; k < N; ++k) index[l + k] = int64_t(corner[l + k]) + static_cast<int64_t>(off[k]);
+    }
+    for (; l < L; ++l) {
+        const int64_t at = corner[l];
+        const T a = x[at], b = x[at + 1], c = x[at + w], d = x[at + w + 1];
+        const bool tb = takes_over(b, a), td = takes_over(d, c);
+        const T top = tb ? b : a, bottom = td ? d : c;
+        const bool tv = takes_over(bottom, top);
+        y[l] = tv ? bottom : top;
+        index[l] = at + (tv ? w + td : int64_t(tb));
+    }
 }
 
 template <class A, class T>
 void max_pool2d(const sg3_pool& q, T* y, int64_t* index, const T* x, int nthreads) {
     const int64_t L = q.oh * q.ow, HW = q.h * q.w;
+    const bool pairs = q.kh == 2 && q.kw == 2 && q.sh == 2 && q.sw == 2 && q.dh == 1 && q.dw == 1;
+    if (pairs && windows_inside(q) && HW < (int64_t(1) << 24)) {
+        std::vector<xsimd::as_integer_t<T>> corner(static_cast<std::size_t>(L));
+        for (int64_t l = 0; l < L; ++l) corner[l] = static_cast<xsimd::as_integer_t<T>>(2 * (l / q.ow) * q.w + 2 * (l % q.ow));
+        over_planes(q.planes, L * 4, nthreads, [&](int64_t i) {
+            max_pool_2x2_plane<A>(x + i * HW, corner.data(), L, q.w, y + i * L, index + i * L);
+        });
+        return;
+    }
     if (windows_inside(q)) {  // the common case (2x2 stride 2, ...): each pixel's taps in registers
         over_planes(q.planes, L * q.kh * q.kw, nthreads, [&](int64_t i) {
             const T* xp = x + i * HW;

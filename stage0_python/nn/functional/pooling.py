@@ -70,6 +70,13 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
         x = pad(x, (p[1], p[1] + ew, p[0], p[0] + eh), value=-math.inf)
     cols = _Unfold.apply(x, k, d, (0, 0), s)  # (N*C, kh*kw, oh*ow)
     vals, arg = cols.max(dim=1)
+    # PyTorch's pooling lets every NaN take over, so a window's last NaN is its maximum, where
+    # its gradient goes (max(dim) picks the first): the first NaN of the flipped window
+    nan = cols.isnan()
+    if nan.any():
+        last = (k[0] * k[1] - 1) - nan.flip(1).to(int64).argmax(dim=1)
+        arg = where(nan.any(dim=1), last, arg)
+        vals = cols.gather(1, arg.unsqueeze(1)).squeeze(1)
     out = vals.reshape(N, C, oh, ow)
     if not batched:
         out = out.squeeze(0)
