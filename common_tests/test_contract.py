@@ -8,7 +8,8 @@ from stage0_python import backend as reference
 
 FRONTEND = pathlib.Path(stage0_python.__file__).parent
 # what the frontend may also read off a backend: its settings, not primitives
-SETTINGS = {"FUSED", "VIEWS", "GEMMS", "get_gemm", "set_gemm", "get_num_threads", "set_num_threads"}
+SETTINGS = {"FUSED", "VIEWS", "GEMMS", "get_gemm", "set_gemm", "CONVS", "get_conv", "set_conv",
+            "get_num_threads", "set_num_threads"}
 
 
 def test_every_backend_defines_the_contract(sg):

@@ -558,3 +558,6 @@ def test_stage3_chapter_shows_its_own_measurements(site):
     assert "gemm_ladder.png" in chapter and (site / "_images" / "gemm_ladder.png").exists()
     assert "+ register micro-kernel" in chapter and "sse2 (one thread)" in chapter
     assert "+ compiled frontend (stage 3)" in chapter and "pool misses/step" in chapter
+    # the models and convolution-ladder tables come from a journey's folder (--from); without one
+    # the chapter says which command measures them
+    assert chapter.count("Not in this build") == 2

@@ -29,16 +29,17 @@ ROOT = Path(__file__).resolve().parents[2]
 # the stages' own measurements, quick versions when the folder has none: the file each
 # writes, the stage it needs, the command
 STAGE_RUNS = {"gemm_ladder.md": ("stage3_simd", ["gemm-ladder", "--size", "256", "--budget", "0.5"]),
-              "conv_ladder.md": ("stage3_simd", ["conv-ladder", "--quick"]),
               "simd.md": ("stage3_simd", ["simd-paths", "--n", "100000", "--side", "128"]),
               "profile.md": ("stage3_simd", ["profile", "--steps", "50"]),
-              "models.md": ("stage3_simd", ["models", "--quick", "--threads", "1"]),
               "devices.md": ("stage4_gpu", ["devices", "--quick"]),
               "distributed.md": ("stage3_simd", ["distributed", "--quick"])}
 # measurements by scripts in tools/ that print Markdown: the file, the stage it needs, the
 # script and its arguments (the table is what follows the script's headings)
 TOOL_RUNS = {"stage1_views.md": ("stage1_strides",
                                    ["tools/measure_stage1.py", "--quick", "--only", "movement"])}
+# stage 3's tables that the journey measures (`./dev journey` writes them beside its report) and
+# a site build shows only when built from it (`stagegrad docs --from DIR`): the file, its command
+JOURNEY_TABLES = {"models.md": "stagegrad models", "conv_ladder.md": "stagegrad conv-ladder"}
 # the note in place of a table when the stage does not import
 NOT_HERE = {"stage3_simd": "stage 3 is not built where this site was",
             "stage4_gpu": "stage 4 does not import where this site was built"}
@@ -53,9 +54,10 @@ def ensure_report(gen):
 
 
 def ensure_measurements(gen):
-    """Stage 1's views table, stage 3's GEMM and convolution ladders, SIMD-path, profile and
-    real-model tables, stage 4's devices table and the distributed training table: measured
-    here when absent, or a note that the stage does not import where the site was built."""
+    """Stage 1's views table, stage 3's GEMM ladder, SIMD-path and profile tables, stage 4's
+    devices table and the distributed training table: measured here when absent, or a note
+    that the stage does not import where the site was built. Stage 3's real-model and
+    convolution-ladder tables come from the journey's folder, or a note says so."""
     failed = {}
     for pkg in dict.fromkeys(pkg for pkg, _ in (*STAGE_RUNS.values(), *TOOL_RUNS.values())):
         try:
@@ -79,6 +81,11 @@ def ensure_measurements(gen):
                                  text=True).stdout
         table = [line for line in printed.splitlines() if not line.startswith("#")]
         (gen / name).write_text("\n".join(table).strip() + "\n")
+    for name, command in JOURNEY_TABLES.items():
+        if not (gen / name).exists():
+            (gen / name).write_text(f"*Not in this build: `./dev journey` measures this table (as "
+                                    f"`{command}` does alone) and `stagegrad docs --from out/journey` "
+                                    "builds the site with it.*\n")
 
 
 # ------------------------------------------------------------------ primitives

@@ -30,6 +30,7 @@
 #endif
 
 #include "gemm_arch.hpp"
+#include "teams.hpp"
 
 namespace sg3 {
 
@@ -63,33 +64,6 @@ void pad_image(const direct_geometry& g, const T* src, T* dst, int64_t plane) {
     }
 }
 
-// Run fn(image, thread) over the images, split among up to nthreads threads. Returns the threads
-// that ran.
-template <class Fn>
-int over_images(int64_t n, int nthreads, Fn fn) {
-    int team = static_cast<int>(std::min<int64_t>(std::max(nthreads, 1), std::max<int64_t>(n, 1)));
-#ifdef _OPENMP
-    if (omp_in_parallel()) team = 1;
-    team = std::min(team, omp_get_num_procs());
-#else
-    team = 1;
-#endif
-    if (team <= 1) {
-        for (int64_t i = 0; i < n; ++i) fn(i, 0);
-        return 1;
-    }
-    int ran = 1;
-#ifdef _OPENMP
-#pragma omp parallel num_threads(team)
-    {
-        const int tid = omp_get_thread_num(), size = omp_get_num_threads();
-        if (tid == 0) ran = size;
-        for (int64_t i = n * tid / size; i < n * (tid + 1) / size; ++i) fn(i, tid);
-    }
-#endif
-    return ran;
-}
-
 }  // namespace direct
 
 // y (n, o, oh, ow) = the convolution of x (n, c, h, w) by filters whose tap (o, c, ki, kj) is
@@ -117,7 +91,7 @@ void direct_conv(const direct_geometry& g, T* y, const T* x, const T* w, int64_t
                         const int64_t o = b * R + r, t = (c * g.kh + ki) * g.kw + kj;
                         wt[(b * taps + t) * R + r] = o < g.o ? w[o * so + c * sc + ki * sk + kj * sl] : T(0);
                     }
-    direct::over_images(g.n, team, [&](int64_t i, int tid) {
+    over_items(g.n, team, [&](int64_t i, int tid) {
         T* xp = pad + tid * (g.c * plane + 2 * R * N);
         T* out = xp + g.c * plane;  // one block's results, R x 2N
         direct::pad_image(g, x + i * g.c * g.h * g.w, xp, plane);
@@ -173,7 +147,7 @@ void direct_weight(const direct_geometry& g, T* gw, const T* dy, const T* x, int
     T* work = thread_buffer<A, T, 14>().get(static_cast<std::size_t>(team * per_thread));
     for (int t = 0; t < team; ++t) std::fill(work + t * per_thread + g.c * plane + g.o * Pv, work + (t + 1) * per_thread, T(0));
     // where each tap's vector starts in the padded image, relative to the virtual pixel
-    const int ran = direct::over_images(g.n, team, [&](int64_t i, int tid) {
+    const int ran = over_items(g.n, team, [&](int64_t i, int tid) {
         T* xp = work + tid * per_thread;
         T* gp = xp + g.c * plane;  // dY' (o x Pv): the gradient on the padded width, zeros elsewhere
         T* acc_w = gp + g.o * Pv;

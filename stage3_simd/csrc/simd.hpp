@@ -58,10 +58,11 @@ inline auto lanes_below(int64_t m) {
     return B::load_aligned(index) < B(T(m));
 }
 
-// NaN lanes of x (x != x), spelled once
+// NaN lanes of x. Not `x != x`: xsimd's != on float batches is an ordered compare (false for
+// NaN on AVX and AVX-512).
 template <class B>
 inline auto isnan(const B& x) {
-    return x != x;
+    return xsimd::isnan(x);
 }
 
 }  // namespace sg3

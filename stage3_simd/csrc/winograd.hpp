@@ -35,6 +35,7 @@
 
 #include "gemm.hpp"
 #include "kernels.h"
+#include "teams.hpp"
 
 namespace sg3 {
 
@@ -217,35 +218,12 @@ inline int64_t work_size(const winograd_geometry& g, int64_t chunk) {
     return 16 * (g.c + g.o) * chunk + 10 * (std::min(chunk, g.tw) + 1);
 }
 
-// fn(first tile, tiles, thread) over the chunks, split among up to nthreads threads (as many as
-// there are chunks). Returns the threads that ran.
+// fn(first tile, tiles, thread) over the chunks, split among up to nthreads threads. Returns the
+// threads that ran.
 template <class Fn>
 int over_chunks(int64_t tiles, int64_t chunk, int nthreads, Fn fn) {
-    const int64_t chunks = (tiles + chunk - 1) / chunk;
-    int team = static_cast<int>(std::min<int64_t>(std::max(nthreads, 1), chunks));
-#ifdef _OPENMP
-    if (omp_in_parallel()) team = 1;
-    team = std::min(team, omp_get_num_procs());
-#else
-    team = 1;
-#endif
-    auto run = [&](int tid, int size) {
-        for (int64_t q = chunks * tid / size; q < chunks * (tid + 1) / size; ++q)
-            fn(q * chunk, std::min(chunk, tiles - q * chunk), tid);
-    };
-    if (team <= 1) {
-        run(0, 1);
-        return 1;
-    }
-    int ran = 1;
-#ifdef _OPENMP
-#pragma omp parallel num_threads(team)
-    {
-        if (omp_get_thread_num() == 0) ran = omp_get_num_threads();
-        run(omp_get_thread_num(), omp_get_num_threads());
-    }
-#endif
-    return ran;
+    return over_items((tiles + chunk - 1) / chunk, nthreads,
+                      [&](int64_t q, int tid) { fn(q * chunk, std::min(chunk, tiles - q * chunk), tid); });
 }
 
 }  // namespace wino
