@@ -99,7 +99,8 @@ def stage3_chapter(report, args):
     2 and 3 beside PyTorch (``stagegrad models``) and the convolution ladder (``stagegrad
     conv-ladder``), quick with ``--quick``, on the journey's thread count (every core with
     ``--threads 0``). Written beside the journey's report, where ``stagegrad docs --from``
-    finds them. Returns the paths written and a line per failed cell."""
+    finds them; only their progress is shown (their tables are wider than the journey's 100
+    columns). Returns the paths written and a line per failed cell."""
     from . import conv_ladder, models_bench
     from .report import write_tables
     packages = [s.partition("[")[0] for s in report["stages"]]
@@ -109,16 +110,12 @@ def stage3_chapter(report, args):
     stages = [s for s in ("stage2_cython", "stage3_simd") if s in packages]
     print("journey: measuring the zoo's models (stagegrad models)", file=sys.stderr)
     budget = models_bench.QUICK_BUDGET if args.quick else models_bench.DEFAULT_BUDGET
-    models = models_bench.measure(list(models_bench.MODELS), stages, threads, quick=args.quick, budget=budget,
-                                  live=sys.stdout)
+    models = models_bench.measure(list(models_bench.MODELS), stages, threads, quick=args.quick, budget=budget)
     paths = list(write_tables(args.out, "models", models, models_bench.markdown(models)))
     print("journey: measuring stage 3's convolution ladder (stagegrad conv-ladder)", file=sys.stderr)
     budget = conv_ladder.QUICK_BUDGET if args.quick else conv_ladder.DEFAULT_BUDGET
     ladder = conv_ladder.measure(list(conv_ladder.LAYERS), threads, quick=args.quick, budget=budget)
-    text = conv_ladder.markdown(ladder)
-    print()
-    print(fit(text))
-    paths += write_tables(args.out, "conv_ladder", ladder, text)
+    paths += write_tables(args.out, "conv_ladder", ladder, conv_ladder.markdown(ladder))
     failed = [f"{r['label']} {r.get('model') or r.get('layer')} {r['mode']}: {r['reason']}"
               for r in models["rows"] + ladder["rows"] if r["status"] != "ok"]
     return paths, failed
