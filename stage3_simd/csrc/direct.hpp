@@ -25,10 +25,6 @@
 
 #include <xsimd/xsimd.hpp>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 #include "gemm_arch.hpp"
 #include "teams.hpp"
 
@@ -76,10 +72,7 @@ void direct_conv(const direct_geometry& g, T* y, const T* x, const T* w, int64_t
     constexpr int64_t N = B::size, R = direct::kOut;
     const int64_t taps = g.c * g.kh * g.kw, blocks = (g.o + R - 1) / R, wp = g.wp(), ow = g.ow(), oh = g.oh();
     const int64_t plane = g.plane(N), P = g.virtual_pixels();
-    int team = std::max(nthreads, 1);
-#ifdef _OPENMP
-    team = std::min(team, omp_get_num_procs());
-#endif
+    const int team = team_size(nthreads);
     // every buffer from the calling thread, before any team starts (a failed allocation throws)
     T* wt = thread_buffer<A, T, 13>().get(static_cast<std::size_t>(blocks * taps * R));
     T* pad = thread_buffer<A, T, 14>().get(static_cast<std::size_t>(team * (g.c * plane + 2 * R * N)));
@@ -124,7 +117,8 @@ void direct_conv(const direct_geometry& g, T* y, const T* x, const T* w, int64_t
                     T* plane_y = y + (i * g.o + o) * oh * ow;
                     for (int64_t q = q0, oy = q0 / wp, ox = q0 % wp; q < q1; ++oy, q += wp - ox, ox = 0) {
                         const int64_t end = std::min(ow, ox + (q1 - q));
-                        for (int64_t k = ox; k < end; ++k) plane_y[oy * ow + k] = out[r * 2 * N + (q - q0) + (k - ox)] + add;
+                        const T* run = out + r * 2 * N + (q - q0);
+                        for (int64_t k = ox; k < end; ++k) plane_y[oy * ow + k] = run[k - ox] + add;
                     }
                 }
             }
@@ -139,18 +133,15 @@ void direct_weight(const direct_geometry& g, T* gw, const T* dy, const T* x, int
     constexpr int64_t N = B::size, RO = 4, RT = 4;
     const int64_t taps = g.c * g.kh * g.kw, wp = g.wp(), ow = g.ow(), oh = g.oh();
     const int64_t plane = g.plane(N), P = g.virtual_pixels(), Pv = (P + N - 1) / N * N, size = g.o * taps;
-    int team = std::max(nthreads, 1);
-#ifdef _OPENMP
-    team = std::min(team, omp_get_num_procs());
-#endif
-    const int64_t per_thread = g.c * plane + g.o * Pv + size;
+    const int team = team_size(nthreads);
+    // per thread: the padded image, dY', then its partial sum of dW
+    const int64_t acc_at = g.c * plane + g.o * Pv, per_thread = acc_at + size;
     T* work = thread_buffer<A, T, 14>().get(static_cast<std::size_t>(team * per_thread));
-    for (int t = 0; t < team; ++t) std::fill(work + t * per_thread + g.c * plane + g.o * Pv, work + (t + 1) * per_thread, T(0));
-    // where each tap's vector starts in the padded image, relative to the virtual pixel
+    for (int t = 0; t < team; ++t) std::fill(work + t * per_thread + acc_at, work + (t + 1) * per_thread, T(0));
     const int ran = over_items(g.n, team, [&](int64_t i, int tid) {
         T* xp = work + tid * per_thread;
         T* gp = xp + g.c * plane;  // dY' (o x Pv): the gradient on the padded width, zeros elsewhere
-        T* acc_w = gp + g.o * Pv;
+        T* acc_w = xp + acc_at;
         direct::pad_image(g, x + i * g.c * g.h * g.w, xp, plane);
         std::fill(gp, gp + g.o * Pv, T(0));
         for (int64_t o = 0; o < g.o; ++o)
@@ -160,7 +151,7 @@ void direct_weight(const direct_geometry& g, T* gw, const T* dy, const T* x, int
         for (int64_t o0 = 0; o0 < g.o; o0 += RO)
             for (int64_t t0 = 0; t0 < taps; t0 += RT) {
                 const int64_t ro = std::min(RO, g.o - o0), rt = std::min(RT, taps - t0);
-                const T* xs[RT];
+                const T* xs[RT];  // where each tap's run starts in the padded image, from virtual pixel 0
                 for (int64_t k = 0; k < RT; ++k) {
                     const int64_t t = t0 + std::min(k, rt - 1), c = t / (g.kh * g.kw), ki = t / g.kw % g.kh;
                     xs[k] = xp + c * plane + ki * wp + t % g.kw;
@@ -184,7 +175,7 @@ void direct_weight(const direct_geometry& g, T* gw, const T* dy, const T* x, int
     });
     for (int64_t k = 0; k < size; ++k) {
         T s = T(0);
-        for (int t = 0; t < ran; ++t) s += work[t * per_thread + g.c * plane + g.o * Pv + k];
+        for (int t = 0; t < ran; ++t) s += work[t * per_thread + acc_at + k];
         gw[k] = s;
     }
 }

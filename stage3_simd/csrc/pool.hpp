@@ -112,7 +112,8 @@ void max_pool2d(const sg3_pool& q, T* y, int64_t* index, const T* x, int nthread
     const bool pairs = q.kh == 2 && q.kw == 2 && q.sh == 2 && q.sw == 2 && q.dh == 1 && q.dw == 1;
     if (pairs && windows_inside(q) && HW < (int64_t(1) << 24)) {
         std::vector<xsimd::as_integer_t<T>> corner(static_cast<std::size_t>(L));
-        for (int64_t l = 0; l < L; ++l) corner[l] = static_cast<xsimd::as_integer_t<T>>(2 * (l / q.ow) * q.w + 2 * (l % q.ow));
+        for (int64_t l = 0; l < L; ++l)
+            corner[l] = static_cast<xsimd::as_integer_t<T>>(2 * (l / q.ow) * q.w + 2 * (l % q.ow));
         over_planes(q.planes, L * 4, nthreads, [&](int64_t i) {
             max_pool_2x2_plane<A>(x + i * HW, corner.data(), L, q.w, y + i * L, index + i * L);
         });

@@ -10,18 +10,23 @@
 
 namespace sg3 {
 
+// The most threads a team asked for nthreads can have: no more than the cores, and one inside a
+// parallel region or without OpenMP. Kernels size their per-thread buffers by it.
+inline int team_size(int nthreads) {
+#ifdef _OPENMP
+    return omp_in_parallel() ? 1 : std::min(std::max(nthreads, 1), omp_get_num_procs());
+#else
+    (void)nthreads;
+    return 1;
+#endif
+}
+
 // fn(item, thread) for items 0 .. count - 1, in contiguous ranges, one per thread of a team of up
-// to nthreads (no more than there are items or cores; one inside a parallel region). Returns the
-// number of threads that ran, so that per-thread partial results can be summed.
+// to team_size(nthreads) threads, and no more than there are items. Returns the number of threads
+// that ran, so that per-thread partial results can be summed.
 template <class Fn>
 int over_items(int64_t count, int nthreads, Fn fn) {
-    int team = static_cast<int>(std::min<int64_t>(std::max(nthreads, 1), std::max<int64_t>(count, 1)));
-#ifdef _OPENMP
-    if (omp_in_parallel()) team = 1;
-    team = std::min(team, omp_get_num_procs());
-#else
-    team = 1;
-#endif
+    const int team = static_cast<int>(std::min<int64_t>(team_size(nthreads), std::max<int64_t>(count, 1)));
     if (team <= 1) {
         for (int64_t i = 0; i < count; ++i) fn(i, 0);
         return 1;

@@ -29,10 +29,6 @@
 #include <algorithm>
 #include <cstdint>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 #include "gemm.hpp"
 #include "kernels.h"
 #include "teams.hpp"
@@ -237,10 +233,7 @@ void winograd_conv(const winograd_geometry& g, T* y, const T* x, const T* w, int
     const gemm_blocking_info& bl = gemm_blocking<Arch, T>();
     constexpr int64_t MR = kernel_shape<Arch, T>::mr;
     const int64_t o_padded = (g.o + MR - 1) / MR * MR, chunk = wino::chunk_tiles<Arch, T>(g);
-    int team = std::max(nthreads, 1);
-#ifdef _OPENMP
-    team = std::min(team, omp_get_num_procs());
-#endif
+    const int team = team_size(nthreads);
     // every buffer from the calling thread, before any team starts (a failed allocation throws)
     T* u = thread_buffer<Arch, T, 11>().get(static_cast<std::size_t>(16 * (g.o * g.c + o_padded * g.c)));
     T* packed = u + 16 * g.o * g.c;
@@ -275,10 +268,7 @@ template <class Arch, class T>
 void winograd_weight(const winograd_geometry& g, T* gw, const T* dy, const T* x, int nthreads) {
     const gemm_blocking_info& bl = gemm_blocking<Arch, T>();
     const int64_t chunk = wino::chunk_tiles<Arch, T>(g), size = 16 * g.o * g.c;
-    int team = std::max(nthreads, 1);
-#ifdef _OPENMP
-    team = std::min(team, omp_get_num_procs());
-#endif
+    const int team = team_size(nthreads);
     T* du = thread_buffer<Arch, T, 11>().get(static_cast<std::size_t>(team * size));
     const int64_t per_thread = wino::work_size(g, chunk);
     T* work = thread_buffer<Arch, T, 12>().get(static_cast<std::size_t>(team * per_thread));
