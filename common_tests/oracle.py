@@ -1,4 +1,6 @@
 """Helpers that compare a stage's tensors with NumPy and PyTorch."""
+import re
+
 import numpy as np
 import pytest
 
@@ -31,6 +33,17 @@ def assert_close(actual, expected, rtol=None, atol=None, check_dtype=True):
 def need_torch():
     if torch is None:
         pytest.skip("PyTorch is not installed: the PyTorch comparison cannot run")
+    return torch
+
+
+def need_torch_at_least(version, feature):
+    """PyTorch, skipping the test when the installed one is older than ``version`` (the
+    suite's, "2.13") and lacks ``feature``: an older oracle cannot judge it. ``./dev test``
+    installs the suite's version; a GPU machine may bring an older one."""
+    torch = need_torch()
+    have = tuple(int(p) for p in re.findall(r"\d+", torch.__version__)[:2])
+    if have < tuple(int(p) for p in version.split(".")):
+        pytest.skip(f"PyTorch {torch.__version__} is older than the suite's {version} and lacks {feature}")
     return torch
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from .helpers_core import T, upstream
 from .helpers_nn import load_from_torch, rand, same_layer
-from .oracle import assert_close, need_torch
+from .oracle import assert_close, need_torch, need_torch_at_least
 
 
 def net(nn):
@@ -98,7 +98,7 @@ REPRS = [
 
 @pytest.mark.parametrize("make", REPRS, ids=[f"model{i}" for i in range(len(REPRS))])
 def test_repr_matches_torch(sg, make):
-    torch = need_torch()
+    torch = need_torch_at_least("2.13", "its module reprs (bias=False in the norms)")
     assert repr(make(sg.nn)) == repr(make(torch.nn))
 
 

@@ -359,7 +359,8 @@ def _killed_save(sg, directory):
             "os.fsync = lambda fd: os._exit(17)\n"
             f"sg.save({{'w': sg.ones(3)}}, {str(directory / 'model.sgc')!r})\n")
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=root,
-                            env={**os.environ, "PYTHONPATH": root})
+                            env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                                filter(None, [root, os.environ.get("PYTHONPATH")]))})
     assert proc.wait(timeout=120) == 17
     left = _tmp_leftovers(directory)
     assert len(left) == 1

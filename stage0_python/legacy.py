@@ -21,6 +21,10 @@ class _LegacyType(type):
 
     def __call__(cls, *args, device=None):
         check_device(device, cls.__name__)
+        kind = getattr(device, "type", str(device).partition(":")[0])
+        if device is not None and kind != "cpu":  # as PyTorch's, on a stage with a GPU too
+            raise RuntimeError(f"{cls.__name__}: the legacy types are CPU tensors, but device '{device}' was "
+                               f"given; make it with sg.tensor(data, device=...) instead")
         _to_dtype(cls.dtype, cls.__name__)  # a dtype this stage only names is refused here
         if args and isinstance(args[0], Tensor) and args[0].dtype is not cls.dtype:
             raise TypeError(f"{cls.__name__}: expected a {cls.dtype.name} tensor, got {args[0].dtype.name} "

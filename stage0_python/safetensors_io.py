@@ -127,9 +127,10 @@ def load_safetensors(path, device="cpu"):
     """Read a safetensors file (a path or a binary file object) into a dict of str -> Tensor
     of this stage, in the header's order, as safetensors.torch.load_file. Each tensor is a
     fresh, contiguous copy. See ``safetensors_metadata`` for the header's metadata."""
-    check_device(device, "load_safetensors")
+    target = check_device(device, "load_safetensors")
     blob, name = _read_all(path)
-    return decode(blob, name)[0]
+    tensors = decode(blob, name)[0]
+    return tensors if target.type == "cpu" else {k: t.to(target) for k, t in tensors.items()}
 
 
 def safetensors_metadata(path):

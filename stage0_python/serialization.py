@@ -425,9 +425,7 @@ def _relocation(map_location):
     if map_location is None:
         return None
     if isinstance(map_location, dict):
-        target = map_location.get("cpu", map_location.get(CPU, "cpu"))  # keys as str or device
-        check_device(target, "load(map_location=...)")
-        return None
+        return _moving_to(map_location.get("cpu", map_location.get(CPU, "cpu")))  # keys as str or device
     if callable(map_location) and not isinstance(map_location, device):
         def apply(t):
             out = map_location(t, "cpu")
@@ -435,8 +433,14 @@ def _relocation(map_location):
                 raise TypeError(f"load: map_location returned {type(out).__name__}, not a Tensor")
             return out
         return apply
-    check_device(map_location, "load(map_location=...)")
-    return None
+    return _moving_to(map_location)
+
+
+def _moving_to(target):
+    """A function moving each loaded tensor to the device ``target`` (refused where this
+    stage lacks it), or None for the CPU, where tensors load."""
+    d = check_device(target, "load(map_location=...)")
+    return None if d.type == "cpu" else (lambda t: t.to(d))
 
 
 def _relocated(obj, fn):

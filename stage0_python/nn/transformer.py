@@ -22,8 +22,7 @@ __all__ = ["Transformer", "TransformerEncoder", "TransformerDecoder", "Transform
 def _generate_square_subsequent_mask(sz, device=None, dtype=None):
     """A float (sz, sz) mask: 0 on and below the diagonal, -inf above it (position i may
     attend to positions 0..i)."""
-    mask = full((sz, sz), float("-inf"), dtype=dtype or float32).triu(1)
-    return mask if device is None else mask.to(device=device)
+    return full((sz, sz), float("-inf"), dtype=dtype or float32, device=device).triu(1)
 
 
 def _get_seq_len(x, batch_first):

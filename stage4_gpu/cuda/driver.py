@@ -19,5 +19,5 @@ class Cuda(Memory, ElementwiseKernels, ReduceKernels, IndexKernels, FusedKernels
     offsets = True
     # the softmaxes are written for float64 too; other dtypes take the composite
     fused_dtypes = {"softmax": ("float32", "float64"), "log_softmax": ("float32", "float64")}
-    dlpack_refusal = ("__dlpack__: sharing a cuda tensor through DLPack is not implemented: the cuda "
-                      "device lacks dlpack (t.cpu() copies it to the host)")
+    dlpack_refusal = ("__dlpack__: sharing cuda memory through DLPack is not implemented yet, so the "
+                      "cuda device lacks dlpack (t.cpu() copies it to the host)")

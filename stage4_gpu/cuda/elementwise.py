@@ -57,6 +57,17 @@ def operation(op, dtype, arity):
     return TABLES[_kind(dtype), arity].get(op)
 
 
+def may_overlap(shape, strides):
+    """Whether two elements of a view with ``shape`` and ``strides`` may share memory: the
+    dims taken by increasing stride must each step past everything the smaller ones span."""
+    span = 0
+    for stride, n in sorted((abs(st), n) for n, st in zip(shape, strides) if n > 1):
+        if stride <= span:
+            return True
+        span += stride * (n - 1)
+    return False
+
+
 class ElementwiseKernels:
     """The CUDA driver's elementwise hooks (see ``gpu.driver.Driver``)."""
 
@@ -76,8 +87,10 @@ class ElementwiseKernels:
             struct = "Identity" if op is None else operation(op, x.dtype, 1)
             kernel, instance = "unary", f"unary<{out.ctype}, {x.ctype}, {struct}>"
         rt = runtime()
-        rt.launch(kernel, instance, -(-params[0] // BLOCK), BLOCK,
-                  [rt.params(params), out.array] + [x.array for x in inputs])
+        # an output whose elements share memory (an unfold with overlapping windows) is
+        # written by one thread in element order, so the last write wins, as on the CPU
+        grid, block = (1, 1) if may_overlap(out.shape, out.strides) else (-(-params[0] // BLOCK), BLOCK)
+        rt.launch(kernel, instance, grid, block, [rt.params(params), out.array] + [x.array for x in inputs])
 
     def fill(self, out, value):
         """elementwise.cu's fill over the new buffer ``out``, the value passed in memory."""

@@ -150,8 +150,11 @@ class Runtime:
 # each scalar kind's exact C type, as NumPy scalars (CuPy passes their bytes as they are)
 SCALARS = {"i64": lambda np: np.int64, "f64": lambda np: np.float64, "f32": lambda np: np.float32,
            "i32": lambda np: np.int32}
-# NVRTC's options: C++17 for `if constexpr`; never fast math (NaN and inf must survive)
-OPTIONS = ("--std=c++17",)
+# NVRTC's options: C++17 for `if constexpr`; IEEE arithmetic (subnormals kept, division and
+# square root correctly rounded: NVRTC's defaults, stated). Contraction into fused
+# multiply-adds stays on: CUDA's own math functions are written for it (with it off, erfc
+# and pow in float64 lose ulps). Never fast math.
+OPTIONS = ("--std=c++17", "--ftz=false", "--prec-div=true", "--prec-sqrt=true")
 
 _OPENING = Opening("cuda", Runtime,
                    not_installed="CuPy is not installed ({}); on a machine with an NVIDIA GPU install the "

@@ -106,7 +106,8 @@ class CausalSelfAttention(nn.Module):
         mask, causal = None, start == 0 and t > 1
         if start and t > 1:  # new queries after cached ones: query i sees keys up to start + i
             s = k.shape[-2]
-            mask = torch.arange(s).unsqueeze(0) <= torch.arange(t).unsqueeze(1) + (s - t)
+            mask = (torch.arange(s, device=x.device).unsqueeze(0)
+                    <= torch.arange(t, device=x.device).unsqueeze(1) + (s - t))
         y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal,
                                            dropout_p=self.dropout if self.training else 0.0,
                                            enable_gqa=self.n_kv_head != self.n_head)
@@ -190,7 +191,7 @@ class GPT(nn.Module):
             raise ValueError(f"GPT: {start + t} positions exceed the context of {self.block_size}")
         x = self.wte(idx)
         if self.positions == "learned":
-            x = x + self.wpe(torch.arange(start, start + t))
+            x = x + self.wpe(torch.arange(start, start + t, device=idx.device))
         elif self.positions == "sinusoidal":
             x = x + self.wpe[start:start + t]
         x = self.drop(x)

@@ -178,12 +178,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             return out
     if enable_gqa:
         key, value = _repeat_kv(query, key, value)
-    if scale is None:
-        scale = 1.0 / math.sqrt(query.shape[-1]) if query.shape[-1] else 1.0
     L, S = query.shape[-2], key.shape[-2]
     scores = (query * scale) @ key.transpose(-2, -1)
     if is_causal:
-        attn_mask = ones(L, S, dtype=bool_).tril()  # query i sees keys 0..i
+        attn_mask = ones(L, S, dtype=bool_, device=query.device).tril()  # query i sees keys 0..i
     if attn_mask is not None:
         _check_mask_dtype(op, "attn_mask", attn_mask, query)
         scores = _masked(op, scores, attn_mask)
@@ -219,7 +217,7 @@ def _additive(op, name, mask, like):
     if not isinstance(mask, Tensor):
         raise TypeError(f"{op}: expected {name} to be a Tensor, got {type(mask).__name__}")
     if mask.dtype.name == "bool":
-        return zeros(_shape(mask), dtype=like.dtype).masked_fill(mask, _NEG_INF)
+        return zeros(_shape(mask), dtype=like.dtype, device=mask.device).masked_fill(mask, _NEG_INF)
     if mask.dtype != like.dtype:
         raise TypeError(f"{op}: only bool and floating types of {name} are supported, and a float "
                         f"{name} must have the query's dtype {like.dtype.name}; got {mask.dtype.name}")
@@ -320,7 +318,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     k, v = (_heads(op, name, t, static, N * H, hd) for name, t, static in
             (("static_k", k, static_k), ("static_v", v, static_v)))
     if add_zero_attn:
-        z = zeros((N * H, 1, hd), dtype=q.dtype)
+        z = zeros((N * H, 1, hd), dtype=q.dtype, device=q.device)
         k, v = cat([k, z], dim=1), cat([v, z], dim=1)
         attn_mask, key_padding_mask = _pad_key_column(attn_mask), _pad_key_column(key_padding_mask)
     S = k.shape[1]

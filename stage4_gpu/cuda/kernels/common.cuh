@@ -53,6 +53,22 @@ template <> struct limits<bool> {
   static __device__ bool highest() { return true; }
 };
 
+// a conversion as the CPU stages make it: a float to an integer truncates, then wraps
+// modulo 2**64 exactly (a double that large is a multiple of 2**11) and keeps the low bits;
+// the hardware's conversion saturates instead. A non-finite value keeps the hardware's answer.
+template <typename O, typename T> __device__ __forceinline__ O cast_to(T v) {
+  if constexpr (is_float<T>::value && !is_float<O>::value && !is_bool<O>::value) {
+    double t = trunc((double)v);
+    if (!isfinite(t) || (t >= -9223372036854775808.0 && t < 9223372036854775808.0)) return (O)(long long)t;
+    t = fmod(t, 18446744073709551616.0);
+    if (t < 0) t += 18446744073709551616.0;
+    if (t >= 9223372036854775808.0) t -= 18446744073709551616.0;
+    return (O)(long long)t;
+  } else {
+    return (O)v;
+  }
+}
+
 template <typename T> __device__ __forceinline__ bool nan_of(T v) {
   if constexpr (is_float<T>::value) return v != v;
   else return false;

@@ -29,7 +29,7 @@ __global__ void unary(const i64* __restrict__ p, O* __restrict__ out, const T* _
   for (i64 i = first_index(); i < n; i += grid_step()) {
     i64 off[2];
     offsets<2>(p, i, off);
-    out[off[0]] = (O)Op::f(x[off[1]]);
+    out[off[0]] = cast_to<O>(Op::f(x[off[1]]));
   }
 }
 
@@ -40,7 +40,7 @@ __global__ void binary(const i64* __restrict__ p, O* __restrict__ out, const T* 
   for (i64 i = first_index(); i < n; i += grid_step()) {
     i64 off[3];
     offsets<3>(p, i, off);
-    out[off[0]] = (O)Op::f(a[off[1]], b[off[2]]);
+    out[off[0]] = cast_to<O>(Op::f(a[off[1]], b[off[2]]));
   }
 }
 

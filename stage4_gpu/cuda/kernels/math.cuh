@@ -87,7 +87,9 @@ struct IsFinite {
 FLOAT_OP(Exp, m_exp(x)) FLOAT_OP(Log, m_log(x)) FLOAT_OP(Sqrt, m_sqrt(x))
 FLOAT_OP(Rsqrt, T(1) / m_sqrt(x)) FLOAT_OP(Sin, m_sin(x)) FLOAT_OP(Cos, m_cos(x))
 FLOAT_OP(Tan, m_tan(x)) FLOAT_OP(Tanh, m_tanh(x)) FLOAT_OP(Sigmoid, T(1) / (T(1) + m_exp(-x)))
-FLOAT_OP(Reciprocal, T(1) / x) FLOAT_OP(Gelu, T(0.5) * x * (T(1) + m_erf(x * T(0.70710678118654752440))))
+FLOAT_OP(Reciprocal, T(1) / x) // erfc, not 1 + erf (which cancels below 0), in double: the rounding of x / sqrt(2) grows by
+// 2 x^2 through erfc's slope, which float32 cannot absorb
+FLOAT_OP(Gelu, T(0.5 * (double)x * erfc((double)x * -0.70710678118654752440)))
 FLOAT_OP(Silu, x / (T(1) + m_exp(-x))) FLOAT_OP(Erf, m_erf(x)) FLOAT_OP(Erfc, m_erfc(x))
 FLOAT_OP(Log1p, m_log1p(x)) FLOAT_OP(Expm1, m_expm1(x)) FLOAT_OP(Floor, m_floor(x))
 FLOAT_OP(Ceil, m_ceil(x)) FLOAT_OP(Round, m_rint(x)) FLOAT_OP(Trunc, m_trunc(x))
@@ -180,6 +182,9 @@ struct Fmod {
 struct Pow {
   template <typename T> static __device__ T f(T a, T b) {
     if constexpr (is_float<T>::value) {
+      // the square root is correctly rounded, CUDA's pow is not (up to 2 ulp): x ** 0.5 is
+      // common, and the CPU stages give the rounded root; pow's rules at -0 and -inf kept
+      if (b == T(0.5)) return a == T(0) ? T(0) : a == limits<T>::lowest() ? limits<T>::highest() : m_sqrt(a);
       return m_pow(a, b);
     } else {
       T r = 1, base = a;

@@ -164,14 +164,15 @@ class RawModule:
         os.makedirs(_CACHE, exist_ok=True)
         lib = os.path.join(_CACHE, hashlib.sha1(src.encode()).hexdigest() + ".so")
         if not os.path.exists(lib):
-            cpp = lib[:-3] + ".cpp"
-            with open(cpp, "w", encoding="utf-8") as f:
+            part = f"{lib[:-3]}.{os.getpid()}"  # this process's own files: workers may compile it at once
+            with open(part + ".cpp", "w", encoding="utf-8") as f:
                 f.write(src)
             r = subprocess.run(["g++", "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", "-w", "-o",
-                                lib + ".part", cpp], capture_output=True, text=True)
+                                part + ".so", part + ".cpp"], capture_output=True, text=True)
+            os.remove(part + ".cpp")
             if r.returncode:
                 raise RuntimeError(f"{name} does not compile for the host:\n{r.stderr[-3000:]}")
-            os.replace(lib + ".part", lib)
+            os.replace(part + ".so", lib)
         launch = ctypes.CDLL(lib).stagegrad_launch
         launch.restype = None
 

@@ -1,0 +1,89 @@
+"""The cuda device's one-shot hardware check (``tools/gpu/``, ``./dev gpu-check``), where CI
+can test it: its refusal on a machine without an NVIDIA GPU (exit code 2, and why), its
+refusal when what it carries was not prepared, and the preparation itself, offline, from
+a local wheel folder. The check's GPU part runs only on a GPU machine."""
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _tools(tmp_path, *tools):
+    """A folder for PATH holding ``tools`` (links to this machine's) and nothing else."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in tools:
+        (bin_dir / tool).symlink_to(shutil.which(tool))
+    return bin_dir
+
+
+def _fake_nvidia_smi(bin_dir, lists_a_gpu):
+    smi = bin_dir / "nvidia-smi"
+    smi.write_text("#!/bin/sh\n" + ('echo "GPU 0: Test GPU"\n' if lists_a_gpu else "exit 9\n"))
+    smi.chmod(0o755)
+
+
+def _check(tmp_path, bin_dir):
+    repo = tmp_path / "repo"
+    (repo / "tools" / "gpu").mkdir(parents=True)
+    shutil.copy(ROOT / "tools" / "gpu" / "check.sh", repo / "tools" / "gpu")
+    return subprocess.run(["/bin/bash", str(repo / "tools" / "gpu" / "check.sh")], capture_output=True,
+                          text=True, timeout=60, env={"PATH": str(bin_dir), "HOME": str(tmp_path)})
+
+
+@pytest.mark.parametrize("smi", ["missing", "lists none"])
+def test_the_check_refuses_a_machine_without_an_nvidia_gpu(tmp_path, smi):
+    bin_dir = _tools(tmp_path, "dirname")
+    if smi == "lists none":
+        _fake_nvidia_smi(bin_dir, lists_a_gpu=False)
+    r = _check(tmp_path, bin_dir)
+    assert r.returncode == 2, r.stderr
+    assert "no NVIDIA GPU here" in r.stderr and r.stdout == ""
+
+
+def test_the_check_refuses_to_start_unprepared(tmp_path):
+    bin_dir = _tools(tmp_path, "dirname")
+    _fake_nvidia_smi(bin_dir, lists_a_gpu=True)
+    r = _check(tmp_path, bin_dir)
+    assert r.returncode == 1
+    assert "./dev gpu-check prepare" in r.stderr
+
+
+def _wheel(folder, name, version):
+    """A minimal wheel of ``name`` (its metadata only), as pip reads one."""
+    dist = f"{name.replace('-', '_')}-{version}"
+    path = folder / f"{dist}-py3-none-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl"
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr(f"{dist}.dist-info/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+        z.writestr(f"{dist}.dist-info/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: false\n"
+                                              "Tag: py3-none-any\n")
+        z.writestr(f"{dist}.dist-info/RECORD", "")
+    return path
+
+
+def test_prepare_gathers_the_wheel_and_the_headers_it_carries(tmp_path):
+    """Offline: pip finds the wheel in a local folder, the headers come from XSIMD_INCLUDE."""
+    repo = tmp_path / "repo"
+    (repo / "tools" / "gpu").mkdir(parents=True)
+    shutil.copy(ROOT / "tools" / "gpu" / "prepare.sh", repo / "tools" / "gpu")
+    shutil.copy(ROOT / "pyproject.toml", repo)
+    index = tmp_path / "index"
+    index.mkdir()
+    wheel = _wheel(index, "scipy-openblas32", "0.3.99")
+    headers = tmp_path / "include" / "xsimd"
+    headers.mkdir(parents=True)
+    (headers / "xsimd.hpp").write_text("// test\n")
+    env = {**os.environ, "PYTHON": sys.executable, "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(index),
+           "XSIMD_INCLUDE": str(headers.parent), "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    r = subprocess.run(["/bin/bash", str(repo / "tools" / "gpu" / "prepare.sh")], capture_output=True,
+                       text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stderr
+    assert [p.name for p in (repo / ".gpu" / "wheels").iterdir()] == [wheel.name]
+    assert (repo / ".gpu" / "include" / "xsimd" / "xsimd.hpp").read_text() == "// test\n"
+    assert "prepared .gpu/" in r.stdout
