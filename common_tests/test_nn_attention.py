@@ -95,6 +95,10 @@ SDPA = [
     ("gqa", (2, 4, 3, 4), (2, 2, 5, 4), (2, 2, 5, 3), {"enable_gqa": True}, None),
     ("gqa_causal", (1, 6, 4, 4), (1, 2, 4, 4), (1, 2, 4, 4), {"enable_gqa": True, "is_causal": True}, None),
     ("gqa_3d_mask", (4, 3, 4), (1, 5, 4), (1, 5, 4), {"enable_gqa": True}, _bool_mask((4, 3, 5), 4)),
+    # longer than a fused kernel's block of query rows and tile of keys (stage 3: 64 and 256)
+    ("long_causal", (1, 2, 300, 4), (1, 2, 600, 4), (1, 2, 600, 3), {"is_causal": True}, None),
+    ("long_bool_mask", (1, 1, 70, 4), (1, 1, 530, 4), (1, 1, 530, 3), {}, _bool_mask((70, 530), 5)),
+    ("long_float_mask", (1, 2, 3, 4), (1, 2, 520, 4), (1, 2, 520, 4), {}, "float"),
 ]
 
 
