@@ -17,6 +17,7 @@ from .kernels import KERNELS, source
 
 BLOCK = 256  # threads per block of the one-thread-per-element kernels
 MAX_BLOCKS = 1 << 20  # blocks per launch; the kernels loop (grid-stride) past this
+PARAMS_KEPT = 4096  # parameter arrays kept on the device (a few hundred KiB at most)
 
 
 class Runtime:
@@ -44,6 +45,7 @@ class Runtime:
         # or by a library) stays ordered with ours
         self.stream = cupy.cuda.Stream(non_blocking=False)
         self._modules = {}  # (file, name expression) -> the compiled kernel
+        self._params = {}  # a launch's parameters (tuple) -> their device array (params())
         self.launches = 0
         self._probe()
 
@@ -116,8 +118,16 @@ class Runtime:
         return fn
 
     def params(self, values):
-        """The int64 parameter array ``p`` of a launch, on the device."""
-        return self.upload(self.np.array(values, dtype=self.np.int64), self.np.int64)
+        """The int64 parameter array ``p`` of a launch, on the device. A training loop
+        launches the same shapes every step, so each distinct array is uploaded once and
+        kept (no kernel writes its ``p``): a launch then costs no host-to-device copy."""
+        key = tuple(values)
+        p = self._params.get(key)
+        if p is None:
+            if len(self._params) >= PARAMS_KEPT:
+                self._params.clear()
+            p = self._params[key] = self.upload(self.np.array(key, dtype=self.np.int64), self.np.int64)
+        return p
 
     def launch(self, kernel, instance, blocks, threads, args):
         """Queue ``instance`` of ``kernel`` over ``blocks`` blocks (at most MAX_BLOCKS: the
