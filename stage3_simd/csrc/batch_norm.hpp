@@ -61,6 +61,30 @@ void gradient_sums(const T* g, const T* x, const T* y, T hi, T m, int64_t n, dou
     sg += double(xsimd::hadd(s)), sgx += double(xsimd::hadd(sx));
 }
 
+// One row of gx = a g' + k (x - m) + d, g' masked as in gradient_sums. A function of its own,
+// with the pointers as values: inside the threaded lambda they were references to the
+// caller's stack, reloaded at every element (a store to gx might change them), and the two
+// threads' loads of that stack line collided with the first thread's own stores to it.
+template <class A, class T>
+void input_gradient_row(T* gx, const T* g, const T* x, const T* y, T hi, T m, T a, T k, T d, int64_t n) {
+    using B = vec<T, A>;
+    constexpr int64_t W = B::size;
+    if (n < W) {  // a row shorter than a register (2x2 images): a masked load costs more than it saves
+        for (int64_t i = 0; i < n; ++i)
+            gx[i] = a * (y && !(y[i] > T(0) && y[i] < hi) ? T(0) : g[i]) + k * (x[i] - m) + d;
+        return;
+    }
+    for (int64_t i = 0; i < n; i += W) {
+        const int64_t w = std::min(W, n - i);
+        B gi = load_n<B>(g + i, w);
+        if (y) {
+            const B yi = load_n<B>(y + i, w);
+            gi = xsimd::select((yi > B(0)) & (yi < B(hi)), gi, B(0));
+        }
+        store_n(gx + i, w, B(a) * gi + B(k) * (load_n<B>(x + i, w) - B(m)) + B(d));
+    }
+}
+
 template <class A, class T>
 void batch_norm_forward(const sg3_batch_norm& q, T* y, T* mean, T* rstd, const T* x, const T* w, const T* b,
                         T* running_mean, T* running_var, int nthreads) {
@@ -122,10 +146,7 @@ void batch_norm_backward(const sg3_batch_norm& q, T* gx, T* gw, T* gb, const T* 
         const T d = q.training ? T(-wc * inv * sg / double(M)) : T(0);
         for (int64_t n = 0; n < q.n; ++n) {
             const int64_t at = (n * q.c + c) * q.s;
-            for (int64_t i = 0; i < q.s; ++i) {
-                const T gi = q.act && !(y[at + i] > T(0) && y[at + i] < hi) ? T(0) : g[at + i];
-                gx[at + i] = a * gi + k * (x[at + i] - m) + d;
-            }
+            input_gradient_row<A, T>(gx + at, g + at, x + at, q.act ? y + at : nullptr, hi, m, a, k, d, q.s);
         }
     });
 }
