@@ -87,8 +87,9 @@ struct IsFinite {
 FLOAT_OP(Exp, m_exp(x)) FLOAT_OP(Log, m_log(x)) FLOAT_OP(Sqrt, m_sqrt(x))
 FLOAT_OP(Rsqrt, T(1) / m_sqrt(x)) FLOAT_OP(Sin, m_sin(x)) FLOAT_OP(Cos, m_cos(x))
 FLOAT_OP(Tan, m_tan(x)) FLOAT_OP(Tanh, m_tanh(x)) FLOAT_OP(Sigmoid, T(1) / (T(1) + m_exp(-x)))
-FLOAT_OP(Reciprocal, T(1) / x) // erfc, not 1 + erf (which cancels below 0), in double: the rounding of x / sqrt(2) grows by
-// 2 x^2 through erfc's slope, which float32 cannot absorb
+FLOAT_OP(Reciprocal, T(1) / x)
+// gelu through erfc, not 1 + erf (which cancels below 0), and in double: the rounding of
+// x / sqrt(2) grows by 2 x^2 through erfc's slope, which float32 cannot absorb
 FLOAT_OP(Gelu, T(0.5 * (double)x * erfc((double)x * -0.70710678118654752440)))
 FLOAT_OP(Silu, x / (T(1) + m_exp(-x))) FLOAT_OP(Erf, m_erf(x)) FLOAT_OP(Erfc, m_erfc(x))
 FLOAT_OP(Log1p, m_log1p(x)) FLOAT_OP(Expm1, m_expm1(x)) FLOAT_OP(Floor, m_floor(x))
