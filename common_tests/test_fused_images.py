@@ -4,11 +4,12 @@ PyTorch, output and every gradient, on the geometries that break kernels: batch 
 batches, 1x1 and 2x2 images, channel counts off the SIMD width, strides on odd sizes, padding
 as large as the kernel, dilation, depthwise with a channel multiplier, and inputs that are
 not contiguous or are laid out channels-last."""
-import contextlib
 import importlib
 
 import numpy as np
 import pytest
+
+from stagegrad.conv_ladder import algorithm
 
 from .conftest import _loaded, _selected
 from .oracle import need_torch
@@ -105,16 +106,6 @@ ALGORITHM_CASES = [
 ]
 
 
-@contextlib.contextmanager
-def _conv_algorithm(sg, name):
-    before = sg.backends.conv
-    sg.backends.conv = name
-    try:
-        yield
-    finally:
-        sg.backends.conv = before
-
-
 def _algorithms(sg):
     """The stage's convolution algorithms: ``builtin`` where it has one."""
     return getattr(sg.backend, "CONVS", ("builtin",))
@@ -124,7 +115,7 @@ def _algorithms(sg):
 @pytest.mark.parametrize("case", ALGORITHM_CASES, ids=lambda c: "x".join(map(str, c)))
 def test_conv2d_by_each_algorithm(fsg, case, dtype):
     for name in _algorithms(fsg):
-        with _conv_algorithm(fsg, name):
+        with algorithm(fsg, name):
             check(fsg, _conv(case), _conv_arrays(case, dtype), dtype)
 
 
@@ -151,7 +142,7 @@ def test_winograd_error_bound(fsg, case):
     eps = float(np.finfo(np.float32).eps)
     outputs = {}
     for name in names:
-        with _conv_algorithm(fsg, name):
+        with algorithm(fsg, name):
             sx, sw = fsg.tensor(x, requires_grad=True), fsg.tensor(w, requires_grad=True)
             sy = fsg.nn.functional.conv2d(sx, sw, padding=pad)
             sy.backward(fsg.tensor(g))

@@ -26,32 +26,25 @@ import types
 from . import backend as _B
 
 
+def _choice(kind, doc):
+    """The ``backends.<kind>`` switch: the name in use, set to one of the backend's
+    ``<KIND>S`` or ``"auto"``; ``"builtin"`` on a stage with one implementation."""
+    def get(self):
+        return getattr(_B, "get_" + kind)() if hasattr(_B, "get_" + kind) else "builtin"
+
+    def put(self, name):
+        names = getattr(_B, kind.upper() + "S", None)
+        choices = ("auto",) + names if names is not None else ("builtin",)
+        if name not in choices:
+            raise ValueError(f"backends.{kind}: this stage has {', '.join(map(repr, choices))}, not {name!r}")
+        if hasattr(_B, "set_" + kind):
+            getattr(_B, "set_" + kind)(name)
+    return property(get, put, doc=doc)
+
+
 class _Backends(types.ModuleType):
-    @property
-    def gemm(self):
-        """The matrix product in use."""
-        return _B.get_gemm() if hasattr(_B, "get_gemm") else "builtin"
-
-    @gemm.setter
-    def gemm(self, name):
-        choices = ("auto",) + _B.GEMMS if hasattr(_B, "GEMMS") else ("builtin",)
-        if name not in choices:
-            raise ValueError(f"backends.gemm: this stage has {', '.join(map(repr, choices))}, not {name!r}")
-        if hasattr(_B, "set_gemm"):
-            _B.set_gemm(name)
-
-    @property
-    def conv(self):
-        """The convolution algorithm in use."""
-        return _B.get_conv() if hasattr(_B, "get_conv") else "builtin"
-
-    @conv.setter
-    def conv(self, name):
-        choices = ("auto",) + _B.CONVS if hasattr(_B, "CONVS") else ("builtin",)
-        if name not in choices:
-            raise ValueError(f"backends.conv: this stage has {', '.join(map(repr, choices))}, not {name!r}")
-        if hasattr(_B, "set_conv"):
-            _B.set_conv(name)
+    gemm = _choice("gemm", "The matrix product in use.")
+    conv = _choice("conv", "The convolution algorithm in use.")
 
 
 sys.modules[__name__].__class__ = _Backends
