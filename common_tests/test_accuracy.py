@@ -81,6 +81,8 @@ def test_transcendentals_within_stated_ulps(sg, name, dtype):
         want = ref(x.astype(np.float64))
         err = ulps(got, want, np.dtype(dtype))
     bound = bound32 if dtype == "float32" else bound64
+    if name == "gelu" and dtype == "float64" and getattr(sg, "DEVICE", None) == "cuda":
+        bound = 6  # CUDA's erfc in double is documented within 5 ulp (the CPU libms' within 1)
     worst = int(err.argmax())
     assert err[worst] <= bound, (f"{name}({x[worst]!r}) = {got[worst]!r}, expected {want[worst]!r}: "
                                  f"{err[worst]:.2f} ulp > {bound}")

@@ -1,4 +1,5 @@
-"""``sg.autocast`` against ``torch.autocast`` on the CPU: which operations run in the lower
+"""``sg.autocast`` against ``torch.autocast`` on the CPU (ours on the stage's device, cuda
+included): which operations run in the lower
 precision and which in float32, their values and gradients, nesting, the decorator, the
 per-thread state, and the warnings and errors where autocast cannot run."""
 import threading
@@ -34,9 +35,15 @@ def _inputs(lib, seed=0):
 def _run(lib, fast):
     t = _inputs(lib)
     F = lib.nn.functional
-    with lib.autocast("cpu", dtype=getattr(lib, fast)):
+    layer = lib.nn.Linear(12, 5)  # a module is cast as the functional form is
+    with lib.no_grad():
+        layer.weight.copy_(t["w"])
+        layer.bias.copy_(t["b"])
+    # our tensors' device (cuda where the stage's default device is), PyTorch's CPU
+    with lib.autocast(getattr(lib, "DEVICE", None) or "cpu", dtype=getattr(lib, fast)):
         outs = {
             "linear": F.linear(t["x"], t["w"], t["b"]),
+            "module": layer(t["x"]),
             "matmul": t["x"] @ t["m"],
             "addmm": lib.addmm(t["c"], t["x"], t["m"]),
             "conv2d": F.conv2d(t["img"], t["k"], padding=1),
@@ -70,21 +77,22 @@ def test_state_nesting_decorator_and_threads(sg, fast):
     for lib in (sg, torch):
         dtype = getattr(lib, fast)
         x = lib.ones(2, 2)
-        assert not lib.is_autocast_enabled("cpu")
-        assert lib.get_autocast_dtype("cpu") is lib.bfloat16  # the CPU's default
-        with lib.autocast("cpu", dtype=dtype):
-            assert lib.is_autocast_enabled("cpu") and lib.get_autocast_dtype("cpu") is dtype
-            with lib.autocast("cpu", enabled=False):
-                assert (x @ x).dtype is lib.float32 and not lib.is_autocast_enabled("cpu")
+        dev = getattr(lib, "DEVICE", None) or "cpu"  # where x is: ours may be on cuda
+        assert not lib.is_autocast_enabled(dev)
+        assert lib.get_autocast_dtype(dev) is (lib.bfloat16 if dev == "cpu" else lib.float16)  # defaults
+        with lib.autocast(dev, dtype=dtype):
+            assert lib.is_autocast_enabled(dev) and lib.get_autocast_dtype(dev) is dtype
+            with lib.autocast(dev, enabled=False):
+                assert (x @ x).dtype is lib.float32 and not lib.is_autocast_enabled(dev)
             assert (x @ x).dtype is dtype
             seen = []
             worker = threading.Thread(target=lambda: seen.append((x @ x).dtype))
             worker.start()
             worker.join()
             assert seen == [lib.float32]  # autocast is per thread
-        assert not lib.is_autocast_enabled("cpu") and (x @ x).dtype is lib.float32
+        assert not lib.is_autocast_enabled(dev) and (x @ x).dtype is lib.float32
 
-        @lib.autocast("cpu", dtype=dtype)
+        @lib.autocast(dev, dtype=dtype)
         def product(a):
             return a @ a
 

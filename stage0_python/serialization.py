@@ -226,7 +226,7 @@ def _chunks(header, plan):
 def _tensor_bytes(t):
     if sys.byteorder == "little":
         try:  # a stage whose storage exports the buffer protocol hands over its bytes at once
-            return memoryview(t.detach()._data).tobytes()
+            return memoryview(t.detach().cpu()._data).tobytes()
         except TypeError:
             pass
     name = t.dtype.name

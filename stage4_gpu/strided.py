@@ -96,7 +96,10 @@ class StridedBuffer:
 
     def values(self):
         """The elements as Python numbers, row-major (a download)."""
-        vals = self._downloaded().tolist()
+        vals = self._downloaded()
+        if self.dtype.name == "bfloat16":  # held as its bits (NumPy has no bfloat16): widen them
+            vals = (vals.astype("uint32") << 16).view("float32")
+        vals = vals.tolist()
         return [bool(v) for v in vals] if self.dtype.name == "bool" else vals
 
     def host_bytes(self):

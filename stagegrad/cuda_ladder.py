@@ -1,5 +1,5 @@
-"""``stagegrad cuda-ladder``: stage 4's SGEMM ladder on an NVIDIA GPU, next to cuBLAS and
-PyTorch CUDA.
+"""``stagegrad cuda-ladder``: stage 4's SGEMM ladder and its float16/bfloat16 tensor-core
+kernel on an NVIDIA GPU, next to cuBLAS and PyTorch CUDA.
 
 Each tier is the one before plus one idea (``stage4_gpu/cuda/kernels/sgemm_ladder.cu``):
 naive, coalesced, shared-memory tiling, 1-D and 2-D register blocking, float4 loads,
@@ -19,6 +19,7 @@ from .report import write_tables
 SIZES = (1024, 2048, 4096, 8192)
 QUICK = (1024, 2048)
 TOLERANCE = 1e-4  # max |C - C_cublas| / max |C_cublas|: rounding is far below, a wrong index far above
+TOLERANCE_HALF = 1e-2  # the same for the 2-byte floats, whose result rounds at 2**-9 of |C| at most
 
 
 def add_arguments(p):
@@ -55,6 +56,46 @@ def _best(call, stream, budget):
     return best
 
 
+def _two_byte_rows(ladder, rt, torch, a, b, n, budget):
+    """float16 and bfloat16 at size ``n``: cuBLAS (float16 only: CuPy has no bfloat16), our
+    tensor-core kernel and PyTorch CUDA, each checked against a float32 product of the
+    rounded operands (the output's own rounding, 2**-9 of |C| at most, sits far below)."""
+    import cupy
+    from stage4_gpu.cuda.memory import bfloat16_bits
+    out = []
+    for dtype in ("float16", "bfloat16"):
+        if dtype == "float16":
+            a2, b2 = a.astype(cupy.float16), b.astype(cupy.float16)
+            widen = lambda x: x.astype(cupy.float32)  # noqa: E731
+        else:  # bfloat16 as its bits
+            a2, b2 = bfloat16_bits(cupy, a).reshape(a.shape), bfloat16_bits(cupy, b).reshape(b.shape)
+            widen = lambda x: (x.astype(cupy.uint32) << 16).view(cupy.float32)  # noqa: E731
+        wide = (widen(a2), widen(b2))
+        ref = ladder.cublas(*wide)
+        scale = float(cupy.abs(ref).max())
+        c2 = cupy.empty((1, n, n), dtype=a2.dtype)
+
+        def row(label, call, result):  # result: the product as a float32 array
+            call()
+            error = float(cupy.abs(result().reshape(n, n) - ref).max()) / scale
+            seconds = _best(call, rt.stream, budget) if error <= TOLERANCE_HALF else None
+            return {"size": n, "label": label, "dtype": dtype, "error": error, "seconds": seconds,
+                    "kind": "tier" if label == "tensor cores" else "peer"}
+
+        if dtype == "float16":
+            out.append(row("cuBLAS (CuPy)", lambda: cupy.matmul(a2, b2, out=c2[0]), lambda: widen(c2)))
+        ctype = "half_t" if dtype == "float16" else "bf16_t"
+        out.append(row("tensor cores", lambda: ladder.hgemm(a2[None], b2[None], c2, ctype),
+                       lambda: widen(c2)))
+        if torch is not None:
+            ta, tb = (torch.as_tensor(x, device="cuda").to(getattr(torch, dtype)) for x in wide)
+            got = {}
+            with torch.cuda.stream(torch.cuda.ExternalStream(rt.stream.ptr)):
+                out.append(row("PyTorch CUDA", lambda: got.__setitem__("c", ta @ tb),
+                               lambda: cupy.asarray(got["c"].float())))
+    return out
+
+
 def measure(sizes=SIZES, budget=3.0, stream=None):
     """Every tier at every size, cuBLAS and PyTorch CUDA: a JSON-ready dict."""
     from . import load_stage
@@ -72,7 +113,8 @@ def measure(sizes=SIZES, budget=3.0, stream=None):
     report["gpu"] = rt.name
     report["capability"] = list(rt.capability)
     report["torch"] = torch.__version__ if torch is not None else None
-    bar = Progress(len(sizes) * (len(ladder.TIERS) + 1 + (torch is not None)), "cuda-ladder", stream=stream)
+    steps = len(ladder.TIERS) + 1 + (torch is not None) + 3 + 2 * (torch is not None)
+    bar = Progress(len(sizes) * steps, "cuda-ladder", stream=stream)
     done = 0
     for n in sizes:
         rng = cupy.random.default_rng(n)
@@ -82,12 +124,13 @@ def measure(sizes=SIZES, budget=3.0, stream=None):
         ref = ladder.cublas(a, b)
         scale = float(cupy.abs(ref).max())
         out = cupy.empty_like(ref)
-        rows = [{"size": n, "label": "cuBLAS (CuPy)", "kind": "peer", "error": 0.0,
+        rows = [{"size": n, "label": "cuBLAS (CuPy)", "dtype": "float32", "kind": "peer", "error": 0.0,
                  "seconds": _best(lambda: cupy.matmul(a, b, out=out), rt.stream, budget)}]
         done += 1
         bar.update(done, now=f"cuBLAS {n}")
         for tier in ladder.TIERS:
-            row = {"size": n, "label": tier, "kind": "tier", "error": None, "seconds": None}
+            row = {"size": n, "label": tier, "dtype": "float32", "kind": "tier", "error": None,
+                   "seconds": None}
             if ladder.fits(tier, n, n, n, a, b, out):  # the float4 tiers need n a multiple of 4
                 ladder.sgemm(tier, a, b, out)
                 row["error"] = float(cupy.abs(out - ref).max()) / scale
@@ -103,14 +146,20 @@ def measure(sizes=SIZES, budget=3.0, stream=None):
             with torch.cuda.stream(ts):
                 tref = torch.as_tensor(ref, device="cuda")
                 error = float((ta @ tb - tref).abs().max()) / scale
-                rows.append({"size": n, "label": "PyTorch CUDA", "kind": "peer", "error": error,
+                rows.append({"size": n, "label": "PyTorch CUDA", "dtype": "float32", "kind": "peer",
+                             "error": error,
                              "seconds": _best(lambda: ta @ tb, rt.stream, budget)})
             done += 1
             bar.update(done, now=f"PyTorch {n}")
-        peer = rows[0]["seconds"]
-        for r in rows:
-            r["gflops"] = flops / r["seconds"] / 1e9 if r["seconds"] else None
-            r["of_cublas"] = peer / r["seconds"] if r["seconds"] else None
+        rows += _two_byte_rows(ladder, rt, torch, a, b, n, budget)
+        done += 3 + 2 * (torch is not None)
+        bar.update(done, now=f"tensor cores {n}")
+        for dtype in ("float32", "float16"):  # each row against cuBLAS in its own dtype
+            peer = next(r["seconds"] for r in rows if r["label"] == "cuBLAS (CuPy)" and r["dtype"] == dtype)
+            for r in rows:
+                if (r["dtype"] == "float32") == (dtype == "float32"):
+                    r["gflops"] = flops / r["seconds"] / 1e9 if r["seconds"] else None
+                    r["of_cublas"] = peer / r["seconds"] if r["seconds"] else None
         report["rows"] += rows
     return report
 
@@ -118,15 +167,18 @@ def measure(sizes=SIZES, budget=3.0, stream=None):
 def markdown(report):
     if not report["available"]:
         return f"CUDA SGEMM ladder: not measured: {report['reason']}"
-    lines = [f"CUDA SGEMM ladder on {report['gpu']} (compute capability "
-             f"{'.'.join(map(str, report['capability']))}), float32, {report['created']}; each tier "
-             f"checked against cuBLAS (max error / max |C|, at most {TOLERANCE:g}).", ""]
-    head = ["size", "kernel", "time", "GFLOP/s", "of cuBLAS", "error"]
+    lines = [f"CUDA GEMM ladder on {report['gpu']} (compute capability "
+             f"{'.'.join(map(str, report['capability']))}), {report['created']}: the float32 tiers "
+             f"checked against cuBLAS (max error / max |C|, at most {TOLERANCE:g}); the 2-byte floats "
+             f"against a float32 product of the rounded operands (at most {TOLERANCE_HALF:g}), "
+             f"their speed against cuBLAS's float16.", ""]
+    head = ["size", "dtype", "kernel", "time", "GFLOP/s", "of cuBLAS", "error"]
     body = []
     for r in report["rows"]:
         ok = r["seconds"] is not None
         time_cell = f"{r['seconds'] * 1e3:.3g} ms" if ok else ("n/a" if r["error"] is None else "WRONG")
-        body.append([str(r["size"]), r["label"], time_cell, f"{r['gflops']:.4g}" if ok else "—",
+        body.append([str(r["size"]), r.get("dtype", "float32"), r["label"], time_cell,
+                     f"{r['gflops']:.4g}" if ok else "—",
                      f"{r['of_cublas']:.0%}" if ok else "—",
                      "—" if r["error"] is None else f"{r['error']:.1e}"])
     widths = [max(len(h), *(len(row[i]) for row in body)) for i, h in enumerate(head)]

@@ -13,9 +13,8 @@ from ..device import DeviceError
 from .runtime import is_available, runtime, unavailable_reason
 
 # what a program cannot do with tensors on this device (a stage's LACKS, per device):
-# share them through DLPack (not implemented here) or the buffer protocol (device memory),
-# or hold the 2-byte floats (its kernels take float32 and float64)
-LACKS = frozenset({"dlpack", "buffer_protocol", "float16", "bfloat16"})
+# share them through DLPack (not implemented here) or the buffer protocol (device memory)
+LACKS = frozenset({"dlpack", "buffer_protocol"})
 
 
 class CudaUnavailableError(DeviceError, AssertionError):
@@ -49,8 +48,11 @@ def init():
 
 
 def is_bf16_supported(including_emulation=True):
-    """False: this device has no bfloat16 kernels."""
-    return False
+    """Whether bfloat16 runs here: on any usable GPU (computed in float32), and on its
+    tensor cores from compute capability 8.0, which ``including_emulation=False`` asks for."""
+    if not is_available():
+        return False
+    return including_emulation or runtime().capability >= (8, 0)
 
 
 def get_arch_list():

@@ -7,6 +7,7 @@ from stage0_python.vocabulary import BOOL_RESULT
 
 from ..dtypes import bool_
 from .kernels import CTYPE
+from .memory import bfloat16_bits
 from .runtime import BLOCK, runtime
 
 _FLOAT_UNARY = {
@@ -40,7 +41,8 @@ _BOOL_BINARY = dict(_COMPARE, add="Add", mul="Mul", maximum="Maximum", minimum="
 
 # each kind's dtypes, and its tables by arity, named by the vocabulary's op names
 # (common_tests/test_vocabulary.py checks them)
-_KINDS = {"float": ("float32", "float64"), "int": ("int32", "int64"), "bool": ("bool",)}
+_KINDS = {"float": ("float32", "float64", "float16", "bfloat16"), "int": ("int32", "int64"),
+          "bool": ("bool",)}
 TABLES = {("float", 1): _FLOAT_UNARY, ("int", 1): _INT_UNARY, ("bool", 1): _BOOL_UNARY,
            ("float", 2): _FLOAT_BINARY, ("int", 2): _INT_BINARY, ("bool", 2): _BOOL_BINARY}
 
@@ -96,7 +98,11 @@ class ElementwiseKernels:
         """elementwise.cu's fill over the new buffer ``out``, the value passed in memory."""
         rt = runtime()
         if out.numel:
-            v = rt.upload(rt.np.array([value]).astype(out.array.dtype), out.array.dtype)
+            host = rt.np.array([value])
+            if out.dtype.name == "bfloat16":
+                host = bfloat16_bits(rt.np, host)
+            host = host.astype(out.array.dtype)
+            v = rt.upload(host, out.array.dtype)
             rt.launch("fill", f"fill<{out.ctype}>", -(-out.numel // BLOCK), BLOCK,
                       [out.array[out.offset:], out.numel, v])
 

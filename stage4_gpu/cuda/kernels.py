@@ -39,8 +39,10 @@ KERNELS = {
     "put": Kernel("put", _P + ("ptr", "ptr", "ptr")),
     "unfold": Kernel("unfold", _P + ("ptr", "ptr")),
     "fold": Kernel("fold", _P + ("ptr", "ptr")),
-    # matmul.cu (any dtype, strided) and the float32 ladder
+    # matmul.cu (any dtype, strided), hgemm.cu (the 2-byte floats' tensor-core tier) and the
+    # float32 ladder
     "matmul": Kernel("matmul", _P + ("ptr", "ptr", "ptr")),
+    "hgemm": Kernel("hgemm", _P + ("ptr", "ptr", "ptr")),
     **{name: Kernel("sgemm_ladder", ("i64", "i64", "i64", "ptr", "ptr", "ptr"))
        for name in ("sgemm_naive", "sgemm_coalesced", "sgemm_shared", "sgemm_blocktile_1d",
                     "sgemm_blocktile_2d", "sgemm_vectorized", "sgemm_warptile")},
@@ -55,9 +57,10 @@ KERNELS = {
     "rmsprop_step": Kernel("optim", _P + ("ptr",) * 6),
 }
 
-# dtype name -> the C type of its elements on the device (a bool is one byte, as on the host)
+# dtype name -> the C type of its elements on the device (a bool is one byte, as on the host;
+# the 2-byte floats are common.cuh's structs over their bits)
 CTYPE = {"bool": "bool", "int32": "int", "int64": "long long", "float32": "float",
-         "float64": "double"}
+         "float64": "double", "float16": "half_t", "bfloat16": "bf16_t"}
 
 _INCLUDE = re.compile(r'^#include "([^"]+)"\s*$', re.M)
 _SOURCES = {}

@@ -1,7 +1,8 @@
 """The GPU GEMM ladder: our SGEMM tiers of ``kernels/sgemm_ladder.cu`` (the kernel file
-says what each tier changes) and how each is launched, plus cuBLAS through CuPy as the
-peer. ``sgemm(tier, a, b)`` multiplies two float32 CuPy arrays (a batch of row-major
-matrices, ``(..., M, K) @ (..., K, N)``) with one tier; ``stagegrad cuda-ladder`` and
+says what each tier changes) and how each is launched, the 2-byte floats' tensor-core
+kernel (``hgemm``), and cuBLAS through CuPy as the peer. ``sgemm(tier, a, b)`` multiplies
+two float32 CuPy arrays (a batch of row-major matrices, ``(..., M, K) @ (..., K, N)``)
+with one tier; ``stagegrad cuda-ladder`` and
 ``benchmarks/bench_cuda.py`` time every tier against cuBLAS and check each result
 against it.
 """
@@ -59,6 +60,21 @@ def sgemm(tier, a, b, out=None):
         part = min(MAX_GRID_YZ, count - start)
         rt.launch_grid(t.kernel, t.kernel, (grid_x, grid_y, part), t.block + (1,),
                        [m, n, k, a2[start:], b2[start:], c2[start:]])
+    return out
+
+
+HGEMM_THREADS, HGEMM_TILE = 128, 64  # hgemm.cu's HG_THREADS and HG_TILE
+
+
+def hgemm(a, b, out, ctype="half_t"):
+    """``a @ b`` on the tensor cores (``kernels/hgemm.cu``) for contiguous (count, M, K) and
+    (count, K, N) CuPy arrays of float16, or of bfloat16 bits (uint16) with ``ctype``
+    ``bf16_t``, into ``out`` (count, M, N); float32 accumulation, any sizes."""
+    rt = runtime()
+    count, m, k = a.shape
+    n = b.shape[-1]
+    tiles = count * -(-m // HGEMM_TILE) * -(-n // HGEMM_TILE)
+    rt.launch("hgemm", f"hgemm<{ctype}>", tiles, HGEMM_THREADS, [rt.params([m, k, n, count]), out, a, b])
     return out
 
 

@@ -3,9 +3,10 @@ CuPy's caching pool, back to it when the array dies), shared by every view of it
 ``Memory`` is the driver's part that allocates, uploads and downloads
 (``gpu/driver.py``).
 
-Element types: bool (one byte, as on the host), int32, int64, float32 and float64, each
-the C type ``kernels.CTYPE`` names: unlike WGSL, CUDA has 64-bit floats, so float64
-tensors live on this device. NumPy is the transfer format, never the engine.
+Element types: bool (one byte, as on the host), int32, int64, float16, bfloat16, float32
+and float64, each the C type ``kernels.CTYPE`` names: unlike WGSL, CUDA has 64-bit floats,
+so float64 tensors live on this device, and the 2-byte floats are stored as their bits.
+NumPy is the transfer format, never the engine.
 """
 from ..capabilities import CapabilityError
 from .kernels import CTYPE
@@ -23,8 +24,17 @@ class Storage:
 
 
 def _numpy(dtype):
-    """The NumPy dtype of ``dtype``'s elements (CuPy arrays are typed by it)."""
-    return runtime().np.dtype(dtype.name)
+    """The NumPy dtype of ``dtype``'s elements (CuPy arrays are typed by it): a bfloat16
+    array holds its bits as uint16, NumPy having no bfloat16."""
+    return runtime().np.dtype("uint16" if dtype.name == "bfloat16" else dtype.name)
+
+
+def bfloat16_bits(np, values):
+    """float32 ``values`` narrowed to bfloat16 bits, as common.cuh's float_to_bf16_bits
+    does on the device (to nearest even, a NaN kept quiet)."""
+    u = np.asarray(values, dtype=np.float32).reshape(-1).view(np.uint32).astype(np.uint64)
+    rounded = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+    return np.where((u & 0x7FFFFFFF) > 0x7F800000, ((u >> 16) | 0x40).astype(np.uint16), rounded)
 
 
 class Memory:

@@ -7,9 +7,14 @@ _OPS = {"sum": "Sum", "prod": "Prod", "max": "Max", "min": "Min", "any": "Any", 
 _THREADS = 256  # reduce.cu's REDUCE_THREADS
 
 
+# a sum's or product's accumulator where wider than the element: double for float32, as the
+# CPU stages keep it; float for the 2-byte floats, as PyTorch
+_WIDER = {"float": "double", "half_t": "float", "bf16_t": "float"}
+
+
 def _accumulator(op, out_ctype):
-    """The accumulator's C type: double for a float32 sum or product, as the CPU keeps it."""
-    return "double" if op in ("sum", "prod") and out_ctype == "float" else out_ctype
+    """The accumulator's C type (``_WIDER``'s for a sum or a product)."""
+    return _WIDER.get(out_ctype, out_ctype) if op in ("sum", "prod") else out_ctype
 
 
 class ReduceKernels:

@@ -11,6 +11,9 @@ offsets travel as one small int64 array on the device (``p``), as the webgpu dev
 parameter buffer does. The host does not wait for a launch; it waits where it reads a
 value back (``download``) or asks to (``synchronize``).
 """
+import hashlib
+import os
+
 from ..device import DeviceError
 from ..gpu.opening import Opening
 from .kernels import KERNELS, source
@@ -18,6 +21,9 @@ from .kernels import KERNELS, source
 BLOCK = 256  # threads per block of the one-thread-per-element kernels
 MAX_BLOCKS = 1 << 20  # blocks per launch; the kernels loop (grid-stride) past this
 PARAMS_KEPT = 4096  # parameter arrays kept on the device (a few hundred KiB at most)
+# compiled kernels, keyed by everything that shapes the binary (see Runtime._compile)
+CACHE = os.environ.get("STAGEGRAD_CUDA_CACHE",
+                       os.path.join(os.path.expanduser("~"), ".cache", "stagegrad", "cuda-kernels"))
 
 
 class Runtime:
@@ -44,7 +50,7 @@ class Runtime:
         # a blocking stream: work queued on the legacy default stream (by another thread,
         # or by a library) stays ordered with ours
         self.stream = cupy.cuda.Stream(non_blocking=False)
-        self._modules = {}  # (file, name expression) -> the compiled kernel
+        self._modules = {}  # (kernel, name expression) -> (its module, the compiled kernel)
         self._params = {}  # a launch's parameters (tuple) -> their device array (params())
         self.launches = 0
         self._probe()
@@ -111,11 +117,45 @@ class Runtime:
         key = (kernel, instance)
         fn = self._modules.get(key)
         if fn is None:
-            module = self.cp.RawModule(code=source(KERNELS[kernel].file), options=OPTIONS,
-                                       name_expressions=[instance])
-            fn = module.get_function(instance)
-            self._modules[key] = fn
-        return fn
+            binary, lowered = self._compile(source(KERNELS[kernel].file), instance)
+            module = self.cp.cuda.function.Module()
+            module.load(binary)
+            fn = self._modules[key] = (module, module.get_function(lowered))
+        return fn[1]
+
+    def _compile(self, code, instance):
+        """NVRTC's binary of ``code`` and the lowered name of ``instance`` in it, from the
+        on-disk cache (``CACHE``) when this source, instance, GPU and compiler built it
+        before. NVRTC is called directly: CuPy's ``RawModule`` appends ``-ftz=true`` to the
+        caller's options, which flushes float32 subnormals to zero (found on an H200)."""
+        digest = hashlib.sha256(repr((code, OPTIONS, instance, self.capability, self.cp.__version__,
+                                      self._nvrtc_version())).encode()).hexdigest()
+        path = os.path.join(CACHE, digest)
+        try:
+            with open(path, "rb") as f:
+                lowered, binary = f.read().split(b"\n", 1)
+            return binary, lowered.decode()
+        except (OSError, ValueError):
+            pass
+        binary, mapping = self.cp.cuda.compiler.compile_using_nvrtc(code, options=OPTIONS,
+                                                                    name_expressions=[instance])
+        lowered = (mapping or {}).get(instance, instance)
+        try:  # each process writes its own file, then renames it: workers may compile at once
+            os.makedirs(CACHE, exist_ok=True)
+            with open(f"{path}.{os.getpid()}", "wb") as f:
+                f.write(lowered.encode() + b"\n" + (binary if isinstance(binary, bytes) else binary.encode()))
+            os.replace(f"{path}.{os.getpid()}", path)
+        except OSError:  # a read-only home: compile again next time
+            pass
+        return binary, lowered
+
+    def _nvrtc_version(self):
+        """NVRTC's version, part of the cache key (a new compiler rebuilds)."""
+        try:
+            from cupy_backends.cuda.libs import nvrtc
+            return nvrtc.getVersion()
+        except (ImportError, AttributeError):  # the host emulation
+            return None
 
     def params(self, values):
         """The int64 parameter array ``p`` of a launch, on the device. A training loop

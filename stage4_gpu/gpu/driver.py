@@ -13,14 +13,15 @@ class Driver:
 
     Attributes: ``name`` (the device type), ``device`` (its ``device`` object), ``offsets``
     (whether a kernel can take a buffer from a view's offset: CUDA passes a pointer, WebGPU
-    binds whole buffers), ``has_sgemm`` (a dense float32 matmul engine), ``fused_dtypes``
+    binds whole buffers), ``dense_dtypes`` (the dtypes a dense matmul engine multiplies, by
+    name), ``fused_dtypes``
     (the dtypes a fused kernel is written for, by name; float32 where unnamed) and
     ``dlpack_refusal`` (why ``__dlpack__`` is refused)."""
 
     name = None
     device = None
     offsets = False
-    has_sgemm = False
+    dense_dtypes = frozenset()
     fused_dtypes = {}
     dlpack_refusal = None
 
@@ -150,6 +151,6 @@ class Driver:
         operand's offset, batch stride, row and column strides."""
         self._missing()
 
-    def sgemm(self, out, a, b, sizes):
-        """The dense float32 engine (where ``has_sgemm``): contiguous a and b."""
+    def dense(self, out, a, b, sizes):
+        """The dense engine (for ``dense_dtypes``): contiguous a and b."""
         self._missing()

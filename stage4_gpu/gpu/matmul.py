@@ -1,12 +1,11 @@
 """``matmul`` on a device over a batch of products (batch dims already equal, as the
 primitive's contract says).
 
-The routing, decided once here: float32 goes to the driver's dense engine where it has
-one (CUDA's SGEMM ladder), after making the operands contiguous; everything else to the
+The routing, decided once here: the dtypes of the driver's dense engine (CUDA's: float32,
+float16, bfloat16) go to it, after making the operands contiguous; everything else to the
 driver's strided kernel, which reads each operand through its strides, and needs only
 that its batch dims be walked with one stride.
 """
-from ..dtypes import float32
 from .movement import contiguous
 
 
@@ -31,8 +30,8 @@ def matmul(a, b):
         a.driver.fill(out, 0)
         return out
     sizes = (n, k, m, out.numel // (n * m))
-    if a.dtype is float32 and a.driver.has_sgemm:
-        a.driver.sgemm(out, contiguous(a), contiguous(b), sizes)
+    if a.dtype.name in a.driver.dense_dtypes:
+        a.driver.dense(out, contiguous(a), contiguous(b), sizes)
         return out
     a, sa = _batched(a)
     b, sb = _batched(b)

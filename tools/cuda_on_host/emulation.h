@@ -23,6 +23,8 @@ static thread_local dim3 threadIdx;
 static std::barrier<>* block_barrier = nullptr;
 inline void __syncthreads() { if (block_barrier) block_barrier->arrive_and_wait(); }
 inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
+inline float __uint_as_float(unsigned i) { float f; std::memcpy(&f, &i, 4); return f; }
+inline unsigned __float_as_uint(float f) { unsigned i; std::memcpy(&i, &f, 4); return i; }
 inline double __longlong_as_double(long long i) { double f; std::memcpy(&f, &i, 8); return f; }
 struct alignas(16) float4 { float x, y, z, w; };
 

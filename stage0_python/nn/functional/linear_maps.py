@@ -12,13 +12,14 @@ from ...tensor import Tensor
 
 def linear(input, weight, bias=None):
     """``input @ weight.T + bias`` over the last dimension of ``input``."""
-    input, weight, bias = _lower(input, weight, bias)
     return _linear(input, weight, bias, None)
 
 
 def _linear(input, weight, bias, act):
     """``linear`` then ``act`` (None, "relu", "gelu" or "gelu_tanh"): one fused Function where the
-    backend offers it for these operands, else the composite."""
+    backend offers it for these operands, else the composite. Under autocast the operands
+    are lowered here, so ``nn.Linear`` is cast as ``F.linear`` is."""
+    input, weight, bias = _lower(input, weight, bias)
     if weight.ndim != 2:
         raise ShapeError(f"linear: weight must be 2-D (out_features, in_features), got shape "
                          f"{tuple(weight.shape)}")

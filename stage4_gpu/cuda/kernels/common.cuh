@@ -24,9 +24,73 @@ __device__ __forceinline__ i64 offset_of(i64 i, int nd, const i64* sizes, const 
   return offset;
 }
 
+// ---------------------------------------------------------------- 2-byte floats
+// float16 and bfloat16 are stored as their bits and computed in float32, as PyTorch does:
+// each converts to float implicitly and from any number (rounding to nearest even), so
+// the kernels' templates take them as they take float. On the GPU the conversions are
+// PTX's cvt (subnormals kept: no -ftz); the host emulation uses the compiler's _Float16.
+#ifdef __CUDA_ARCH__
+__device__ __forceinline__ float half_bits_to_float(unsigned short h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
+__device__ __forceinline__ unsigned short float_to_half_bits(float f) {
+  unsigned short h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+#else
+__device__ __forceinline__ float half_bits_to_float(unsigned short h) {
+  _Float16 v;
+  __builtin_memcpy(&v, &h, 2);
+  return (float)v;
+}
+__device__ __forceinline__ unsigned short float_to_half_bits(float f) {
+  _Float16 v = (_Float16)f;
+  unsigned short h;
+  __builtin_memcpy(&h, &v, 2);
+  return h;
+}
+#endif
+// bfloat16 is float32's top half: widening is a shift; narrowing rounds to nearest even
+// and keeps a NaN quiet (0x7fc0 and its sign, as PyTorch)
+__device__ __forceinline__ float bf16_bits_to_float(unsigned short b) {
+  return __uint_as_float((unsigned)b << 16);
+}
+__device__ __forceinline__ unsigned short float_to_bf16_bits(float f) {
+  const unsigned u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);
+  return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+#define TWO_BYTE_FLOAT(NAME, TO_FLOAT, FROM_FLOAT)                                              \
+  struct NAME {                                                                                 \
+    unsigned short bits;                                                                        \
+    NAME() = default; /* trivial: __shared__ arrays of it need no constructor */                \
+    template <typename S> __device__ NAME(S v) : bits(FROM_FLOAT((float)v)) {}                  \
+    static __device__ NAME of_bits(unsigned short b) { NAME r; r.bits = b; return r; }          \
+    __device__ operator float() const { return TO_FLOAT(bits); }                                \
+    __device__ NAME& operator+=(float v) { return *this = NAME((float)*this + v); }             \
+    __device__ NAME& operator-=(float v) { return *this = NAME((float)*this - v); }             \
+    __device__ NAME& operator*=(float v) { return *this = NAME((float)*this * v); }             \
+    __device__ NAME& operator/=(float v) { return *this = NAME((float)*this / v); }             \
+  };
+TWO_BYTE_FLOAT(half_t, half_bits_to_float, float_to_half_bits)
+TWO_BYTE_FLOAT(bf16_t, bf16_bits_to_float, float_to_bf16_bits)
+
+// what a product or a sum of T accumulates in: float for the 2-byte floats, T otherwise
+template <typename T> struct acc_of { typedef T type; };
+template <> struct acc_of<half_t> { typedef float type; };
+template <> struct acc_of<bf16_t> { typedef float type; };
+
 template <typename T> struct is_float { static constexpr bool value = false; };
 template <> struct is_float<float> { static constexpr bool value = true; };
 template <> struct is_float<double> { static constexpr bool value = true; };
+template <> struct is_float<half_t> { static constexpr bool value = true; };
+template <> struct is_float<bf16_t> { static constexpr bool value = true; };
+template <typename T> struct is_half { static constexpr bool value = false; };
+template <> struct is_half<half_t> { static constexpr bool value = true; };
 template <typename T> struct is_bool { static constexpr bool value = false; };
 template <> struct is_bool<bool> { static constexpr bool value = true; };
 
@@ -39,6 +103,14 @@ template <> struct limits<float> {
 template <> struct limits<double> {
   static __device__ double lowest() { return __longlong_as_double(0xfff0000000000000ULL); }
   static __device__ double highest() { return __longlong_as_double(0x7ff0000000000000ULL); }
+};
+template <> struct limits<half_t> {
+  static __device__ half_t lowest() { return half_t::of_bits(0xfc00); }  // -inf
+  static __device__ half_t highest() { return half_t::of_bits(0x7c00); }
+};
+template <> struct limits<bf16_t> {
+  static __device__ bf16_t lowest() { return bf16_t::of_bits(0xff80); }
+  static __device__ bf16_t highest() { return bf16_t::of_bits(0x7f80); }
 };
 template <> struct limits<int> {
   static __device__ int lowest() { return -2147483647 - 1; }

@@ -6,13 +6,14 @@
 // types, where C++ defines the wrap.
 #pragma once
 
-// a float function of either width: NAME(x) picks the float or the double libm call
+// a float function of any width: NAME(x) picks the float or the double libm call (the
+// 2-byte floats compute in float, as PyTorch)
 #define MATH1(NAME, F32, F64) \
   template <typename T> __device__ __forceinline__ T NAME(T x) { \
-    if constexpr (sizeof(T) == 4) return F32(x); else return F64(x); }
+    if constexpr (sizeof(T) <= 4) return F32(x); else return F64(x); }
 #define MATH2(NAME, F32, F64) \
   template <typename T> __device__ __forceinline__ T NAME(T a, T b) { \
-    if constexpr (sizeof(T) == 4) return F32(a, b); else return F64(a, b); }
+    if constexpr (sizeof(T) <= 4) return F32(a, b); else return F64(a, b); }
 MATH1(m_exp, expf, exp) MATH1(m_log, logf, log) MATH1(m_sqrt, sqrtf, sqrt)
 MATH1(m_sin, sinf, sin) MATH1(m_cos, cosf, cos) MATH1(m_tan, tanf, tan)
 MATH1(m_tanh, tanhf, tanh) MATH1(m_erf, erff, erf) MATH1(m_erfc, erfcf, erfc)
@@ -160,7 +161,7 @@ struct FloorDiv {
       const T m = m_fmod(a, b);
       T d = (a - m) / b;
       if (m != T(0) && ((b < T(0)) != (m < T(0)))) d -= T(1);
-      if (d == T(0)) return m_copysign(T(0), a / b);
+      if (d == T(0)) return m_copysign(T(0), T(a / b));
       T fl = m_floor(d);
       if (d - fl > T(0.5)) fl += T(1);
       return fl;
@@ -184,7 +185,12 @@ struct Pow {
   template <typename T> static __device__ T f(T a, T b) {
     if constexpr (is_float<T>::value) {
       // the square root is correctly rounded, CUDA's pow is not (up to 2 ulp): x ** 0.5 is
-      // common, and the CPU stages give the rounded root; pow's rules at -0 and -inf kept
+      // common, and the CPU stages give the rounded root; pow's rules at -0 and -inf kept.
+      // Likewise x ** 1, x ** 2 and x ** -1 are exact or rounded once (CUDA's pow(3.0, 1.0)
+      // is not 3, nor is its pow(3.0, -1.0) the rounded third)
+      if (b == T(1)) return a;
+      if (b == T(2)) return a * a;
+      if (b == T(-1)) return T(1) / a;
       if (b == T(0.5)) return a == T(0) ? T(0) : a == limits<T>::lowest() ? limits<T>::highest() : m_sqrt(a);
       return m_pow(a, b);
     } else {

@@ -25,14 +25,16 @@ __global__ void matmul(const i64* __restrict__ p, T* __restrict__ out, const T* 
     const i64 row = (rest / tiles_m) * MM_TILE + ty, col = (rest % tiles_m) * MM_TILE + tx;
     const T* ab = a + p[4] + batch * p[5];
     const T* bb = b + p[8] + batch * p[9];
-    T acc = T(0);
+    typename acc_of<T>::type acc = 0;  // float for the 2-byte floats
     for (i64 k0 = 0; k0 < k; k0 += MM_TILE) {
       as[ty][tx] = (row < n && k0 + tx < k) ? ab[row * p[6] + (k0 + tx) * p[7]] : T(0);
       bs[ty][tx] = (k0 + ty < k && col < m) ? bb[(k0 + ty) * p[10] + col * p[11]] : T(0);
       __syncthreads();
-      for (int kk = 0; kk < MM_TILE; kk++) acc = Add::f(acc, Mul::f(as[ty][kk], bs[kk][tx]));
+      for (int kk = 0; kk < MM_TILE; kk++) {
+        acc = Add::f(acc, Mul::f<typename acc_of<T>::type>(as[ty][kk], bs[kk][tx]));
+      }
       __syncthreads();
     }
-    if (row < n && col < m) out[(batch * n + row) * m + col] = acc;
+    if (row < n && col < m) out[(batch * n + row) * m + col] = T(acc);
   }
 }

@@ -21,7 +21,8 @@ import numpy as np
 _HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _CACHE = os.environ.get("STAGEGRAD_CUDA_ON_HOST_CACHE",
                         os.path.join(tempfile.gettempdir(), "stagegrad-cuda-on-host"))
-float32 = np.float32
+float32, float16, uint16, uint32, uint64 = np.float32, np.float16, np.uint16, np.uint32, np.uint64
+__version__ = "0+host-emulation"
 
 
 class ndarray(np.ndarray):
@@ -59,6 +60,10 @@ def asarray(a, dtype=None):
 
 def asnumpy(a):
     return np.array(a)
+
+
+def where(condition, x, y):
+    return _device(np.where(condition, x, y))
 
 
 def abs(a):  # noqa: A001  (CuPy's name)
@@ -135,12 +140,27 @@ cuda = types.SimpleNamespace(
         getDeviceCount=lambda: 1, memGetInfo=lambda: (1 << 30, 1 << 30),
         getDeviceProperties=lambda i: {"name": b"host emulation (tools/cuda_on_host)", "major": 8,
                                        "minor": 0}),
-    Device=_Device, Stream=_Stream, Event=_Event, get_current_stream=lambda: _CURRENT[0],
+    Device=_Device, Stream=_Stream,
+    compiler=types.SimpleNamespace(compile_using_nvrtc=lambda code, options=(), name_expressions=():
+                                   (code.encode(), {n: n for n in name_expressions})),
+    function=types.SimpleNamespace(Module=lambda: _Module()),
+    Event=_Event, get_current_stream=lambda: _CURRENT[0],
     get_elapsed_time=lambda a, b: (b.t - a.t) * 1e3)
 
 # a scalar argument's C type, by its NumPy type (as CuPy passes a scalar's bytes)
 _SCALARS = {np.int64: ctypes.c_longlong, np.float64: ctypes.c_double, np.float32: ctypes.c_float,
             np.int32: ctypes.c_int}
+
+
+class _Module:
+    """CuPy's ``cuda.function.Module``: here the "binary" is the source itself, and each
+    function a one-name ``RawModule``."""
+
+    def load(self, binary):
+        self.code = binary.decode()
+
+    def get_function(self, name):
+        return RawModule(self.code, name_expressions=[name]).get_function(name)
 
 
 class RawModule:
