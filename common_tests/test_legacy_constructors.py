@@ -8,9 +8,11 @@ LEGACY = ("FloatTensor", "DoubleTensor", "LongTensor", "IntTensor", "BoolTensor"
 DATA = ([1, 2], [[1, 2], [3, 4]], [1.7, -2.5], [True, False], [[0.5], [1.5]], (3, 4), [])
 
 
-def _ours_name(sg, torch_name):
-    """PyTorch's ``'torch.FloatTensor'`` spelled for the stage: ``'<stage>.FloatTensor'``."""
-    return torch_name.replace("torch.", f"{sg.__name__}.", 1)
+def _ours_name(ours, torch_name):
+    """What ``ours.type()`` answers where PyTorch's CPU tensor answers ``torch_name``: the same
+    string (programs compare it with ``'torch.FloatTensor'``), with ``cuda.`` on a GPU."""
+    kind = ours.device.type
+    return torch_name if kind == "cpu" else torch_name.replace("torch.", f"torch.{kind}.", 1)
 
 
 @pytest.mark.needs_torch
@@ -19,7 +21,7 @@ def test_tensor_from_data_is_float32_as_torch(sg, data):
     torch = need_torch()
     ours, theirs = sg.Tensor(data), torch.Tensor(data)
     assert_close(ours, theirs)
-    assert ours.type() == _ours_name(sg, theirs.type())
+    assert ours.type() == _ours_name(ours, theirs.type())
     assert not ours.requires_grad
 
 
@@ -32,7 +34,7 @@ def test_tensor_and_legacy_types_from_sizes(sg, args):
     for name in LEGACY:
         ours, theirs = getattr(sg, name)(*args), getattr(torch, name)(*args)
         assert tuple(ours.shape) == tuple(theirs.shape) and str(ours.dtype) == str(theirs.dtype).replace("torch", "stagegrad")
-        assert ours.type() == _ours_name(sg, theirs.type())
+        assert ours.type() == _ours_name(ours, theirs.type())
     assert tuple(sg.Tensor(sg.Size([2, 3])).shape) == tuple(torch.Tensor(torch.Size([2, 3])).shape)
 
 
@@ -43,7 +45,7 @@ def test_legacy_types_from_data(sg, name, data):
     torch = need_torch()
     ours, theirs = getattr(sg, name)(data), getattr(torch, name)(data)
     assert_close(ours, theirs)
-    assert ours.type() == _ours_name(sg, theirs.type())
+    assert ours.type() == _ours_name(ours, theirs.type())
     assert isinstance(ours, getattr(sg, name)) and isinstance(ours, sg.Tensor)
     others = [n for n in LEGACY if n != name]
     assert not any(isinstance(ours, getattr(sg, n)) for n in others)
@@ -102,7 +104,7 @@ def test_type_converts_as_torch(sg):
         assert_close(x.type(getattr(sg, name)), theirs)
         assert_close(x.type(f"torch.{name}"), theirs)  # PyTorch's spelling, kept in ported code
         assert_close(x.type(f"{sg.__name__}.{name}"), theirs)
-        assert x.type(x.type(getattr(sg, name)).type()).type() == _ours_name(sg, theirs.type())
+        assert x.type(x.type(getattr(sg, name)).type()).type() == _ours_name(x, theirs.type())
     assert_close(x.type(sg.float64), tx.type(torch.float64))
     assert (x.type(sg.float32) is x) == (tx.type(torch.float32) is tx)
     for bad in ("float", "torch.HalfishTensor", "numpy.FloatTensor"):

@@ -39,7 +39,7 @@ from array import array
 from stage0_python.vocabulary import BOOL_RESULT
 
 from .capabilities import refusal
-from .dtypes import bool_, float64, int32, int64
+from .dtypes import IntegerPowerError, bool_, float64, int32, int64
 from .memory import track as _track
 from .shapes import check as _check_shape
 
@@ -429,7 +429,7 @@ def _pow(a, b):
 def int_pow(a, b):
     """``a ** b`` on integers, refusing a negative exponent as PyTorch does."""
     if b < 0:
-        raise ValueError("pow: integers to negative integer powers are not allowed")
+        raise IntegerPowerError("pow: integers to negative integer powers are not allowed")
     return a ** b
 
 

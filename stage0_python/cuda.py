@@ -4,13 +4,18 @@ there are no devices, and the calls a program makes unconditionally (seeding, em
 the cache, reading memory counters) succeed and do nothing, while the ones that need a
 GPU raise ``CudaUnavailableError``.
 """
+import sys
+
+from . import cuda_amp as amp
 from .device import DeviceError
+
+sys.modules[__name__ + ".amp"] = amp  # `from torch.cuda.amp import autocast` finds it
 
 __all__ = ["CudaUnavailableError", "is_available", "device_count", "is_initialized", "is_bf16_supported",
            "get_arch_list", "manual_seed", "manual_seed_all", "seed", "seed_all", "empty_cache",
            "memory_allocated", "max_memory_allocated", "memory_reserved", "synchronize", "current_device",
            "set_device", "get_device_name", "get_device_capability", "get_device_properties", "mem_get_info",
-           "init"]
+           "init", "amp"]
 
 
 class CudaUnavailableError(DeviceError, AssertionError):

@@ -27,6 +27,16 @@ _DEFAULT = {0: bool_, 1: int64, 2: float32}
 HALF_NAMES = ("float16", "bfloat16")
 
 
+class IntegerPowerError(ValueError, RuntimeError):
+    """An integer raised to a negative integer power, which PyTorch refuses (a ValueError,
+    and a RuntimeError as PyTorch raises)."""
+
+
+class DTypeMismatchError(TypeError, RuntimeError):
+    """Operands whose dtypes must agree do not (a TypeError, and a RuntimeError as PyTorch
+    raises)."""
+
+
 def compute_in(*names):
     """Make the named-only dtypes ``names`` ones this stage computes in. Each stage runs its
     own copy of this module, so this changes one stage's ``ALL`` and ``LACKING`` only

@@ -20,6 +20,12 @@ from .tensor import Tensor, where
 wrap = Tensor._make
 
 
+def _rows_fused(name, t):
+    """Whether the backend's fused kernel ``name`` takes ``t``: rows need a dimension (a 0-d
+    tensor is one row of one element, which the composite handles)."""
+    return t.ndim > 0 and fused(name, t._data)
+
+
 def _shift(x, dim):
     # a row whose max is infinite becomes NaN (inf - inf), as in PyTorch
     return x - x.amax(dim=dim, keepdim=True)
@@ -28,7 +34,7 @@ def _shift(x, dim):
 class LogSoftmax(Function):
     @staticmethod
     def forward(ctx, x, dim):
-        if fused("log_softmax", x._data):
+        if _rows_fused("log_softmax", x):
             y = wrap(B.log_softmax(x._data, dim))
         else:
             s = _shift(x, dim)
@@ -40,7 +46,7 @@ class LogSoftmax(Function):
     @staticmethod
     def backward(ctx, g):
         (y,) = ctx.saved_tensors
-        if fused("log_softmax", y._data):
+        if _rows_fused("log_softmax", y):
             return wrap(B.softmax_backward(g._data, y._data, ctx.dim, True)), None
         return g - y.exp() * g.sum(dim=ctx.dim, keepdim=True), None
 
@@ -48,7 +54,7 @@ class LogSoftmax(Function):
 class Softmax(Function):
     @staticmethod
     def forward(ctx, x, dim):
-        if fused("softmax", x._data):
+        if _rows_fused("softmax", x):
             y = wrap(B.softmax(x._data, dim))
         else:
             e = _shift(x, dim).exp()
@@ -60,7 +66,7 @@ class Softmax(Function):
     @staticmethod
     def backward(ctx, g):
         (y,) = ctx.saved_tensors
-        if fused("softmax", y._data):
+        if _rows_fused("softmax", y):
             return wrap(B.softmax_backward(g._data, y._data, ctx.dim, False)), None
         return y * (g - (g * y).sum(dim=ctx.dim, keepdim=True)), None
 

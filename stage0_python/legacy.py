@@ -5,15 +5,15 @@ stage that lacks their dtype.
 
 Each is a constructor (``sg.LongTensor([1, 2])`` from data, ``sg.FloatTensor(2, 3)`` as a
 zero-filled shape) and a type that ``isinstance`` checks by dtype, as in PyTorch. Their
-names, as ``Tensor.type()`` returns them, carry the stage's package name:
-``'stage0_python.FloatTensor'`` where PyTorch says ``'torch.FloatTensor'``; ``Tensor.type``
-accepts either spelling back.
+names, as ``Tensor.type()`` returns them, are PyTorch's (``'torch.FloatTensor'``,
+``'torch.cuda.FloatTensor'`` on a GPU), because programs compare them with those strings;
+``Tensor.type`` accepts them back, and with the stage's package name in place of ``torch``.
 """
 from . import dtypes as D
 from .device import check_device
 from .tensor import Tensor, _legacy_buffer, _to_dtype
 
-_STAGE = __name__.rpartition(".")[0]  # this stage's package: the types' names carry it
+_STAGE = __name__.rpartition(".")[0]  # this stage's package: Tensor.type() accepts it for torch
 
 
 class _LegacyType(type):
@@ -58,21 +58,24 @@ BY_DTYPE = {t.dtype: t for t in (FloatTensor, DoubleTensor, LongTensor, IntTenso
                                  BFloat16Tensor, ByteTensor, CharTensor, ShortTensor)}
 
 
-def type_name(dtype):
-    """``Tensor.type()``'s answer for ``dtype``: ``'<stage>.FloatTensor'`` and so on."""
-    return f"{_STAGE}.{BY_DTYPE[dtype].__name__}"
+def type_name(dtype, device_type="cpu"):
+    """``Tensor.type()``'s answer for ``dtype`` on ``device_type``: ``'torch.FloatTensor'``,
+    ``'torch.cuda.FloatTensor'`` and so on, PyTorch's spelling."""
+    return f"torch.{'' if device_type == 'cpu' else device_type + '.'}{BY_DTYPE[dtype].__name__}"
 
 
 def dtype_of(spec):
-    """The dtype a ``Tensor.type(spec)`` argument names: a dtype, a legacy type, or its
-    name with this stage's prefix or ``torch.``."""
+    """The dtype, and the device type or None, that a ``Tensor.type(spec)`` argument names: a
+    dtype, a legacy type, or its name (``'torch.FloatTensor'``, ``'torch.cuda.FloatTensor'``,
+    or with this stage's package name for ``torch``)."""
     if isinstance(spec, _LegacyType):
-        return spec.dtype
+        return spec.dtype, None
     if isinstance(spec, str):
         prefix, _, name = spec.rpartition(".")
+        package, _, device = prefix.partition(".")
         for t in BY_DTYPE.values():
-            if name == t.__name__ and prefix in (_STAGE, "torch"):
-                return t.dtype
-        raise ValueError(f"invalid type: {spec!r} (expected e.g. '{_STAGE}.FloatTensor' or "
-                         f"'torch.FloatTensor')")
-    return spec
+            if name == t.__name__ and package in (_STAGE, "torch") and device in ("", "cuda"):
+                return t.dtype, device or "cpu"
+        raise ValueError(f"invalid type: {spec!r} (expected e.g. 'torch.FloatTensor', "
+                         f"'torch.cuda.FloatTensor' or '{_STAGE}.FloatTensor')")
+    return spec, None

@@ -427,14 +427,15 @@ class Tensor(TensorCore, ContractionMethods, MathMethods, RearrangingMethods, Sa
         return t.clone() if copy and t is self else t
 
     def type(self, dtype=None):
-        """Without an argument, the legacy type name: ``'<stage>.FloatTensor'`` (PyTorch
-        says ``'torch.FloatTensor'``; the stage's package name stands for ``torch`` here).
-        With one, this tensor converted to it: a dtype, a legacy type (``sg.LongTensor``) or
-        a type name in either spelling (``'torch.LongTensor'``)."""
+        """Without an argument, the legacy type name, in PyTorch's spelling, which programs
+        compare with: ``'torch.FloatTensor'`` (``'torch.cuda.FloatTensor'`` on a GPU). With
+        one, this tensor converted to it: a dtype, a legacy type (``sg.LongTensor``) or a
+        type name (``'torch.LongTensor'``, or with the stage's package name for ``torch``)."""
         from . import legacy  # here, not at the top: legacy.py builds on this module
         if dtype is None:
-            return legacy.type_name(self.dtype)
-        return self.to(legacy.dtype_of(dtype))
+            return legacy.type_name(self.dtype, self.device.type)
+        dtype, device = legacy.dtype_of(dtype)
+        return self.to(dtype) if device is None else self.to(device=device, dtype=dtype)
 
     def float(self):
         """``self.to(float32)``; see torch.Tensor.float."""
@@ -480,6 +481,22 @@ class Tensor(TensorCore, ContractionMethods, MathMethods, RearrangingMethods, Sa
     def cpu(self):
         """This tensor on the CPU (itself when it is there already)."""
         return self.to("cpu")
+
+    def pin_memory(self, device=None):
+        """See torch.Tensor.pin_memory: a copy in page-locked host memory, for faster copies to
+        a GPU. As on a CPU-only PyTorch, a RuntimeError where the stage has no usable GPU; with
+        one, a copy of this CPU tensor (host memory is not page-locked here, so the copy is
+        ordinary memory: the transfers it would speed up cost what they cost)."""
+        from . import cuda  # here: the stage's own, and not every stage has a GPU
+        if not cuda.is_available():
+            raise RuntimeError("Cannot access accelerator device when none is available.")
+        if self.device.type != "cpu":
+            raise RuntimeError(f"cannot pin '{self.type()}' only dense CPU tensors can be pinned")
+        return self.clone()
+
+    def is_pinned(self, device=None):
+        """See torch.Tensor.is_pinned: False, host memory is never page-locked here."""
+        return False
 
     def cuda(self, device=None, non_blocking=False):
         """This tensor on the CUDA device (``device``: an index, a string or a device), as
@@ -1120,7 +1137,8 @@ class Tensor(TensorCore, ContractionMethods, MathMethods, RearrangingMethods, Sa
     def view(self, *shape):
         """``reshape`` that must not copy: an error where the strides do not allow it.
         ``view(dtype)`` reinterprets the bits, as PyTorch's (see ``view_dtype``)."""
-        if len(shape) == 1 and (isinstance(shape[0], D.DType) or shape[0] in D.BY_NAME):
+        if len(shape) == 1 and (isinstance(shape[0], D.DType)
+                                or (isinstance(shape[0], str) and shape[0] in D.BY_NAME)):  # not a list
             return self._view_dtype(_to_dtype(shape[0], "view"))
         out = self.reshape(*shape)
         # a copy standing for a view (stage 0) is viewable exactly where PyTorch's view is
@@ -1390,6 +1408,9 @@ class Tensor(TensorCore, ContractionMethods, MathMethods, RearrangingMethods, Sa
         Returns the dim, normalised."""
         d = self._dim(dim, op)
         indexing.check_index_tensor(index, op)
+        if isinstance(src, Tensor) and src.dtype is not self.dtype:  # in PyTorch's words
+            raise D.DTypeMismatchError(f"scatter(): Expected self.dtype to be equal to src.dtype ({op}: "
+                                       f"self is {self.dtype.name}, src {src.dtype.name})")
         operands = (("input", self), ("src", src)) if src is not None else (("input", self),)
         ishape = tuple(index.shape) or (1,)
         for name, t in operands:

@@ -114,7 +114,7 @@ class TensorCore:
         ta = a.to(dtype) if isinstance(a, TensorCore) else self._scalar(a, dtype)
         tb = b.to(dtype) if isinstance(b, TensorCore) else self._scalar(b, dtype)
         if op == "pow" and not dtype.is_floating_point and (tb < 0).any():
-            raise ValueError("pow: integers to negative integer powers are not allowed")
+            raise D.IntegerPowerError("pow: integers to negative integer powers are not allowed")
         if fn is None:  # not differentiable
             return _Tensor._make(B.binary(op, ta._data, tb._data, dtype))
         return fn.apply(ta, tb)

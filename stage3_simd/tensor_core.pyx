@@ -172,6 +172,8 @@ cdef inline bint _keeps_dtype(int code, str op) noexcept:
 cdef object binary(TensorCore self, object other, str op, object fn, bint reverse):
     cdef TensorCore a, b
     cdef Buffer x = self._data
+    if op == "pow" and x.code < FLOAT32:  # an integer power: the reference's check of the exponent
+        return _general(self, other, op, fn, reverse)
     if isinstance(other, TensorCore):
         if (<TensorCore>other)._data.dtype is x.dtype and _keeps_dtype(x.code, op):
             a, b = (other, self) if reverse else (self, other)
@@ -210,5 +212,5 @@ cdef object _general(TensorCore self, object other, str op, object fn, bint reve
     ta = a.to(dtype) if isinstance(a, TensorCore) else make(_full((), a, dtype))
     tb = b.to(dtype) if isinstance(b, TensorCore) else make(_full((), b, dtype))
     if op == "pow" and not dtype.is_floating_point and (tb < 0).any():
-        raise ValueError("pow: integers to negative integer powers are not allowed")
+        raise D.IntegerPowerError("pow: integers to negative integer powers are not allowed")
     return _run(op, fn, ta, tb)

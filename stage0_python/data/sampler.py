@@ -31,6 +31,9 @@ class SequentialSampler(Sampler):
         return len(self.data_source)
 
 
+_CHUNK = 32  # draws with replacement made at once (PyTorch's chunk too)
+
+
 class RandomSampler(Sampler):
     """Indices in random order.
 
@@ -61,8 +64,9 @@ class RandomSampler(Sampler):
     def __iter__(self):
         n, total = len(self.data_source), self.num_samples
         gen = self.generator or R.default_generator
-        if self.replacement:
-            yield from creation.randint(0, n, (total,), generator=gen).tolist()
+        if self.replacement:  # drawn lazily, a chunk at a time as PyTorch does: num_samples may be huge
+            for start in range(0, total, _CHUNK):
+                yield from creation.randint(0, n, (min(_CHUNK, total - start),), generator=gen).tolist()
             return
         for _ in range(total // n):
             yield from creation.randperm(n, generator=gen).tolist()

@@ -95,6 +95,11 @@ class BatchNorm2d(_BatchNorm):
     _dims = (4,)
 
 
+class BatchNorm3d(_BatchNorm):
+    """Input (N, C, D, H, W)."""
+    _dims = (5,)
+
+
 def _shape_tuple(normalized_shape):
     if isinstance(normalized_shape, numbers.Integral):
         return (int(normalized_shape),)

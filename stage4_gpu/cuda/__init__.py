@@ -9,6 +9,8 @@ does (not available, no devices, the calls that need a GPU refused with
 ``CudaUnavailableError``), and ``unavailable_reason()`` says why. One GPU is used: device
 0, written ``"cuda"`` or ``"cuda:0"``.
 """
+import importlib
+
 from ..device import DeviceError
 from .runtime import is_available, runtime, unavailable_reason
 
@@ -147,4 +149,12 @@ __all__ = ["LACKS", "CudaUnavailableError", "is_available", "unavailable_reason"
            "is_initialized", "init", "is_bf16_supported", "get_arch_list", "manual_seed",
            "manual_seed_all", "seed", "seed_all", "synchronize", "empty_cache", "memory_allocated",
            "max_memory_allocated", "memory_reserved", "current_device", "set_device",
-           "get_device_name", "get_device_capability", "get_device_properties", "mem_get_info"]
+           "get_device_name", "get_device_capability", "get_device_properties", "mem_get_info", "amp"]
+
+
+def __getattr__(name):
+    """``sg.cuda.amp`` (``amp.py``), imported on first use: it builds on the tensor, which
+    imports this package."""
+    if name == "amp":
+        return importlib.import_module(__name__ + ".amp")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

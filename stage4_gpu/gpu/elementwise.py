@@ -13,7 +13,7 @@ from stage0_python.backend import broadcast_shapes
 from stage0_python.vocabulary import BOOL_RESULT
 
 from ..capabilities import CapabilityError
-from ..dtypes import bool_
+from ..dtypes import IntegerPowerError, bool_
 from ..strided import alias
 from .reduce import reduce
 
@@ -116,7 +116,7 @@ def binary(op, a, b, dtype):
     if op in INT_DIVISIONS and _is_int(dtype) and _reduced("any", unary("logical_not", b)):
         raise ZeroDivisionError(f"{op}: integer division by zero")
     if op == "pow" and _is_int(dtype) and b.numel and _reduced("min", b) < 0:
-        raise ValueError("pow: integers to negative integer powers are not allowed")
+        raise IntegerPowerError("pow: integers to negative integer powers are not allowed")
     out_dtype = bool_ if op in BOOL_RESULT else dtype
     return run(op, type(a).empty(broadcast_shapes(a.shape, b.shape), out_dtype), [a, b])
 

@@ -11,6 +11,10 @@
 #include <vector>
 #include <math.h>
 
+// glibc's tanhf, within 2 ulp as CUDA's, measured 2.02 by the accuracy test's yardstick:
+// widened to double it is within 1, so that test measures the kernels, not the host's libm
+#define tanhf(x) ((float)tanh((double)(x)))
+
 #define __global__
 #define __device__
 #define __forceinline__ inline

@@ -29,13 +29,18 @@ def dropout(input, p=0.5, training=True, inplace=False):
 def _channel_dropout(input, p, training, inplace, name, dims):
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    if input.ndim not in dims:
+    odd = name == "dropout2d" and input.ndim not in dims and input.ndim >= 2
+    if odd:  # PyTorch warns and drops whole (sample, channel) slices of any other input
+        warnings.warn(f"dropout2d: Received a {input.ndim}-D input to dropout2d, which is deprecated and "
+                      f"will result in an error in a future release. To retain the behavior and silence "
+                      f"this warning, please use dropout instead.", UserWarning, stacklevel=3)
+    elif input.ndim not in dims:
         raise ShapeError(f"{name}: expected a {dims[0]}-D (unbatched) or {dims[1]}-D (batched) input, "
                          f"got shape {tuple(input.shape)}")
     if not training or p == 0.0:
         return input
-    batched = input.ndim == dims[1]
-    if name == "dropout2d" and not batched:
+    batched = input.ndim == dims[1] or odd
+    if name == "dropout2d" and not batched:  # 3-D
         # PyTorch (2.x) still reads a 3-D input as (N, C, L) here, and warns that it will change
         warnings.warn("dropout2d: received a 3-D input; as PyTorch does, it is read as (N, C, L) and "
                       "whole (sample, channel) rows are dropped; use dropout1d for that", UserWarning,

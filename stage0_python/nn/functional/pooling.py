@@ -6,7 +6,7 @@ import numbers
 
 from ... import shapes
 from ...autograd import Function
-from ...dtypes import bool_, int64
+from ...dtypes import bool_, iinfo, int64
 from ...shapes import ShapeError
 from ...tensor import where
 from .helpers import _batched, _const, _ntuple
@@ -56,7 +56,8 @@ def _pool_setup(input, name, k, s, p, d, ceil_mode):
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
-    """Max over each window; padding never wins (it is -inf). With ``return_indices``,
+    """Max over each window; padding never wins (it is -inf, or an integer dtype's least
+    value). With ``return_indices``,
     also the flat position (h * W + w) of each maximum in its input plane."""
     k, s, p, d = _pool_args("max_pool2d", kernel_size, stride, padding, dilation)
     x, (N, C, H, W), (oh, ow), (eh, ew), batched = _pool_setup(input, "max_pool2d", k, s, p, d, ceil_mode)
@@ -67,7 +68,8 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
             out, idx = out.squeeze(0), idx.squeeze(0)
         return (out, idx) if return_indices else out
     if any(p) or eh or ew:
-        x = pad(x, (p[1], p[1] + ew, p[0], p[0] + eh), value=-math.inf)
+        lowest = -math.inf if x.dtype.is_floating_point else iinfo(x.dtype).min  # an integer has no -inf
+        x = pad(x, (p[1], p[1] + ew, p[0], p[0] + eh), value=lowest)
     cols = _Unfold.apply(x, k, d, (0, 0), s)  # (N*C, kh*kw, oh*ow)
     vals, arg = cols.max(dim=1)
     # PyTorch's pooling lets every NaN take over, so a window's last NaN is its maximum, where

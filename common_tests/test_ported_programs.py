@@ -1,0 +1,170 @@
+"""What PyTorch programs meet when ``import torch`` becomes a stage: answers that differed from
+PyTorch's (an integer to a negative power, softmax of a 0-d tensor, scatter's dtypes, ``view``
+of a list, integer max pooling with padding, ``Tensor.type()``, ``dropout2d`` of a 2-D input)
+and names programs use (``nn.modules``, ``cuda.amp``, ``compile``, ``pin_memory``, a lazy
+``RandomSampler``, ``BatchNorm3d``), each against PyTorch."""
+import itertools
+import warnings
+
+import numpy as np
+import pytest
+
+from .oracle import assert_close, need_torch
+
+pytestmark = pytest.mark.needs_torch
+
+
+def _raises_as_torch(ours, theirs, match):
+    """Both calls raise a RuntimeError whose message matches ``match``."""
+    for call in (ours, theirs):
+        with pytest.raises(RuntimeError, match=match):
+            call()
+
+
+def test_an_integer_to_a_negative_scalar_power_raises(sg):
+    torch = need_torch()
+    _raises_as_torch(lambda: sg.tensor([2, 3]) ** -1, lambda: torch.tensor([2, 3]) ** -1,
+                     "(?i)integers to negative integer powers are not allowed")
+    assert (sg.tensor([2, 3]) ** 2).tolist() == (torch.tensor([2, 3]) ** 2).tolist()  # a power still runs
+
+
+@pytest.mark.parametrize("fn", ["softmax", "log_softmax"])
+def test_softmax_of_a_0d_tensor(sg, fn):
+    torch = need_torch()
+    ours, theirs = sg.tensor(2.0, requires_grad=True), torch.tensor(2.0, requires_grad=True)
+    a, b = getattr(ours, fn)(0), getattr(theirs, fn)(0)
+    assert_close(a, b)
+    a.backward()
+    b.backward()
+    assert_close(ours.grad, theirs.grad)
+
+
+@pytest.mark.parametrize("op", ["scatter", "scatter_add", "scatter_reduce"])
+def test_scatter_refuses_a_src_of_another_dtype(sg, op):
+    torch = need_torch()
+
+    def call(lib):
+        args = (0, lib.tensor([0]), lib.tensor([1]))  # an int64 src into float32
+        args += ("sum",) if op == "scatter_reduce" else ()
+        return lambda: getattr(lib.zeros(3), op)(*args)
+
+    _raises_as_torch(call(sg), call(torch), "Expected self.dtype to be equal to src.dtype")
+    assert_close(sg.zeros(3).scatter(0, sg.tensor([1]), 1.5),  # a number is taken in self's dtype
+                 torch.zeros(3).scatter(0, torch.tensor([1]), 1.5))
+
+
+def test_view_takes_a_list_or_a_size(sg):
+    torch = need_torch()
+    x, t = sg.arange(6), torch.arange(6)
+    assert_close(x.view([2, 3]), t.view([2, 3]))
+    assert_close(x.view(sg.Size([3, 2])), t.view(torch.Size([3, 2])))
+    assert_close(x.view((6,)), t.view((6,)))
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32"])
+def test_max_pool2d_pads_an_integer_tensor(sg, dtype):
+    torch = need_torch()
+    F, TF = sg.nn.functional, torch.nn.functional
+    x = np.random.default_rng(0).integers(-50, 50, (2, 3, 5, 5))
+    ours = sg.tensor(x.tolist(), dtype=getattr(sg, dtype))
+    theirs = torch.tensor(x, dtype=getattr(torch, dtype))
+    assert_close(F.max_pool2d(ours, 3, stride=2, padding=1), TF.max_pool2d(theirs, 3, stride=2, padding=1))
+
+
+def test_type_names_are_pytorchs(sg):
+    torch = need_torch()
+    for name in ("float32", "int64", "bool"):
+        ours = sg.zeros(2, dtype=getattr(sg, name), device="cpu")
+        assert ours.type() == torch.zeros(2, dtype=getattr(torch, name)).type()  # 'torch.FloatTensor' ...
+    assert sg.zeros(2).type("torch.LongTensor").dtype is sg.int64
+
+
+def test_dropout2d_of_a_2d_input_warns_and_drops_elements(sg):
+    torch = need_torch()
+    for lib in (sg, torch):
+        with pytest.warns(UserWarning, match="Received a 2-D input to dropout2d"):
+            y = lib.nn.functional.dropout2d(lib.ones(64, 8), p=0.5)
+        values = set(np.asarray(y.tolist()).ravel().tolist())
+        assert values == {0.0, 2.0} and tuple(y.shape) == (64, 8)
+    with pytest.raises(ValueError):  # a 1-D input is still refused
+        sg.nn.functional.dropout2d(sg.ones(8))
+
+
+def test_nn_modules_is_where_programs_look(sg):
+    import importlib
+    torch = need_torch()
+    modules = importlib.import_module(f"{sg.__name__}.nn.modules")
+    loss = importlib.import_module(f"{sg.__name__}.nn.modules.loss")
+    assert modules.Linear is sg.nn.Linear and modules.conv._ConvNd is importlib.import_module(
+        f"{sg.__name__}.nn.conv")._ConvNd
+    assert {"Linear", "Conv2d", "BatchNorm2d", "Module"} <= set(dir(torch.nn.modules)) & set(dir(modules))
+
+    class Doubled(loss._Loss):  # a program's own loss, on PyTorch's private base class
+        def forward(self, a, b):
+            return ((a - b) ** 2).mean() * 2
+
+    assert_close(Doubled()(sg.ones(3), sg.zeros(3)), torch.tensor(2.0))
+
+
+def test_cuda_amp_spellings(sg):
+    torch = need_torch()
+    for lib in (sg, torch):
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            with lib.cuda.amp.autocast():
+                assert lib.is_autocast_enabled("cuda") == lib.cuda.is_available()
+            scaler = lib.cuda.amp.GradScaler()
+        assert any(issubclass(w.category, FutureWarning) and "deprecated" in str(w.message) for w in seen)
+        assert scaler.is_enabled() == lib.cuda.is_available()
+    from importlib import import_module
+    assert import_module(f"{sg.__name__}.cuda.amp").autocast is sg.cuda.amp.autocast
+
+
+def test_compile_passes_the_model_through(sg):
+    model = sg.nn.Linear(2, 2)
+    assert sg.compile(model) is model and sg.compile(mode="max-autotune")(model) is model
+
+    @sg.compile
+    def f(x):
+        return x * 2
+
+    assert f(sg.ones(1)).tolist() == [2.0]
+
+
+def test_pin_memory_as_pytorch(sg):
+    torch = need_torch()
+    if torch.cuda.is_available() or sg.cuda.is_available():
+        x = sg.ones(3, device="cpu")
+        pinned = x.pin_memory()
+        assert pinned.tolist() == x.tolist() and pinned.device.type == "cpu"
+        return
+    _raises_as_torch(lambda: sg.ones(2).pin_memory(), lambda: torch.ones(2).pin_memory(), "accelerator")
+    assert sg.ones(2).is_pinned() is torch.ones(2).is_pinned() is False
+
+
+def test_a_random_sampler_with_replacement_draws_lazily(sg):
+    sampler = sg.utils.data.RandomSampler(range(10), replacement=True, num_samples=10 ** 10)
+    first = list(itertools.islice(iter(sampler), 100))
+    assert len(sampler) == 10 ** 10 and len(first) == 100 and set(first) <= set(range(10))
+    sg.manual_seed(3)
+    drawn = list(sg.utils.data.RandomSampler(range(7), replacement=True, num_samples=70))
+    sg.manual_seed(3)
+    assert drawn == sg.randint(0, 7, (70,)).tolist()  # the chunks make the same stream as one draw
+
+
+def test_batchnorm3d_as_torch(sg):
+    torch = need_torch()
+    x = np.random.default_rng(1).standard_normal((2, 3, 4, 3, 2)).astype(np.float32)
+    ours, theirs = sg.nn.BatchNorm3d(3), torch.nn.BatchNorm3d(3)
+    xs, xt = sg.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    ys, yt = ours(xs), theirs(xt)
+    assert_close(ys, yt, atol=1e-5)
+    (ys * ys).sum().backward()
+    (yt * yt).sum().backward()
+    assert_close(xs.grad, xt.grad, atol=1e-5)
+    assert_close(ours.running_var, theirs.running_var, atol=1e-6)
+    ours.eval()
+    theirs.eval()
+    assert_close(ours(xs), theirs(xt), atol=1e-5)
+    with pytest.raises(ValueError, match="5-D"):
+        ours(sg.ones(2, 3, 4, 4))
