@@ -168,3 +168,22 @@ def test_batchnorm3d_as_torch(sg):
     assert_close(ours(xs), theirs(xt), atol=1e-5)
     with pytest.raises(ValueError, match="5-D"):
         ours(sg.ones(2, 3, 4, 4))
+
+
+def test_save_keeps_what_weights_only_loading_accepts(sg, tmp_path):
+    import collections
+    torch = need_torch()
+    plain = {"order": collections.OrderedDict(b=1, a=2), "set": {3, 1, 2}, "bytes": b"\x00\xff",
+             "complex": complex(1.5, -2.0), "tuple": (1, [2.5, None])}
+    torch.save(plain, tmp_path / "t.pt")
+    theirs = torch.load(tmp_path / "t.pt", weights_only=True)
+    sg.save({**plain, "size": sg.Size([2, 3])}, tmp_path / "o.sg")
+    ours = sg.load(tmp_path / "o.sg")
+    for k, v in theirs.items():
+        assert type(ours[k]) is type(v) and ours[k] == v, k
+    assert type(ours["size"]) is sg.Size and ours["size"] == (2, 3)
+    assert list(ours["order"]) == ["b", "a"]
+    with pytest.raises(TypeError, match="numpy.ndarray .*from_numpy"):  # weights_only refuses these too
+        sg.save({"a": np.ones(2)}, tmp_path / "n.sg")
+    with pytest.raises(TypeError, match="frozenset"):
+        sg.save({"a": frozenset()}, tmp_path / "n.sg")

@@ -8,8 +8,11 @@ reads with ``weights_only=True`` (see ``torch_checkpoint``; PyTorch must be inst
 The rest of this docstring is about the stagegrad format.
 
 What can be saved: tensors, ``None``, bools, ints, floats (including inf and nan),
-strings, dtypes, and lists, tuples and dicts of these (dict keys: str, int, float, bool
-or None), nested up to ``MAX_DEPTH`` (200) containers deep: ``save`` refuses deeper
+complex numbers, strings, bytes, dtypes, shapes (``Size``), and lists, tuples, dicts,
+``OrderedDict``s and sets of these (dict keys: str, int, float, bool or None): what
+PyTorch's ``weights_only`` loading accepts, nothing that needs unpickling (a NumPy array or
+a frozenset is refused, as ``weights_only`` refuses them), nested up to ``MAX_DEPTH`` (200)
+containers deep: ``save`` refuses deeper
 objects and ``load`` deeper headers, so that neither runs into Python's recursion limit.
 That covers module and optimizer state dicts. A tensor is saved as its values, dtype,
 shape and ``requires_grad``; it loads as a fresh, contiguous tensor of the loading stage,
@@ -33,7 +36,9 @@ The header is ``{"format": "stagegrad", "root": NODE}``. A NODE is a JSON null, 
 number (finite floats are written with ``repr``, so they read back exactly) or string
 standing for itself, or an object with exactly one key saying what it is:
 ``{"list": [NODE...]}``, ``{"tuple": [NODE...]}``, ``{"dict": [[KEY NODE, NODE]...]}``
-(order kept), ``{"float": "inf" | "-inf" | "nan"}``, ``{"dtype": "float32"}`` and
+(order kept), ``{"ordered_dict": ...}`` (as dict), ``{"set": [NODE...]}``,
+``{"size": [int...]}``, ``{"complex": [NODE, NODE]}``,
+``{"bytes": "<base64>"}``, ``{"float": "inf" | "-inf" | "nan"}``, ``{"dtype": "float32"}`` and
 ``{"tensor": {"dtype": "float32", "shape": [2, 3], "offset": 0, "nbytes": 24,
 "requires_grad": false}}`` (``offset`` counts from the start of the data section).
 
@@ -55,6 +60,7 @@ anything else in the directory.
 raises ``CheckpointError`` (a ``ValueError``) for a foreign, truncated, corrupted or
 malformed file.
 """
+import base64
 import errno
 import hashlib
 import json
@@ -68,13 +74,14 @@ import sys
 import tempfile
 import time
 from array import array
+from collections import OrderedDict
 
 from . import backend as B
 from . import dtypes
 from .capabilities import lacking
 from .device import CPU, check_device, device
 from .dtypes import BY_NAME, DType
-from .tensor import Tensor
+from .tensor import Size, Tensor
 
 MAGIC = b"\x89SGRAD\r\n"
 VERSION = 1
@@ -175,7 +182,13 @@ def _encode(obj, plan, where, active):
                            "nbytes": nbytes, "requires_grad": bool(obj.requires_grad)}}
     if isinstance(obj, DType) and obj.name in _ITEMSIZE:
         return {"dtype": obj.name}
-    if isinstance(obj, (list, tuple, dict)):
+    if isinstance(obj, complex):
+        return {"complex": [_encode(obj.real, plan, where, active), _encode(obj.imag, plan, where, active)]}
+    if isinstance(obj, (bytes, bytearray)):
+        return {"bytes": base64.b64encode(bytes(obj)).decode("ascii")}
+    if isinstance(obj, Size):
+        return {"size": [int(n) for n in obj]}
+    if isinstance(obj, (list, tuple, dict, set)):
         if id(obj) in active:
             raise ValueError(f"save: {where} contains itself; cyclic structures cannot be saved")
         if len(active) >= MAX_DEPTH:  # active: the containers this one is inside
@@ -191,13 +204,22 @@ def _encode(obj, plan, where, active):
                                         "keys must be str, int, float, bool or None")
                     items.append([_encode(k, plan, where, active),
                                   _encode(v, plan, f"{where}[{k!r}]", active)])
-                return {"dict": items}
-            kind = "tuple" if isinstance(obj, tuple) else "list"
-            return {kind: [_encode(v, plan, f"{where}[{i}]", active) for i, v in enumerate(obj)]}
+                return {"ordered_dict" if isinstance(obj, OrderedDict) else "dict": items}
+            kind = next(k for t, k in _SEQUENCES if isinstance(obj, t))
+            items = sorted(obj, key=repr) if kind == "set" else obj  # the same bytes each run
+            return {kind: [_encode(v, plan, f"{where}[{i}]", active) for i, v in enumerate(items)]}
         finally:
             active.discard(id(obj))
-    raise TypeError(f"save: {where} is a {type(obj).__name__}; a checkpoint holds tensors, numbers, "
-                    "strings, None, bools, dtypes and lists/tuples/dicts of them")
+    module = type(obj).__module__
+    kind = type(obj).__name__ if module == "builtins" else f"{module}.{type(obj).__name__}"
+    hint = " (convert a NumPy array with from_numpy first)" if kind.startswith("numpy.") else ""
+    raise TypeError(f"save: {where} is a {kind}{hint}; a checkpoint holds tensors, numbers, strings, bytes, "
+                    "None, bools, dtypes, shapes and lists/tuples/dicts/sets of them, what PyTorch's "
+                    "weights_only loading accepts")
+
+
+# the sequence kinds, each with its node name (tuple before list: a Size is a tuple)
+_SEQUENCES = ((tuple, "tuple"), (list, "list"), (set, "set"))
 
 
 def _chunks(header, plan):
@@ -450,10 +472,10 @@ def _relocated(obj, fn):
         return fn(obj)
     if isinstance(obj, list):
         return [_relocated(v, fn) for v in obj]
-    if isinstance(obj, tuple):
+    if isinstance(obj, tuple) and not isinstance(obj, Size):
         return tuple(_relocated(v, fn) for v in obj)
     if isinstance(obj, dict):
-        return {k: _relocated(v, fn) for k, v in obj.items()}
+        return type(obj)((k, _relocated(v, fn)) for k, v in obj.items())
     return obj
 
 
@@ -491,6 +513,7 @@ def _describe(blob):
 
 
 _SPECIAL_FLOATS = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
+_CONTAINERS = {"list": list, "tuple": tuple, "dict": dict, "ordered_dict": OrderedDict, "set": set}
 
 
 def _decode(node, data, depth):
@@ -499,14 +522,19 @@ def _decode(node, data, depth):
     if not isinstance(node, dict) or len(node) != 1:
         raise ValueError(f"unknown node {node!r:.80}")
     (kind, body), = node.items()
-    if kind in ("list", "tuple", "dict") and depth >= MAX_DEPTH:
+    if kind in _CONTAINERS and depth >= MAX_DEPTH:
         raise ValueError(f"containers nested more than {MAX_DEPTH} deep")
-    if kind == "list":
-        return [_decode(v, data, depth + 1) for v in body]
-    if kind == "tuple":
-        return tuple(_decode(v, data, depth + 1) for v in body)
-    if kind == "dict":
-        return {_decode(k, data, depth + 1): _decode(v, data, depth + 1) for k, v in body}
+    if kind in ("dict", "ordered_dict"):
+        return _CONTAINERS[kind]((_decode(k, data, depth + 1), _decode(v, data, depth + 1)) for k, v in body)
+    if kind in _CONTAINERS:
+        return _CONTAINERS[kind](_decode(v, data, depth + 1) for v in body)
+    if kind == "complex":
+        re_, im = (_decode(v, data, depth) for v in body)
+        return complex(re_, im)
+    if kind == "bytes":
+        return base64.b64decode(body.encode("ascii"), validate=True)
+    if kind == "size":
+        return Size(int(n) for n in body)
     if kind == "float":
         return _SPECIAL_FLOATS[body]
     if kind == "dtype":
