@@ -2,7 +2,8 @@
 PyTorch's (an integer to a negative power, softmax of a 0-d tensor, scatter's dtypes, ``view``
 of a list, integer max pooling with padding, ``Tensor.type()``, ``dropout2d`` of a 2-D input)
 and names programs use (``nn.modules``, ``cuda.amp``, ``compile``, ``pin_memory``, a lazy
-``RandomSampler``, ``BatchNorm3d``), each against PyTorch."""
+``RandomSampler``, ``save`` of plain objects, and the 3-D layers: ``conv3d``, 3-D pooling,
+5-D ``interpolate``, ``BatchNorm3d``), each against PyTorch."""
 import itertools
 import warnings
 
@@ -187,3 +188,49 @@ def test_save_keeps_what_weights_only_loading_accepts(sg, tmp_path):
         sg.save({"a": np.ones(2)}, tmp_path / "n.sg")
     with pytest.raises(TypeError, match="frozenset"):
         sg.save({"a": frozenset()}, tmp_path / "n.sg")
+
+
+def _both(sg, torch, shape, seed, grad=True):
+    x = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+    return sg.tensor(x, requires_grad=grad), torch.tensor(x, requires_grad=grad)
+
+
+@pytest.mark.parametrize("kw", [{}, {"stride": 2, "padding": 1}, {"padding": "same"},
+                                {"dilation": (2, 1, 1), "padding": (1, 0, 2)}, {"groups": 2}], ids=repr)
+def test_conv3d_as_torch(sg, kw):
+    torch = need_torch()
+    shapes = [(2, 4, 5, 6, 7), (6, 4 // kw.get("groups", 1), 3, 1, 3), (6,)]
+    (xs, xt), (ws, wt), (bs, bt) = (_both(sg, torch, s, i) for i, s in enumerate(shapes))
+    ys, yt = sg.nn.functional.conv3d(xs, ws, bs, **kw), torch.nn.functional.conv3d(xt, wt, bt, **kw)
+    assert_close(ys, yt, atol=1e-4)
+    (ys * ys).sum().backward()
+    (yt * yt).sum().backward()
+    for ours, theirs in ((xs, xt), (ws, wt), (bs, bt)):
+        assert_close(ours.grad, theirs.grad, rtol=1e-4, atol=1e-3)
+    layer = sg.nn.Conv3d(4, 2, 3, padding=1)
+    assert tuple(layer(sg.ones(4, 3, 3, 3)).shape) == (2, 3, 3, 3)
+
+
+@pytest.mark.parametrize("fn, kw", [("max_pool3d", {"kernel_size": 3, "stride": 2, "padding": 1}),
+                                    ("avg_pool3d", {"kernel_size": 3, "stride": (1, 2, 2), "padding": 1}),
+                                    ("avg_pool3d", {"kernel_size": 2, "divisor_override": 3})], ids=repr)
+def test_3d_pooling_as_torch(sg, fn, kw):
+    torch = need_torch()
+    xs, xt = _both(sg, torch, (2, 3, 5, 6, 7), 4)
+    a, b = getattr(sg.nn.functional, fn)(xs, **kw), getattr(torch.nn.functional, fn)(xt, **kw)
+    assert_close(a, b, atol=1e-6)
+    (a * a).sum().backward()
+    (b * b).sum().backward()
+    assert_close(xs.grad, xt.grad, atol=1e-5)
+    with pytest.raises(NotImplementedError, match="ceil_mode"):
+        getattr(sg.nn.functional, fn)(xs, 2, ceil_mode=True)
+    assert tuple(sg.nn.MaxPool3d(2)(sg.ones(1, 4, 4, 4)).shape) == (1, 2, 2, 2)
+
+
+@pytest.mark.parametrize("mode, kw", [("nearest", {"scale_factor": 2}), ("trilinear", {"size": (5, 7, 3)}),
+                                      ("trilinear", {"scale_factor": 1.5, "align_corners": True})], ids=repr)
+def test_5d_interpolation_as_torch(sg, mode, kw):
+    torch = need_torch()
+    xs, xt = _both(sg, torch, (1, 2, 3, 4, 5), 5, grad=False)
+    assert_close(sg.nn.functional.interpolate(xs, mode=mode, **kw),
+                 torch.nn.functional.interpolate(xt, mode=mode, **kw), atol=1e-6)

@@ -1,4 +1,4 @@
-"""``Conv1d``, ``Conv2d`` and their transposes ``ConvTranspose1d``/``2d``: cross-correlation
+"""``Conv1d``, ``Conv2d``, ``Conv3d`` and the transposes ``ConvTranspose1d``/``2d``: cross-correlation
 with stride, padding, dilation and groups, and its adjoint (``nn.functional`` does the work)."""
 import math
 
@@ -114,6 +114,12 @@ class Conv2d(_ConvNd):
     """Input (N, C_in, H, W) or (C_in, H, W); weight (C_out, C_in/groups, kh, kw)."""
     _nd = 2
     _conv = staticmethod(F.conv2d)
+
+
+class Conv3d(_ConvNd):
+    """Input (N, C_in, D, H, W) or (C_in, D, H, W); weight (C_out, C_in/groups, kd, kh, kw)."""
+    _nd = 3
+    _conv = staticmethod(F.conv3d)
 
 
 class _ConvTransposeNd(_ConvNd):

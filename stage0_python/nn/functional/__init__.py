@@ -21,9 +21,10 @@ from .activations import (celu, elu, glu, hardshrink, hardsigmoid, hardswish, ha
 from .linear_maps import bilinear, linear
 from .im2col import fold, unfold
 from .padding import pad
-from .convolution import conv1d, conv2d, conv_transpose1d, conv_transpose2d
+from .convolution import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d
 from .pooling import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d, adaptive_max_pool2d,
-                      avg_pool1d, avg_pool2d, max_pool1d, max_pool2d, max_unpool1d, max_unpool2d)
+                      avg_pool1d, avg_pool2d, avg_pool3d, max_pool1d, max_pool2d, max_pool3d, max_unpool1d,
+                      max_unpool2d)
 from .normalization import batch_norm, group_norm, instance_norm, layer_norm, local_response_norm, rms_norm
 from .dropouts import alpha_dropout, dropout, dropout1d, dropout2d
 from .embeddings import embedding, embedding_bag
@@ -35,13 +36,15 @@ from .attention import multi_head_attention_forward, scaled_dot_product_attentio
 
 # every public name (a literal: linters then count the imports as re-exports)
 __all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d",
-           "alpha_dropout", "avg_pool1d", "avg_pool2d", "batch_norm", "bilinear", "binary_cross_entropy",
-           "binary_cross_entropy_with_logits", "celu", "conv1d", "conv2d", "conv_transpose1d",
+           "alpha_dropout", "avg_pool1d", "avg_pool2d", "avg_pool3d", "batch_norm", "bilinear",
+           "binary_cross_entropy",
+           "binary_cross_entropy_with_logits", "celu", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
            "conv_transpose2d", "cosine_similarity", "cross_entropy", "dropout", "dropout1d", "dropout2d",
            "elu", "embedding", "embedding_bag", "fold", "gelu", "glu", "group_norm", "hardshrink",
            "hardsigmoid", "hardswish", "hardtanh", "huber_loss", "instance_norm", "interpolate", "kl_div",
            "l1_loss", "layer_norm", "leaky_relu", "linear", "local_response_norm", "log_softmax",
-           "logsigmoid", "max_pool1d", "max_pool2d", "max_unpool1d", "max_unpool2d", "mish", "mse_loss",
+           "logsigmoid", "max_pool1d", "max_pool2d", "max_pool3d", "max_unpool1d", "max_unpool2d", "mish",
+           "mse_loss",
            "multi_head_attention_forward", "nll_loss", "normalize", "one_hot", "pad", "pairwise_distance",
            "pixel_shuffle", "pixel_unshuffle", "prelu", "relu", "relu6", "rms_norm",
            "scaled_dot_product_attention", "selu", "sigmoid", "silu", "smooth_l1_loss", "softmax", "softmin",

@@ -1,11 +1,12 @@
 """Convolution and its adjoint: ``conv1d``/``conv2d`` on the backend's convolution kernels where
-it offers them (groups 1 or depthwise), else as im2col and one matmul per group;
+it offers them (groups 1 or depthwise), else as im2col and one matmul per group; ``conv3d`` as
+a sum of ``conv2d``s over depth;
 ``conv_transpose1d``/``conv_transpose2d`` as a matmul to columns and col2im."""
 import math
 
 from ... import shapes
 from ...autocast import lower as _lower
-from ...creation import cat
+from ...creation import cat, stack
 from ...device import max_buffer_bytes
 from ...shapes import ShapeError
 from .helpers import _batched, _ntuple
@@ -85,6 +86,49 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-D convolution (cross-correlation) of (N, C, H, W) by (O, C/groups, kh, kw)."""
     return _conv(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """3-D convolution (cross-correlation) of (N, C, D, H, W) by (O, C/groups, kd, kh, kw): for
+    each output depth, the sum over the filter's depth of the 2-D convolutions of one input
+    depth slice by one filter slice. So it runs on ``conv2d``'s kernels and its backward is
+    theirs; it makes D_out x kd of them, correct rather than fast."""
+    input, weight, bias = _lower(input, weight, bias)
+    x, batched = _batched(input, 3, "conv3d")
+    if weight.ndim != 5:
+        raise ShapeError(f"conv3d: weight must be 5-D, got shape {tuple(weight.shape)}")
+    stride, dilation = _ntuple(stride, 3, "conv3d", "stride"), _ntuple(dilation, 3, "conv3d", "dilation")
+    C, (O, Cg, *kernel) = x.shape[1], weight.shape
+    _check_geometry("conv3d", kernel, dilation, (0,) * 3, stride)
+    if groups < 1 or O % groups or C != Cg * groups:
+        raise ShapeError(f"conv3d: input of shape {tuple(input.shape)} and weight of shape "
+                         f"{tuple(weight.shape)} do not fit groups={groups}")
+    if isinstance(padding, str):
+        if padding not in ("valid", "same") or (padding == "same" and any(s != 1 for s in stride)):
+            raise ValueError(f"conv3d: padding must be 'valid', 'same' (stride 1), an int or a tuple, "
+                             f"got {padding!r}")
+        totals = [d * (k - 1) if padding == "same" else 0 for d, k in zip(dilation, kernel)]
+        pads = [(t // 2, t - t // 2) for t in totals]  # an odd total pads one more on the right
+    else:
+        pads = [(p, p) for p in _ntuple(padding, 3, "conv3d", "padding")]
+    if any(p for pair in pads for p in pair):
+        x = pad(x, [v for pair in reversed(pads) for v in pair])
+    depth = (x.shape[2] - dilation[0] * (kernel[0] - 1) - 1) // stride[0] + 1
+    if depth < 1:
+        raise ShapeError(f"conv3d: input of shape {tuple(input.shape)} is smaller than the kernel "
+                         f"{tuple(kernel)} with dilation {dilation} in depth")
+    slices = []
+    for od in range(depth):
+        terms = [conv2d(x[:, :, od * stride[0] + kd * dilation[0]], weight[:, :, kd], None, stride[1:], 0,
+                        dilation[1:], groups) for kd in range(kernel[0])]
+        total = terms[0]
+        for t in terms[1:]:
+            total = total + t
+        slices.append(total)
+    out = stack(slices, dim=2)
+    if bias is not None:
+        out = out + bias.reshape(O, 1, 1, 1)
+    return out if batched else out.squeeze(0)
 
 
 # ------------------------------------------------------------------ transposed convolution

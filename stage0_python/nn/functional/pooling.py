@@ -8,6 +8,7 @@ from ... import shapes
 from ...autograd import Function
 from ...dtypes import bool_, iinfo, int64
 from ...shapes import ShapeError
+from ...creation import stack
 from ...tensor import where
 from .helpers import _batched, _const, _ntuple
 from .im2col import _Unfold, _check_geometry
@@ -160,6 +161,61 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 
 
 # ------------------------------------------------------------------ adaptive pooling
+
+def _over_depth(input, name, kernel_size, stride, padding, fill, pool2d, combine):
+    """A 3-D pool as 2-D pools of depth slices: each output depth combines (``combine``:
+    max, or a sum) ``pool2d`` of the depth slices its window covers, the depth padded with
+    ``fill``. Runs on the 2-D pools' kernels and backward; D_out x kd of them."""
+    if input.ndim not in (4, 5):
+        raise ShapeError(f"{name}: expected a 4-D (unbatched) or 5-D (batched) input, got shape "
+                         f"{tuple(input.shape)}")
+    x = input if input.ndim == 5 else input.unsqueeze(0)
+    k = _ntuple(kernel_size, 3, name, "kernel_size")
+    empty = stride is None or (not isinstance(stride, int) and len(stride) == 0)
+    s = k if empty else _ntuple(stride, 3, name, "stride")
+    p = _ntuple(padding, 3, name, "padding")
+    _check_geometry(name, k, (1, 1, 1), p, s)
+    if any(pi > ki // 2 for pi, ki in zip(p, k)):
+        raise ShapeError(f"{name}: padding {p} should be at most half of the kernel size {k}")
+    if p[0]:
+        x = pad(x, (0, 0, 0, 0, p[0], p[0]), value=fill)
+    depth = (x.shape[2] - k[0]) // s[0] + 1
+    if depth < 1:
+        raise ShapeError(f"{name}: input of shape {tuple(input.shape)} is smaller than the kernel {k}")
+    slices = []
+    for od in range(depth):
+        out = None
+        for kd in range(k[0]):
+            part = pool2d(x[:, :, od * s[0] + kd], k[1:], s[1:], p[1:])
+            out = part if out is None else combine(out, part)
+        slices.append(out)
+    out = stack(slices, dim=2)
+    return out if input.ndim == 5 else out.squeeze(0)
+
+
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """See torch.nn.functional.max_pool3d: dilation 1, no ceil_mode, no indices (each raises
+    NotImplementedError naming it)."""
+    if dilation not in (1, (1, 1, 1)) or ceil_mode or return_indices:
+        raise NotImplementedError("max_pool3d: dilation, ceil_mode and return_indices are not supported")
+    lowest = -math.inf if input.dtype.is_floating_point else iinfo(input.dtype).min
+    return _over_depth(input, "max_pool3d", kernel_size, stride, padding, lowest,
+                       lambda x, k, s, p: max_pool2d(x, k, s, p), lambda a, b: a.maximum(b))
+
+
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    """See torch.nn.functional.avg_pool3d: the mean of each window, padding counted (as PyTorch
+    by default), or the sum over ``divisor_override``; ceil_mode, and leaving padding out of
+    the count, raise NotImplementedError."""
+    k = _ntuple(kernel_size, 3, "avg_pool3d", "kernel_size")
+    if ceil_mode or (not count_include_pad and any(_ntuple(padding, 3, "avg_pool3d", "padding"))):
+        raise NotImplementedError("avg_pool3d: ceil_mode, and count_include_pad=False with padding, are not "
+                                  "supported")
+    total = _over_depth(input, "avg_pool3d", k, stride, padding, 0.0,
+                        lambda x, k2, s, p: avg_pool2d(x, k2, s, p, divisor_override=1), lambda a, b: a + b)
+    return total / (divisor_override or k[0] * k[1] * k[2])
+
 
 def _adaptive_weights(n_in, n_out, like):
     """(n_out, n_in) averaging matrix: row i averages input[floor(i*n/m) : ceil((i+1)*n/m)]."""

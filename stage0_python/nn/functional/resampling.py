@@ -1,5 +1,5 @@
 """Resampling: ``interpolate`` and the ``upsample`` forms (nearest, nearest-exact, linear,
-bilinear; source indices as PyTorch computes them), and pixel (un)shuffle."""
+bilinear, trilinear; source indices as PyTorch computes them), and pixel (un)shuffle."""
 import math
 import numbers
 import struct
@@ -21,10 +21,10 @@ def _same(v):
 
 # ------------------------------------------------------------------ interpolate
 
-_MODES = ("nearest", "nearest-exact", "linear", "bilinear")
+_MODES = ("nearest", "nearest-exact", "linear", "bilinear", "trilinear")
 
 
-_LINEAR_ND = {"linear": 1, "bilinear": 2}
+_LINEAR_ND = {"linear": 1, "bilinear": 2, "trilinear": 3}
 
 
 def _nearest_source(o, n_in, n_out, scale, exact):
@@ -70,19 +70,20 @@ def _resample_axis(x, dim, n_out, mode, align_corners, scale):
 
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
-    """See torch.nn.functional.interpolate. Modes nearest, nearest-exact (3-D and 4-D
-    input), linear (3-D) and bilinear (4-D); source indices computed as PyTorch does,
-    in float32 for float32 input, so non-integer scale factors pick the same pixels."""
+    """See torch.nn.functional.interpolate. Modes nearest, nearest-exact (3-D to 5-D
+    input), linear (3-D), bilinear (4-D) and trilinear (5-D), one spatial axis at a time;
+    source indices computed as PyTorch does, in float32 for float32 input, so non-integer
+    scale factors pick the same pixels."""
     nd = input.ndim - 2
-    if mode not in _MODES or nd not in (1, 2):
-        raise NotImplementedError(f"interpolate: only 3-D and 4-D inputs with modes {' | '.join(_MODES)} "
+    if mode not in _MODES or nd not in (1, 2, 3):
+        raise NotImplementedError(f"interpolate: only 3-D to 5-D inputs with modes {' | '.join(_MODES)} "
                                   f"are supported, got a {input.ndim}-D input and mode {mode!r}")
     if mode in _LINEAR_ND and _LINEAR_ND[mode] != nd:
         raise NotImplementedError(f"interpolate: got {input.ndim}D input, but {mode} mode needs "
                                   f"{_LINEAR_ND[mode] + 2}D input")
     if align_corners is not None and mode not in _LINEAR_ND:
         raise ValueError("interpolate: align_corners option can only be set with the interpolating "
-                         "modes: linear | bilinear")
+                         "modes: linear | bilinear | bicubic | trilinear")
     if antialias:
         raise NotImplementedError("interpolate: antialias=True is not supported")
     if not input.dtype.is_floating_point:
