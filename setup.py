@@ -37,8 +37,8 @@ STAGE2 = ("_storage", "_buffer", "_convert", "_elementwise", "_reduce", "_matmul
           "_random", "_sort", "_dlpack")
 X86_ISAS = {
     "sse2": [],
-    "avx2": ["-mavx2", "-mfma"],
-    "avx512": ["-mavx512f", "-mavx512bw", "-mavx512dq", "-mavx512vl", "-mavx2", "-mfma"],
+    "avx2": ["-mavx2", "-mfma", "-mf16c"],
+    "avx512": ["-mavx512f", "-mavx512bw", "-mavx512dq", "-mavx512vl", "-mavx2", "-mfma", "-mf16c"],
 }
 CXX = ["-std=c++17", "-fvisibility=hidden", "-fopenmp", "-ffp-contract=off", "-fwrapv",
        "-Wno-maybe-uninitialized", "-Wno-uninitialized"]  # xsimd leaves AVX-512 registers undefined on purpose

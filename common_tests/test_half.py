@@ -191,3 +191,21 @@ def test_interop_and_values(sg, half, tmp_path):
         a[0, 0] = 3.0  # shared memory, as PyTorch's numpy() shares it
         assert a.dtype == np.float16 and t[0, 0].item() == 3.0
         assert sg.tensor(np.array([0.5, 2.0], np.float16)).dtype is sg.float16
+
+
+@pytest.mark.parametrize("shapes", [((1000,), (1000,)), ((37, 300), (300,)), ((37, 300), (37, 1)), ((3, 5, 7), ()),
+                                    ((), (700,)), ((300, 37), (37, 300))], ids=repr)
+def test_arithmetic_on_every_layout_bit_for_bit(sg, half, shapes):
+    """Contiguous rows (computed a register at a time, with a tail), broadcasts, a scalar
+    and a transposed operand (a block at a time), NaN and infinities among the values."""
+    torch = need_torch()
+    rng = np.random.default_rng(len(repr(shapes)))
+    a, b = (rng.standard_normal(s).astype(np.float32) * scale for s, scale in zip(shapes, (100.0, 3.0)))
+    if a.size > 3:
+        a.reshape(-1)[:4] = [np.nan, np.inf, -np.inf, 3e38]
+    ours = [sg.tensor(v).to(getattr(sg, half)) for v in (a, b)]
+    theirs = [torch.tensor(v).to(getattr(torch, half)) for v in (a, b)]
+    if shapes[0] == (300, 37):  # a transposed, strided operand
+        ours[0], theirs[0] = ours[0].T, theirs[0].T
+    for op in ("add", "sub", "mul", "div", "maximum", "minimum"):
+        _same_bits(getattr(ours[0], op)(ours[1]), getattr(theirs[0], op)(theirs[1]))

@@ -25,7 +25,7 @@ from libc.string cimport memset
 
 from stage2_cython._buffer cimport (Buffer, c_strides, code_of, contiguous_layout, copy, data_of,
                                     load_operand, make_view, new_buffer, read_ints)
-from stage2_cython._types cimport BOOL, FLOAT32, FLOAT64, INT64, MAXDIM, itemsize_of
+from stage2_cython._types cimport BFLOAT16, BOOL, FLOAT16, FLOAT32, FLOAT64, INT64, MAXDIM, itemsize_of
 
 from stage2_cython._buffer import broadcast_shapes
 
@@ -161,7 +161,7 @@ cdef extern from "csrc/kernels.h" nogil:
 
 cdef extern from "csrc/cpu.h" nogil:
     ctypedef struct sg3_cpu:
-        int sse2, avx, fma, avx2, avx512f, avx512dq, avx512bw, avx512vl, os_ymm, os_zmm, neon
+        int sse2, avx, fma, f16c, avx2, avx512f, avx512dq, avx512bw, avx512vl, os_ymm, os_zmm, neon
     sg3_cpu sg3_detect_cpu()
     int sg3_has_avx2(sg3_cpu c)
     int sg3_has_avx512(sg3_cpu c)
@@ -265,7 +265,7 @@ def _cpu_name():
 
 def simd_info():
     """The CPU, its SIMD features, the paths it can run and the one in use."""
-    features = {"sse2": CPU.sse2, "avx": CPU.avx, "fma": CPU.fma, "avx2": CPU.avx2,
+    features = {"sse2": CPU.sse2, "avx": CPU.avx, "fma": CPU.fma, "f16c": CPU.f16c, "avx2": CPU.avx2,
                 "avx512f": CPU.avx512f, "avx512dq": CPU.avx512dq, "avx512bw": CPU.avx512bw,
                 "avx512vl": CPU.avx512vl, "os_saves_ymm": CPU.os_ymm, "os_saves_zmm": CPU.os_zmm,
                 "neon": CPU.neon}
@@ -393,7 +393,10 @@ def binary(str op, Buffer a, Buffer b, dtype):
     """``op`` elementwise over broadcast ``a`` and ``b``, which hold ``dtype`` (cast first
     where they do not); comparisons return bool (stage 0's primitive)."""
     cdef int code = a.code if a.dtype is dtype else code_of(dtype), rc, opc = _op_code(BINARY_OPS, op)
-    if opc < 0 or code == BOOL or code > FLOAT64 or code < FLOAT32 and (opc == DIV or opc == POW):
+    # the 2-byte floats' arithmetic (add to minimum) widens a block at a time in the kernel
+    cdef bint half_arithmetic = (code == FLOAT16 or code == BFLOAT16) and 0 <= opc < POW
+    if (opc < 0 or code == BOOL or code > FLOAT64 and not half_arithmetic
+            or code < FLOAT32 and (opc == DIV or opc == POW)):
         return (<tuple>_FALLBACKS[type(dtype)])[1](op, a, b, dtype)
     if a.dtype is not dtype:
         a = cast(a, dtype)

@@ -13,7 +13,7 @@
 #endif
 
 typedef struct {
-    int sse2, avx, fma, avx2, avx512f, avx512dq, avx512bw, avx512vl, os_ymm, os_zmm, neon;
+    int sse2, avx, fma, f16c, avx2, avx512f, avx512dq, avx512bw, avx512vl, os_ymm, os_zmm, neon;
 } sg3_cpu;
 
 static sg3_cpu sg3_detect_cpu(void) {
@@ -24,6 +24,7 @@ static sg3_cpu sg3_detect_cpu(void) {
         c.sse2 = (d >> 26) & 1;
         c.fma = (cx >> 12) & 1;
         c.avx = (cx >> 28) & 1;
+        c.f16c = (cx >> 29) & 1;
         if ((cx >> 27) & 1) { /* OSXSAVE: xgetbv is allowed */
             unsigned lo, hi;
             __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
@@ -44,7 +45,8 @@ static sg3_cpu sg3_detect_cpu(void) {
     return c;
 }
 
-static int sg3_has_avx2(sg3_cpu c) { return c.avx && c.avx2 && c.fma && c.os_ymm; }
+/* the AVX2 path also converts float16 with F16C, which every AVX2 CPU has */
+static int sg3_has_avx2(sg3_cpu c) { return c.avx && c.avx2 && c.fma && c.f16c && c.os_ymm; }
 
 static int sg3_has_avx512(sg3_cpu c) {
     return sg3_has_avx2(c) && c.avx512f && c.avx512dq && c.avx512bw && c.avx512vl && c.os_zmm;

@@ -379,11 +379,72 @@ int unary(int op, int dtype, const sg3_operands* o, int nthreads) {
     }
 }
 
+// The 2-byte floats' arithmetic in the kernel: a contiguous row a register at a time
+// (widened, computed and narrowed in registers); any other row a block at a time, the block
+// of each operand widened into a float32 buffer that stays in L1 (a broadcast operand's one
+// value, once), the float32 row kernel run on the buffers, the result narrowed back with
+// one rounding. No whole-array float32 copies, and the same answers as widening first.
+constexpr int64_t kHalfBlock = 256;
+
+template <class H>
+inline void widen_strided(const H* x, int64_t step, float* out, int64_t n) {
+    if (step == 1) return widen_row(x, out, n);
+    for (int64_t i = 0; i < n; ++i) out[i] = to_float(x[i * step]);
+}
+
+template <class A, class H, class Op>
+void half_binary_row(char** p, int64_t n, const int64_t* ist, const Op& op) {
+    H* o = reinterpret_cast<H*>(p[0]);
+    const H* a = reinterpret_cast<const H*>(p[1]);
+    const H* b = reinterpret_cast<const H*>(p[2]);
+    if (ist[0] == 1 && ist[1] == 1 && ist[2] == 1) {  // in registers, the block path for the tail
+        const int64_t done = half_binary_registers<vec<float, A>>(o, a, b, n, op);
+        o += done, a += done, b += done, n -= done;
+    }
+    alignas(64) float wa[kHalfBlock], wb[kHalfBlock], wo[kHalfBlock];
+    const int64_t unit[3] = {1, ist[1] ? 1 : 0, ist[2] ? 1 : 0};  // a broadcast operand stays one value
+    if (!ist[1]) wa[0] = to_float(a[0]);
+    if (!ist[2]) wb[0] = to_float(b[0]);
+    for (int64_t i = 0; i < n; i += kHalfBlock) {
+        const int64_t m = n - i < kHalfBlock ? n - i : kHalfBlock;
+        if (ist[1]) widen_strided(a + i * ist[1], ist[1], wa, m);
+        if (ist[2]) widen_strided(b + i * ist[2], ist[2], wb, m);
+        char* q[3] = {reinterpret_cast<char*>(wo), reinterpret_cast<char*>(wa), reinterpret_cast<char*>(wb)};
+        binary_row<A, float>(q, m, unit, op);
+        if (ist[0] == 1) {
+            narrow_row(wo, o + i, m);
+        } else {
+            for (int64_t j = 0; j < m; ++j) o[(i + j) * ist[0]] = narrow<H>(wo[j]);
+        }
+    }
+}
+
+template <class A, class H>
+int run_half_binary(int op, const sg3_operands& o, int nthreads) {
+    const int64_t item[3] = {2, 2, 2};
+    const Loop L = make_loop(o, item);
+    auto go = [&](auto f) {
+        for_rows(L, 1, nthreads, [&L, f](char** p, int64_t n) { half_binary_row<A, H>(p, n, L.ist, f); });
+        return SG3_OK;
+    };
+    switch (op) {
+        case SG3_ADD: return go(Add{});
+        case SG3_SUB: return go(Sub{});
+        case SG3_MUL: return go(Mul{});
+        case SG3_DIV: return go(Div{});
+        case SG3_MAXIMUM: return go(Maximum{});
+        case SG3_MINIMUM: return go(Minimum{});
+        default: return SG3_EUNSUPPORTED;  // the rest widen the whole operands (the backend's fallback)
+    }
+}
+
 template <class A>
 int binary(int op, int dtype, const sg3_operands* o, int nthreads) {
     switch (dtype) {
         case SG3_FLOAT32: return run_binary<A, float>(op, *o, nthreads);
         case SG3_FLOAT64: return run_binary<A, double>(op, *o, nthreads);
+        case SG3_FLOAT16: return run_half_binary<A, sg3_half>(op, *o, nthreads);
+        case SG3_BFLOAT16: return run_half_binary<A, sg3_bfloat16>(op, *o, nthreads);
         case SG3_INT32: return run_int_binary<A, int32_t>(op, *o, nthreads);
         case SG3_INT64: return run_int_binary<A, int64_t>(op, *o, nthreads);
         default: return SG3_EUNSUPPORTED;
@@ -434,6 +495,12 @@ int run_cast(const sg3_operands& o, int nthreads) {
         To* out = reinterpret_cast<To*>(p[0]);
         const From* x = reinterpret_cast<const From*>(p[1]);
         bool bad = false;
+        if constexpr (is_half<From>::value && std::is_same<To, float>::value) {
+            if (L.ist[0] == 1 && L.ist[1] == 1) return widen_row(x, out, n);  // a vector at a time
+        }
+        if constexpr (std::is_same<From, float>::value && is_half<To>::value) {
+            if (L.ist[0] == 1 && L.ist[1] == 1) return narrow_row(x, out, n);
+        }
         if (L.ist[0] == 1 && L.ist[1] == 1) {
             for (int64_t i = 0; i < n; ++i) out[i] = convert<From, To>(x[i], &bad);
         } else {
