@@ -196,6 +196,16 @@ def test_gelu(fsg, shape, approximate, dtype):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_relu_backward(fsg, dtype):
+    """ReLU's backward in one pass from its output; zeros in the input (no gradient, as
+    PyTorch's) and a non-contiguous input among the cases."""
+    x = _data((64, 33), dtype) * 4
+    x[::7] = 0.0
+    check(fsg, lambda lib, t: t.relu(), [x], dtype)
+    check(fsg, lambda lib, t: t.T.relu(), [x], dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("act", ["ReLU", "GELU", "GELU_tanh"])
 def test_sequential_fuses_linear_and_its_activation(fsg, act, dtype):
     torch = need_torch()

@@ -73,6 +73,7 @@ FUSED_KERNELS = {  # the name in FUSED -> the functions it brings
     "lstm_cell": ("lstm_cell", "lstm_cell_backward"),
     "recurrent": ("recurrent", "recurrent_backward"),
     "gelu": ("gelu", "gelu_backward"),
+    "relu": ("relu_backward",),
     "attention": ("attention", "attention_backward"),
 }
 

@@ -163,7 +163,7 @@ class Backend(_S2):
     # operands fit (float32 or float64, one dtype), and the composite otherwise.
     FUSED = frozenset({"softmax", "log_softmax", "cross_entropy", "linear", "layer_norm", "adam", "sgd",
                        "rmsprop", "conv2d", "max_pool2d", "avg_pool2d", "batch_norm", "lstm_cell",
-                       "recurrent", "gelu", "attention"})
+                       "recurrent", "gelu", "relu", "attention"})
     GEMMS = GEMMS
     get_gemm, set_gemm = staticmethod(get_gemm), staticmethod(set_gemm)
     set_num_threads, get_num_threads = staticmethod(K.set_num_threads), staticmethod(K.get_num_threads)
@@ -332,6 +332,12 @@ class Backend(_S2):
     def gelu_backward(self, g, x, approximate):
         """The gradient of ``gelu``'s input from its output's, in one pass."""
         return K.act_backward(self.contiguous(g), self.contiguous(x), _GELU[approximate])
+
+    @_widened
+    def relu_backward(self, g, y):
+        """``g * (y > 0)`` in one pass, from ReLU's output ``y`` (positive exactly where the
+        input was); the composite is a comparison, a cast and a product."""
+        return K.act_backward(self.contiguous(g), self.contiguous(y), "relu")
 
     @_widened
     def layer_norm(self, x, cols, w, b, eps):
