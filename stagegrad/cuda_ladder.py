@@ -113,8 +113,9 @@ def measure(sizes=SIZES, budget=3.0, stream=None):
     report["gpu"] = rt.name
     report["capability"] = list(rt.capability)
     report["torch"] = torch.__version__ if torch is not None else None
-    steps = len(ladder.TIERS) + 1 + (torch is not None) + 3 + 2 * (torch is not None)
-    bar = Progress(len(sizes) * steps, "cuda-ladder", stream=stream)
+    two_byte = 3 + 2 * (torch is not None)  # the rows _two_byte_rows makes
+    bar = Progress(len(sizes) * (len(ladder.TIERS) + 1 + (torch is not None) + two_byte), "cuda-ladder",
+                   stream=stream)
     done = 0
     for n in sizes:
         rng = cupy.random.default_rng(n)
@@ -152,7 +153,7 @@ def measure(sizes=SIZES, budget=3.0, stream=None):
             done += 1
             bar.update(done, now=f"PyTorch {n}")
         rows += _two_byte_rows(ladder, rt, torch, a, b, n, budget)
-        done += 3 + 2 * (torch is not None)
+        done += two_byte
         bar.update(done, now=f"tensor cores {n}")
         for dtype in ("float32", "float16"):  # each row against cuBLAS in its own dtype
             peer = next(r["seconds"] for r in rows if r["label"] == "cuBLAS (CuPy)" and r["dtype"] == dtype)
