@@ -55,6 +55,12 @@ def _pool_setup(input, name, k, s, p, d, ceil_mode):
     return x.reshape(N * C, 1, H, W), (N, C, H, W), out, extra, batched
 
 
+def _lowest(dtype):
+    """What max pooling pads with, so that padding never wins: -inf, or an integer dtype's
+    least value (an integer has no -inf)."""
+    return -math.inf if dtype.is_floating_point else iinfo(dtype).min
+
+
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     """Max over each window; padding never wins (it is -inf, or an integer dtype's least
@@ -69,8 +75,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
             out, idx = out.squeeze(0), idx.squeeze(0)
         return (out, idx) if return_indices else out
     if any(p) or eh or ew:
-        lowest = -math.inf if x.dtype.is_floating_point else iinfo(x.dtype).min  # an integer has no -inf
-        x = pad(x, (p[1], p[1] + ew, p[0], p[0] + eh), value=lowest)
+        x = pad(x, (p[1], p[1] + ew, p[0], p[0] + eh), value=_lowest(x.dtype))
     cols = _Unfold.apply(x, k, d, (0, 0), s)  # (N*C, kh*kw, oh*ow)
     vals, arg = cols.max(dim=1)
     # PyTorch's pooling lets every NaN take over, so a window's last NaN is its maximum, where
@@ -198,9 +203,8 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     NotImplementedError naming it)."""
     if dilation not in (1, (1, 1, 1)) or ceil_mode or return_indices:
         raise NotImplementedError("max_pool3d: dilation, ceil_mode and return_indices are not supported")
-    lowest = -math.inf if input.dtype.is_floating_point else iinfo(input.dtype).min
-    return _over_depth(input, "max_pool3d", kernel_size, stride, padding, lowest,
-                       lambda x, k, s, p: max_pool2d(x, k, s, p), lambda a, b: a.maximum(b))
+    return _over_depth(input, "max_pool3d", kernel_size, stride, padding, _lowest(input.dtype), max_pool2d,
+                       lambda a, b: a.maximum(b))
 
 
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
