@@ -234,3 +234,24 @@ def test_5d_interpolation_as_torch(sg, mode, kw):
     xs, xt = _both(sg, torch, (1, 2, 3, 4, 5), 5, grad=False)
     assert_close(sg.nn.functional.interpolate(xs, mode=mode, **kw),
                  torch.nn.functional.interpolate(xt, mode=mode, **kw), atol=1e-6)
+
+
+def test_weighted_random_sampler(sg):
+    torch = need_torch()
+    weights = [0.0, 1.0, 3.0, 0.0]
+    sampler = sg.utils.data.WeightedRandomSampler(weights, 4000)
+    drawn = np.bincount(list(sampler), minlength=4)
+    assert len(sampler) == 4000 and drawn[0] == drawn[3] == 0  # never a zero weight
+    assert abs(drawn[2] / 4000 - 0.75) < 0.05  # in proportion (about 9 standard deviations)
+    sg.manual_seed(1)
+    first = list(sg.utils.data.WeightedRandomSampler(sg.tensor(weights), 50))
+    sg.manual_seed(1)
+    assert list(sg.utils.data.WeightedRandomSampler(weights, 50)) == first  # reproducible
+    assert sorted(sg.utils.data.WeightedRandomSampler(weights, 2, replacement=False)) == [1, 2]
+    loader = sg.utils.data.DataLoader(sg.utils.data.TensorDataset(sg.arange(4)), batch_size=10,
+                                      sampler=sg.utils.data.WeightedRandomSampler(weights, 10))
+    assert set(next(iter(loader))[0].tolist()) <= {1, 2}
+    for bad in (([[0.1, 0.9]], 5), ([0.1, 0.9], 0)):  # the same refusals as PyTorch's
+        for lib in (sg, torch):
+            with pytest.raises(ValueError):
+                lib.utils.data.WeightedRandomSampler(*bad)

@@ -3,6 +3,8 @@ grouped into batches (PyTorch's ``Sampler`` family)."""
 
 from .. import creation
 from .. import random as R
+from ..dtypes import float64
+from ..sampling import multinomial
 
 
 class Sampler:
@@ -72,6 +74,37 @@ class RandomSampler(Sampler):
             yield from creation.randperm(n, generator=gen).tolist()
         if total % n:
             yield from creation.randperm(n, generator=gen).tolist()[:total % n]
+
+    def __len__(self):
+        return self.num_samples
+
+
+class WeightedRandomSampler(Sampler):
+    """``num_samples`` indices drawn with probabilities proportional to ``weights`` (a 1-d
+    sequence or tensor, one per dataset element), with replacement by default, as
+    ``torch.utils.data.WeightedRandomSampler``: ``multinomial`` from ``generator`` or the
+    default generator, so ``sg.manual_seed`` makes the draws reproducible (PyTorch's stream
+    differs). Bad weights are refused when the draws are made, as PyTorch's are."""
+
+    def __init__(self, weights, num_samples, replacement=True, generator=None):
+        if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples <= 0:
+            raise ValueError(f"num_samples should be a positive integer value, but got "
+                             f"num_samples={num_samples!r}")
+        if not isinstance(replacement, bool):
+            raise ValueError(f"replacement should be a boolean value, but got replacement={replacement!r}")
+        if hasattr(weights, "detach"):  # a tensor
+            w = weights.detach().to("cpu", dtype=float64)
+        else:
+            w = creation.tensor(weights, dtype=float64, device="cpu")
+        if w.ndim != 1:
+            raise ValueError(f"weights should be a 1d sequence but given weights have shape "
+                             f"{tuple(w.shape)}")
+        self.weights, self.num_samples = w, num_samples
+        self.replacement, self.generator = replacement, generator
+
+    def __iter__(self):
+        gen = self.generator
+        yield from multinomial(self.weights, self.num_samples, self.replacement, generator=gen).tolist()
 
     def __len__(self):
         return self.num_samples
