@@ -135,7 +135,7 @@ class Runtime:
             with open(path, "rb") as f:
                 lowered, binary = f.read().split(b"\n", 1)
             return binary, lowered.decode()
-        except (OSError, ValueError):
+        except (OSError, ValueError):  # not cached yet, or an unreadable entry: compile it
             pass
         binary, mapping = self.cp.cuda.compiler.compile_using_nvrtc(code, options=OPTIONS,
                                                                     name_expressions=[instance])

@@ -16,10 +16,14 @@ from .image_kernels import AvgPool2d, MaxPool2d, _takes
 from .padding import pad
 
 
+def _default_stride(stride):
+    """Whether ``stride`` asks for the default, the kernel size (None, or an empty tuple)."""
+    return stride is None or (not isinstance(stride, int) and len(stride) == 0)
+
+
 def _pool_args(name, kernel_size, stride, padding, dilation=1):
     k = _ntuple(kernel_size, 2, name, "kernel_size")
-    s = k if stride is None or (not isinstance(stride, int) and len(stride) == 0) \
-        else _ntuple(stride, 2, name, "stride")
+    s = k if _default_stride(stride) else _ntuple(stride, 2, name, "stride")
     p = _ntuple(padding, 2, name, "padding")
     d = _ntuple(dilation, 2, name, "dilation")
     _check_geometry(name, k, d, p, s)
@@ -143,7 +147,7 @@ def _as_2d_pool(fn, input, name, kernel_size, stride, padding, **kw):
         raise ShapeError(f"{name}: expected a 2-D (unbatched) or 3-D (batched) input, got shape "
                          f"{tuple(input.shape)}")
     one = lambda v: (1, _ntuple(v, 1, name, "size")[0])  # noqa: E731
-    stride = None if stride is None or (not isinstance(stride, int) and len(stride) == 0) else one(stride)
+    stride = None if _default_stride(stride) else one(stride)
     padding = (0, _ntuple(padding, 1, name, "padding")[0])
     out = fn(input.unsqueeze(-2), one(kernel_size), stride, padding, **kw)
     if isinstance(out, tuple):
@@ -176,8 +180,7 @@ def _over_depth(input, name, kernel_size, stride, padding, fill, pool2d, combine
                          f"{tuple(input.shape)}")
     x = input if input.ndim == 5 else input.unsqueeze(0)
     k = _ntuple(kernel_size, 3, name, "kernel_size")
-    empty = stride is None or (not isinstance(stride, int) and len(stride) == 0)
-    s = k if empty else _ntuple(stride, 3, name, "stride")
+    s = k if _default_stride(stride) else _ntuple(stride, 3, name, "stride")
     p = _ntuple(padding, 3, name, "padding")
     _check_geometry(name, k, (1, 1, 1), p, s)
     if any(pi > ki // 2 for pi, ki in zip(p, k)):
