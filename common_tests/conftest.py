@@ -113,6 +113,20 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "slow: long-running (deselect with -m 'not slow')")
     config.addinivalue_line("markers", "needs_torch: compares against PyTorch")
     _selected(config)  # in every process, so the summary can name the stages left out
+    _check_groups_hold(config)
+
+
+def _check_groups_hold(config):
+    """``--dist loadgroup`` sends an ``xdist_group``'s tests to one worker by appending ``@group``
+    to their ids, which pytest 9.2 no longer lets pytest-xdist 3.8 do: tests sharing a resource
+    (the docs' ``_generated/`` folder, a server's port) would then run at once and fail now and
+    then, so such a pairing stops the run here instead."""
+    dist = config.getoption("dist", default="no")
+    major, minor = (int(p) for p in pytest.__version__.split(".")[:2])
+    if dist == "loadgroup" and (major, minor) >= (9, 2):
+        raise pytest.UsageError(f"pytest {pytest.__version__} makes pytest-xdist ignore xdist_group under "
+                                "--dist loadgroup: install the test extra's versions "
+                                "(pip install -e '.[test]')")
 
 
 def pytest_report_header(config):
@@ -187,6 +201,7 @@ def pytest_generate_tests(metafunc):
             names = offering or [pytest.param(None, id="none", marks=pytest.mark.skip(
                 reason=f"no stage under test ({', '.join(names)}) offers the {device.args[0]} device"))]
         metafunc.parametrize("sg", names, indirect=True, scope="session")
+
 
 
 def _offering(names, device):
