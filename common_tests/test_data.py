@@ -225,8 +225,8 @@ def test_mnist_loader_batches_and_transforms(sg, mnist_test_np):
 def test_mnist_data_attribute(sg, tmp_path):
     imgs, lbls = _fake_split(tmp_path, 6)
     ds = sg.datasets.MNIST(root=tmp_path, train=False, verify=False)
-    assert tuple(ds.data.shape) == (6, 28, 28) and ds.data.dtype is sg.int32
-    np.testing.assert_array_equal(np_(ds.data), imgs.astype(np.int32))
+    assert tuple(ds.data.shape) == (6, 28, 28) and ds.data.dtype is sg.uint8  # as torchvision's
+    np.testing.assert_array_equal(np_(ds.data), imgs)
     np.testing.assert_array_equal(np_(ds.targets), lbls)
     images, labels = ds.raw_bytes()  # as read, for NumPy or PyTorch in one step
     assert isinstance(images, bytes) and isinstance(labels, bytes)

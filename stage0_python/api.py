@@ -15,8 +15,8 @@ from . import autograd, dtypes, random
 from .autograd import (Function, enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled,
                        no_grad, set_grad_enabled)
 from .creation import (arange, as_tensor, cat, concat, empty, empty_like, eye, from_dlpack, from_numpy,
-                       full, full_like, linspace, normal, ones, ones_like, rand, rand_like, randint,
-                       randint_like, randn, randn_like, randperm, stack, tensor, zeros, zeros_like)
+                       frombuffer, full, full_like, linspace, normal, ones, ones_like, rand, rand_like,
+                       randint, randint_like, randn, randn_like, randperm, stack, tensor, zeros, zeros_like)
 from .legacy import (BFloat16Tensor, BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor,
                      IntTensor, LongTensor, ShortTensor)
 from .capabilities import CapabilityError
@@ -26,8 +26,8 @@ from .dtypes import (bfloat16, bool_, finfo, float16, float32, float64, get_defa
 from .math_ops import (acos, acosh, arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh, asin,  # noqa: A004
                        asinh, atan, atan2, atanh, bitwise_and, bitwise_left_shift, bitwise_not,
                        bitwise_or, bitwise_right_shift, bitwise_xor, copysign, cosh, erfc, exp2, expm1,
-                       fix, fmod, hypot, isfinite, isinf, isneginf, isposinf, log2, log10, logaddexp,
-                       logaddexp2, pow, remainder, sinh, tan, trunc)
+                       fix, floor_divide, fmod, hypot, isfinite, isinf, isneginf, isposinf, log2, log10,
+                       logaddexp, logaddexp2, pow, remainder, sinh, tan, true_divide, trunc)
 from .random import Generator, initial_seed, manual_seed, seed
 from .printing import get_printoptions, printoptions, set_printoptions
 from .shapes import IndexRangeError, ShapeError

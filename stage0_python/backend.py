@@ -26,6 +26,10 @@ The primitive set, which every stage's backend provides under the same names:
 - ``unfold``/``fold`` for convolution (im2col and its adjoint)
 - in-place: ``assign`` (write a region), ``put`` (flat scatter, or combining by sum, prod,
   amax or amin), ``set_data`` (replace the contents)
+- bytes: ``view_dtype(x, dtype)`` (x's bytes read as ``dtype``, its last dim scaled by the
+  ratio of the element sizes) and ``from_buffer(obj, dtype)`` (a 1-d buffer of the bytes of
+  a buffer-protocol object): views of the same memory where the stage can alias it (stage
+  2 on), copies here
 - DLPack: ``to_dlpack(x, versioned)`` (a capsule sharing x's memory, DLPack 1.0's when
   ``versioned``) and
   ``from_dlpack(obj)`` (a buffer over the memory of an object with ``__dlpack__``, or of a
@@ -39,7 +43,7 @@ from array import array
 from stage0_python.vocabulary import BOOL_RESULT
 
 from .capabilities import refusal
-from .dtypes import IntegerPowerError, bool_, float64, int32, int64
+from .dtypes import IntegerPowerError, bool_, float64, int64
 from .memory import track as _track
 from .shapes import check as _check_shape
 
@@ -59,6 +63,7 @@ PRIMITIVES = (
     "matmul",
     "unfold", "fold",
     "assign", "put", "set_data",
+    "view_dtype", "from_buffer",
     "to_dlpack", "from_dlpack",
 )
 HELPERS = ("prod", "broadcast_shapes", "contiguous_strides")
@@ -112,9 +117,12 @@ def strided_indices(shape, strides, offset=0):
 
 
 def wrap_int(value, dtype):
-    """A Python int reduced modulo 2**bits into ``dtype``'s range (two's complement): 32 bits
-    for int32, else 64. By name, so stage 2 can pass its own dtype objects."""
-    half = 1 << (31 if dtype.name == "int32" else 63)
+    """A Python int reduced modulo 2**bits into ``dtype``'s range (two's complement for the
+    signed ones), as PyTorch's integer arithmetic and casts wrap."""
+    bits = 8 * dtype.itemsize
+    if not dtype.is_signed:
+        return value % (1 << bits)
+    half = 1 << (bits - 1)
     return ((value + half) % (2 * half)) - half
 
 
@@ -483,7 +491,7 @@ def _hypot(a, b):
 def shift_op(op, dtype):
     """The shift ``op`` for ``dtype``'s width: a count outside [0, width) shifts every bit
     out, as PyTorch defines it (0, or -1 for a negative number shifted right)."""
-    bits = 32 if dtype is int32 else 64
+    bits = 8 * dtype.itemsize
     if op == "left_shift":
         return lambda a, s: a << s if 0 <= s < bits else 0  # from_list wraps to the width
     return lambda a, s: a >> s if 0 <= s < bits else (-1 if a < 0 else 0)
@@ -1157,6 +1165,28 @@ def set_data(dst, src):
     """Replace the contents of ``dst`` with ``src`` (same shape and dtype)."""
     dst.data = src.data
     dst.version += 1
+
+
+# ---------------------------------------------------------------- bytes
+
+def bytes_as(raw, dtype):
+    """The values of ``dtype`` that the bytes ``raw`` hold, in the machine's byte order."""
+    values = array(dtype.typecode)
+    values.frombytes(raw)
+    return values.tolist()
+
+
+def view_dtype(x, dtype):
+    """``x``'s bytes read as ``dtype``: a copy, since an array holds one type (the frontend
+    marks it as standing for a view)."""
+    values = bytes_as(array(x.dtype.typecode, x.values()).tobytes(), dtype)
+    return from_list(values, x.shape[:-1] + (x.shape[-1] * x.dtype.itemsize // dtype.itemsize,), dtype)
+
+
+def from_buffer(obj, dtype):
+    """The bytes of ``obj`` (with the buffer protocol) as a 1-d buffer of ``dtype``: a copy."""
+    values = bytes_as(obj, dtype)
+    return from_list(values, (len(values),), dtype)
 
 
 # ---------------------------------------------------------------- DLPack

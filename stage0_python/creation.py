@@ -10,7 +10,7 @@ from .dtypes import int64
 from .device import check_device, place
 from .shapes import ShapeError
 from .method_forms import accepts_axis
-from .tensor import Tensor, _shape_arg, _to_dtype
+from .tensor import Tensor, _check_fits, _shape_arg, _to_dtype
 
 
 def _finish(buf, requires_grad, device):
@@ -63,10 +63,44 @@ def from_dlpack(ext_tensor):
     return Tensor._make(B.from_dlpack(ext_tensor))
 
 
+def frombuffer(buffer, dtype, count=-1, offset=0, requires_grad=False):
+    """A 1-d tensor of ``dtype`` over the bytes of ``buffer`` (any C-contiguous object with the
+    buffer protocol: ``bytearray``, ``array.array``, ``mmap``, a NumPy array), ``count``
+    elements (-1: all that follow) from byte ``offset``, in the machine's byte order. Where the
+    stage shares memory (stage 2 on) a writable buffer is shared, as in PyTorch: writes through
+    either side are seen by the other, and the buffer cannot be resized while the tensor lives.
+    A read-only one (``bytes``) is copied, where PyTorch shares it and warns that writing is
+    undefined; stages 0 and 1 copy. The tensor is on the CPU. See torch.frombuffer."""
+    dtype = _to_dtype(dtype, "frombuffer")
+    try:
+        raw = memoryview(buffer).cast("B")
+    except TypeError as e:
+        raise TypeError(f"frombuffer: {type(buffer).__name__} is not a C-contiguous object with the "
+                        f"buffer protocol ({e})") from None
+    length, item = raw.nbytes, dtype.itemsize
+    if length == 0 or count == 0:
+        raise ValueError(f"frombuffer: both buffer length ({length}) and count ({count}) must not be 0")
+    if not 0 <= offset < length:
+        raise ValueError(f"frombuffer: offset ({offset} bytes) must be non-negative and no greater than "
+                         f"buffer length ({length} bytes) minus 1")
+    if count < 0:
+        if (length - offset) % item:
+            raise ValueError(f"frombuffer: buffer length ({length} bytes) after offset ({offset} bytes) "
+                             f"must be a multiple of element size ({item})")
+        count = (length - offset) // item
+    elif count * item > length - offset:
+        raise ValueError(f"frombuffer: requested buffer length ({count} * {item} bytes) after offset "
+                         f"({offset} bytes) must not be greater than actual buffer length ({length} bytes)")
+    part = raw[offset:offset + count * item]
+    out = Tensor._make(B.from_buffer(bytearray(part) if part.readonly else part, dtype))  # on the CPU, whatever the default device: the memory is the host's
+    return out.requires_grad_(True) if requires_grad else out
+
+
 def full(size, fill_value, dtype=None, requires_grad=False, device=None):
     """A tensor of ``size`` filled with ``fill_value``, of its dtype unless given; see torch.full."""
     device = check_device(device, "full")
     dtype = _to_dtype(dtype) or D.result_type(fill_value)
+    _check_fits([fill_value], dtype)
     return _finish(B.full(_sizes((size,), "full", dtype), fill_value, dtype), requires_grad, device)
 
 

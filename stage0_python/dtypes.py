@@ -18,8 +18,8 @@ from stage0_python.vocabulary import (BY_NAME, DType, bfloat16, bool_, float16, 
                                       int8, int16, int32, int64, uint8)
 from stage0_python.vocabulary import _lookup  # noqa: F401  (checkpoints pickled before name it here)
 
-ALL = (bool_, int32, int64, float32, float64)  # the dtypes the stages compute in
-NAMED_ONLY = (uint8, int8, int16, float16, bfloat16)
+ALL = (bool_, uint8, int8, int16, int32, int64, float32, float64)  # the dtypes the stages compute in
+NAMED_ONLY = (float16, bfloat16)
 LACKING = frozenset(d.name for d in NAMED_ONLY)  # capability names, one per dtype
 _DEFAULT = {0: bool_, 1: int64, 2: float32}
 
@@ -35,6 +35,14 @@ class IntegerPowerError(ValueError, RuntimeError):
 class DTypeMismatchError(TypeError, RuntimeError):
     """Operands whose dtypes must agree do not (a TypeError, and a RuntimeError as PyTorch
     raises)."""
+
+
+def refuse_bool_subtraction(op, a, b):
+    """PyTorch refuses ``-`` with a bool operand, tensor or Python bool, whatever the other's
+    dtype (``~`` inverts a mask): so do the stages, rather than compute ``x - True``."""
+    if op == "sub" and any(isinstance(v, bool) or getattr(v, "dtype", None) is bool_ for v in (a, b)):
+        raise TypeError("sub: subtraction, the `-` operator, with a bool tensor is not supported; "
+                        "to invert a mask use the `~` or `logical_not()` operator instead")
 
 
 def compute_in(*names):
@@ -66,9 +74,9 @@ def promote(a, b):
         return a
     if a.category != b.category:
         return a if a.category > b.category else b
-    if a.itemsize == b.itemsize:  # float16 and bfloat16: neither holds the other
-        return float32
-    return a if a.itemsize > b.itemsize else b
+    if a.itemsize == b.itemsize:  # neither holds the other: uint8 and int8, float16 and bfloat16
+        return int16 if a.category == 1 else float32
+    return a if a.itemsize > b.itemsize else b  # uint8, the one unsigned, is the narrowest
 
 
 def scalar_category(value):

@@ -179,6 +179,18 @@ class MathMethods:
         return self._binary(other, "fmod", ops.Fmod)
 
     fmod_ = inplace_form("fmod")
+
+    def floor_divide(self, other):
+        """See torch.floor_divide (``//``): the quotient rounded toward minus infinity;
+        integer tensors stay integers and refuse a zero divisor (ZeroDivisionError)."""
+        return self // other
+
+    def true_divide(self, other):
+        """See torch.true_divide: ``self / other``, in floating point."""
+        return self / other
+
+    floor_divide_ = inplace_form("floor_divide")
+    true_divide_ = inplace_form("true_divide")
     remainder_ = inplace_form("remainder")  # remainder itself is Tensor's (``%``)
 
     bitwise_and, bitwise_and_ = _bitwise_method("bitwise_and"), inplace_form("bitwise_and")
@@ -269,13 +281,14 @@ _T = MathMethods
 exp2, expm1, log2, log10, erfc = _T.exp2, _T.expm1, _T.log2, _T.log10, _T.erfc
 isinf, isfinite, isposinf, isneginf, bitwise_not = (_T.isinf, _T.isfinite, _T.isposinf, _T.isneginf,
                                                     _T.bitwise_not)
-trunc, fix, fmod = _T.trunc, _T.fix, _T.fmod
+trunc, fix, fmod, floor_divide, true_divide = _T.trunc, _T.fix, _T.fmod, _T.floor_divide, _T.true_divide
 atan2, arctan2, copysign, hypot, logaddexp, logaddexp2 = (_T.atan2, _T.arctan2, _T.copysign, _T.hypot,
                                                           _T.logaddexp, _T.logaddexp2)
 del _T
 
 __all__ = ["tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "arcsin", "arccos",
            "arctan", "arcsinh", "arccosh", "arctanh", "exp2", "expm1", "log2", "log10", "erfc", "trunc",
-           "fix", "isinf", "isfinite", "isposinf", "isneginf", "atan2", "arctan2", "copysign", "fmod",
+           "fix", "floor_divide", "true_divide", "isinf", "isfinite", "isposinf", "isneginf", "atan2",
+           "arctan2", "copysign", "fmod",
            "hypot", "logaddexp", "logaddexp2", "remainder", "pow", "bitwise_and", "bitwise_or",
            "bitwise_xor", "bitwise_not", "bitwise_left_shift", "bitwise_right_shift"]

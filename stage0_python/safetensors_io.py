@@ -33,8 +33,8 @@ from .tensor import Tensor
 MAX_HEADER = 100_000_000  # bytes; the reference implementation's limit
 _LENGTH = struct.Struct("<Q")
 # the format's code for each dtype a stage may compute in (a stage's dtypes.ALL says which it does)
-_OURS = {"BOOL": "bool", "I32": "int32", "I64": "int64", "F32": "float32", "F64": "float64",
-         "F16": "float16", "BF16": "bfloat16"}
+_OURS = {"BOOL": "bool", "U8": "uint8", "I8": "int8", "I16": "int16", "I32": "int32", "I64": "int64",
+         "F32": "float32", "F64": "float64", "F16": "float16", "BF16": "bfloat16"}
 _CODE = {name: code for code, name in _OURS.items()}
 # dtypes every stage names but some do not compute in (dtypes.LACKING): the CapabilityError names them
 _NAMED_ONLY = {"U8": "uint8", "I8": "int8", "I16": "int16", "F16": "float16", "BF16": "bfloat16"}

@@ -92,7 +92,8 @@ MAX_DEPTH = 200  # containers in containers; each costs frames of Python's recur
 STALE_AFTER_S = 12 * 3600
 _TEMP_NAME = re.compile(r"\..*\.sgsave\.(?P<host>[A-Za-z0-9_-]+)-(?P<pid>[0-9]+)\.[a-z0-9_]+\.tmp\Z",
                         re.DOTALL)
-_TYPECODES = {"bool": "B", "int32": "i", "int64": "q", "float32": "f", "float64": "d"}
+_TYPECODES = {"bool": "B", "uint8": "B", "int8": "b", "int16": "h", "int32": "i", "int64": "q",
+              "float32": "f", "float64": "d"}
 _ITEMSIZE = {name: array(code).itemsize for name, code in _TYPECODES.items()}
 # the 2-byte floats have no array code: their bytes pass through the buffer protocol, which
 # every stage that computes in them exports (_tensor_bytes, _tensor_from_bytes)

@@ -13,7 +13,6 @@ lists among its bases: ``MathMethods`` (math_ops.py), ``ContractionMethods``
 """
 import math
 import operator
-from array import array
 
 from . import backend as B
 from . import dtypes as D
@@ -105,7 +104,10 @@ def _to_dtype(dtype, op="tensor"):
     return dtype
 
 
-_INT_RANGE = {int32: (-2**31, 2**31 - 1), int64: (-2**63, 2**63 - 1)}
+# PyTorch's range for a value written as an integer: uint8 also takes -255..-1 (the two's
+# complement wraps them, as in C), but a float below 0 is refused
+_INT_RANGE = {D.uint8: (-255, 255), D.int8: (-128, 127), D.int16: (-2**15, 2**15 - 1),
+              int32: (-2**31, 2**31 - 1), int64: (-2**63, 2**63 - 1)}
 
 
 def _check_fits(values, dtype):
@@ -115,7 +117,7 @@ def _check_fits(values, dtype):
     if bounds is None or not values:
         return
     lo, hi = min(values), max(values)
-    if lo < bounds[0] or hi > bounds[1]:
+    if lo < bounds[0] or hi > bounds[1] or (not dtype.is_signed and isinstance(lo, float) and lo < 0):
         bad = hi if hi > bounds[1] else lo
         raise ValueError(f"tensor: value {bad} cannot be converted to {dtype.name} without overflow")
 
@@ -1152,30 +1154,32 @@ class Tensor(TensorCore, ContractionMethods, MathMethods, RearrangingMethods, Sa
         return out
 
     def _view_dtype(self, dtype):
-        """The same bytes read as ``dtype``: the last dim scales by the ratio of the
-        element sizes, as in PyTorch. No stage aliases storage across dtypes yet (each
-        LACKS ``dtype_views``): the result is a copy, and an in-place write into it is
-        refused rather than lost. Not differentiable."""
+        """The same bytes read as ``dtype``: the last dim scales by the ratio of the element
+        sizes, as in PyTorch. Where the backend aliases storage across dtypes the result
+        shares ``self``'s memory; elsewhere (the LACKS names ``dtype_views``) it is a copy,
+        and an in-place write into it is refused rather than lost. Not differentiable. bool is refused: a byte other than 0 or 1 is no bool."""
         if dtype is self.dtype:
             return self
-        kinds = (int32, int64, float32, float64)
-        if self.dtype not in kinds or dtype not in kinds:
+        if bool_ in (self.dtype, dtype):
             raise TypeError(f"view: reinterpreting {self.dtype.name} as {dtype.name} is not supported "
-                            f"(int32, int64, float32 and float64 are)")
+                            f"(bool holds only 0 and 1)")
         old, new = self.dtype.itemsize, dtype.itemsize
         shape = list(self.shape)
         if old != new:
             # on a stage without views, the strides the PyTorch view would have
             copied = views.copied(self)
-            strides = copied.layout[1] if copied else self.stride()
+            strides, offset = copied.layout[1:] if copied else (self.stride(), self.storage_offset())
             if not shape or (shape[-1] * old) % new or (strides[-1] != 1 and shape[-1] != 1):
                 raise ShapeError(f"view: a tensor of shape {shape} and dtype {self.dtype.name} cannot be "
                                  f"read as {dtype.name}: the last dim must be contiguous and hold a whole "
                                  f"number of {dtype.name} elements")
+            if any((s * old) % new for s in (offset, *strides[:-1])):
+                raise ShapeError(f"view: the storage offset {offset} and strides {list(strides)} of a "
+                                 f"{self.dtype.name} tensor must be whole numbers of {dtype.name} elements")
             shape[-1] = shape[-1] * old // new
-        raw = array(self.dtype.typecode, self.detach().reshape(-1).tolist()).tobytes()
-        out = Tensor._make(B.from_list(array(dtype.typecode, raw).tolist(), tuple(shape), dtype))
-        out._view = views.ViewRecord.copy((tuple(shape), B.contiguous_strides(shape), 0))
+        out = Tensor._make(B.view_dtype(self._data, dtype))
+        if not B.shares_storage(out._data, self._data):  # a copy: a write into it could not reach self
+            out._view = views.ViewRecord.copy((tuple(shape), B.contiguous_strides(shape), 0))
         return out
 
     def view_as(self, other):
@@ -1604,6 +1608,7 @@ class Tensor(TensorCore, ContractionMethods, MathMethods, RearrangingMethods, Sa
     def fill_(self, value):
         """Fill with ``value`` in place; see ``torch.Tensor.fill_``."""
         value = value.item() if isinstance(value, Tensor) else value
+        _check_fits([value], self.dtype)
         return self._inplace(lambda x: ops.Overwrite.apply(x, self._scalar(value, self.dtype)), "fill_",
                              fill=True)
 

@@ -105,6 +105,7 @@ class TensorCore:
             return NotImplemented
         if op == "div" and not dtype.is_floating_point:
             dtype = D.get_default_dtype()
+        D.refuse_bool_subtraction(op, a, b)
         if dtype is bool_ and op in _NO_BOOL:
             raise TypeError(f"{op}: not supported for two bool tensors (use logical ops)")
         sa = a._data.shape if isinstance(a, TensorCore) else ()

@@ -51,9 +51,9 @@ float32 = DType("float32", "f", 4, 2, 3)
 float64 = DType("float64", "d", 8, 2, 4)
 float16 = DType("float16", None, 2, 2, 5)
 bfloat16 = DType("bfloat16", None, 2, 2, 6)
-uint8 = DType("uint8", "B", 1, 1, None, is_signed=False)
-int8 = DType("int8", "b", 1, 1, None)
-int16 = DType("int16", "h", 2, 1, None)
+uint8 = DType("uint8", "B", 1, 1, 7, is_signed=False)
+int8 = DType("int8", "b", 1, 1, 8)
+int16 = DType("int16", "h", 2, 1, 9)
 
 DTYPES = (bool_, int32, int64, float32, float64, float16, bfloat16, uint8, int8, int16)
 BY_NAME = {d.name: d for d in DTYPES}
@@ -62,6 +62,7 @@ BY_NAME.update({"float": float32, "double": float64, "long": int64, "int": int32
 BY_CODE = {d.code: d for d in DTYPES if d.code is not None}
 FLOAT_CODES = (float32.code, float64.code)  # what the SIMD kernels compute in
 HALF_CODES = (float16.code, bfloat16.code)  # stored in 2 bytes, computed in float32
+SMALL_INT_CODES = (uint8.code, int8.code, int16.code)  # stored in 1 or 2 bytes, computed in int32
 
 
 def _lookup(name):

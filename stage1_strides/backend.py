@@ -636,5 +636,19 @@ _NO_DLPACK = ("stage 1's storage is an array.array, which owns its memory and ca
               "them (sg.tensor(np_array) and t.numpy() copy here)")
 
 
+def view_dtype(x, dtype):
+    """``x``'s bytes read as ``dtype``: a copy, since an array holds one type (``dtype_views``
+    in the stage's LACKS)."""
+    values = _s0.bytes_as(array(x.dtype.typecode, x.values()).tobytes(), dtype)
+    return from_list(values, x.shape[:-1] + (x.shape[-1] * x.dtype.itemsize // dtype.itemsize,), dtype)
+
+
+def from_buffer(obj, dtype):
+    """The bytes of ``obj`` (with the buffer protocol) as a 1-d buffer of ``dtype``: a copy,
+    since an array cannot wrap another object's memory."""
+    values = _s0.bytes_as(obj, dtype)
+    return from_list(values, (len(values),), dtype)
+
+
 to_dlpack = refusal(__name__, "dlpack", "__dlpack__", _NO_DLPACK)
 from_dlpack = refusal(__name__, "dlpack", "from_dlpack", _NO_DLPACK)

@@ -14,4 +14,4 @@ inherit(__name__, __path__)
 from .api import *  # noqa: E402, F403  (stage 0's api.py, as this stage's module)
 from .api import __getattr__, dtypes  # noqa: E402, F401
 
-LACKS = dtypes.LACKING | {"dtype_views", "devices"}  # views alias their base; storages export the buffer protocol
+LACKS = dtypes.LACKING | {"devices"}  # views alias their base; storages export the buffer protocol

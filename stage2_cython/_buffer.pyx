@@ -13,13 +13,14 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t, uintptr_
 from libc.string cimport memcpy
 
 from stage2_cython._iter cimport NdIter, iter_next, iter_prepare
-from stage2_cython._storage cimport Storage, new_storage
-from stage2_cython._types cimport (BFLOAT16, BOOL, FLOAT16, FLOAT32, FLOAT64, INT32, INT64, MAXDIM,
-                                   PY_SSIZE_T_MAX, bfloat16_to_float, float32_t, float64_t,
-                                   half_to_float, itemsize_of, uint16_t, word_t)
+from stage2_cython._storage cimport Storage, foreign_storage, new_storage
+from stage2_cython._types cimport (BFLOAT16, BOOL, FLOAT16, FLOAT32, FLOAT64, INT8, INT16, INT32, INT64,
+                                   MAXDIM, PY_SSIZE_T_MAX, UINT8, bfloat16_to_float, float32_t,
+                                   float64_t, half_to_float, int8_t, int16_t, itemsize_of, uint16_t,
+                                   word_t)
 
 cdef dict _CODES = {"bool": BOOL, "int32": INT32, "int64": INT64, "float32": FLOAT32, "float64": FLOAT64,
-                    "float16": FLOAT16, "bfloat16": BFLOAT16}
+                    "float16": FLOAT16, "bfloat16": BFLOAT16, "uint8": UINT8, "int8": INT8, "int16": INT16}
 cdef dict _BY_DTYPE = {}  # DType object -> code, filled on first sight
 
 
@@ -72,8 +73,9 @@ cdef Py_ssize_t checked_numel(tuple shape) except -1:
     return n
 
 
-cdef int _check_bounds(Storage storage, tuple shape, tuple strides, Py_ssize_t offset) except -1:
-    """ValueError unless every element of the (non-empty) view lies inside ``storage``."""
+cdef int _check_bounds(Storage storage, tuple shape, tuple strides, Py_ssize_t offset, int code) except -1:
+    """ValueError unless every element of the (non-empty) view, of dtype ``code``, lies
+    inside ``storage`` (whose elements may be of another size: a dtype view)."""
     cdef Py_ssize_t lo = offset, hi = offset, i, n, st, reach
     cdef bint inside = offset >= 0
     for i in range(len(shape)):
@@ -91,9 +93,12 @@ cdef int _check_bounds(Storage storage, tuple shape, tuple strides, Py_ssize_t o
         else:
             lo += reach  # no overflow: lo >= 0 and reach >= -PY_SSIZE_T_MAX
             inside = lo >= 0
-    if not inside or hi >= storage.length:
+    cdef Py_ssize_t length = storage.length
+    if code != storage.code:
+        length = storage.length * itemsize_of(storage.code) // itemsize_of(code)
+    if not inside or hi >= length:
         raise ValueError(f"a view of shape {list(shape)}, strides {list(strides)} and offset {offset} "
-                         f"would reach outside its storage of {storage.length} elements")
+                         f"would reach outside its storage of {length} elements")
     return 0
 
 
@@ -105,7 +110,7 @@ cdef Buffer make_view(Storage storage, tuple shape, tuple strides, Py_ssize_t of
         raise ValueError(f"a view needs one stride per dim, got shape {list(shape)} and strides "
                          f"{list(strides)}")
     if n:
-        _check_bounds(storage, shape, strides, offset)
+        _check_bounds(storage, shape, strides, offset, code)
     b.storage = storage
     b.shape = shape
     b.strides = strides
@@ -170,6 +175,12 @@ cdef object _element(char* p, int code):
         return (<int64_t*>p)[0]
     if code == FLOAT32:
         return (<float32_t*>p)[0]
+    if code == UINT8:
+        return (<uint8_t*>p)[0]
+    if code == INT8:
+        return (<int8_t*>p)[0]
+    if code == INT16:
+        return (<int16_t*>p)[0]
     if code == FLOAT16:
         return half_to_float((<uint16_t*>p)[0])
     if code == BFLOAT16:
@@ -177,7 +188,7 @@ cdef object _element(char* p, int code):
     return (<float64_t*>p)[0]
 
 
-cdef char* _FORMATS[7]
+cdef char* _FORMATS[10]
 _FORMATS[<int>BOOL] = b"?"
 _FORMATS[<int>INT32] = b"i"
 _FORMATS[<int>INT64] = b"q"
@@ -185,6 +196,9 @@ _FORMATS[<int>FLOAT32] = b"f"
 _FORMATS[<int>FLOAT64] = b"d"
 _FORMATS[<int>FLOAT16] = b"e"
 _FORMATS[<int>BFLOAT16] = b"H"  # no format names bfloat16: its raw words (numpy() refuses it)
+_FORMATS[<int>UINT8] = b"B"
+_FORMATS[<int>INT8] = b"b"
+_FORMATS[<int>INT16] = b"h"
 
 
 cdef list _elements(Buffer c):
@@ -469,6 +483,23 @@ def shares_storage(Buffer a, Buffer b):
 def view(Buffer x, shape, strides, Py_ssize_t offset):
     """A view of ``x``'s storage with the given layout (``diagonal``, ``windows``)."""
     return make_view(x.storage, tuple(shape), tuple(strides), offset, x.dtype, x.code)
+
+
+def reinterpret(Buffer x, tuple shape, tuple strides, Py_ssize_t offset, dtype):
+    """A view of ``x``'s bytes read as ``dtype``, with a layout counted in its elements."""
+    return make_view(x.storage, shape, strides, offset, dtype, code_of(dtype))
+
+
+def from_memory(object obj, dtype):
+    """A 1-d buffer of ``dtype`` over the memory of ``obj`` (a writable, C-contiguous object
+    with the buffer protocol, its length a whole number of elements), without a copy:
+    ``obj`` is kept alive by the storage, and writes through either side are seen by both."""
+    cdef unsigned char[::1] raw = memoryview(obj).cast("B")
+    cdef int code = code_of(dtype)
+    cdef Py_ssize_t n = raw.shape[0] // itemsize_of(code)
+    if n == 0:
+        return new_buffer((0,), dtype, code)
+    return make_view(foreign_storage(<char*>&raw[0], n, code, raw), (n,), (1,), 0, dtype, code)
 
 
 def empty(shape, dtype):

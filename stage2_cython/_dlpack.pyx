@@ -36,8 +36,8 @@ from libc.stdlib cimport free, malloc
 
 from stage2_cython._buffer cimport Buffer, c_strides, code_of, data_of, make_view, new_buffer
 from stage2_cython._storage cimport foreign_storage
-from stage2_cython._types cimport (BFLOAT16, BOOL, FLOAT16, FLOAT32, FLOAT64, INT32, INT64, MAXDIM,
-                                   itemsize_of)
+from stage2_cython._types cimport (BFLOAT16, BOOL, FLOAT16, FLOAT32, FLOAT64, INT8, INT16, INT32, INT64,
+                                   MAXDIM, UINT8, itemsize_of)
 
 # ---------------------------------------------------------------- the ABI (dlpack.h)
 
@@ -85,13 +85,14 @@ ctypedef struct DLManagedTensorVersioned:
     DLTensor dl_tensor
 
 # DLPack's (code, bits) for each of our dtype codes, indexed by DTypeCode
-cdef uint8_t _DL_CODE[7]
-cdef uint8_t _DL_BITS[7]
+cdef uint8_t _DL_CODE[10]
+cdef uint8_t _DL_BITS[10]
 _DL_CODE[<int>BOOL] = kDLBool
-_DL_CODE[<int>INT32] = _DL_CODE[<int>INT64] = kDLInt
+_DL_CODE[<int>INT8] = _DL_CODE[<int>INT16] = _DL_CODE[<int>INT32] = _DL_CODE[<int>INT64] = kDLInt
+_DL_CODE[<int>UINT8] = kDLUInt
 _DL_CODE[<int>FLOAT32] = _DL_CODE[<int>FLOAT64] = _DL_CODE[<int>FLOAT16] = kDLFloat
 _DL_CODE[<int>BFLOAT16] = kDLBfloat
-for _code in range(7):
+for _code in range(10):
     _DL_BITS[_code] = 8 * itemsize_of(_code)
 
 cdef dict _TYPE_NAMES = {kDLInt: "int", kDLUInt: "uint", kDLFloat: "float", kDLBfloat: "bfloat",

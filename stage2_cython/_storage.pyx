@@ -41,8 +41,8 @@ cdef extern from *:
     # misses the TLB once per 2 MiB instead of once per 4 KiB.
     void sg_advise_huge(void* p, size_t n) nogil
 
-from stage2_cython._types cimport (BFLOAT16, BOOL, FLOAT16, FLOAT32, FLOAT64, INT32, INT64,
-                                   PY_SSIZE_T_MAX, itemsize_of)
+from stage2_cython._types cimport (BFLOAT16, BOOL, FLOAT16, FLOAT32, FLOAT64, INT8, INT16, INT32, INT64,
+                                   PY_SSIZE_T_MAX, UINT8, itemsize_of)
 
 cdef extern from *:
     """
@@ -193,7 +193,7 @@ def set_limit(nbytes):
 
 # ---------------------------------------------------------------- Storage
 
-cdef char* _FORMATS[7]
+cdef char* _FORMATS[10]
 _FORMATS[<int>BOOL] = b"?"
 _FORMATS[<int>INT32] = b"i"
 _FORMATS[<int>INT64] = b"q"
@@ -201,6 +201,9 @@ _FORMATS[<int>FLOAT32] = b"f"
 _FORMATS[<int>FLOAT64] = b"d"
 _FORMATS[<int>FLOAT16] = b"e"
 _FORMATS[<int>BFLOAT16] = b"H"  # no format names bfloat16: its raw words
+_FORMATS[<int>UINT8] = b"B"
+_FORMATS[<int>INT8] = b"b"
+_FORMATS[<int>INT16] = b"h"
 
 
 @cython.auto_pickle(False)  # a pointer must never be pickled: __reduce__ copies the bytes

@@ -1,6 +1,6 @@
 # The one typedef file: element types, dtype codes and the fused types that kernels
 # are written over. Every compiled module of stage 2 cimports its types from here.
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 
 ctypedef float float32_t
@@ -19,6 +19,11 @@ cdef enum DTypeCode:
     # not compute in them; stage 3 converts to float32 and back (see its backend)
     FLOAT16 = 5
     BFLOAT16 = 6
+    # 1- and 2-byte integers: storage knows them, and casts; the kernels compute in int32
+    # (exact: see backend.py), so codes no longer order bool < integers < floats
+    UINT8 = 7
+    INT8 = 8
+    INT16 = 9
 
 cdef enum:
     MAXDIM = 64  # the most dims a tensor may have (NumPy's limit too)
@@ -60,6 +65,11 @@ ctypedef fused float_t:
     float32_t
     float64_t
 
+ctypedef fused small_t:  # the 1- and 2-byte integers: stored, and widened to compute
+    uint8_t
+    int8_t
+    int16_t
+
 # element types by size, for copies that move bytes without looking at them
 ctypedef fused word_t:
     uint8_t
@@ -69,13 +79,21 @@ ctypedef fused word_t:
 
 
 cdef inline Py_ssize_t itemsize_of(int code) noexcept nogil:
-    if code == BOOL:
+    if code == BOOL or code == UINT8 or code == INT8:
         return 1
-    if code == FLOAT16 or code == BFLOAT16:
+    if code == FLOAT16 or code == BFLOAT16 or code == INT16:
         return 2
     if code == INT32 or code == FLOAT32:
         return 4
     return 8
+
+
+cdef inline bint is_float_code(int code) noexcept nogil:
+    return code == FLOAT32 or code == FLOAT64 or code == FLOAT16 or code == BFLOAT16
+
+
+cdef inline bint is_small_int_code(int code) noexcept nogil:
+    return code == UINT8 or code == INT8 or code == INT16
 
 
 cdef inline bint is_nan(any_t x) noexcept nogil:

@@ -24,11 +24,12 @@ reaches every stage's backend: ``B.binary(...)``. The compiled modules never imp
 frontend (a compiled module is shared by every stage that reaches it); they receive the
 vocabulary's dtype objects and carry them along.
 """
+import functools
 import math
 
 from stage0_python import backend as _s0
 from stage0_python.backend import diagonal_layout, refuse_overlapping_write, to_int, windows_layout, wrap_int
-from stage0_python.vocabulary import BOOL_RESULT
+from stage0_python.vocabulary import BOOL_RESULT, SMALL_INT_CODES, int32
 from stage2_cython import (_buffer, _conv, _convert, _dlpack, _elementwise, _index, _matmul, _random,
                            _reduce, _sort)
 
@@ -39,6 +40,44 @@ from .dtypes import bool_, int64
 # on bool operands arithmetic is logic, as in stage 0
 _BOOL_OPS = {"add": "logical_or", "mul": "logical_and", "maximum": "logical_or",
              "minimum": "logical_and"}
+
+
+def widening(codes, wide):
+    """A decorator for primitives whose kernels do not compute in the dtypes of ``codes``
+    (stored, not computed in), which run them in ``wide`` instead: ``widened(fn, at,
+    dtype_at)`` is the method ``fn`` with each such buffer argument cast to ``wide``, and each
+    ``wide`` result cast back to the dtype asked for (argument ``dtype_at``, when given and
+    not None) or else to the inputs' own. Argument ``at`` decides whether there is anything
+    to do: the frontend hands a primitive operands of one dtype. Stage 2 runs uint8, int8
+    and int16 in int32 so (exact: every value fits, and the low bytes of an int32 sum,
+    product, shift or quotient are those of the narrow one's, which is how PyTorch wraps);
+    stage 3 runs the 2-byte floats in float32 so."""
+    def widened(fn, at=0, dtype_at=None):
+        def primitive(self, *args):
+            target = args[dtype_at] if dtype_at is not None and dtype_at < len(args) else None
+            if args[at].code not in codes and (target is None or target.code not in codes):
+                return fn(self, *args)
+            narrow = target if target is not None and target.code in codes else args[at].dtype
+            args = [self.cast(a, wide) if type(a) is self.Buffer and a.code in codes else a for a in args]
+            if target is not None:
+                args[dtype_at] = wide if target is narrow else target
+                if target is not narrow:  # an explicit dtype of another kind: keep the result
+                    return fn(self, *args)
+            return _narrowed(self, fn(self, *args), narrow, wide)
+        primitive.__name__, primitive.__doc__ = fn.__name__, fn.__doc__
+        return primitive
+    return widened
+
+
+def _narrowed(backend, result, dtype, wide):
+    if type(result) is tuple:
+        return tuple(_narrowed(backend, r, dtype, wide) for r in result)
+    if type(result) is backend.Buffer and result.dtype is wide:
+        return backend.cast(result, dtype)
+    return result
+
+
+_in_int32 = widening(SMALL_INT_CODES, int32)
 
 
 class Backend:
@@ -55,10 +94,13 @@ class Backend:
     is_contiguous, permute, prod, reshape, shares_storage, slice = map(staticmethod, (
         _buffer.is_contiguous, _buffer.permute, _buffer.prod, _buffer.reshape, _buffer.shares_storage,
         _buffer.slice))
-    storage_id, storage_offset, strides, where = map(staticmethod, (
-        _buffer.storage_id, _buffer.storage_offset, _buffer.strides, _elementwise.where))
-    take, gather, matmul, unfold, fold = map(staticmethod, (
-        _index.take, _index.gather, _matmul.matmul, _conv.unfold, _conv.fold))
+    storage_id, storage_offset, strides = map(staticmethod, (
+        _buffer.storage_id, _buffer.storage_offset, _buffer.strides))
+    take, gather = staticmethod(_index.take), staticmethod(_index.gather)  # move elements by size
+    where = _in_int32(lambda self, *args: _elementwise.where(*args), 1)
+    matmul = _in_int32(lambda self, *args: _matmul.matmul(*args))
+    unfold = _in_int32(lambda self, *args: _conv.unfold(*args))
+    fold = _in_int32(lambda self, *args: _conv.fold(*args))
 
     # ------------------------------------------------------------ creation
 
@@ -95,10 +137,12 @@ class Backend:
 
     # ------------------------------------------------------------ elementwise
 
+    @functools.partial(_in_int32, at=1, dtype_at=2)
     def unary(self, op, x, dtype=None):
         out = _elementwise.unary(op, x, bool_ if op in BOOL_RESULT else x.dtype)
         return out if dtype is None or dtype is out.dtype else self.cast(out, dtype)
 
+    @functools.partial(_in_int32, at=1, dtype_at=3)
     def binary(self, op, a, b, dtype):
         """``op`` elementwise over broadcast ``a`` and ``b``, which hold ``dtype``
         (comparisons return bool)."""
@@ -112,21 +156,25 @@ class Backend:
 
     # ------------------------------------------------------------ reductions
 
+    @functools.partial(_in_int32, at=1, dtype_at=4)
     def reduce(self, op, x, axes, keepdim, dtype=None):
         """Reduce over ``axes`` (non-negative ints); an empty group gives 0 for sum, 1 for
         prod (max/min of one are rejected by the frontend)."""
         out = dtype or (bool_ if op in ("any", "all") else x.dtype)
         return _reduce.reduce(op, x, axes, keepdim, out)
 
+    @functools.partial(_in_int32, at=1)
     def arg_reduce(self, op, x, axis, keepdim):
         return _reduce.arg_reduce(op, x, axis, keepdim, int64)
 
     # ------------------------------------------------------------ sort and scan along an axis
 
+    @functools.partial(_in_int32, at=0)
     def sort(self, x, axis, descending):
         """(values, int64 indices) along ``axis``: a stable merge sort, NaN largest."""
         return _sort.sort(x, axis, descending, int64)
 
+    @functools.partial(_in_int32, at=1)
     def scan(self, op, x, axis):
         """Running sum, prod, max, min or logsumexp along ``axis``: (values, indices of the
         running extreme for max/min, else None)."""
@@ -145,6 +193,23 @@ class Backend:
         shape, strides_ = windows_layout(x.shape, x.strides, dim, size, step)
         return _buffer.view(x, shape, strides_, x.offset)
 
+    def view_dtype(self, x, dtype):
+        """``x``'s bytes read as ``dtype``, sharing its storage: the last dim and every
+        stride scale by the ratio of the element sizes (the frontend checks that they
+        divide, as PyTorch does)."""
+        old, new = x.dtype.itemsize, dtype.itemsize
+        shape, strides, offset = x.shape, x.strides, x.offset
+        if old != new:
+            shape = shape[:-1] + (shape[-1] * old // new,)
+            strides = tuple(s * old // new for s in strides[:-1]) + (1,)
+            offset = offset * old // new
+        return _buffer.reinterpret(x, shape, strides, offset, dtype)
+
+    def from_buffer(self, obj, dtype):
+        """A 1-d buffer of ``dtype`` over the memory of ``obj`` (writable, with the buffer
+        protocol), shared: see ``sg.frombuffer``."""
+        return _buffer.from_memory(obj, dtype)
+
     def cat(self, xs, axis):
         shape = list(xs[0].shape)
         shape[axis] = sum(x.shape[axis] for x in xs)
@@ -162,6 +227,7 @@ class Backend:
 
     # ------------------------------------------------------------ indexing
 
+    @functools.partial(_in_int32, at=3)
     def scatter_add(self, shape, axis, index, src):
         """A zero tensor of ``shape`` with ``src`` added at ``index`` along ``axis``."""
         return _index.scatter_add(tuple(shape), axis, index, src)
@@ -191,7 +257,13 @@ class Backend:
     def put(self, dst, index, src, accumulate=False):
         """``dst.flat[index[i]] = src[i]``, ``flat`` being dst's row-major order whatever its
         strides; ``accumulate`` as stage 0's (True or "sum", "prod", "amax", "amin"); ``src`` is
-        broadcast to ``index``'s shape."""
+        broadcast to ``index``'s shape. Into a 1- or 2-byte integer ``dst`` through an int32
+        copy of it."""
+        if dst.code in SMALL_INT_CODES:
+            wide = self.cast(dst, int32)
+            Backend.put(self, wide, index, src, accumulate)
+            self.set_data(dst, self.cast(wide, dst.dtype))
+            return
         _index.put(dst, index, self._source(src, dst.dtype), accumulate)
         dst.version += 1
 

@@ -44,4 +44,4 @@ from .api import __getattr__, dtypes  # noqa: E402, F401
 from ._kernels import simd_info  # noqa: E402, F401
 
 dtypes.compute_in(*dtypes.HALF_NAMES)  # stored in 2 bytes, computed in float32 (backend.py)
-LACKS = dtypes.LACKING | {"dtype_views", "devices"}  # stage 4 brings devices
+LACKS = dtypes.LACKING | {"devices"}  # stage 4 brings devices

@@ -25,9 +25,11 @@ from libc.string cimport memset
 
 from stage2_cython._buffer cimport (Buffer, c_strides, code_of, contiguous_layout, copy, data_of,
                                     load_operand, make_view, new_buffer, read_ints)
-from stage2_cython._types cimport BFLOAT16, BOOL, FLOAT16, FLOAT32, FLOAT64, INT64, MAXDIM, itemsize_of
+from stage2_cython._types cimport (BFLOAT16, BOOL, FLOAT16, FLOAT32, FLOAT64, INT64, MAXDIM, is_small_int_code,
+                                   itemsize_of)
 
 from stage2_cython._buffer import broadcast_shapes
+from stage2_cython._convert import cast as _cast_stage2
 
 
 cdef extern from "csrc/kernels.h" nogil:
@@ -426,6 +428,8 @@ def binary(str op, Buffer a, Buffer b, dtype):
 def cast(Buffer x, dtype):
     """``x`` converted to ``dtype`` (a new contiguous buffer)."""
     cdef int src = x.code, dst = code_of(dtype), rc = SG3_OK
+    if is_small_int_code(src) or is_small_int_code(dst):  # the 1- and 2-byte integers: stage 2's
+        return _cast_stage2(x, dtype)
     cdef Buffer out = new_buffer(x.shape, dtype, dst)
     cdef sg3_operands o
     if out.numel:

@@ -107,24 +107,7 @@ _GELU = {"none": "gelu", "tanh": "gelu_tanh"}  # F.gelu's approximate= -> the ke
 _SAVES_INPUT = ("gelu", "gelu_tanh")  # activations whose derivative reads their input
 
 
-def _widened(fn, at=0, dtype_at=None):
-    """The method ``fn`` taking 2-byte float buffers: each widened to float32, and each
-    float32 result narrowed to the 2-byte dtype asked for (argument ``dtype_at``, when given
-    and not None) or else to the inputs' own. Argument ``at`` decides whether there is
-    anything to do: the frontend hands a primitive operands of one dtype."""
-    def primitive(self, *args):
-        target = args[dtype_at] if dtype_at is not None and dtype_at < len(args) else None
-        if args[at].code not in HALF_CODES and (target is None or target.name not in _HALF_NAMES):
-            return fn(self, *args)
-        half = target if target is not None and target.name in _HALF_NAMES else args[at].dtype
-        args = [self.cast(a, float32) if type(a) is self.Buffer and a.code in HALF_CODES else a for a in args]
-        if target is not None:
-            args[dtype_at] = float32 if target is half else target
-            if target is not half:  # an explicit dtype that is not a 2-byte one: keep the result
-                return fn(self, *args)
-        return self._narrowed(fn(self, *args), half)
-    primitive.__name__, primitive.__doc__ = fn.__name__, fn.__doc__
-    return primitive
+_widened = _stage2.widening(HALF_CODES, float32)
 
 
 def _created(fn, dtype_at):
@@ -179,7 +162,7 @@ class Backend(_S2):
     def where(self, cond, a, b):
         """``a`` where ``cond`` (bool) holds, else ``b`` (``a``'s dtype), all broadcast."""
         if a.code not in FLOAT_CODES or b.code != a.code or cond.dtype is not dtypes.bool_:
-            return self._wide_where(cond, a, b) if a.code in HALF_CODES else _S2.where(cond, a, b)
+            return self._wide_where(cond, a, b) if a.code in HALF_CODES else _S2.where(self, cond, a, b)
         shape = self.broadcast_shapes(cond.shape, a.shape, b.shape)
         if shape is None:
             raise ValueError(f"where: shapes {list(cond.shape)}, {list(a.shape)} and {list(b.shape)} "
@@ -225,7 +208,7 @@ class Backend(_S2):
     def matmul(self, a, b):
         """``a`` (..., n, k) @ ``b`` (..., k, m); the batch dims of both are equal."""
         if a.code not in FLOAT_CODES or b.code != a.code:
-            return self._wide_matmul(a, b) if a.code in HALF_CODES else _S2.matmul(a, b)
+            return self._wide_matmul(a, b) if a.code in HALF_CODES else _S2.matmul(self, a, b)
         return K.matmul(a, b, gemm_for(a.shape[-2], a.shape[-1], b.shape[-1]))
 
     # ------------------------------------------------------------ fused kernels
@@ -489,13 +472,6 @@ class Backend(_S2):
 
     # ------------------------------------------------------------ 2-byte floats through float32
 
-    def _narrowed(self, result, dtype):
-        if type(result) is tuple:
-            return tuple(self._narrowed(r, dtype) for r in result)
-        if type(result) is self.Buffer and result.code == float32.code:
-            return self.cast(result, dtype)
-        return result
-
     # the hot primitives above call these from their fallback branch, so float32 pays nothing
     _wide_unary = _widened(lambda self, *args: K.unary(*args), 1, 2)
     _wide_binary = _widened(lambda self, *args: K.binary(*args), 1, 3)
@@ -508,7 +484,7 @@ class Backend(_S2):
     arange, uniform = _created(_S2.arange, 3), _created(_S2.uniform, 3)
     normal, randint = _created(_S2.normal, 3), _created(_S2.randint, 3)
     sort, scan, scatter_add = _widened(_S2.sort), _widened(_S2.scan, 1), _widened(_S2.scatter_add, 3)
-    fold = _widened(lambda self, *args: _S2.fold(*args))
+    fold = _widened(_S2.fold)
 
     def put(self, dst, index, src, accumulate=False):
         """Stage 2's ``put``; into a 2-byte float ``dst`` through a float32 copy of it."""

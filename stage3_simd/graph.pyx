@@ -10,7 +10,7 @@ AccumulateGrad are extension types with typed fields, grad mode is a C thread-lo
 call in between, and the engine's loop runs over typed nodes. What stays Python is what
 the user writes: each Function's ``forward`` and ``backward``, and hooks.
 """
-from stage2_cython._types cimport FLOAT32
+from stage2_cython._types cimport is_float_code
 
 from .tensor_core cimport TensorCore, make
 
@@ -272,7 +272,7 @@ cdef object apply_function(object cls, tuple args, dict kwargs):
     non_diff = ctx.non_differentiable
     for i in range(len(outputs)):
         t = outputs[i]
-        if t._data.code < FLOAT32 or any([t is x for x in non_diff]):  # bool and integers: not differentiable
+        if not is_float_code(t._data.code) or any([t is x for x in non_diff]):  # bool and integers: not differentiable
             continue
         t.requires_grad = True
         t.grad_fn = node

@@ -13,7 +13,7 @@ error, takes the general path, a line-for-line translation of stage 0's ``_binar
 from cpython.object cimport PyObject, PyTypeObject
 
 from stage2_cython._buffer cimport Buffer
-from stage2_cython._types cimport FLOAT32, INT32
+from stage2_cython._types cimport BOOL, is_float_code
 
 from .graph cimport apply_function, grad_enabled
 
@@ -166,13 +166,13 @@ def _restore(cls, data, requires_grad, grad, grad_fn, output_nr, accumulator, vi
 cdef inline bint _keeps_dtype(int code, str op) noexcept:
     """Whether ``op`` of two operands of dtype ``code`` has that dtype (float, or an
     integer op other than true division): no promotion to work out."""
-    return code >= FLOAT32 or (code >= INT32 and op != "div")  # the codes order bool < ints < floats
+    return is_float_code(code) or (code != BOOL and op != "div")
 
 
 cdef object binary(TensorCore self, object other, str op, object fn, bint reverse):
     cdef TensorCore a, b
     cdef Buffer x = self._data
-    if op == "pow" and x.code < FLOAT32:  # an integer power: the reference's check of the exponent
+    if op == "pow" and not is_float_code(x.code):  # an integer power: the reference's check of the exponent
         return _general(self, other, op, fn, reverse)
     if isinstance(other, TensorCore):
         if (<TensorCore>other)._data.dtype is x.dtype and _keeps_dtype(x.code, op):
@@ -180,7 +180,7 @@ cdef object binary(TensorCore self, object other, str op, object fn, bint revers
             if a._data.shape != b._data.shape and a._data.ndim and b._data.ndim:
                 shapes.broadcast(op, a._data.shape, b._data.shape, dtype=x.dtype)
             return _run(op, fn, a, b)
-    elif (type(other) is float and x.code >= 3) or (type(other) is int and _keeps_dtype(x.code, op)):
+    elif (type(other) is float and is_float_code(x.code)) or (type(other) is int and _keeps_dtype(x.code, op)):
         # a Python number never changes a float tensor's dtype, nor an int an int tensor's
         s = make(_full((), other, x.dtype))
         a, b = (s, self) if reverse else (self, s)
@@ -203,6 +203,7 @@ cdef object _general(TensorCore self, object other, str op, object fn, bint reve
         return NotImplemented
     if op == "div" and not dtype.is_floating_point:
         dtype = D.get_default_dtype()
+    D.refuse_bool_subtraction(op, a, b)
     if dtype is bool_ and op in _NO_BOOL:
         raise TypeError(f"{op}: not supported for two bool tensors (use logical ops)")
     sa = a._data.shape if isinstance(a, TensorCore) else ()

@@ -26,7 +26,7 @@ from .api import __getattr__, dtypes  # noqa: E402, F401
 from stage3_simd import simd_info  # noqa: E402, F401  (the cpu device's SIMD path)
 
 dtypes.compute_in(*dtypes.HALF_NAMES)  # the cpu device is stage 3's
-LACKS = dtypes.LACKING | {"dtype_views"}
+LACKS = dtypes.LACKING
 
 from . import webgpu  # noqa: E402  (sg.webgpu: is_available, synchronize, empty_cache)
 from . import cuda  # noqa: E402  (sg.cuda: torch.cuda's names, for the cuda device)

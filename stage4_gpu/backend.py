@@ -19,7 +19,7 @@ from stage3_simd.backend import K, exports, gemm_for  # noqa: F401  (K, gemm_for
 
 from . import dtypes
 from .cuda.buffer import Buffer as _CudaBuffer
-from .device import DeviceError, device_of
+from .device import DeviceError, _to_host, device_of
 from .gpu import backend as gpu
 from .webgpu.buffer import Buffer as _GpuBuffer
 
@@ -101,3 +101,11 @@ _BUFFERS = {
     "rmsprop_step": (0, 1, 2, 3, 4), "layer_norm": (0, 2, 3), "layer_norm_backward": (0, 1, 2, 3, 4),
 }
 globals().update({name: _routed(name, pos) for name, pos in _BUFFERS.items()})
+
+
+def view_dtype(x, dtype):
+    """The cpu device's ``view_dtype``; on a device, a copy read through the host (each
+    device's LACKS names ``dtype_views``: its memory is not reinterpreted in place)."""
+    if type(x) not in _DEVICES:
+        return cpu.view_dtype(x, dtype)
+    return type(x).upload(cpu.contiguous(cpu.view_dtype(_to_host(x), dtype)))

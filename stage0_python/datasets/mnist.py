@@ -33,7 +33,8 @@ from pathlib import Path
 from .. import creation
 from ..data.collate import default_collate
 from ..data.dataset import Dataset
-from ..dtypes import float32, int32, int64
+from ..device import get_default_device
+from ..dtypes import int64, uint8
 from . import download
 
 MIRRORS = ("https://ossci-datasets.s3.amazonaws.com/mnist/",
@@ -63,7 +64,6 @@ def _accepted(name):
     return SHA256[name], SAMPLE_SHA256[name]
 
 
-_SCALE = [b / 255.0 for b in range(256)]  # rounds to float32 exactly as PyTorch's x.float() / 255
 
 
 class DatasetError(ValueError):
@@ -176,8 +176,8 @@ class MNIST(Dataset):
       (``transform`` applied if given) and an int (``target_transform`` applied if given).
     - ``as_tensors(start, stop)`` gives images ``(n, 1, 28, 28)`` float32 in [0, 1] and labels
       ``(n,)`` int64 in one step: the fast way to get a whole split (transforms not applied).
-    - ``targets`` is an int64 tensor of all labels; ``data`` an int32 tensor ``(N, 28, 28)``
-      of the raw pixel values 0..255 (no uint8 dtype here), built on first access.
+    - ``targets`` is an int64 tensor of all labels; ``data`` a uint8 tensor ``(N, 28, 28)``
+      of the raw pixel values 0..255, as torchvision's, built on first access.
     - ``get_batch(indices)`` lets ``DataLoader`` build a batch without per-sample tensors.
     - ``raw_bytes()`` gives the pixels and labels as read, for handing the split to another
       library (NumPy, PyTorch) in one step.
@@ -222,10 +222,24 @@ class MNIST(Dataset):
 
     @property
     def data(self):
-        """The images, an int32 tensor of shape (n, height, width), built on first use."""
+        """The images, a uint8 tensor of shape (n, height, width), built on first use."""
         if self._data is None:
-            self._data = creation.tensor(list(self._images), dtype=int32).reshape(self._n, self._h, self._w)
+            self._data = self._bytes(self._images, self._n, (self._h, self._w))
         return self._data
+
+    @staticmethod
+    def _bytes(pixels, n, shape):
+        """``pixels`` (bytes) as a uint8 CPU tensor of ``n`` images of ``shape`` (as
+        torchvision's): one copy of the bytes, no Python number per pixel from stage 2 on."""
+        if not n:
+            return creation.zeros(0, *shape, dtype=uint8, device="cpu")
+        return creation.frombuffer(pixels, dtype=uint8).reshape(n, *shape)
+
+    def _scaled(self, pixels, n):
+        """Images as the model takes them: float32 (n, 1, H, W) in [0, 1] on the default
+        device, the bytes cast and divided by the stage's kernels (exactly PyTorch's
+        ``x.float() / 255``); cast on the CPU, since a GPU device may lack uint8."""
+        return self._bytes(pixels, n, (1, self._h, self._w)).float().to(get_default_device()) / 255
 
     def _pixels(self, i):
         size = self._h * self._w
@@ -236,8 +250,7 @@ class MNIST(Dataset):
         if not -self._n <= index < self._n:
             raise IndexError(f"MNIST index {index} is out of range for {self._n} images")
         index %= self._n
-        image = creation.tensor([_SCALE[b] for b in self._pixels(index)], dtype=float32)
-        image = image.reshape(1, self._h, self._w)
+        image = self._scaled(self._pixels(index), 1)[0]
         label = self._labels[index]
         if self.transform is not None:
             image = self.transform(image)
@@ -255,8 +268,7 @@ class MNIST(Dataset):
                 raise IndexError(f"MNIST index {i} is out of range for {n} images")
         # the pixels gathered as bytes and scaled by the stage's own kernels, not per pixel here
         pixels = b"".join([data[i % n * size:(i % n + 1) * size] for i in indices])
-        images = creation.tensor(list(pixels), dtype=int32).reshape(len(indices), 1, self._h, self._w)
-        images = images.float() / 255
+        images = self._scaled(pixels, len(indices))
         labels = creation.tensor([self._labels[i] for i in indices], dtype=int64)
         return images, labels
 
@@ -265,10 +277,9 @@ class MNIST(Dataset):
         start, stop, _ = slice(start, stop).indices(self._n)
         stop = max(start, stop)
         size = self._h * self._w
-        pixels = self._images[start * size:stop * size]
-        images = creation.tensor(list(map(_SCALE.__getitem__, pixels)), dtype=float32)
+        images = self._scaled(self._images[start * size:stop * size], stop - start)
         labels = creation.tensor(list(self._labels[start:stop]), dtype=int64)
-        return images.reshape(stop - start, 1, self._h, self._w), labels
+        return images, labels
 
     def raw_bytes(self):
         """``(images, labels)`` as read from the IDX files, as ``bytes``: the pixel values

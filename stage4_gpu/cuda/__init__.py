@@ -15,8 +15,10 @@ from ..device import DeviceError
 from .runtime import is_available, runtime, unavailable_reason
 
 # what a program cannot do with tensors on this device (a stage's LACKS, per device):
-# share them through DLPack (not implemented here) or the buffer protocol (device memory)
-LACKS = frozenset({"dlpack", "buffer_protocol"})
+# hold 1- or 2-byte integers (its kernels are not instantiated for them), read its memory as
+# another dtype (not implemented), or share them through
+# DLPack (not implemented here) or the buffer protocol (device memory)
+LACKS = frozenset({"uint8", "int8", "int16", "dtype_views", "dlpack", "buffer_protocol"})
 
 
 class CudaUnavailableError(DeviceError, AssertionError):

@@ -5,10 +5,12 @@ filled in and launched by the modules beside them, gathered in ``driver.py``).""
 from .runtime import is_available, runtime, unavailable_reason
 
 # what a program cannot do with tensors on this device (a stage's LACKS, per device):
-# float64, since WGSL has no 64-bit floats; the 2-byte floats, since its kernels address
-# 32-bit words (WGSL's f16 is an optional feature, which Mesa's software driver lacks);
+# float64, since WGSL has no 64-bit floats; the 1- and 2-byte types, since its kernels address
+# 32-bit words (WGSL has no 8- or 16-bit integers, and its f16 is an optional feature, which
+# Mesa's software driver lacks); reading its memory as another dtype (not implemented);
 # sharing memory, since WebGPU gives no pointer
-LACKS = frozenset({"float64", "float16", "bfloat16", "dlpack", "buffer_protocol"})
+LACKS = frozenset({"float64", "float16", "bfloat16", "uint8", "int8", "int16", "dtype_views", "dlpack",
+                   "buffer_protocol"})
 
 
 def device_name():

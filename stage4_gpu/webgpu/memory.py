@@ -69,7 +69,7 @@ class Memory:
         if dtype is int64 and not runtime().int64:
             raise CapabilityError(f"{op}: int64 tensors need the shader-int64 feature, which "
                                   f"{runtime().name} lacks")
-        if dtype.name in ("float16", "bfloat16"):
+        if dtype.name in ("float16", "bfloat16", "uint8", "int8", "int16"):
             raise CapabilityError(f"{op}: {dtype.name} tensors cannot live on the webgpu device: its "
                                   f"kernels address 32-bit words; keep this tensor on the CPU, or use "
                                   f"float32 (the webgpu device lacks {dtype.name}: its LACKS names it)")
