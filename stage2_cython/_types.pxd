@@ -70,6 +70,10 @@ ctypedef fused small_t:  # the 1- and 2-byte integers: stored, and widened to co
     int8_t
     int16_t
 
+ctypedef fused small_word_t:  # their bytes, for stores that keep the low bits
+    uint8_t
+    uint16_t
+
 # element types by size, for copies that move bytes without looking at them
 ctypedef fused word_t:
     uint8_t

@@ -25,11 +25,10 @@ from libc.string cimport memset
 
 from stage2_cython._buffer cimport (Buffer, c_strides, code_of, contiguous_layout, copy, data_of,
                                     load_operand, make_view, new_buffer, read_ints)
-from stage2_cython._types cimport (BFLOAT16, BOOL, FLOAT16, FLOAT32, FLOAT64, INT64, MAXDIM, is_small_int_code,
+from stage2_cython._types cimport (BFLOAT16, BOOL, FLOAT16, FLOAT32, FLOAT64, INT64, MAXDIM, is_float_code,
                                    itemsize_of)
 
 from stage2_cython._buffer import broadcast_shapes
-from stage2_cython._convert import cast as _cast_stage2
 
 
 cdef extern from "csrc/kernels.h" nogil:
@@ -186,7 +185,7 @@ UNARY_OPS = {name: i for i, name in enumerate(
 BINARY_OPS = {name: i for i, name in enumerate(
     ["add", "sub", "mul", "div", "maximum", "minimum", "pow", "eq", "ne", "lt", "le", "gt", "ge"])}
 COMPARISONS = frozenset(["eq", "ne", "lt", "le", "gt", "ge"])
-INT_UNARY = frozenset(["neg", "abs", "sign", "relu"])  # compiled for int32 and int64 too
+INT_UNARY = frozenset(["neg", "abs", "sign", "relu"])  # compiled for the integers too
 INT_BINARY = frozenset(["add", "sub", "mul", "maximum", "minimum"]) | COMPARISONS
 # the same sets as codes, for the entry points' checks (the orders above put them so)
 cdef enum:
@@ -375,7 +374,8 @@ cdef void _elementwise(sg3_operands* o, tuple shape, Buffer out, Buffer a, Buffe
 def unary(str op, Buffer x, dtype=None):
     """``op`` of every element (stage 0's primitive); the result cast to ``dtype`` if given."""
     cdef int rc, opc = _op_code(UNARY_OPS, op)
-    if opc < 0 or x.code == BOOL or x.code > FLOAT64 or x.code < FLOAT32 and opc > LAST_INT_UNARY:
+    if (opc < 0 or x.code == BOOL or x.code == FLOAT16 or x.code == BFLOAT16
+            or not is_float_code(x.code) and opc > LAST_INT_UNARY):
         return (<tuple>_FALLBACKS[type(x.dtype)])[0](op, x, dtype)
     cdef Buffer out = new_buffer(x.shape, x.dtype, x.code)
     cdef sg3_operands o
@@ -397,8 +397,8 @@ def binary(str op, Buffer a, Buffer b, dtype):
     cdef int code = a.code if a.dtype is dtype else code_of(dtype), rc, opc = _op_code(BINARY_OPS, op)
     # the 2-byte floats' arithmetic (add to minimum) widens a block at a time in the kernel
     cdef bint half_arithmetic = (code == FLOAT16 or code == BFLOAT16) and 0 <= opc < POW
-    if (opc < 0 or code == BOOL or code > FLOAT64 and not half_arithmetic
-            or code < FLOAT32 and (opc == DIV or opc == POW)):
+    if (opc < 0 or code == BOOL or (code == FLOAT16 or code == BFLOAT16) and not half_arithmetic
+            or not is_float_code(code) and (opc == DIV or opc == POW)):
         return (<tuple>_FALLBACKS[type(dtype)])[1](op, a, b, dtype)
     if a.dtype is not dtype:
         a = cast(a, dtype)
@@ -428,8 +428,6 @@ def binary(str op, Buffer a, Buffer b, dtype):
 def cast(Buffer x, dtype):
     """``x`` converted to ``dtype`` (a new contiguous buffer)."""
     cdef int src = x.code, dst = code_of(dtype), rc = SG3_OK
-    if is_small_int_code(src) or is_small_int_code(dst):  # the 1- and 2-byte integers: stage 2's
-        return _cast_stage2(x, dtype)
     cdef Buffer out = new_buffer(x.shape, dtype, dst)
     cdef sg3_operands o
     if out.numel:

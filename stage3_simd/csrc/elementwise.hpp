@@ -375,6 +375,9 @@ int unary(int op, int dtype, const sg3_operands* o, int nthreads) {
         case SG3_FLOAT64: return run_unary<A, double>(op, *o, nthreads);
         case SG3_INT32: return run_int_unary<A, int32_t>(op, *o, nthreads);
         case SG3_INT64: return run_int_unary<A, int64_t>(op, *o, nthreads);
+        case SG3_UINT8: return run_int_unary<A, uint8_t>(op, *o, nthreads);
+        case SG3_INT8: return run_int_unary<A, int8_t>(op, *o, nthreads);
+        case SG3_INT16: return run_int_unary<A, int16_t>(op, *o, nthreads);
         default: return SG3_EUNSUPPORTED;
     }
 }
@@ -447,6 +450,9 @@ int binary(int op, int dtype, const sg3_operands* o, int nthreads) {
         case SG3_BFLOAT16: return run_half_binary<A, sg3_bfloat16>(op, *o, nthreads);
         case SG3_INT32: return run_int_binary<A, int32_t>(op, *o, nthreads);
         case SG3_INT64: return run_int_binary<A, int64_t>(op, *o, nthreads);
+        case SG3_UINT8: return run_int_binary<A, uint8_t>(op, *o, nthreads);
+        case SG3_INT8: return run_int_binary<A, int8_t>(op, *o, nthreads);
+        case SG3_INT16: return run_int_binary<A, int16_t>(op, *o, nthreads);
         default: return SG3_EUNSUPPORTED;
     }
 }
@@ -468,25 +474,26 @@ inline int64_t to_int64_wrapped(double v, bool* bad) {
     return static_cast<int64_t>(t);
 }
 
-template <class From, class To>
+// ``ToBool``: the target is bool, stored as uint8_t as uint8 is (so the type cannot say it)
+template <class From, class To, bool ToBool = false>
 inline To convert(From x, bool* bad) {
     // the 2-byte floats go through float32, as PyTorch's do (a float64 is rounded twice)
     if constexpr (is_half<From>::value) {
-        return convert<float, To>(to_float(x), bad);
+        return convert<float, To, ToBool>(to_float(x), bad);
     } else if constexpr (std::is_same<To, sg3_half>::value) {
         return to_half(convert<From, float>(x, bad));
     } else if constexpr (std::is_same<To, sg3_bfloat16>::value) {
         return to_bfloat16(convert<From, float>(x, bad));
-    } else if constexpr (std::is_same<To, uint8_t>::value) {
+    } else if constexpr (ToBool) {
         return x != 0;
     } else if constexpr (std::is_floating_point<From>::value && std::is_integral<To>::value) {
-        return static_cast<To>(to_int64_wrapped(x, bad));  // int32 keeps the low 32 bits
+        return static_cast<To>(to_int64_wrapped(x, bad));  // a narrower integer keeps the low bits
     } else {
-        return static_cast<To>(x);
+        return static_cast<To>(x);  // an integer narrowed keeps its low bits (GCC's definition)
     }
 }
 
-template <class From, class To>
+template <class From, class To, bool ToBool = false>
 int run_cast(const sg3_operands& o, int nthreads) {
     const int64_t item[2] = {sizeof(To), sizeof(From)};
     const Loop L = make_loop(o, item);
@@ -502,9 +509,9 @@ int run_cast(const sg3_operands& o, int nthreads) {
             if (L.ist[0] == 1 && L.ist[1] == 1) return narrow_row(x, out, n);
         }
         if (L.ist[0] == 1 && L.ist[1] == 1) {
-            for (int64_t i = 0; i < n; ++i) out[i] = convert<From, To>(x[i], &bad);
+            for (int64_t i = 0; i < n; ++i) out[i] = convert<From, To, ToBool>(x[i], &bad);
         } else {
-            for (int64_t i = 0; i < n; ++i) out[i * L.ist[0]] = convert<From, To>(x[i * L.ist[1]], &bad);
+            for (int64_t i = 0; i < n; ++i) out[i * L.ist[0]] = convert<From, To, ToBool>(x[i * L.ist[1]], &bad);
         }
         if (bad) {
 #pragma omp atomic write
@@ -517,7 +524,10 @@ int run_cast(const sg3_operands& o, int nthreads) {
 template <class From>
 int cast_from(int to, const sg3_operands& o, int nthreads) {
     switch (to) {
-        case SG3_BOOL: return run_cast<From, uint8_t>(o, nthreads);
+        case SG3_BOOL: return run_cast<From, uint8_t, true>(o, nthreads);
+        case SG3_UINT8: return run_cast<From, uint8_t>(o, nthreads);
+        case SG3_INT8: return run_cast<From, int8_t>(o, nthreads);
+        case SG3_INT16: return run_cast<From, int16_t>(o, nthreads);
         case SG3_INT32: return run_cast<From, int32_t>(o, nthreads);
         case SG3_INT64: return run_cast<From, int64_t>(o, nthreads);
         case SG3_FLOAT32: return run_cast<From, float>(o, nthreads);
@@ -531,7 +541,10 @@ int cast_from(int to, const sg3_operands& o, int nthreads) {
 template <class A>
 int cast(int from, int to, const sg3_operands* o, int nthreads) {
     switch (from) {
-        case SG3_BOOL: return cast_from<uint8_t>(to, *o, nthreads);
+        case SG3_BOOL:  // 0 or 1: read as uint8's bytes are
+        case SG3_UINT8: return cast_from<uint8_t>(to, *o, nthreads);
+        case SG3_INT8: return cast_from<int8_t>(to, *o, nthreads);
+        case SG3_INT16: return cast_from<int16_t>(to, *o, nthreads);
         case SG3_INT32: return cast_from<int32_t>(to, *o, nthreads);
         case SG3_INT64: return cast_from<int64_t>(to, *o, nthreads);
         case SG3_FLOAT32: return cast_from<float>(to, *o, nthreads);

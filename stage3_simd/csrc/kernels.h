@@ -25,7 +25,9 @@ extern "C" {
 
 enum sg3_dtype {
     SG3_BOOL = 0, SG3_INT32 = 1, SG3_INT64 = 2, SG3_FLOAT32 = 3, SG3_FLOAT64 = 4,
-    SG3_FLOAT16 = 5, SG3_BFLOAT16 = 6 /* stored only: cast converts them, nothing computes in them */
+    SG3_FLOAT16 = 5, SG3_BFLOAT16 = 6, /* stored in 2 bytes: cast converts them, and the arithmetic
+                                           * of binary widens them in registers */
+    SG3_UINT8 = 7, SG3_INT8 = 8, SG3_INT16 = 9 /* computed in as the wider integers are */
 };
 
 enum sg3_error {
