@@ -1157,7 +1157,8 @@ class Tensor(TensorCore, ContractionMethods, MathMethods, RearrangingMethods, Sa
         """The same bytes read as ``dtype``: the last dim scales by the ratio of the element
         sizes, as in PyTorch. Where the backend aliases storage across dtypes the result
         shares ``self``'s memory; elsewhere (the LACKS names ``dtype_views``) it is a copy,
-        and an in-place write into it is refused rather than lost. Not differentiable. bool is refused: a byte other than 0 or 1 is no bool."""
+        and an in-place write into it is refused rather than lost. Not differentiable. bool is
+        refused: a byte other than 0 or 1 is no bool."""
         if dtype is self.dtype:
             return self
         if bool_ in (self.dtype, dtype):
