@@ -23,6 +23,8 @@ def _inputs(sg, specs, seed=0):
     for spec in specs:
         if spec[0] == "i":  # ("i", shape, high): integer tokens
             out.append(sg.tensor(rng.integers(0, spec[2], spec[1]).tolist(), dtype=sg.int64))
+        elif spec[0] == "u8":  # ("u8", shape): image bytes
+            out.append(sg.tensor(rng.integers(0, 256, spec[1]).tolist(), dtype=sg.uint8))
         else:
             out.append(sg.tensor(rng.standard_normal(spec[1]).astype(np.float32).tolist()))
     return out
@@ -48,8 +50,7 @@ def roundtrip(sg, model, specs, dynamic_axes=None, other_specs=(), **kw):
         args = inputs if k == 0 else _inputs(sg, s, seed=k)
         with sg.no_grad():
             ours = _flat(sg, model(*args))
-        theirs = session.run(None, {n: np.array(a.tolist(), dtype=np.float32 if a.dtype.is_floating_point
-                                                else np.int64) for n, a in zip(names, args)})
+        theirs = session.run(None, {n: np.array(a.tolist(), dtype=a.dtype.name) for n, a in zip(names, args)})
         assert len(ours) == len(theirs)
         for a, b in zip(ours, theirs):
             assert tuple(a.shape) == b.shape and a.dtype.name == b.dtype.name
@@ -623,3 +624,18 @@ def test_names_and_opsets(sg):
         sg.onnx.export(Bits(), (sg.tensor([1, 7]),), opset_version=17)
     with pytest.raises(TypeError, match="dict or a list"):
         sg.onnx.export(Bits(), (sg.tensor([1, 7]),), dynamic_axes={"i": 0})
+
+
+@pytest.mark.capability("uint8")
+def test_a_model_taking_image_bytes(sg):
+    """uint8 in, scaled by the model itself (as a program reading MNIST's bytes does)."""
+    class Bytes(sg.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = sg.nn.Linear(6, 3)
+
+        def forward(self, x):
+            return self.fc(x.float() / 255)
+
+    proto = roundtrip(sg, Bytes(), [("u8", (4, 6))], BATCH, [[("u8", (2, 6))]])
+    assert proto.graph.input[0].type.tensor_type.elem_type == onnx.TensorProto.UINT8

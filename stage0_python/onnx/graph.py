@@ -12,9 +12,10 @@ from .errors import ExportError
 from .sizes import Sym
 
 ONNX_DTYPES = {"float32": TensorProto.FLOAT, "float64": TensorProto.DOUBLE, "int32": TensorProto.INT32,
-               "int64": TensorProto.INT64, "bool": TensorProto.BOOL, "uint8": TensorProto.UINT8}
-NP_DTYPES = {"uint8": np.uint8, "float32": np.float32, "float64": np.float64, "int32": np.int32,
-             "int64": np.int64, "bool": np.bool_}
+               "int64": TensorProto.INT64, "bool": TensorProto.BOOL, "uint8": TensorProto.UINT8,
+               "int8": TensorProto.INT8, "int16": TensorProto.INT16}
+NP_DTYPES = {"uint8": np.uint8, "int8": np.int8, "int16": np.int16, "float32": np.float32,
+             "float64": np.float64, "int32": np.int32, "int64": np.int64, "bool": np.bool_}
 
 
 # operators newer than the oldest opset export supports
