@@ -12,7 +12,9 @@ import pytest
 from .oracle import assert_close, need_torch, np_
 
 NP = {"float32": np.float32, "float64": np.float64, "int64": np.int64,
-      "int32": np.int32, "bool": np.bool_}
+      "int32": np.int32, "int16": np.int16, "int8": np.int8, "uint8": np.uint8, "bool": np.bool_}
+INTS = ("int64", "int32", "int16", "int8", "uint8")
+SMALL_INTS = INTS[2:]  # the 1- and 2-byte integers: checked wherever int32 is
 FLOATS = ("float32", "float64")
 DTYPES = ("float32", "float64", "int64", "int32", "bool")
 
@@ -39,8 +41,9 @@ def data(shape, dtype="float32", seed=0, low=-2.0, high=2.0, away_from=None):
     rng = np.random.default_rng(seed + 7919 * len(shape) + sum(shape))
     if dtype == "bool":
         return rng.random(shape) < 0.5
-    if dtype in ("int64", "int32"):
-        return rng.integers(int(low), int(high) + 1, size=shape).astype(dtype)
+    if dtype in INTS:  # uint8 from 0: its values are never negative
+        return rng.integers(max(int(low), 0) if dtype == "uint8" else int(low), int(high) + 1,
+                            size=shape).astype(dtype)
     x = rng.uniform(low, high, size=shape)
     if away_from is not None:
         for p in np.atleast_1d(away_from):

@@ -3,7 +3,7 @@ advanced (boolean masks, integer tensors and lists), against NumPy and PyTorch."
 import numpy as np
 import pytest
 
-from .helpers_core import T, assert_close, check_grads, data, need_torch
+from .helpers_core import SMALL_INTS, T, assert_close, check_grads, data, need_torch
 
 SHAPE = (4, 5, 3)
 _MASK3 = data(SHAPE, "bool", seed=1)
@@ -79,7 +79,7 @@ def test_getitem_grad_vs_torch(sg, name):
                 lambda t: t[_convert(idx, torch.tensor)], data(SHAPE, seed=4))
 
 
-@pytest.mark.parametrize("dtype", ["int64", "bool", "float64"])
+@pytest.mark.parametrize("dtype", ["int64", "bool", "float64", *SMALL_INTS])
 def test_getitem_other_dtypes(sg, dtype):
     a = data(SHAPE, dtype, seed=5)
     x = T(sg, a)

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from .helpers_core import T, assert_close, check_grads, data, gradcheck, need_torch
+from .helpers_core import SMALL_INTS, T, assert_close, check_grads, data, gradcheck, need_torch
 
 # (description, stage/torch expression, numpy expression); the stage and torch share
 # a spelling, so one lambda serves both
@@ -45,7 +45,7 @@ def test_movement_grad_vs_torch(sg, k):
     check_grads(sg, f, f, data((2, 3, 4), seed=k))
 
 
-@pytest.mark.parametrize("dtype", ["int64", "bool", "float64"])
+@pytest.mark.parametrize("dtype", ["int64", "bool", "float64", *SMALL_INTS])
 def test_movement_keeps_dtype(sg, dtype):
     a = data((2, 3, 4), dtype, seed=1)
     x = T(sg, a)

@@ -139,6 +139,8 @@ def test_full_reduction_is_zero_dim(sg, name):
     ("int64", "sum", "int64"), ("int32", "sum", "int64"), ("bool", "sum", "int64"),
     ("int64", "max", "int64"), ("int32", "min", "int32"), ("int32", "prod", "int64"),
     ("float64", "mean", "float64"), ("float64", "sum", "float64"), ("bool", "max", "bool"),
+    ("uint8", "sum", "int64"), ("int8", "prod", "int64"), ("int16", "sum", "int64"),
+    ("int16", "max", "int16"), ("uint8", "min", "uint8"), ("int8", "max", "int8"),
 ])
 def test_reduction_dtypes(sg, dtype, name, exp):
     # torch accumulates integer sums and products in int64

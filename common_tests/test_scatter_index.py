@@ -4,7 +4,7 @@ products, integer dtypes, and out-of-range indices refused before anything is wr
 import numpy as np
 import pytest
 
-from .helpers_core import GRAD_TOL, T, data, upstream
+from .helpers_core import GRAD_TOL, INTS, T, data, upstream
 from .oracle import assert_close, need_torch
 
 pytestmark = pytest.mark.needs_torch
@@ -46,7 +46,7 @@ def test_scatter_reduce(sg, reduce, include_self, dim, dtype):
 
 
 @pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
-@pytest.mark.parametrize("dtype", ["int64", "int32", "float32"])
+@pytest.mark.parametrize("dtype", [*INTS, "float32"])
 def test_scatter_reduce_dtypes_and_functions(sg, reduce, dtype):
     torch = need_torch()
     a = data((4, 3), dtype, seed=4, low=-5, high=5)

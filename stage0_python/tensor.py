@@ -686,9 +686,12 @@ class Tensor(TensorCore, ContractionMethods, MathMethods, RearrangingMethods, Sa
         if rounding_mode == "floor":
             return self // other
         if rounding_mode == "trunc":
-            if D.result_type(self, other).is_floating_point:
+            dtype = D.result_type(self, other)
+            if dtype.is_floating_point:
                 q = self / other
                 return q.sign() * q.abs().floor()
+            if not isinstance(other, Tensor):  # the number in the integer dtype first (uint8 wraps -3)
+                other = self._scalar(other, dtype)
             q = self // other  # integers stay integers (and division by zero is refused)
             # floor and trunc differ only for an inexact negative quotient: one step up
             return q + ((q * other != self) & ((self < 0) != (other < 0)))
