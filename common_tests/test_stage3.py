@@ -302,6 +302,34 @@ def test_transposed_strided_and_broadcast_operands(gemm):
     _check(e.numpy(), B[:30], (e @ tB[:30]).numpy(), np.float32)
 
 
+@pytest.mark.parametrize("shape, transposed", [((1, 1, 1), False), ((5, 7, 3), False), ((33, 65, 17), False),
+                                               ((64, 64, 64), False), ((40, 1030, 70), False),
+                                               ((37, 45, 29), True), ((2, 31, 33, 45), False)])
+def test_bfloat16_products_on_tiles_and_widened(shape, transposed):
+    """bfloat16 matmul, on AMX tiles where this machine has them and widened to float32
+    otherwise (both run here): each within float32 summation of the exact product, then one
+    bfloat16 rounding; and equal to PyTorch's to one bfloat16 step."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(sum(shape))
+    *batch, n, k, m = shape
+    ta = torch.tensor(rng.standard_normal((*batch, n, k)), dtype=torch.float32).bfloat16()
+    tb = torch.tensor(rng.standard_normal((*batch, k, m)), dtype=torch.float32).bfloat16()
+    a, b = s3.tensor(ta.float().numpy()).bfloat16(), s3.tensor(tb.float().numpy()).bfloat16()
+    if transposed:  # an operand read through strides
+        ta, a = (x.transpose(-1, -2).contiguous().transpose(-1, -2) for x in (ta, a))
+    exact = (ta.double() @ tb.double()).numpy()
+    bound = 2.0 ** -8 * np.abs(exact) + k * 2.0 ** -23 * (ta.double().abs() @ tb.double().abs()).numpy()
+    theirs = (ta @ tb).float().numpy()
+    tiles = K.matmul_bf16(a._data, b._data, s3.float32) is not None
+    try:
+        for s3.backend.BF16_TILES in ((True, False) if tiles else (False,)):
+            ours = (a @ b).float().numpy()
+            assert ours.shape == exact.shape and np.all(np.abs(ours - exact) <= bound), s3.backend.BF16_TILES
+            np.testing.assert_allclose(ours, theirs, rtol=2.0 ** -7, atol=2.0 ** -7 * np.abs(theirs).max())
+    finally:
+        s3.backend.BF16_TILES = True
+
+
 def test_gemm_choice_and_its_errors():
     assert s3.backends.gemm in ("auto", "blas", "own")
     with pytest.raises(ValueError, match="'auto', 'blas', 'own'"):

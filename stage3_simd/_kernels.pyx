@@ -20,7 +20,7 @@ from cpython.dict cimport PyDict_GetItem
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.object cimport PyObject
 from cpython.pycapsule cimport PyCapsule_GetPointer
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, uint16_t
 from libc.string cimport memset
 
 from stage2_cython._buffer cimport (Buffer, c_strides, code_of, contiguous_layout, copy, data_of,
@@ -159,6 +159,9 @@ cdef extern from "csrc/kernels.h" nogil:
         int (*attention_backward)(int dtype, const sg3_attention* a, char* dq, char* dk, char* dv, const char* g,
                                   const char* q, const char* k, const char* v, const char* out, const char* lse,
                                   const void* mask, int nthreads) noexcept nogil
+        int (*gemm_bf16)(int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t rsa, int64_t csa,
+                         const uint16_t* b, int64_t rsb, int64_t csb, float* c, int64_t ldc,
+                         int nthreads) noexcept nogil
 
 cdef extern from "csrc/cpu.h" nogil:
     ctypedef struct sg3_cpu:
@@ -608,6 +611,41 @@ def matmul(Buffer a, Buffer b, str gemm):
             else:
                 _own(code, n, k, m, pa + oa * item, rsa, csa, pb + ob * item, rsb, csb,
                      pc + t * n * m * item, nthreads)
+    return out
+
+
+def matmul_bf16(Buffer a, Buffer b, float32):
+    """``a`` (..., n, k) @ ``b`` (..., k, m), both bfloat16 with equal batch dims, into a new
+    ``float32`` buffer on AMX tiles (csrc/amx.hpp): the panels are packed from the 2-byte
+    values themselves, and each product is exact with float32 sums. None where this module or
+    the machine has no AMX (the caller widens instead)."""
+    cdef int nd = a.ndim, rc = SG3_OK
+    cdef Py_ssize_t n = a.shape[nd - 2], k = a.shape[nd - 1], m = b.shape[nd - 1]
+    cdef Buffer out = new_buffer((*a.shape[:nd - 2], n, m), float32, FLOAT32)
+    cdef Py_ssize_t rsa = a.strides[nd - 2], csa = a.strides[nd - 1]
+    cdef Py_ssize_t rsb = b.strides[nd - 2], csb = b.strides[nd - 1]
+    cdef Py_ssize_t nb = out.numel // (n * m) if n * m else 0, t, rest, i, oa, ob
+    cdef Py_ssize_t sizes[MAXDIM]
+    cdef Py_ssize_t sa[MAXDIM]
+    cdef Py_ssize_t sb[MAXDIM]
+    read_ints(out.shape, sizes)
+    read_ints(a.strides, sa)
+    read_ints(b.strides, sb)
+    cdef uint16_t* pa = <uint16_t*>data_of(a)
+    cdef uint16_t* pb = <uint16_t*>data_of(b)
+    cdef float* pc = <float*>data_of(out)
+    cdef int nthreads = NTHREADS
+    rc = T.gemm_bf16(0, 0, 0, pa, 0, 0, pb, 0, 0, pc, 0, 1)  # is there AMX at all?
+    if rc != SG3_OK:
+        return None
+    with nogil:
+        for t in range(nb):
+            rest, oa, ob = t, 0, 0
+            for i in range(nd - 3, -1, -1):
+                oa += (rest % sizes[i]) * sa[i]
+                ob += (rest % sizes[i]) * sb[i]
+                rest //= sizes[i]
+            T.gemm_bf16(n, m, k, pa + oa, rsa, csa, pb + ob, rsb, csb, pc + t * n * m, m, nthreads)
     return out
 
 

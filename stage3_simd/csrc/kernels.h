@@ -241,6 +241,11 @@ typedef struct {
     int (*attention_backward)(int dtype, const sg3_attention* a, char* dq, char* dk, char* dv, const char* g,
                               const char* q, const char* k, const char* v, const char* out, const char* lse,
                               const void* mask, int nthreads);
+    /* C[m x n] (row stride ldc, float32) = A @ B for bfloat16 A and B (their bits) through any
+     * strides, on AMX tiles (csrc/amx.hpp); SG3_EUNSUPPORTED where the ISA module or the
+     * machine lacks them */
+    int (*gemm_bf16)(int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t rsa, int64_t csa,
+                     const uint16_t* b, int64_t rsb, int64_t csb, float* c, int64_t ldc, int nthreads);
 } sg3_table;
 
 #ifdef __cplusplus

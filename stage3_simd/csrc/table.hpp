@@ -9,6 +9,7 @@
 
 #include <Python.h>
 
+#include "amx.hpp"
 #include "attention.hpp"
 #include "batch_norm.hpp"
 #include "conv.hpp"
@@ -28,6 +29,19 @@ template <class A, class T>
 void gemm_entry(int64_t m, int64_t n, int64_t k, const T* a, int64_t rsa, int64_t csa, const T* b,
                 int64_t rsb, int64_t csb, T* c, int64_t ldc, int accumulate, int nthreads) {
     gemm<A, T>(m, n, k, a, rsa, csa, b, rsb, csb, c, ldc, accumulate != 0, nthreads);
+}
+
+// bfloat16 operands, float32 C, on AMX tiles where the module and the machine have them
+template <class A>
+int gemm_bf16_entry(int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t rsa, int64_t csa,
+                    const uint16_t* b, int64_t rsb, int64_t csb, float* c, int64_t ldc, int nthreads) {
+#if defined(__x86_64__) && defined(__AVX512F__)
+    return amx::gemm_bf16(m, n, k, a, rsa, csa, b, rsb, csb, c, ldc, nthreads) ? SG3_OK : SG3_EUNSUPPORTED;
+#else
+    (void)m, (void)n, (void)k, (void)a, (void)rsa, (void)csa, (void)b, (void)rsb, (void)csb, (void)c, (void)ldc;
+    (void)nthreads;
+    return SG3_EUNSUPPORTED;
+#endif
 }
 
 template <class A>
@@ -319,6 +333,7 @@ const sg3_table* table(const char* isa) {
         &f_recurrent_backward<A>,
         &f_attention<A>,
         &f_attention_backward<A>,
+        &gemm_bf16_entry<A>,
     };
     return &t;
 }
