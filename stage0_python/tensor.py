@@ -441,7 +441,9 @@ class Tensor(TensorCore, ContractionMethods, MathMethods, RearrangingMethods, Sa
 
     def float(self):
         """``self.to(float32)``; see torch.Tensor.float."""
-        return self.to(float32)
+        if self.requires_grad or self.dtype is float32:
+            return self.to(float32)
+        return Tensor._make(B.cast(self._data, float32))  # nothing to record: the hot path of input batches
 
     def double(self):
         """``self.to(float64)``; see torch.Tensor.double."""

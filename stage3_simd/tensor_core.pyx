@@ -189,7 +189,9 @@ cdef object binary(TensorCore self, object other, str op, object fn, bint revers
 
 
 cdef inline object _run(str op, object fn, TensorCore a, TensorCore b):
-    if fn is None:  # not differentiable
+    # not differentiable, or nothing to record (no gradient wanted, no view to re-derive): the
+    # kernel alone, which is all the Function's forward runs
+    if fn is None or not (a.requires_grad or b.requires_grad or a._view is not None or b._view is not None):
         return make(_binary_kernel(op, a._data, b._data, a._data.dtype))
     return apply_function(fn, (a, b), None)
 
