@@ -306,9 +306,9 @@ def test_transposed_strided_and_broadcast_operands(gemm):
                                                ((64, 64, 64), False), ((40, 1030, 70), False),
                                                ((37, 45, 29), True), ((2, 31, 33, 45), False)])
 def test_bfloat16_products_on_tiles_and_widened(shape, transposed):
-    """bfloat16 matmul, on AMX tiles where this machine has them and widened to float32
-    otherwise (both run here): each within float32 summation of the exact product, then one
-    bfloat16 rounding; and equal to PyTorch's to one bfloat16 step."""
+    """bfloat16 matmul, on AMX tiles where this machine has them and through our float32 GEMM
+    (widening as it packs) otherwise, both run here: each within float32 summation of the
+    exact product, then one bfloat16 rounding; and equal to PyTorch's to one bfloat16 step."""
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(sum(shape))
     *batch, n, k, m = shape
@@ -320,9 +320,8 @@ def test_bfloat16_products_on_tiles_and_widened(shape, transposed):
     exact = (ta.double() @ tb.double()).numpy()
     bound = 2.0 ** -8 * np.abs(exact) + k * 2.0 ** -23 * (ta.double().abs() @ tb.double().abs()).numpy()
     theirs = (ta @ tb).float().numpy()
-    tiles = K.matmul_bf16(a._data, b._data, s3.float32) is not None
     try:
-        for s3.backend.BF16_TILES in ((True, False) if tiles else (False,)):
+        for s3.backend.BF16_TILES in ((True, False) if K.has_bf16_tiles() else (False,)):
             ours = (a @ b).float().numpy()
             assert ours.shape == exact.shape and np.all(np.abs(ours - exact) <= bound), s3.backend.BF16_TILES
             np.testing.assert_allclose(ours, theirs, rtol=2.0 ** -7, atol=2.0 ** -7 * np.abs(theirs).max())

@@ -159,9 +159,10 @@ cdef extern from "csrc/kernels.h" nogil:
         int (*attention_backward)(int dtype, const sg3_attention* a, char* dq, char* dk, char* dv, const char* g,
                                   const char* q, const char* k, const char* v, const char* out, const char* lse,
                                   const void* mask, int nthreads) noexcept nogil
-        int (*gemm_bf16)(int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t rsa, int64_t csa,
-                         const uint16_t* b, int64_t rsb, int64_t csb, float* c, int64_t ldc,
+        int (*gemm_half)(int dtype, int tiles, int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t rsa,
+                         int64_t csa, const uint16_t* b, int64_t rsb, int64_t csb, float* c, int64_t ldc,
                          int nthreads) noexcept nogil
+        int (*has_bf16_tiles)() noexcept nogil
 
 cdef extern from "csrc/cpu.h" nogil:
     ctypedef struct sg3_cpu:
@@ -614,12 +615,18 @@ def matmul(Buffer a, Buffer b, str gemm):
     return out
 
 
-def matmul_bf16(Buffer a, Buffer b, float32):
-    """``a`` (..., n, k) @ ``b`` (..., k, m), both bfloat16 with equal batch dims, into a new
-    ``float32`` buffer on AMX tiles (csrc/amx.hpp): the panels are packed from the 2-byte
-    values themselves, and each product is exact with float32 sums. None where this module or
-    the machine has no AMX (the caller widens instead)."""
-    cdef int nd = a.ndim, rc = SG3_OK
+def has_bf16_tiles():
+    """Whether bfloat16 products can run on AMX tiles here (the path's module and the CPU and
+    OS)."""
+    return bool(T.has_bf16_tiles())
+
+
+def matmul_half(Buffer a, Buffer b, float32, bint tiles=True):
+    """``a`` (..., n, k) @ ``b`` (..., k, m), both float16 or both bfloat16 with equal batch
+    dims, into a new ``float32`` buffer, the operands read in their 2 bytes: bfloat16 on AMX
+    tiles where ``tiles`` and the machine allow (csrc/amx.hpp), else our GEMM, which widens
+    each value as it packs the panels (no float32 copy of either operand)."""
+    cdef int nd = a.ndim, code = a.code
     cdef Py_ssize_t n = a.shape[nd - 2], k = a.shape[nd - 1], m = b.shape[nd - 1]
     cdef Buffer out = new_buffer((*a.shape[:nd - 2], n, m), float32, FLOAT32)
     cdef Py_ssize_t rsa = a.strides[nd - 2], csa = a.strides[nd - 1]
@@ -635,9 +642,6 @@ def matmul_bf16(Buffer a, Buffer b, float32):
     cdef uint16_t* pb = <uint16_t*>data_of(b)
     cdef float* pc = <float*>data_of(out)
     cdef int nthreads = NTHREADS
-    rc = T.gemm_bf16(0, 0, 0, pa, 0, 0, pb, 0, 0, pc, 0, 1)  # is there AMX at all?
-    if rc != SG3_OK:
-        return None
     with nogil:
         for t in range(nb):
             rest, oa, ob = t, 0, 0
@@ -645,7 +649,7 @@ def matmul_bf16(Buffer a, Buffer b, float32):
                 oa += (rest % sizes[i]) * sa[i]
                 ob += (rest % sizes[i]) * sb[i]
                 rest //= sizes[i]
-            T.gemm_bf16(n, m, k, pa + oa, rsa, csa, pb + ob, rsb, csb, pc + t * n * m, m, nthreads)
+            T.gemm_half(code, tiles, n, m, k, pa + oa, rsa, csa, pb + ob, rsb, csb, pc + t * n * m, m, nthreads)
     return out
 
 

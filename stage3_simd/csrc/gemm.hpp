@@ -146,13 +146,14 @@ void gemm_loops(const gemm_problem<T>& g, const ASource& a, const BSource& b, co
 }  // namespace detail
 
 // A read through strides: element (i, p) at a[i*rs + p*cs]. An A source's panels() returns
-// the packed block at (i0, p0), packing it into `scratch` when it is not packed already.
-template <class Arch, class T>
+// the packed block at (i0, p0), packing it into `scratch` when it is not packed already. The
+// elements may be 2-byte floats S, widened to T as they are packed.
+template <class Arch, class T, class S = T>
 struct strided_a {
-    const T* a;
+    const S* a;
     std::int64_t rs, cs;
     const T* panels(std::int64_t mc, std::int64_t kc, std::int64_t i0, std::int64_t p0, T* scratch) const {
-        pack_a<Arch, T>(mc, kc, a + i0 * rs + p0 * cs, rs, cs, scratch);
+        pack_a<Arch, T, S>(mc, kc, a + i0 * rs + p0 * cs, rs, cs, scratch);
         return scratch;
     }
 };
@@ -183,13 +184,13 @@ prepacked_a<Arch, T> prepack_a(const gemm_blocking_info& bl, std::int64_t m, std
 
 // B read through strides: element (p, j) at b[p*rs + j*cs]. A B source either packs a block
 // into the team's buffer (pack, `packed` false) or has it packed already (block, `packed` true).
-template <class Arch, class T>
+template <class Arch, class T, class S = T>
 struct strided_b {
     static constexpr bool packed = false;
-    const T* b;
+    const S* b;
     std::int64_t rs, cs;
     void pack(std::int64_t kc, std::int64_t nc, std::int64_t p0, std::int64_t j0, T* dst) const {
-        pack_b<Arch, T>(kc, nc, b + p0 * rs + j0 * cs, rs, cs, dst);
+        pack_b<Arch, T, S>(kc, nc, b + p0 * rs + j0 * cs, rs, cs, dst);
     }
 };
 

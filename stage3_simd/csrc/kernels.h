@@ -241,11 +241,13 @@ typedef struct {
     int (*attention_backward)(int dtype, const sg3_attention* a, char* dq, char* dk, char* dv, const char* g,
                               const char* q, const char* k, const char* v, const char* out, const char* lse,
                               const void* mask, int nthreads);
-    /* C[m x n] (row stride ldc, float32) = A @ B for bfloat16 A and B (their bits) through any
-     * strides, on AMX tiles (csrc/amx.hpp); SG3_EUNSUPPORTED where the ISA module or the
-     * machine lacks them */
-    int (*gemm_bf16)(int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t rsa, int64_t csa,
-                     const uint16_t* b, int64_t rsb, int64_t csb, float* c, int64_t ldc, int nthreads);
+    /* C[m x n] (row stride ldc, float32) = A @ B for float16 or bfloat16 (dtype) A and B (their
+     * bits) through any strides: bfloat16 on AMX tiles (csrc/amx.hpp) when ``tiles`` and the
+     * module and machine have them, else the GEMM widening the operands as it packs them */
+    int (*gemm_half)(int dtype, int tiles, int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t rsa,
+                     int64_t csa, const uint16_t* b, int64_t rsb, int64_t csb, float* c, int64_t ldc, int nthreads);
+    /* 1 where gemm_half can run bfloat16 on AMX tiles */
+    int (*has_bf16_tiles)(void);
 } sg3_table;
 
 #ifdef __cplusplus

@@ -31,16 +31,40 @@ void gemm_entry(int64_t m, int64_t n, int64_t k, const T* a, int64_t rsa, int64_
     gemm<A, T>(m, n, k, a, rsa, csa, b, rsb, csb, c, ldc, accumulate != 0, nthreads);
 }
 
-// bfloat16 operands, float32 C, on AMX tiles where the module and the machine have them
+// 2-byte float operands (float16 or bfloat16, their bits), float32 C: bfloat16 on AMX tiles
+// when `tiles` and the module and the machine have them, else our GEMM widening as it packs
 template <class A>
-int gemm_bf16_entry(int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t rsa, int64_t csa,
-                    const uint16_t* b, int64_t rsb, int64_t csb, float* c, int64_t ldc, int nthreads) {
+int gemm_half(int dtype, int tiles, int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t rsa, int64_t csa,
+              const uint16_t* b, int64_t rsb, int64_t csb, float* c, int64_t ldc, int nthreads) {
 #if defined(__x86_64__) && defined(__AVX512F__)
-    return amx::gemm_bf16(m, n, k, a, rsa, csa, b, rsb, csb, c, ldc, nthreads) ? SG3_OK : SG3_EUNSUPPORTED;
-#else
-    (void)m, (void)n, (void)k, (void)a, (void)rsa, (void)csa, (void)b, (void)rsb, (void)csb, (void)c, (void)ldc;
-    (void)nthreads;
+    if (dtype == SG3_BFLOAT16 && tiles && amx::gemm_bf16(m, n, k, a, rsa, csa, b, rsb, csb, c, ldc, nthreads))
+        return SG3_OK;
+#endif
+    (void)tiles;
+    const auto bl = gemm_blocking<A, float>();
+    if (dtype == SG3_FLOAT16) {
+        const auto* ha = reinterpret_cast<const sg3_half*>(a);
+        const auto* hb = reinterpret_cast<const sg3_half*>(b);
+        gemm_from<A, float>(bl, m, n, k, strided_a<A, float, sg3_half>{ha, rsa, csa},
+                            strided_b<A, float, sg3_half>{hb, rsb, csb}, c, ldc, false, nthreads);
+        return SG3_OK;
+    }
+    if (dtype == SG3_BFLOAT16) {
+        const auto* ha = reinterpret_cast<const sg3_bfloat16*>(a);
+        const auto* hb = reinterpret_cast<const sg3_bfloat16*>(b);
+        gemm_from<A, float>(bl, m, n, k, strided_a<A, float, sg3_bfloat16>{ha, rsa, csa},
+                            strided_b<A, float, sg3_bfloat16>{hb, rsb, csb}, c, ldc, false, nthreads);
+        return SG3_OK;
+    }
     return SG3_EUNSUPPORTED;
+}
+
+template <class A>
+int has_bf16_tiles() {
+#if defined(__x86_64__) && defined(__AVX512F__)
+    return amx::available();
+#else
+    return 0;
 #endif
 }
 
@@ -333,7 +357,8 @@ const sg3_table* table(const char* isa) {
         &f_recurrent_backward<A>,
         &f_attention<A>,
         &f_attention_backward<A>,
-        &gemm_bf16_entry<A>,
+        &gemm_half<A>,
+        &has_bf16_tiles<A>,
     };
     return &t;
 }
