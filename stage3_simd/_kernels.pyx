@@ -564,6 +564,18 @@ cdef void _own(int code, Py_ssize_t n, Py_ssize_t k, Py_ssize_t m, char* a, Py_s
         T.gemm_f64(n, m, k, <double*>a, rsa, csa, <double*>b, rsb, csb, <double*>c, m, 0, nthreads)
 
 
+cdef inline void _batch_offsets(Py_ssize_t t, int nd, Py_ssize_t* sizes, Py_ssize_t* sa, Py_ssize_t* sb,
+                                Py_ssize_t* oa, Py_ssize_t* ob) noexcept nogil:
+    """Where product ``t`` of a batch starts in A and in B (elements), its batch index read
+    off the output's leading dims."""
+    cdef Py_ssize_t rest = t, i
+    oa[0] = ob[0] = 0
+    for i in range(nd - 3, -1, -1):
+        oa[0] += (rest % sizes[i]) * sa[i]
+        ob[0] += (rest % sizes[i]) * sb[i]
+        rest //= sizes[i]
+
+
 def matmul(Buffer a, Buffer b, str gemm):
     """``a`` (..., n, k) @ ``b`` (..., k, m), float32 or float64, batch dims equal, with our
     GEMM (``gemm="own"``) or OpenBLAS (``"blas"``). BLAS gets strided and transposed
@@ -589,7 +601,7 @@ def matmul(Buffer a, Buffer b, str gemm):
     cdef Py_ssize_t rsa = a.strides[nd - 2], csa = a.strides[nd - 1]
     cdef Py_ssize_t rsb = b.strides[nd - 2], csb = b.strides[nd - 1]
     # the batch: one product after another, each on every thread
-    cdef Py_ssize_t nb = out.numel // (n * m), t, rest, i, oa, ob
+    cdef Py_ssize_t nb = out.numel // (n * m), t, oa, ob
     cdef Py_ssize_t sizes[MAXDIM]
     cdef Py_ssize_t sa[MAXDIM]
     cdef Py_ssize_t sb[MAXDIM]
@@ -602,11 +614,7 @@ def matmul(Buffer a, Buffer b, str gemm):
     cdef int nthreads = NTHREADS
     with nogil:
         for t in range(nb):
-            rest, oa, ob = t, 0, 0
-            for i in range(nd - 3, -1, -1):
-                oa += (rest % sizes[i]) * sa[i]
-                ob += (rest % sizes[i]) * sb[i]
-                rest //= sizes[i]
+            _batch_offsets(t, nd, sizes, sa, sb, &oa, &ob)
             if blas:
                 _blas(code, n, k, m, pa + oa * item, ta, lda, pb + ob * item, tb, ldb, pc + t * n * m * item)
             else:
@@ -631,7 +639,7 @@ def matmul_half(Buffer a, Buffer b, float32, bint tiles=True):
     cdef Buffer out = new_buffer((*a.shape[:nd - 2], n, m), float32, FLOAT32)
     cdef Py_ssize_t rsa = a.strides[nd - 2], csa = a.strides[nd - 1]
     cdef Py_ssize_t rsb = b.strides[nd - 2], csb = b.strides[nd - 1]
-    cdef Py_ssize_t nb = out.numel // (n * m) if n * m else 0, t, rest, i, oa, ob
+    cdef Py_ssize_t nb = out.numel // (n * m) if n * m else 0, t, oa, ob
     cdef Py_ssize_t sizes[MAXDIM]
     cdef Py_ssize_t sa[MAXDIM]
     cdef Py_ssize_t sb[MAXDIM]
@@ -644,11 +652,7 @@ def matmul_half(Buffer a, Buffer b, float32, bint tiles=True):
     cdef int nthreads = NTHREADS
     with nogil:
         for t in range(nb):
-            rest, oa, ob = t, 0, 0
-            for i in range(nd - 3, -1, -1):
-                oa += (rest % sizes[i]) * sa[i]
-                ob += (rest % sizes[i]) * sb[i]
-                rest //= sizes[i]
+            _batch_offsets(t, nd, sizes, sa, sb, &oa, &ob)
             T.gemm_half(code, tiles, n, m, k, pa + oa, rsa, csa, pb + ob, rsb, csb, pc + t * n * m, m, nthreads)
     return out
 
