@@ -189,9 +189,12 @@ cdef object binary(TensorCore self, object other, str op, object fn, bint revers
 
 
 cdef inline object _run(str op, object fn, TensorCore a, TensorCore b):
-    # not differentiable, or nothing to record (no gradient wanted, no view to re-derive): the
-    # kernel alone, which is all the Function's forward runs
-    if fn is None or not (a.requires_grad or b.requires_grad or a._view is not None or b._view is not None):
+    if fn is None:  # not differentiable
+        return make(_binary_kernel(op, a._data, b._data, a._data.dtype))
+    if ((fn is _Add or fn is _Sub or fn is _Mul or fn is _Div)
+            and not (a.requires_grad or b.requires_grad or a._view is not None or b._view is not None)):
+        # nothing to record (no gradient wanted, no view to re-derive): the kernel alone, which
+        # is all these Functions' forward runs
         return make(_binary_kernel(op, a._data, b._data, a._data.dtype))
     return apply_function(fn, (a, b), None)
 
