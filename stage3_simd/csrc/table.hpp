@@ -41,21 +41,15 @@ int gemm_half(int dtype, int tiles, int64_t m, int64_t n, int64_t k, const uint1
         return SG3_OK;
 #endif
     (void)tiles;
-    const auto bl = gemm_blocking<A, float>();
-    if (dtype == SG3_FLOAT16) {
-        const auto* ha = reinterpret_cast<const sg3_half*>(a);
-        const auto* hb = reinterpret_cast<const sg3_half*>(b);
-        gemm_from<A, float>(bl, m, n, k, strided_a<A, float, sg3_half>{ha, rsa, csa},
-                            strided_b<A, float, sg3_half>{hb, rsb, csb}, c, ldc, false, nthreads);
+    auto widening = [&](auto* h) {  // h: a null pointer of the 2-byte type, naming it
+        using H = std::remove_const_t<std::remove_pointer_t<decltype(h)>>;
+        gemm_from<A, float>(gemm_blocking<A, float>(), m, n, k,
+                            strided_a<A, float, H>{reinterpret_cast<const H*>(a), rsa, csa},
+                            strided_b<A, float, H>{reinterpret_cast<const H*>(b), rsb, csb}, c, ldc, false, nthreads);
         return SG3_OK;
-    }
-    if (dtype == SG3_BFLOAT16) {
-        const auto* ha = reinterpret_cast<const sg3_bfloat16*>(a);
-        const auto* hb = reinterpret_cast<const sg3_bfloat16*>(b);
-        gemm_from<A, float>(bl, m, n, k, strided_a<A, float, sg3_bfloat16>{ha, rsa, csa},
-                            strided_b<A, float, sg3_bfloat16>{hb, rsb, csb}, c, ldc, false, nthreads);
-        return SG3_OK;
-    }
+    };
+    if (dtype == SG3_FLOAT16) return widening(static_cast<sg3_half*>(nullptr));
+    if (dtype == SG3_BFLOAT16) return widening(static_cast<sg3_bfloat16*>(nullptr));
     return SG3_EUNSUPPORTED;
 }
 
