@@ -92,7 +92,8 @@ def frombuffer(buffer, dtype, count=-1, offset=0, requires_grad=False):
         raise ValueError(f"frombuffer: requested buffer length ({count} * {item} bytes) after offset "
                          f"({offset} bytes) must not be greater than actual buffer length ({length} bytes)")
     part = raw[offset:offset + count * item]
-    out = Tensor._make(B.from_buffer(bytearray(part) if part.readonly else part, dtype))  # on the CPU, whatever the default device: the memory is the host's
+    # on the CPU, whatever the default device: the memory is the host's
+    out = Tensor._make(B.from_buffer(bytearray(part) if part.readonly else part, dtype))
     return out.requires_grad_(True) if requires_grad else out
 
 
