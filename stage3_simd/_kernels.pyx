@@ -110,7 +110,7 @@ cdef extern from "csrc/kernels.h" nogil:
                           const char* b, int64_t rows, int64_t cols, double eps, int nthreads) noexcept nogil
         int (*layer_norm_backward)(int dtype, char* gx, double* gw, double* gb, const char* g, const char* x,
                                    const char* mean, const char* rstd, const char* w, int64_t rows,
-                                   int64_t cols) noexcept nogil
+                                   int64_t cols, int nthreads) noexcept nogil
         int (*adam)(int dtype, int count, char** p, char** g, char** m, char** v, char** vmax,
                     const int64_t* n, const double* step_size, const double* bias_correction2_sqrt,
                     const sg3_adam* h, int nthreads) noexcept nogil
@@ -849,7 +849,7 @@ def layer_norm_backward(Buffer g, Buffer x, Buffer mean, Buffer rstd, Buffer wei
     cdef char* pw = _ptr(weight)
     with nogil:
         rc = T.layer_norm_backward(code, px, pgw, pgb, data_of(g), data_of(x), data_of(mean), data_of(rstd),
-                                   pw, rows, cols)
+                                   pw, rows, cols, NTHREADS)
     _check(rc, "layer_norm")
     return gx, gw, gb
 

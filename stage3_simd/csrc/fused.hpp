@@ -19,8 +19,10 @@
 // the composite's. Rows are split among threads when there are many.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "elementwise.hpp"
 #include "kernels.h"
@@ -262,6 +264,41 @@ void cross_entropy_backward_rows(T* gx, const T* probs, const int64_t* target, c
 }
 
 // ------------------------------------------------------------------ layer norm
+//
+// Sums along a row keep W lanes in T, each lane adding at most 64 terms before the lanes go
+// into a float64 total (as exp_shifted): vector speed, and no digits lost on long rows.
+
+// sum over a row of x_c and, with a shift m, of (x_c - m) and (x_c - m)^2
+template <class A, class T>
+double row_sum(const T* x, int64_t n) {
+    using B = vec<T, A>;
+    constexpr int64_t W = B::size, BLOCK = 64 * W;
+    double total = 0;
+    for (int64_t j0 = 0; j0 < n; j0 += BLOCK) {
+        B acc(0);
+        for (int64_t j = j0; j < std::min(n, j0 + BLOCK); j += W) acc += load_n<B>(x + j, std::min(W, n - j));
+        total += double(xsimd::hadd(acc));
+    }
+    return total;
+}
+
+template <class A, class T>
+void row_moments(const T* x, int64_t n, T m, double& d, double& dd) {
+    using B = vec<T, A>;
+    constexpr int64_t W = B::size, BLOCK = 64 * W;
+    d = dd = 0;
+    for (int64_t j0 = 0; j0 < n; j0 += BLOCK) {
+        B s(0), ss(0);
+        for (int64_t j = j0; j < std::min(n, j0 + BLOCK); j += W) {
+            const int64_t k = std::min(W, n - j);
+            B v = load_n<B>(x + j, k) - B(m);
+            if (k < W) v = xsimd::select(lanes_below<B>(k), v, B(0));
+            s += v;
+            ss += v * v;
+        }
+        d += double(xsimd::hadd(s)), dd += double(xsimd::hadd(ss));
+    }
+}
 
 template <class A, class T>
 void layer_norm_rows(T* y, T* mean, T* rstd, const T* x, const T* w, const T* b, int64_t rows, int64_t cols,
@@ -271,14 +308,17 @@ void layer_norm_rows(T* y, T* mean, T* rstd, const T* x, const T* w, const T* b,
     over_rows(rows, cols, 4, nthreads, [&](int64_t r0, int64_t r1) {
         for (int64_t r = r0; r < r1; ++r) {
             const T* xr = x + r * cols;
-            double s = 0, ss = 0;
-            for (int64_t c = 0; c < cols; ++c) s += xr[c];
-            const double mu = s / cols;
-            for (int64_t c = 0; c < cols; ++c) ss += (xr[c] - mu) * (xr[c] - mu);  // two passes: no cancellation
-            const double inv = 1.0 / std::sqrt(ss / cols + eps);
+            const double mu = row_sum<A>(xr, cols) / cols;
+            // the deviations from mu rounded to T, and their own mean d: var = E[(x - m)^2] - d^2
+            // exactly for any shift m, and m this close to the mean leaves no cancellation
+            const B m(static_cast<T>(mu));
+            double d, ss;
+            row_moments<A>(xr, cols, static_cast<T>(mu), d, ss);
+            d /= cols;
+            const double inv = 1.0 / std::sqrt(std::max(ss / cols - d * d, 0.0) + eps);
             mean[r] = static_cast<T>(mu);
             rstd[r] = static_cast<T>(inv);
-            const B m(static_cast<T>(mu)), k(static_cast<T>(inv));
+            const B k(static_cast<T>(inv));
             for (int64_t c = 0; c < cols; c += W) {
                 const int64_t n = cols - c < W ? cols - c : W;
                 B v = (load_n<B>(xr + c, n) - m) * k;
@@ -291,30 +331,75 @@ void layer_norm_rows(T* y, T* mean, T* rstd, const T* x, const T* w, const T* b,
 }
 
 // gx per row; gw, gb (float64 accumulators of cols elements, zeroed by the caller) summed
-// down the rows
-template <class T>
+// down the rows: each thread sums its rows into lanes of T, 64 rows at a time, then into its
+// own float64 partial, and the partials are added in thread order
+template <class A, class T>
 void layer_norm_backward_rows(T* gx, double* gw, double* gb, const T* g, const T* x, const T* mean,
-                              const T* rstd, const T* w, int64_t rows, int64_t cols) {
-    for (int64_t r = 0; r < rows; ++r) {
-        const T* gr = g + r * cols;
-        const T* xr = x + r * cols;
-        const double mu = mean[r], k = rstd[r];
-        double a = 0, bsum = 0;  // mean of w g and of w g xhat
-        for (int64_t c = 0; c < cols; ++c) {
-            const double xhat = (xr[c] - mu) * k, wg = (w ? double(w[c]) : 1.0) * gr[c];
-            a += wg;
-            bsum += wg * xhat;
-            if (gw) gw[c] += double(gr[c]) * xhat;
-            if (gb) gb[c] += gr[c];
-        }
-        a /= cols;
-        bsum /= cols;
-        if (gx)
-            for (int64_t c = 0; c < cols; ++c) {
-                const double xhat = (xr[c] - mu) * k, wg = (w ? double(w[c]) : 1.0) * gr[c];
-                gx[r * cols + c] = static_cast<T>(k * (wg - a - xhat * bsum));
+                              const T* rstd, const T* w, int64_t rows, int64_t cols, int nthreads) {
+    using B = vec<T, A>;
+    constexpr int64_t W = B::size, ROWS = 64;
+    const int nt = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>({nthreads, rows, rows * cols * 6 / kParallelWork})));
+    const bool columns = gw || gb;
+    std::vector<double> partial(columns && nt > 1 ? size_t(nt) * 2 * cols : 0);
+    auto run = [&](int t, int64_t r0, int64_t r1) {
+        double* pw = !columns ? nullptr : nt > 1 ? partial.data() + size_t(t) * 2 * cols : gw;
+        double* pb = !columns ? nullptr : nt > 1 ? pw + cols : gb;
+        thread_local std::vector<T> lanes;  // the running T sums of g xhat and g down a block of rows
+        if (columns) lanes.assign(2 * cols, T(0));
+        T* const sx = lanes.data();  // hoisted: each use of a thread_local may be a call
+        T* const s1 = sx + cols;
+        for (int64_t r = r0; r < r1; ++r) {
+            const T* gr = g + r * cols;
+            const T* xr = x + r * cols;
+            const B mu(mean[r]), k(rstd[r]);
+            B sa(0), sb(0);  // sums of w g and of w g xhat, a register at a time
+            double a = 0, bsum = 0;
+            for (int64_t c = 0; c < cols; c += W) {
+                const int64_t n = cols - c < W ? cols - c : W;
+                const B gv = load_n<B>(gr + c, n), xhat = (load_n<B>(xr + c, n) - mu) * k;  // 0 past the end
+                const B wg = w ? gv * load_n<B>(w + c, n) : gv;
+                sa += wg;
+                sb += wg * xhat;
+                if (columns) {
+                    store_n(sx + c, n, load_n<B>(sx + c, n) + gv * xhat);
+                    store_n(s1 + c, n, load_n<B>(s1 + c, n) + gv);
+                }
+                if ((c / W) % 64 == 63) {  // a long row: into float64 every 64 registers
+                    a += double(xsimd::hadd(sa)), bsum += double(xsimd::hadd(sb));
+                    sa = B(0), sb = B(0);
+                }
             }
+            a = (a + double(xsimd::hadd(sa))) / cols;
+            bsum = (bsum + double(xsimd::hadd(sb))) / cols;
+            if (columns && ((r - r0) % ROWS == ROWS - 1 || r == r1 - 1)) {
+                for (int64_t c = 0; c < cols; ++c) {
+                    if (gw) pw[c] += sx[c];
+                    if (gb) pb[c] += s1[c];
+                }
+                std::fill(sx, sx + 2 * cols, T(0));
+            }
+            if (gx) {
+                const B av(static_cast<T>(a)), bv(static_cast<T>(bsum));
+                for (int64_t c = 0; c < cols; c += W) {
+                    const int64_t n = cols - c < W ? cols - c : W;
+                    const B gv = load_n<B>(gr + c, n), xhat = (load_n<B>(xr + c, n) - mu) * k;
+                    const B wg = w ? gv * load_n<B>(w + c, n) : gv;
+                    store_n(gx + r * cols + c, n, k * (wg - av - xhat * bv));
+                }
+            }
+        }
+    };
+    if (nt <= 1) {
+        run(0, 0, rows);
+        return;
     }
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int t = 0; t < nt; ++t) run(t, rows * t / nt, rows * (t + 1) / nt);
+    for (int t = 0; t < nt && columns; ++t)
+        for (int64_t c = 0; c < cols; ++c) {
+            if (gw) gw[c] += partial[size_t(t) * 2 * cols + c];
+            if (gb) gb[c] += partial[size_t(t) * 2 * cols + cols + c];
+        }
 }
 
 // ------------------------------------------------------------------ optimizer steps

@@ -179,7 +179,8 @@ typedef struct {
     int (*layer_norm)(int dtype, char* y, char* mean, char* rstd, const char* x, const char* w, const char* b,
                       int64_t rows, int64_t cols, double eps, int nthreads);
     int (*layer_norm_backward)(int dtype, char* gx, double* gw, double* gb, const char* g, const char* x,
-                               const char* mean, const char* rstd, const char* w, int64_t rows, int64_t cols);
+                               const char* mean, const char* rstd, const char* w, int64_t rows, int64_t cols,
+                               int nthreads);
     /* one step for ``count`` tensors: pointers per tensor (vmax, gavg, buf may be NULL) */
     int (*adam)(int dtype, int count, char** p, char** g, char** m, char** v, char** vmax, const int64_t* n,
                 const double* step_size, const double* bias_correction2_sqrt, const sg3_adam* h, int nthreads);

@@ -158,9 +158,9 @@ int f_layer_norm(int dtype, char* y, char* mean, char* rstd, const char* x, cons
 
 template <class A>
 int f_layer_norm_backward(int dtype, char* gx, double* gw, double* gb, const char* g, const char* x,
-                          const char* mean, const char* rstd, const char* w, int64_t rows, int64_t cols) {
-    SG3_BY_DTYPE(dtype, (layer_norm_backward_rows<T>((T*)gx, gw, gb, (const T*)g, (const T*)x, (const T*)mean,
-                                                     (const T*)rstd, (const T*)w, rows, cols)));
+                          const char* mean, const char* rstd, const char* w, int64_t rows, int64_t cols, int nt) {
+    SG3_BY_DTYPE(dtype, (layer_norm_backward_rows<A, T>((T*)gx, gw, gb, (const T*)g, (const T*)x, (const T*)mean,
+                                                        (const T*)rstd, (const T*)w, rows, cols, nt)));
 }
 
 template <class A>
