@@ -134,7 +134,12 @@ def _buffer_from(data, dtype):
             raise TypeError(f"tensor: unsupported NumPy dtype {np_name}")
         if dtype is None:  # converting to a dtype named with dtype= is fine; keeping it is not
             src = _to_dtype(src)
-        vals = data.reshape(-1).tolist()
+        flat = data.reshape(-1)  # C-contiguous (a copy when ``data`` is not)
+        if (dtype is None or dtype is src) and src.name == np_name and flat.size:
+            raw = memoryview(flat).cast("B")  # the bytes as they are: no per-element conversion
+            buf = B.from_buffer(bytearray(raw) if raw.readonly else raw, src)
+            return B.reshape(B.copy(buf), tuple(data.shape))
+        vals = flat.tolist()
         _check_fits(vals, dtype or src)
         return B.from_list(vals, tuple(data.shape), dtype or src)
     if dtype is not None and isinstance(data, list) and data and not isinstance(data[0], (list, tuple)):
