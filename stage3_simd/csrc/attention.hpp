@@ -58,19 +58,37 @@ inline int64_t row_keys(const sg3_attention& a, int64_t i, int64_t j0, int64_t t
     return std::clamp<int64_t>(seen - j0, 0, tile);
 }
 
-// A row's raw scores of one tile (`keys` seen of `tile`) scaled and masked in place; its
-// maximum is folded into *m (a NaN stays).
-template <class T>
+// A row's raw scores of one tile (`keys` seen of `tile`) scaled and masked in place, a register
+// at a time; its maximum is folded into *m (a NaN stays).
+template <class A, class T>
 void scores(const sg3_attention& a, T* s, int64_t keys, const void* mask_row, T* m) {
-    const T scale = T(a.scale);
-    for (int64_t j = 0; j < keys; ++j) s[j] *= scale;
-    if (a.mask_kind == SG3_MASK_BOOL)
-        for (int64_t j = 0; j < keys; ++j) s[j] = static_cast<const uint8_t*>(mask_row)[j] ? s[j] : -INFINITY;
-    if (a.mask_kind == SG3_MASK_ADD)
-        for (int64_t j = 0; j < keys; ++j) s[j] += static_cast<const T*>(mask_row)[j];
-    if (m)
-        for (int64_t j = 0; j < keys; ++j)
-            if (*m == *m && !(s[j] <= *m)) *m = s[j];
+    using B = vec<T, A>;
+    constexpr int64_t W = B::size;
+    const B scale(T(a.scale)), none(T(-INFINITY));
+    B top = none;
+    auto nan = B(0) != B(0);
+    for (int64_t j = 0; j < keys; j += W) {
+        const int64_t n = std::min(W, keys - j);
+        B x = load_n<B>(s + j, n) * scale;
+        if (a.mask_kind == SG3_MASK_BOOL) {
+            alignas(64) T keep[W] = {};
+            for (int64_t t = 0; t < n; ++t) keep[t] = static_cast<const uint8_t*>(mask_row)[j + t] ? T(1) : T(0);
+            x = xsimd::select(B::load_aligned(keep) != B(0), x, none);
+        }
+        if (a.mask_kind == SG3_MASK_ADD) x = x + load_n<B>(static_cast<const T*>(mask_row) + j, n);
+        store_n(s + j, n, x);
+        if (n < W) x = xsimd::select(lanes_below<B>(n), x, none);
+        nan = nan | isnan(x);
+        top = xsimd::max(top, x);
+    }
+    if (!m || *m != *m) return;
+    if (xsimd::any(nan)) {
+        *m = T(NAN);
+        return;
+    }
+    alignas(64) T lanes[W];
+    top.store_aligned(lanes);
+    for (int64_t t = 0; t < W; ++t) *m = lanes[t] > *m ? lanes[t] : *m;
 }
 
 // exp(s - shift) in place over the `keys` seen (0 for a masked key, all 0 when shift is -inf:
@@ -119,7 +137,7 @@ void attention_forward(const sg3_attention& a, T* out, T* lse, const T* q, const
                 T* o = out + at * Ev;
                 std::fill(m, m + rows, T(-INFINITY));
                 std::fill(l, l + rows, T(0));
-                std::fill(o, o + rows * Ev, T(0));
+                if (keys == 0) std::fill(o, o + rows * Ev, T(0));  // else the first tile's product sets it
                 for (int64_t j0 = 0; j0 < keys; j0 += kK) {
                     const int64_t tile = std::min(kK, keys - j0);
                     gemm<A, T>(rows, tile, E, q + at * E, E, 1, kn + j0 * E, 1, E, p, kK, false, 1);  // Q K^T
@@ -127,20 +145,20 @@ void attention_forward(const sg3_attention& a, T* out, T* lse, const T* q, const
                         T* s = p + r * kK;
                         const int64_t seen = detail::row_keys(a, i0 + r, j0, tile);
                         T top = m[r];
-                        detail::scores(a, s, seen, detail::mask_row<T>(a, mask, n, i0 + r, j0), &top);
+                        detail::scores<A, T>(a, s, seen, detail::mask_row<T>(a, mask, n, i0 + r, j0), &top);
                         const T sum = detail::exponentials<A, T>(s, seen, tile, top);
-                        if (top != m[r]) {  // a new maximum: rescale what the row has so far
-                            const T c = m[r] == -INFINITY ? T(0) : std::exp(m[r] - top);
+                        if (top != m[r] && m[r] != -INFINITY) {  // a new maximum: rescale what the row has
+                            const T c = std::exp(m[r] - top);    // (nothing yet while m is -inf)
                             l[r] *= c;
                             for (int64_t e = 0; e < Ev; e += B::size) {
                                 const int64_t w = std::min<int64_t>(B::size, Ev - e);
                                 store_n(o + r * Ev + e, w, load_n<B>(o + r * Ev + e, w) * B(c));
                             }
-                            m[r] = top;
                         }
+                        m[r] = top;
                         l[r] += sum;
                     }
-                    gemm<A, T>(rows, Ev, tile, p, kK, 1, vn + j0 * Ev, Ev, 1, o, Ev, true, 1);  // O += P V
+                    gemm<A, T>(rows, Ev, tile, p, kK, 1, vn + j0 * Ev, Ev, 1, o, Ev, j0 > 0, 1);  // O += P V
                 }
                 for (int64_t r = 0; r < rows; ++r) {
                     const T inv = l[r] > T(0) ? T(1) / l[r] : T(0);  // no key: a row of zeros
@@ -187,7 +205,7 @@ void attention_backward(const sg3_attention& a, T* dq, T* dk, T* dv, const T* g,
                         gemm<A, T>(rows, tile, E, q + at * E, E, 1, kt, 1, E, p, kK, false, 1);  // Q K^T again
                         for (int64_t r = 0; r < rows; ++r) {
                             const int64_t seen = detail::row_keys(a, i0 + r, j0, tile);
-                            detail::scores<T>(a, p + r * kK, seen, detail::mask_row<T>(a, mask, n, i0 + r, j0),
+                            detail::scores<A, T>(a, p + r * kK, seen, detail::mask_row<T>(a, mask, n, i0 + r, j0),
                                               nullptr);
                             detail::exponentials<A, T>(p + r * kK, seen, tile, lse[at + r]);
                         }
