@@ -122,12 +122,13 @@ def inplace(t, compute, op, fill=False):
                            f"{list(t.shape)}, stride {list(t.stride())}) refers to a single "
                            f"memory location; clone() it first")
     # the graph records the old contents, not this tensor object, whose place in the
-    # graph is about to change; under grad mode they are copied, since a saved alias
-    # would see the write below (stage 0's alias keeps its values, a view's does not)
-    src = Tensor._make(B.copy(t._data) if grad_mode else B.alias(t._data))
-    src.requires_grad, src.grad_fn, src._output_nr = t.requires_grad, t.grad_fn, t._output_nr
-    src._accumulator = t._accumulator
-    result = compute(src)
+    # graph is about to change; where it records anything they are copied, since a saved
+    # alias would see the write below (stage 0's alias keeps its values, a view's does not).
+    # Nothing is recorded unless the result requires grad: an alias is tried first, and the
+    # rare write of a grad-requiring operand into a plain tensor computes again from a copy
+    result = compute(_old(t, copy=grad_mode and t.requires_grad))
+    if grad_mode and result.requires_grad and not t.requires_grad:
+        result = compute(_old(t, copy=True))
     if tuple(result.shape) != tuple(t.shape):
         raise ShapeError(f"{op}: output of shape {list(t.shape)} doesn't match the broadcast "
                          f"shape {list(result.shape)}")
@@ -144,6 +145,14 @@ def inplace(t, compute, op, fill=False):
     if result.requires_grad:
         t.requires_grad, t.grad_fn, t._output_nr = True, result.grad_fn, result._output_nr
     return t
+
+
+def _old(t, copy):
+    """``t``'s current contents as a tensor in ``t``'s place in the graph: a copy, or an alias."""
+    src = Tensor._make(B.copy(t._data) if copy else B.alias(t._data))
+    src.requires_grad, src.grad_fn, src._output_nr = t.requires_grad, t.grad_fn, t._output_nr
+    src._accumulator = t._accumulator
+    return src
 
 
 def refuse_copied_view(t, op):

@@ -4,7 +4,7 @@ import os
 import sys
 
 from . import (bench_site, conv_ladder, cuda_ladder, devices, distributed, docs, gemm_ladder, installed_text,
-               journey, models_bench, profile, serve, simd_paths, train, train_text)
+               journey, models_bench, profile, serve, simd_paths, systems, train, train_text)
 
 
 # each command: its name, its module's option and run functions, a one-line summary for
@@ -82,6 +82,15 @@ COMMANDS = (
      "all from PyTorch's weights and checked against its answers, on each thread count. Reports "
      "milliseconds per step, PyTorch's time over each stage's, the GFLOP of a step and the share of "
      "the machine's FMA peak stage 3 reaches. Writes a table and JSON to --out."),
+    ("systems", systems.add_arguments, systems.run,
+     "what the machine does to the stages: page faults and the pool, threads and Amdahl, compiler "
+     "flags, subnormals, hardware counters, energy, the compute roof",
+     "Measure what the hardware and the operating system do to the stages on this machine: page "
+     "faults per training step with the buffer pool on and off, first touch and huge pages, a thread "
+     "sweep with Amdahl's law fitted, one C kernel built under several compiler flags (and what "
+     "-ffast-math breaks), subnormal slowdowns with flush-to-zero off and on, hardware counters, RAPL "
+     "energy and the compute roof. An experiment this machine cannot run says why. Writes a report "
+     "and JSON to --out."),
     ("docs", docs.add_arguments, docs.run,
      "build the documentation site (Sphinx, warnings as errors)",
      "Build the HTML documentation with Sphinx, treating warnings as errors, with the tables and "
@@ -123,7 +132,8 @@ def build_parser():
 
 
 # the measuring commands, whose peers include NumPy's OpenBLAS or PyTorch (stage 3 calls OpenBLAS too)
-MEASURING = ("journey", "gemm-ladder", "conv-ladder", "simd-paths", "profile", "devices", "models")
+MEASURING = ("journey", "gemm-ladder", "conv-ladder", "simd-paths", "profile", "devices", "models",
+             "systems")
 # pin OpenBLAS to an older core's kernels; some hosts set them for older OpenBLAS builds
 OPENBLAS_PINS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 

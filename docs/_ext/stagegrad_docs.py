@@ -32,7 +32,8 @@ STAGE_RUNS = {"gemm_ladder.md": ("stage3_simd", ["gemm-ladder", "--size", "256",
               "simd.md": ("stage3_simd", ["simd-paths", "--n", "100000", "--side", "128"]),
               "profile.md": ("stage3_simd", ["profile", "--steps", "50"]),
               "devices.md": ("stage4_gpu", ["devices", "--quick"]),
-              "distributed.md": ("stage3_simd", ["distributed", "--quick"])}
+              "distributed.md": ("stage3_simd", ["distributed", "--quick"]),
+              "systems.md": ("stage3_simd", ["systems", "--quick"])}
 # measurements by scripts in tools/ that print Markdown: the file, the stage it needs, the
 # script and its arguments (the table is what follows the script's headings)
 TOOL_RUNS = {"stage1_views.md": ("stage1_strides",
