@@ -99,13 +99,16 @@ cdef bint _enabled = True
 cdef Py_ssize_t _limit = -1
 cdef Py_ssize_t _held = 0
 cdef Py_ssize_t _hits = 0, _misses = 0, _in_use = 0, _peak = 0, _high_water = 0
-DEFAULT_LIMIT = 256 * 2**20
+# a C constant: a storage freed while the interpreter shuts down (its module dict already
+# cleared) must not look up a module global
+cdef Py_ssize_t _DEFAULT_LIMIT = 256 * 2**20
+DEFAULT_LIMIT = _DEFAULT_LIMIT
 
 
 cdef inline Py_ssize_t _capacity() noexcept:
     if _limit >= 0:
         return _limit
-    return 2 * _high_water if 2 * _high_water > DEFAULT_LIMIT else DEFAULT_LIMIT
+    return 2 * _high_water if 2 * _high_water > _DEFAULT_LIMIT else _DEFAULT_LIMIT
 
 
 cdef char* _take(Py_ssize_t nbytes, int* klass) except NULL:

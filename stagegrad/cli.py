@@ -3,8 +3,8 @@ import argparse
 import os
 import sys
 
-from . import (bench_site, conv_ladder, cuda_ladder, devices, distributed, docs, gemm_ladder, installed_text,
-               journey, models_bench, profile, serve, simd_paths, systems, train, train_text)
+from . import (bench_site, conv_ladder, cuda_ladder, deploy, devices, distributed, docs, gemm_ladder,
+               installed_text, journey, models_bench, profile, serve, simd_paths, systems, train, train_text)
 
 
 # each command: its name, its module's option and run functions, a one-line summary for
@@ -91,6 +91,13 @@ COMMANDS = (
      "-ffast-math breaks), subnormal slowdowns with flush-to-zero off and on, hardware counters, RAPL "
      "energy and the compute roof. An experiment this machine cannot run says why. Writes a report "
      "and JSON to --out."),
+    ("deploy", deploy.add_arguments, deploy.run,
+     "serve a trained checkpoint over HTTP: predictions or generations, dynamic batching, metrics",
+     "Serve a checkpoint that 'stagegrad train --save' wrote on a stage, over HTTP: POST "
+     "/v1/models/NAME:predict for an image model's class probabilities, POST /v1/models/NAME:generate for "
+     "a language model's text (streamed as server-sent events on request), GET /healthz, GET /v1/models "
+     "and GET /metrics (Prometheus). Concurrent predictions run as one batch; a full queue answers 503; "
+     "bad input is a 4xx naming the problem."),
     ("docs", docs.add_arguments, docs.run,
      "build the documentation site (Sphinx, warnings as errors)",
      "Build the HTML documentation with Sphinx, treating warnings as errors, with the tables and "

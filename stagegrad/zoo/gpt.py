@@ -199,16 +199,16 @@ class GPT(nn.Module):
             x = block(x, cache, layer, start)
         return self.lm_head(self.ln_f(x))
 
-    def generate(self, idx, max_new_tokens, temperature=1.0, top_k=None, generator=None):
-        """Continue ``idx`` (B, T) by ``max_new_tokens`` sampled tokens. ``temperature``
-        divides the logits (lower: more conservative); ``top_k`` samples among the k most
-        likely only. Decoding is incremental through a KV cache; when the context is full,
-        the cache restarts from the last ``block_size // 2`` tokens."""
+    def stream(self, idx, max_new_tokens, temperature=1.0, top_k=None, generator=None):
+        """Yield the ``max_new_tokens`` sampled tokens (B, 1) that continue ``idx`` (B, T), one at
+        a time. ``temperature`` divides the logits (lower: more conservative); ``top_k`` samples
+        among the k most likely only. Decoding is incremental through a KV cache; when the
+        context is full, the cache restarts from the last ``block_size // 2`` tokens."""
         if temperature <= 0:
             raise ValueError(f"GPT.generate: temperature must be positive, got {temperature}")
-        with torch.no_grad():
-            cache, feed = KVCache(self.n_layer), idx[:, -self.block_size:]
-            for _ in range(max_new_tokens):
+        cache, feed = KVCache(self.n_layer), idx[:, -self.block_size:]
+        for _ in range(max_new_tokens):
+            with torch.no_grad():  # per token: the caller runs between tokens in its own grad mode
                 if len(cache) + feed.shape[1] > self.block_size:
                     cache, feed = KVCache(self.n_layer), idx[:, -(self.block_size // 2):]
                 logits = self(feed, cache)[:, -1, :] / temperature
@@ -217,4 +217,9 @@ class GPT(nn.Module):
                     logits = logits.masked_fill(logits < kth, float("-inf"))
                 feed = torch.multinomial(F.softmax(logits, dim=-1), 1, generator=generator)
                 idx = torch.cat([idx, feed], dim=1)
-        return idx
+            yield feed
+
+    def generate(self, idx, max_new_tokens, temperature=1.0, top_k=None, generator=None):
+        """``idx`` (B, T) continued by ``max_new_tokens`` tokens that ``stream`` samples."""
+        tokens = list(self.stream(idx, max_new_tokens, temperature, top_k, generator))
+        return torch.cat([idx, *tokens], dim=1) if tokens else idx

@@ -24,19 +24,24 @@ class LSTMLanguageModel(nn.Module):
         out, state = self.rnn(self.drop(self.encoder(idx)), state)
         return self.decoder(self.drop(out)), state
 
-    def generate(self, idx, max_new_tokens, temperature=1.0, top_k=None, generator=None):
-        """Continue ``idx`` (B, T) by ``max_new_tokens`` sampled tokens, carrying the LSTM's
-        state from one character to the next (``temperature`` and ``top_k`` as GPT's)."""
+    def stream(self, idx, max_new_tokens, temperature=1.0, top_k=None, generator=None):
+        """Yield the ``max_new_tokens`` sampled tokens (B, 1) that continue ``idx`` (B, T), one at
+        a time, carrying the LSTM's state from one character to the next (``temperature`` and
+        ``top_k`` as GPT's)."""
         if temperature <= 0:
             raise ValueError(f"LSTMLanguageModel.generate: temperature must be positive, got {temperature}")
-        with torch.no_grad():
-            feed, state = idx, None
-            for _ in range(max_new_tokens):
+        feed, state = idx, None
+        for _ in range(max_new_tokens):
+            with torch.no_grad():  # per token: the caller runs between tokens in its own grad mode
                 logits, state = self(feed, state)
                 logits = logits[:, -1, :] / temperature
                 if top_k is not None:
                     kth = torch.topk(logits, min(top_k, logits.shape[-1])).values[:, -1:]
                     logits = logits.masked_fill(logits < kth, float("-inf"))
                 feed = torch.multinomial(F.softmax(logits, dim=-1), 1, generator=generator)
-                idx = torch.cat([idx, feed], dim=1)
-        return idx
+            yield feed
+
+    def generate(self, idx, max_new_tokens, temperature=1.0, top_k=None, generator=None):
+        """``idx`` (B, T) continued by ``max_new_tokens`` tokens that ``stream`` samples."""
+        tokens = list(self.stream(idx, max_new_tokens, temperature, top_k, generator))
+        return torch.cat([idx, *tokens], dim=1) if tokens else idx

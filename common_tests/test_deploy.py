@@ -1,0 +1,280 @@
+"""``stagegrad deploy``: the inference API through FastAPI's test client (every endpoint,
+every bad-input case, the queue limit, batching that merges concurrent requests),
+predictions equal to the model's own forward on the same stage, generations equal to
+``stagegrad sample``'s, a corrupt or foreign checkpoint refused at start, and one real
+server on a free loopback port."""
+import json
+import math
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from stagegrad import load_stage, train, train_text
+from stagegrad.deploy.batching import Batcher, QueueFull
+from stagegrad.deploy.model import CheckpointError, Served
+
+fastapi = pytest.importorskip("fastapi", reason="the deploy API needs FastAPI (pip install -e '.[serve]')")
+from fastapi.testclient import TestClient  # noqa: E402
+
+from stagegrad.deploy.app import create_app  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+GPT = {"context": 16, "n_layer": 1, "n_head": 2, "n_kv_head": None, "n_embd": 16, "dropout": 0.0,
+       "positions": "learned"}
+VOCAB = "\n abcdefgh"
+pytestmark = pytest.mark.xdist_group("deploy")
+
+
+def _checkpoint(tmp_path, kind, stage="3"):
+    sg = load_stage(stage)
+    sg.manual_seed(0)
+    path = tmp_path / f"{kind}.ckpt"
+    if kind in ("gpt", "lstm"):
+        config = GPT if kind == "gpt" else {"n_embd": 16, "hidden": 16, "n_layer": 1, "dropout": 0.0}
+        model = train_text.build_model(sg, kind, len(VOCAB), config)
+        sg.save({"model": model.state_dict(), "model_kind": kind, "config": config, "vocab": VOCAB}, str(path))
+    else:
+        model = train.build_model(sg, kind)
+        sg.save({"model": model.state_dict(), "model_kind": kind, "epoch": 1}, str(path))
+    return path
+
+
+@pytest.fixture(scope="module")
+def images(tmp_path_factory):
+    return _checkpoint(tmp_path_factory.mktemp("ckpt"), "cnn")
+
+
+def _client(served, **kw):
+    return TestClient(create_app(served, **kw))
+
+
+def _batch(n, seed=0):
+    return np.random.default_rng(seed).random((n, 28, 28)).astype(np.float32)
+
+
+def test_predictions_equal_the_models_own_forward(images):
+    served = Served(images, backend="3")
+    x = _batch(3)
+    with _client(served) as client:
+        r = client.post("/v1/models/cnn:predict", json={"instances": x.tolist()})
+        assert r.status_code == 200, r.text
+        got = np.array(r.json()["predictions"])
+    sg = served.sg
+    with sg.no_grad():
+        want = sg.nn.functional.softmax(served.model(sg.tensor(x).reshape(3, 1, 28, 28)), dim=-1).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(got.sum(1), 1.0, rtol=1e-5)
+
+
+def test_health_models_and_metrics(images):
+    served = Served(images, backend="3", name="digits")
+    with _client(served) as client:
+        assert client.get("/healthz").json() == {"status": "ok"}
+        assert client.get("/v1/models").json()["models"] == [
+            {"name": "digits", "kind": "cnn", "backend": "stage3_simd", "input": [1, 28, 28], "classes": 10}]
+        client.post("/v1/models/digits:predict", json={"instances": _batch(2).tolist()})
+        client.post("/v1/models/digits:predict", json={"instances": [[1, 2]]})
+        text = client.get("/metrics").text
+    assert 'stagegrad_requests_total{model="digits",route="predict",status="200"} 1' in text
+    assert 'stagegrad_requests_total{model="digits",route="predict",status="422"} 1' in text
+    assert 'stagegrad_latency_seconds{model="digits",quantile="0.5"}' in text
+    assert 'stagegrad_batch_size_sum{model="digits"} 2' in text
+
+
+BAD = [
+    ("not json", b"{not json", 400, "not JSON"),
+    ("not an object", b"[1, 2]", 400, "JSON object"),
+    ("no instances", b"{}", 422, "non-empty list"),
+    ("empty", b'{"instances": []}', 422, "non-empty list"),
+    ("wrong size", json.dumps({"instances": [[[0.0] * 27] * 28]}).encode(), 422, "28 x 27"),
+    ("flat", json.dumps({"instances": [[0.0] * 784]}).encode(), 422, "expected a 28 x 28"),
+    ("strings", json.dumps({"instances": [[["x"] * 28] * 28]}).encode(), 422, "must be a number"),
+    ("booleans", json.dumps({"instances": [[[True] * 28] * 28]}).encode(), 422, "must be a number"),
+    ("NaN", b'{"instances": [' + json.dumps([[0.0] * 28] * 27 + [[0.0] * 27 + [float("nan")]]).encode() + b"]}",
+     422, "not finite"),
+    ("too many", json.dumps({"instances": [[[0.0] * 28] * 28] * 257}).encode(), 413, "at most 256"),
+]
+
+
+@pytest.mark.parametrize("case", BAD, ids=[c[0] for c in BAD])
+def test_bad_input_is_a_4xx_that_names_the_problem(images, case):
+    _, body, status, words = case
+    with _client(Served(images, backend="3")) as client:
+        r = client.post("/v1/models/cnn:predict", content=body, headers={"Content-Type": "application/json"})
+        assert r.status_code == status and words in r.json()["detail"], r.text
+        ok = client.post("/v1/models/cnn:predict", json={"instances": _batch(1).tolist()})
+        assert ok.status_code == 200  # the server keeps serving
+
+
+def test_unknown_model_wrong_route_and_oversized_body(images):
+    with _client(Served(images, backend="3"), max_body=1000) as client:
+        assert client.post("/v1/models/other:predict", json={"instances": []}).status_code == 404
+        r = client.post("/v1/models/cnn:generate", json={"prompt": "a"})
+        assert r.status_code == 400 and ":predict" in r.json()["detail"]
+        r = client.post("/v1/models/cnn:predict", json={"instances": _batch(1).tolist()})
+        assert r.status_code == 413 and "at most 1000" in r.json()["detail"]
+
+
+def test_batching_merges_concurrent_requests():
+    sizes, release = [], threading.Event()
+
+    def run(items):
+        release.wait(5)
+        return [x * 2 for x in items]
+    batcher = Batcher(run, max_batch=8, max_wait_s=0.2, max_queue=16, on_batch=sizes.append)
+    try:
+        futures = [batcher.submit([i, i + 100]) for i in range(4)]
+        release.set()
+        assert [f.result(5) for f in futures] == [[2 * i, 2 * i + 200] for i in range(4)]
+    finally:
+        batcher.close()
+    assert sum(sizes) == 8 and max(sizes) > 2  # requests shared a batch
+
+
+def test_a_full_queue_answers_503(images):
+    served = Served(images, backend="3")
+    gate = threading.Event()
+    predict = served.predict
+    served.predict = lambda items: (gate.wait(5), predict(items))[1]  # the model busy until released
+    results = []
+    with _client(served, max_queue=1, max_wait_ms=0) as client:
+        body = {"instances": _batch(1).tolist()}
+        workers = [threading.Thread(target=lambda: results.append(client.post("/v1/models/cnn:predict", json=body)))
+                   for _ in range(4)]
+        for w in workers:
+            w.start()
+            time.sleep(0.2)  # the first is taken by the worker, the second waits, the rest find it full
+        gate.set()
+        for w in workers:
+            w.join(10)
+    codes = sorted(r.status_code for r in results)
+    assert codes.count(200) >= 2 and 503 in codes
+    busy = next(r for r in results if r.status_code == 503)
+    assert busy.headers["retry-after"] == "1" and "busy" in busy.json()["detail"]
+
+
+def test_batcher_refuses_beyond_its_queue():
+    gate = threading.Event()
+    batcher = Batcher(lambda items: (gate.wait(5), items)[1], max_batch=1, max_wait_s=0, max_queue=1)
+    try:
+        batcher.submit([1])
+        time.sleep(0.2)  # taken by the worker
+        batcher.submit([2])
+        with pytest.raises(QueueFull):
+            batcher.submit([3])
+    finally:
+        gate.set()
+        batcher.close()
+
+
+@pytest.mark.parametrize("kind", ["gpt", "lstm"])
+def test_generation_matches_sample_and_streams(tmp_path, kind):
+    path = _checkpoint(tmp_path, kind)
+    served = Served(path, backend="3")
+    sg = served.sg
+    model = train_text.build_model(sg, kind, len(VOCAB), served.config)
+    model.load_state_dict(sg.load(str(path))["model"])
+    want = train_text.generate(sg, model, sg.datasets.CharTokenizer(VOCAB), "ab", 20, 0.8, 3, 7)[2:]
+    body = {"prompt": "ab", "max_tokens": 20, "temperature": 0.8, "top_k": 3, "seed": 7}
+    with _client(served) as client:
+        r = client.post(f"/v1/models/{kind}:generate", json=body)
+        assert r.status_code == 200 and r.json()["text"] == want
+        with client.stream("POST", f"/v1/models/{kind}:generate", json={**body, "stream": True}) as s:
+            events = [line for line in s.iter_lines() if line.startswith("data: ")]
+        pieces = [json.loads(e[6:])["text"] for e in events]
+        assert "".join(pieces[:-1]) == want and pieces[-1] == want and len(pieces) == 21
+
+
+@pytest.mark.parametrize("body, words", [
+    ({"prompt": "xyz"}, "not in the vocabulary"),
+    ({"prompt": "a" * 17}, "past the model's context of 16"),
+    ({"prompt": 5}, "expected a string"),
+    ({"prompt": "a", "max_tokens": 0}, "max_tokens"),
+    ({"prompt": "a", "temperature": 0}, "temperature"),
+    ({"prompt": "a", "temperature": "hot"}, "temperature"),
+    ({"prompt": "a", "top_k": 0}, "top_k"),
+    ({"prompt": "a", "seed": -1}, "seed"),
+])
+def test_bad_generation_requests(tmp_path, body, words):
+    with _client(Served(_checkpoint(tmp_path, "gpt"), backend="3")) as client:
+        r = client.post("/v1/models/gpt:generate", json=body)
+        assert r.status_code == 422 and words in r.json()["detail"], r.text
+        r = client.post("/v1/models/gpt:predict", json={"instances": []})
+        assert r.status_code == 400 and ":generate" in r.json()["detail"]
+
+
+def test_corrupt_or_foreign_checkpoints_are_refused(tmp_path):
+    junk = tmp_path / "junk.ckpt"
+    junk.write_bytes(b"\x00garbage" * 10)
+    with pytest.raises(CheckpointError, match=f"{junk}: not a checkpoint"):
+        Served(junk)
+    sg = load_stage("3")
+    other = tmp_path / "weights.ckpt"
+    sg.save({"w": sg.ones(2)}, str(other))
+    with pytest.raises(CheckpointError, match="not one 'stagegrad train --save' wrote"):
+        Served(other)
+    wrong = tmp_path / "wrong.ckpt"
+    sg.save({"model": train.build_model(sg, "mlp").state_dict(), "model_kind": "cnn"}, str(wrong))
+    with pytest.raises(CheckpointError, match="cannot be rebuilt"):
+        Served(wrong)
+    done = subprocess.run([sys.executable, "-m", "stagegrad", "deploy", str(junk)], capture_output=True,
+                          text=True, cwd=ROOT, timeout=120)
+    assert done.returncode != 0 and str(junk) in done.stderr and "not a checkpoint" in done.stderr
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_real_server_answers_on_loopback(images):
+    port = _free_port()
+    server = subprocess.Popen([sys.executable, "-m", "stagegrad", "deploy", str(images), "--port", str(port)],
+                              cwd=ROOT, stderr=subprocess.PIPE, text=True,
+                              env={**os.environ, "OMP_NUM_THREADS": "1"})
+    try:
+        url = f"http://127.0.0.1:{port}"
+        for _ in range(300):
+            try:
+                urllib.request.urlopen(url + "/healthz", timeout=1)
+                break
+            except OSError:
+                assert server.poll() is None, server.stderr.read()
+                time.sleep(0.1)
+        request = urllib.request.Request(url + "/v1/models/cnn:predict", method="POST",
+                                         data=json.dumps({"instances": _batch(2).tolist()}).encode(),
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as r:
+            predictions = json.loads(r.read())["predictions"]
+        assert len(predictions) == 2 and all(math.isclose(sum(p), 1.0, rel_tol=1e-5) for p in predictions)
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+@pytest.mark.parametrize("backend", ["2", "torch", "onnxruntime"])
+def test_every_backend_serves_the_same_predictions(images, backend):
+    pytest.importorskip({"2": "stage2_cython", "torch": "torch", "onnxruntime": "onnxruntime"}[backend])
+    x = _batch(4, seed=1).tolist()
+    want = np.array(Served(images, backend="3").predict(Served(images).images(x)))
+    served = Served(images, backend=backend)
+    with _client(served) as client:
+        r = client.post("/v1/models/cnn:predict", json={"instances": x})
+        assert r.status_code == 200, r.text
+        assert client.get("/v1/models").json()["models"][0]["backend"] == served.backend
+    np.testing.assert_allclose(np.array(r.json()["predictions"]), want, rtol=1e-4, atol=1e-6)
+
+
+def test_onnxruntime_refuses_a_language_model(tmp_path):
+    pytest.importorskip("onnxruntime")
+    with pytest.raises(CheckpointError, match="ONNX Runtime serves the image models"):
+        Served(_checkpoint(tmp_path, "gpt"), backend="onnxruntime")

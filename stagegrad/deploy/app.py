@@ -1,0 +1,159 @@
+"""The inference API (FastAPI) of one served model.
+
+- ``GET /healthz``: ``{"status": "ok"}`` while the model is loaded.
+- ``GET /v1/models``: the one model served (its name, kind, stage, and input or vocabulary).
+- ``POST /v1/models/NAME:predict`` (image models): ``{"instances": [...]}``, each a 28 x 28
+  (or 1 x 28 x 28) image of numbers, answered by ``{"predictions": [...]}``, each the
+  image's class probabilities. Concurrent requests run as one batch (``batching.py``).
+- ``POST /v1/models/NAME:generate`` (language models): ``{"prompt", "max_tokens",
+  "temperature", "top_k", "seed", "stream"}``, answered by ``{"text": ...}``, or with
+  ``"stream": true`` by server-sent events: a ``token`` event per character, then ``end``.
+- ``GET /metrics``: Prometheus text (``metrics.py``).
+
+Bad input is a 4xx whose ``detail`` names the problem, and the server goes on serving: a
+body that is not JSON or not an object (400), one over the size limit (413), an unknown
+model (404), the wrong endpoint for the model (400), wrong shapes, non-finite numbers,
+prompts past the context or outside the vocabulary, bad sampling settings (422). A full
+queue is a 503 with ``Retry-After``.
+"""
+import asyncio
+import json
+import threading
+import time
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.responses import PlainTextResponse, StreamingResponse
+
+from .batching import Batcher, QueueFull
+from .metrics import Metrics
+from .model import BadInput
+
+MAX_BODY = 8 * 2 ** 20  # a batch of 28 x 28 images as JSON is about 10 KB an image
+MAX_INSTANCES = 256
+MAX_TOKENS = 2000
+
+
+def create_app(served, max_batch=32, max_wait_ms=5.0, max_queue=64, max_body=MAX_BODY):
+    """The app serving ``served`` (a ``model.Served``)."""
+    metrics = Metrics()
+    state = {}
+    lock = threading.Lock()  # generations take the model one at a time
+
+    @asynccontextmanager
+    async def lifespan(app):
+        if not served.text:
+            state["batcher"] = Batcher(served.predict, max_batch, max_wait_ms / 1000, max_queue, metrics.batch)
+        yield
+        if "batcher" in state:
+            state["batcher"].close()
+
+    app = FastAPI(title=f"stagegrad deploy: {served.name}", lifespan=lifespan)
+    app.state.metrics = metrics
+
+    async def body_of(request, route):
+        raw = await request.body()
+        if len(raw) > max_body:
+            raise _fail(metrics, route, 413, f"the body is {len(raw)} bytes; at most {max_body} are read")
+        try:
+            body = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise _fail(metrics, route, 400, f"the body is not JSON ({e})") from None
+        if not isinstance(body, dict):
+            raise _fail(metrics, route, 400, "the body must be a JSON object")
+        return body
+
+    def check_name(name, route, wants_text):
+        if name != served.name:
+            raise _fail(metrics, route, 404, f"no model {name!r} here; this server serves {served.name!r}")
+        if served.text != wants_text:
+            other = "generate" if served.text else "predict"
+            raise _fail(metrics, route, 400, f"{served.name!r} is a {served.kind} model: use :{other}")
+
+    @app.get("/healthz")
+    def healthz():
+        return {"status": "ok"}
+
+    @app.get("/v1/models")
+    def models():
+        return {"models": [served.describe()]}
+
+    @app.get("/metrics")
+    def prometheus():
+        return PlainTextResponse(metrics.text(served.name), media_type="text/plain; version=0.0.4")
+
+    @app.post("/v1/models/{name}:predict")
+    async def predict(name: str, request: Request):
+        route, t0 = "predict", time.perf_counter()
+        check_name(name, route, wants_text=False)
+        body = await body_of(request, route)
+        instances = body.get("instances")
+        if not isinstance(instances, list) or not instances:
+            raise _fail(metrics, route, 422, "'instances' must be a non-empty list of images")
+        if len(instances) > MAX_INSTANCES:
+            raise _fail(metrics, route, 413, f"{len(instances)} instances; at most {MAX_INSTANCES} a request")
+        try:
+            images = served.images(instances)
+        except BadInput as e:
+            raise _fail(metrics, route, 422, str(e)) from None
+        try:
+            future = state["batcher"].submit(images)
+        except QueueFull as e:
+            metrics.request(route, 503)
+            raise HTTPException(503, f"busy: {e}; retry shortly", headers={"Retry-After": "1"}) from None
+        predictions = await asyncio.wrap_future(future)
+        metrics.request(route, 200, time.perf_counter() - t0)
+        return {"predictions": predictions}
+
+    @app.post("/v1/models/{name}:generate")
+    async def generate(name: str, request: Request):
+        route, t0 = "generate", time.perf_counter()
+        check_name(name, route, wants_text=True)
+        body = await body_of(request, route)
+        try:
+            ids, settings = served.prompt_ids(body.get("prompt", "")), _sampling(body)
+        except BadInput as e:
+            raise _fail(metrics, route, 422, str(e)) from None
+        tokens = served.stream(ids, **settings)
+
+        def next_token():
+            with lock:
+                return next(tokens, None)
+        if not body.get("stream"):
+            text = []
+            while (piece := await asyncio.to_thread(next_token)) is not None:
+                text.append(piece)
+            metrics.request(route, 200, time.perf_counter() - t0)
+            return {"text": "".join(text)}
+
+        async def events():
+            text = []
+            while (piece := await asyncio.to_thread(next_token)) is not None:
+                text.append(piece)
+                yield f"event: token\ndata: {json.dumps({'text': piece})}\n\n"
+            metrics.request(route, 200, time.perf_counter() - t0)
+            yield f"event: end\ndata: {json.dumps({'text': ''.join(text)})}\n\n"
+        return StreamingResponse(events(), media_type="text/event-stream")
+
+    return app
+
+
+def _fail(metrics, route, status, detail):
+    """Count a refused request and make its HTTPException."""
+    metrics.request(route, status)
+    return HTTPException(status, detail)
+
+
+def _sampling(body):
+    """The generation settings of a request body, checked: BadInput names the first bad one."""
+    max_tokens, temperature = body.get("max_tokens", 100), body.get("temperature", 1.0)
+    top_k, seed = body.get("top_k"), body.get("seed", 0)
+    if type(max_tokens) is not int or not 1 <= max_tokens <= MAX_TOKENS:
+        raise BadInput(f"max_tokens: expected an integer from 1 to {MAX_TOKENS}, got {max_tokens!r}")
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not 0 < temperature < 1e6:
+        raise BadInput(f"temperature: expected a positive finite number, got {temperature!r}")
+    if top_k is not None and (type(top_k) is not int or top_k < 1):
+        raise BadInput(f"top_k: expected a positive integer or null, got {top_k!r}")
+    if type(seed) is not int or not 0 <= seed < 2 ** 63:
+        raise BadInput(f"seed: expected an integer from 0 to 2**63 - 1, got {seed!r}")
+    return {"max_tokens": max_tokens, "temperature": float(temperature), "top_k": top_k, "seed": seed}
