@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from stagegrad import load_stage, train, train_text
+from stagegrad.deploy import loadtest
 from stagegrad.deploy.batching import Batcher, QueueFull
 from stagegrad.deploy.model import CheckpointError, Served
 
@@ -40,7 +41,8 @@ def _checkpoint(tmp_path, kind, stage="3"):
     if kind in ("gpt", "lstm"):
         config = GPT if kind == "gpt" else {"n_embd": 16, "hidden": 16, "n_layer": 1, "dropout": 0.0}
         model = train_text.build_model(sg, kind, len(VOCAB), config)
-        sg.save({"model": model.state_dict(), "model_kind": kind, "config": config, "vocab": VOCAB}, str(path))
+        state = {"model": model.state_dict(), "model_kind": kind, "config": config, "vocab": VOCAB}
+        sg.save(state, str(path))
     else:
         model = train.build_model(sg, kind)
         sg.save({"model": model.state_dict(), "model_kind": kind, "epoch": 1}, str(path))
@@ -98,8 +100,8 @@ BAD = [
     ("flat", json.dumps({"instances": [[0.0] * 784]}).encode(), 422, "expected a 28 x 28"),
     ("strings", json.dumps({"instances": [[["x"] * 28] * 28]}).encode(), 422, "must be a number"),
     ("booleans", json.dumps({"instances": [[[True] * 28] * 28]}).encode(), 422, "must be a number"),
-    ("NaN", b'{"instances": [' + json.dumps([[0.0] * 28] * 27 + [[0.0] * 27 + [float("nan")]]).encode() + b"]}",
-     422, "not finite"),
+    ("NaN", json.dumps({"instances": [[[0.0] * 28] * 27 + [[0.0] * 27 + [float("nan")]]]}).encode(), 422,
+     "not finite"),
     ("too many", json.dumps({"instances": [[[0.0] * 28] * 28] * 257}).encode(), 413, "at most 256"),
 ]
 
@@ -147,8 +149,9 @@ def test_a_full_queue_answers_503(images):
     results = []
     with _client(served, max_queue=1, max_wait_ms=0) as client:
         body = {"instances": _batch(1).tolist()}
-        workers = [threading.Thread(target=lambda: results.append(client.post("/v1/models/cnn:predict", json=body)))
-                   for _ in range(4)]
+        def ask():
+            results.append(client.post("/v1/models/cnn:predict", json=body))
+        workers = [threading.Thread(target=ask) for _ in range(4)]
         for w in workers:
             w.start()
             time.sleep(0.2)  # the first is taken by the worker, the second waits, the rest find it full
@@ -256,6 +259,9 @@ def test_a_real_server_answers_on_loopback(images):
         with urllib.request.urlopen(request, timeout=30) as r:
             predictions = json.loads(r.read())["predictions"]
         assert len(predictions) == 2 and all(math.isclose(sum(p), 1.0, rel_tol=1e-5) for p in predictions)
+        rows = loadtest.load(url, [1, 3], requests=12, seconds=30)  # a short load test against it
+        assert [r["level"] for r in rows] == [1, 3] and all(r["ok"] == 12 and not r["errors"] for r in rows)
+        assert all(0 < r["p50"] <= r["p95"] <= r["p99"] for r in rows)
     finally:
         server.terminate()
         server.wait(10)
@@ -278,3 +284,22 @@ def test_onnxruntime_refuses_a_language_model(tmp_path):
     pytest.importorskip("onnxruntime")
     with pytest.raises(CheckpointError, match="ONNX Runtime serves the image models"):
         Served(_checkpoint(tmp_path, "gpt"), backend="onnxruntime")
+
+
+@pytest.mark.parametrize("url", ["http://example.com:8080", "http://10.0.0.1:80", "http://0.0.0.0:8080"])
+def test_loadtest_drives_loopback_only(url):
+    with pytest.raises(SystemExit, match="not on loopback"):
+        loadtest.check_loopback(url)
+    assert loadtest.check_loopback("http://127.0.0.1:8080/") == "http://127.0.0.1:8080"
+
+
+def test_loadtest_report_names_every_server_and_level():
+    rows = [{"server": "stage 3", "level": 1, "ok": 5, "errors": {}, "seconds": 1.0, "per_s": 5.0,
+             "p50": 0.01, "p95": 0.02, "p99": 0.03},
+            {"server": "stage 3", "level": 4, "ok": 3, "errors": {"503": 2}, "seconds": 1.0, "per_s": 3.0,
+             "p50": 0.01, "p95": 0.02, "p99": 0.03},
+            {"server": "ONNX Runtime", "failed": "Traceback...\nCheckpointError: no onnxruntime"}]
+    text = loadtest.markdown({"instances": 1, "requests": 5, "seconds": 1.0, "rows": rows})
+    assert "| stage 3 | 1 | 5.0 | 10.0 | 20.0 | 30.0 | none |" in text
+    assert "| stage 3 | 4 | 3.0 | 10.0 | 20.0 | 30.0 | 2 x 503 |" in text
+    assert "ONNX Runtime | - |" in text and "no onnxruntime" in text

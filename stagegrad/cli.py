@@ -3,6 +3,7 @@ import argparse
 import os
 import sys
 
+from .deploy import loadtest
 from . import (bench_site, conv_ladder, cuda_ladder, deploy, devices, distributed, docs, gemm_ladder,
                installed_text, journey, models_bench, profile, serve, simd_paths, systems, train, train_text)
 
@@ -98,6 +99,12 @@ COMMANDS = (
      "a language model's text (streamed as server-sent events on request), GET /healthz, GET /v1/models "
      "and GET /metrics (Prometheus). Concurrent predictions run as one batch; a full queue answers 503; "
      "bad input is a 4xx naming the problem."),
+    ("loadtest", loadtest.add_arguments, loadtest.run,
+     "load a deployed model on loopback: throughput and p50/p95/p99 latency at several concurrency levels",
+     "Drive a server that 'stagegrad deploy' started (loopback only) with several levels of concurrent "
+     "clients and report requests per second and p50/p95/p99 latency at each; with --compare, start a "
+     "server per backend (stages, PyTorch, ONNX Runtime, and stage 3 without batching) for the same "
+     "checkpoint and load each in turn. Writes a table and JSON to --out."),
     ("docs", docs.add_arguments, docs.run,
      "build the documentation site (Sphinx, warnings as errors)",
      "Build the HTML documentation with Sphinx, treating warnings as errors, with the tables and "

@@ -16,13 +16,14 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 REPORT_FILES = ("journey.json", "journey.md", "ladder.png", "roofline.png")
 # the stages' own measurements (stage 1's views, stage 3's GEMM and convolution ladders, SIMD
-# paths, profile and real models, stage 4's devices, distributed training, what the machine does):
-# copied from --from DIR when there, else the build measures quick ones (the real models and the
-# convolution ladder only come from a journey's folder)
+# paths, profile and real models, stage 4's devices, distributed training, what the machine does,
+# serving): copied from --from DIR when there, else the build measures quick ones (the real models
+# and the convolution ladder only come from a journey's folder)
 MEASUREMENT_FILES = ("stage1_views.md", "gemm_ladder.json", "gemm_ladder.md", "gemm_ladder.png",
                      "conv_ladder.json", "conv_ladder.md", "simd.json", "simd.md", "profile.json",
                      "profile.md", "models.json", "models.md", "devices.json", "devices.md",
-                     "distributed.json", "distributed.md", "systems.json", "systems.md", "systems_threads.png")
+                     "distributed.json", "distributed.md", "systems.json", "systems.md",
+                     "systems_threads.png", "loadtest.json", "loadtest.md")
 
 
 def add_arguments(p):

@@ -456,6 +456,7 @@ def _train(sg, args, dist):
         if args.save and rank == 0:
             sg.save({"model": model.state_dict(), "optimizer": opt.state_dict(),
                      "scheduler": schedule.state_dict(), "epoch": epoch, "model_kind": args.model,
+                     "width": args.width,
                      "shuffle_state": shuffle.get_state()}, args.save)
             say(f"checkpoint written to {args.save}")
 

@@ -33,7 +33,8 @@ STAGE_RUNS = {"gemm_ladder.md": ("stage3_simd", ["gemm-ladder", "--size", "256",
               "profile.md": ("stage3_simd", ["profile", "--steps", "50"]),
               "devices.md": ("stage4_gpu", ["devices", "--quick"]),
               "distributed.md": ("stage3_simd", ["distributed", "--quick"]),
-              "systems.md": ("stage3_simd", ["systems", "--quick"])}
+              "systems.md": ("stage3_simd", ["systems", "--quick"]),
+              "loadtest.md": ("stage3_simd", ["loadtest", "--compare", "--quick"])}
 # measurements by scripts in tools/ that print Markdown: the file, the stage it needs, the
 # script and its arguments (the table is what follows the script's headings)
 TOOL_RUNS = {"stage1_views.md": ("stage1_strides",

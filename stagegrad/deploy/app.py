@@ -43,7 +43,8 @@ def create_app(served, max_batch=32, max_wait_ms=5.0, max_queue=64, max_body=MAX
     @asynccontextmanager
     async def lifespan(app):
         if not served.text:
-            state["batcher"] = Batcher(served.predict, max_batch, max_wait_ms / 1000, max_queue, metrics.batch)
+            state["batcher"] = Batcher(served.predict, max_batch, max_wait_ms / 1000, max_queue,
+                                       metrics.batch)
         yield
         if "batcher" in state:
             state["batcher"].close()
@@ -150,7 +151,7 @@ def _sampling(body):
     top_k, seed = body.get("top_k"), body.get("seed", 0)
     if type(max_tokens) is not int or not 1 <= max_tokens <= MAX_TOKENS:
         raise BadInput(f"max_tokens: expected an integer from 1 to {MAX_TOKENS}, got {max_tokens!r}")
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not 0 < temperature < 1e6:
+    if type(temperature) not in (int, float) or not 0 < temperature < 1e6:
         raise BadInput(f"temperature: expected a positive finite number, got {temperature!r}")
     if top_k is not None and (type(top_k) is not int or top_k < 1):
         raise BadInput(f"top_k: expected a positive integer or null, got {top_k!r}")

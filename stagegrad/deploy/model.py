@@ -65,7 +65,7 @@ class Served:
             self.tokenizer = load_stage("0").datasets.CharTokenizer(ckpt["vocab"])
             self.config = ckpt["config"]
             return train_text.build_model(lib, self.kind, self.tokenizer.vocab_size, self.config)
-        return train.build_model(lib, self.kind)
+        return train.build_model(lib, self.kind, ckpt.get("width", 1.0))  # older checkpoints: 1.0
 
     def _to_torch(self, ckpt):
         import torch
@@ -82,7 +82,8 @@ class Served:
         try:
             import onnxruntime
         except ImportError as e:
-            raise CheckpointError(f"onnxruntime is not installed ({e}): pip install 'stagegrad[onnx]'") from None
+            raise CheckpointError(f"onnxruntime is not installed ({e}): "
+                                  f"pip install 'stagegrad[onnx]'") from None
         sg = self.sg
         probabilities = sg.nn.Sequential(self.model, sg.nn.Softmax(dim=-1))
         with tempfile.TemporaryDirectory() as folder:
@@ -90,7 +91,8 @@ class Served:
             sg.onnx.export(probabilities, (sg.zeros(1, *IMAGE),), onnx_path, input_names=["x"],
                            output_names=["p"], dynamic_axes={"x": {0: "batch"}, "p": {0: "batch"}})
             options = onnxruntime.SessionOptions()
-            self.session = onnxruntime.InferenceSession(onnx_path, options, providers=["CPUExecutionProvider"])
+            self.session = onnxruntime.InferenceSession(onnx_path, options,
+                                                        providers=["CPUExecutionProvider"])
         self._run = self._onnx_forward
 
     def describe(self):
@@ -109,7 +111,8 @@ class Served:
         flatten them: a list of 784-float lists, or BadInput naming the first bad one."""
         out = []
         for i, inst in enumerate(instances):
-            rows = inst[0] if isinstance(inst, list) and len(inst) == 1 and isinstance(inst[0], list) else inst
+            channel = isinstance(inst, list) and len(inst) == 1 and isinstance(inst[0], list)
+            rows = inst[0] if channel else inst  # 1 x 28 x 28 or 28 x 28
             if not (isinstance(rows, list) and len(rows) == IMAGE[1]
                     and all(isinstance(r, list) and len(r) == IMAGE[2] for r in rows)):
                 raise BadInput(f"instance {i}: expected a 28 x 28 image (or 1 x 28 x 28) of numbers, got "

@@ -26,7 +26,8 @@ def page_faults(quick, out=None):
         steps = 2 if stage in ("0", "1") else (5 if quick else 20)
         on = None
         for label, pool, env in SETTINGS:
-            code = f"from stagegrad.systems.memory import fault_child; fault_child('{stage}', {pool}, {steps})"
+            code = (f"from stagegrad.systems.memory import fault_child; "
+                    f"fault_child('{stage}', {pool}, {steps})")
             c = child(code, env)
             on = on or c
             rows.append([f"stage {stage}", label, f"{c['minor']:.0f}", f"{c['major']:.0f}",

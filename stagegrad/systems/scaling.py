@@ -102,7 +102,8 @@ def _plot_threads(counts, times, fits, ceiling, path):
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     grid = [1 + i * (counts[-1] - 1) / 50 for i in range(51)]
     ax.plot(counts, counts, ":", color="grey", label="ideal")
-    ax.plot(counts, ceiling, "-", color="black", linewidth=2, label="memory-bandwidth ceiling (copies at once)")
+    ax.plot(counts, ceiling, "-", color="black", linewidth=2,
+            label="memory-bandwidth ceiling (copies at once)")
     for (name, ts), color in zip(times.items(), plt.rcParams["axes.prop_cycle"].by_key()["color"]):
         ax.plot(counts, [ts[0] / t for t in ts], "o", color=color, label=name)
         s = fits[name]
