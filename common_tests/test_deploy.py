@@ -303,3 +303,34 @@ def test_loadtest_report_names_every_server_and_level():
     assert "| stage 3 | 1 | 5.0 | 10.0 | 20.0 | 30.0 | none |" in text
     assert "| stage 3 | 4 | 3.0 | 10.0 | 20.0 | 30.0 | 2 x 503 |" in text
     assert "ONNX Runtime | - |" in text and "no onnxruntime" in text
+
+
+def _png(pixels, mode="L"):
+    import base64
+    import io
+    from PIL import Image
+    buf = io.BytesIO()
+    Image.fromarray(pixels, mode=mode).save(buf, format="PNG")
+    return {"b64": base64.b64encode(buf.getvalue()).decode()}
+
+
+def test_png_instances_are_mnist_bytes(images):
+    pytest.importorskip("PIL")
+    pixels = (np.arange(784) % 256).astype(np.uint8).reshape(28, 28)
+    served = Served(images, backend="3")
+    with _client(served) as client:
+        r = client.post("/v1/models/cnn:predict", json={"instances": [_png(pixels), (pixels / 255).tolist()]})
+        assert r.status_code == 200, r.text
+        a, b = r.json()["predictions"]
+        np.testing.assert_allclose(a, b, rtol=1e-6)  # the PNG reads as its bytes / 255
+        for inst, words in ((_png(np.zeros((27, 28), np.uint8)), "28 x 27 pixels"),
+                            ({"b64": "not base64!"}, "not a base64 PNG"),
+                            ({"b64": base64_of(b"GIF89a...")}, "not a base64 PNG"),
+                            ({"png": "x"}, "must be {")):
+            r = client.post("/v1/models/cnn:predict", json={"instances": [inst]})
+            assert r.status_code == 422 and words in r.json()["detail"], r.text
+
+
+def base64_of(data):
+    import base64
+    return base64.b64encode(data).decode()

@@ -3,7 +3,7 @@
 - ``GET /healthz``: ``{"status": "ok"}`` while the model is loaded.
 - ``GET /v1/models``: the one model served (its name, kind, stage, and input or vocabulary).
 - ``POST /v1/models/NAME:predict`` (image models): ``{"instances": [...]}``, each a 28 x 28
-  (or 1 x 28 x 28) image of numbers, answered by ``{"predictions": [...]}``, each the
+  (or 1 x 28 x 28) image of numbers or ``{"b64": PNG}``, answered by ``{"predictions": [...]}``, each the
   image's class probabilities. Concurrent requests run as one batch (``batching.py``).
 - ``POST /v1/models/NAME:generate`` (language models): ``{"prompt", "max_tokens",
   "temperature", "top_k", "seed", "stream"}``, answered by ``{"text": ...}``, or with

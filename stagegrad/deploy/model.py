@@ -1,7 +1,10 @@
 """The model a deployment serves: a checkpoint ``stagegrad train --save`` wrote, loaded on a
 stage, in eval mode, with the two things a client asks of it (class probabilities for
 images, generated text for the language models) and the checks on what a client sends."""
+import base64
+import binascii
 import importlib.util
+import io
 import math
 import tempfile
 from pathlib import Path
@@ -107,10 +110,15 @@ class Served:
     # ------------------------------------------------------------ images
 
     def images(self, instances):
-        """Check ``instances`` (each a 28 x 28 or 1 x 28 x 28 nested list of finite numbers) and
-        flatten them: a list of 784-float lists, or BadInput naming the first bad one."""
+        """Check ``instances`` and flatten them: a list of 784-float lists, or BadInput naming
+        the first bad one. An instance is a 28 x 28 or 1 x 28 x 28 nested list of finite
+        numbers, or ``{"b64": ...}``: a base64 PNG of 28 x 28 grey pixels, read as MNIST's bytes
+        (divided by 255)."""
         out = []
         for i, inst in enumerate(instances):
+            if isinstance(inst, dict):
+                out.append(_png_pixels(inst, i))
+                continue
             channel = isinstance(inst, list) and len(inst) == 1 and isinstance(inst[0], list)
             rows = inst[0] if channel else inst  # 1 x 28 x 28 or 28 x 28
             if not (isinstance(rows, list) and len(rows) == IMAGE[1]
@@ -167,6 +175,28 @@ class Served:
         for token in self.model.stream(lib.tensor([ids]), max_tokens, temperature=temperature, top_k=top_k,
                                        generator=gen):
             yield self.tokenizer.decode(token[0].tolist())
+
+
+def _png_pixels(inst, i):
+    """The 784 pixels in [0, 1] of a ``{"b64": PNG}`` instance, decoded by Pillow (never by
+    pickle), or BadInput."""
+    if set(inst) != {"b64"} or not isinstance(inst["b64"], str):
+        raise BadInput(f"instance {i}: an object instance must be {{\"b64\": \"<base64 PNG>\"}}")
+    try:
+        from PIL import Image
+    except ImportError:
+        raise BadInput(f"instance {i}: PNG instances need Pillow on the server "
+                       f"(pip install pillow)") from None
+    try:
+        image = Image.open(io.BytesIO(base64.b64decode(inst["b64"], validate=True)), formats=["PNG"])
+        image.load()
+    except (binascii.Error, ValueError, OSError) as e:
+        raise BadInput(f"instance {i}: not a base64 PNG ({type(e).__name__}: {e})") from None
+    if image.size != (IMAGE[2], IMAGE[1]):
+        width, height = image.size
+        raise BadInput(f"instance {i}: the PNG is {width} x {height} pixels (width x height); "
+                       f"expected 28 x 28")
+    return [v / 255 for v in image.convert("L").tobytes()]
 
 
 def _reader():
