@@ -6,7 +6,6 @@ server on a free loopback port."""
 import json
 import math
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -233,14 +232,8 @@ def test_corrupt_or_foreign_checkpoints_are_refused(tmp_path):
     assert done.returncode != 0 and str(junk) in done.stderr and "not a checkpoint" in done.stderr
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_a_real_server_answers_on_loopback(images):
-    port = _free_port()
+    port = loadtest._free_port()
     server = subprocess.Popen([sys.executable, "-m", "stagegrad", "deploy", str(images), "--port", str(port)],
                               cwd=ROOT, stderr=subprocess.PIPE, text=True,
                               env={**os.environ, "OMP_NUM_THREADS": "1"})
