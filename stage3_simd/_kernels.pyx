@@ -564,6 +564,14 @@ cdef void _own(int code, Py_ssize_t n, Py_ssize_t k, Py_ssize_t m, char* a, Py_s
         T.gemm_f64(n, m, k, <double*>a, rsa, csa, <double*>b, rsb, csb, <double*>c, m, 0, nthreads)
 
 
+cdef inline void _read_batch(Buffer out, Buffer a, Buffer b, Py_ssize_t* sizes, Py_ssize_t* sa,
+                             Py_ssize_t* sb) noexcept:
+    """What ``_batch_offsets`` reads: the output's dims and both operands' strides."""
+    read_ints(out.shape, sizes)
+    read_ints(a.strides, sa)
+    read_ints(b.strides, sb)
+
+
 cdef inline void _batch_offsets(Py_ssize_t t, int nd, Py_ssize_t* sizes, Py_ssize_t* sa, Py_ssize_t* sb,
                                 Py_ssize_t* oa, Py_ssize_t* ob) noexcept nogil:
     """Where product ``t`` of a batch starts in A and in B (elements), its batch index read
@@ -605,9 +613,7 @@ def matmul(Buffer a, Buffer b, str gemm):
     cdef Py_ssize_t sizes[MAXDIM]
     cdef Py_ssize_t sa[MAXDIM]
     cdef Py_ssize_t sb[MAXDIM]
-    read_ints(out.shape, sizes)
-    read_ints(a.strides, sa)
-    read_ints(b.strides, sb)
+    _read_batch(out, a, b, sizes, sa, sb)
     cdef char* pa = data_of(a)
     cdef char* pb = data_of(b)
     cdef char* pc = data_of(out)
@@ -643,9 +649,7 @@ def matmul_half(Buffer a, Buffer b, float32, bint tiles=True):
     cdef Py_ssize_t sizes[MAXDIM]
     cdef Py_ssize_t sa[MAXDIM]
     cdef Py_ssize_t sb[MAXDIM]
-    read_ints(out.shape, sizes)
-    read_ints(a.strides, sa)
-    read_ints(b.strides, sb)
+    _read_batch(out, a, b, sizes, sa, sb)
     cdef uint16_t* pa = <uint16_t*>data_of(a)
     cdef uint16_t* pb = <uint16_t*>data_of(b)
     cdef float* pc = <float*>data_of(out)

@@ -18,6 +18,9 @@ from .common import ROOT, Unavailable, child, titled
 PROBE = Path(__file__).with_name("probe.c")
 
 
+# The experiment's own throwaway builds of probe.c, in a temporary folder and loaded only by a
+# child process: -march=native and -ffast-math are what it measures, never how anything
+# shipped is built (setup.py's flags, printed beside them).
 FLAG_SETS = (["-O0"], ["-O2"], ["-O3"], ["-O3", "-march=native"], ["-O3", "-ffast-math"])
 
 

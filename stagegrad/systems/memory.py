@@ -113,10 +113,12 @@ def first_touch(quick, out=None):
 
 
 def _anon_huge_mib():
+    """MiB of this process's anonymous memory on huge pages (NaN where Linux does not say)."""
     try:
-        for line in Path("/proc/self/smaps_rollup").read_text().splitlines():
-            if line.startswith("AnonHugePages:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
+        text = Path("/proc/self/smaps_rollup").read_text()
+    except OSError:  # no smaps_rollup: an older kernel
+        return float("nan")
+    for line in text.splitlines():
+        if line.startswith("AnonHugePages:"):
+            return int(line.split()[1]) / 1024
     return float("nan")
