@@ -5,7 +5,6 @@ predictions equal to the model's own forward on the same stage, generations equa
 server on a free loopback port."""
 import json
 import math
-import os
 import subprocess
 import sys
 import threading
@@ -17,7 +16,7 @@ import numpy as np
 import pytest
 
 from stagegrad import load_stage, train, train_text
-from stagegrad.deploy import loadtest
+from stagegrad.deploy import loadtest, process
 from stagegrad.deploy.batching import Batcher, QueueFull
 from stagegrad.deploy.model import CheckpointError, Served
 
@@ -233,19 +232,9 @@ def test_corrupt_or_foreign_checkpoints_are_refused(tmp_path):
 
 
 def test_a_real_server_answers_on_loopback(images):
-    port = loadtest._free_port()
-    server = subprocess.Popen([sys.executable, "-m", "stagegrad", "deploy", str(images), "--port", str(port)],
-                              cwd=ROOT, stderr=subprocess.PIPE, text=True,
-                              env={**os.environ, "OMP_NUM_THREADS": "1"})
+    server, url = process.launch(images, "3", stderr=subprocess.PIPE, env={"OMP_NUM_THREADS": "1"})
     try:
-        url = f"http://127.0.0.1:{port}"
-        for _ in range(300):
-            try:
-                urllib.request.urlopen(url + "/healthz", timeout=1)
-                break
-            except OSError:
-                assert server.poll() is None, server.stderr.read()
-                time.sleep(0.1)
+        assert process.wait_ready(url, server), server.stderr.read() if server.poll() else "no answer"
         request = urllib.request.Request(url + "/v1/models/cnn:predict", method="POST",
                                          data=json.dumps({"instances": _batch(2).tolist()}).encode(),
                                          headers={"Content-Type": "application/json"})

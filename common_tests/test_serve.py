@@ -6,12 +6,14 @@ on the same test images, its output next to ONNX Runtime's on the exported file)
 ``safetensors`` package reading the downloaded weights, and the events the worker sent
 against what the history stored.
 """
+import importlib.util
 import json
 import math
 import shutil
 import sqlite3
 import threading
 import time
+import urllib.request
 import warnings
 
 import numpy as np
@@ -21,6 +23,7 @@ with warnings.catch_warnings():  # starlette 1 suggests httpx2 for its test clie
     TestClient = pytest.importorskip("fastapi.testclient").TestClient  # CI=true insists on it
 
 from stagegrad import datafiles, installed_stages, load_stage, train, train_text
+from stagegrad.deploy.model import Served
 from stagegrad.serve import architecture, settings, worker
 from stagegrad.serve.app import create_app
 
@@ -141,6 +144,111 @@ def test_downloads_are_the_trained_model(client, finished, tmp_path):
     np.testing.assert_allclose(theirs, ours, rtol=1e-4, atol=1e-4)
 
 
+def _served(client, run_id, **body):
+    """Deploy the run from the dashboard and wait until its server answers; the deployment."""
+    r = client.post(f"/api/runs/{run_id}/deploy", json=body)
+    assert r.status_code == 201, r.text
+    assert r.json()["state"] == "starting"
+    run = _wait(client, run_id, lambda run: run["deployment"]["state"] != "starting", timeout=120)
+    assert run["deployment"]["state"] == "ready", run["deployment"]
+    return run["deployment"]
+
+
+def _stage_model(client, run_id, tmp_path, build):
+    """The run's model rebuilt on stage 3 by ``build(sg, checkpoint)`` from the downloaded
+    checkpoint, in eval mode."""
+    r = client.get(f"/api/runs/{run_id}/model.ckpt")
+    assert r.status_code == 200, r.text
+    (tmp_path / "model.ckpt").write_bytes(r.content)
+    sg = load_stage("3")
+    ckpt = sg.load(str(tmp_path / "model.ckpt"))
+    model = build(sg, ckpt)
+    model.load_state_dict(ckpt["model"])
+    return sg, ckpt, model.eval()
+
+
+def test_a_finished_run_is_served_from_the_dashboard(client, finished, tmp_path):
+    run, _ = finished
+    served = _served(client, run["id"])
+    assert served["backend"] == "3" and served["name"] == f"run{run['id']}-mlp"
+    assert served["endpoint"] == f"{served['url']}/v1/models/run{run['id']}-mlp:predict"
+    assert served["url"].startswith("http://127.0.0.1:")
+    r = client.post(f"/api/runs/{run['id']}/deploy", json={})
+    assert r.status_code == 409 and "already served" in r.json()["detail"]
+    with urllib.request.urlopen(served["url"] + "/v1/models", timeout=TIMEOUT) as answer:
+        assert json.loads(answer.read())["models"][0]["backend"] == "stage3_simd"
+    # what the page's try sends through the dashboard is what the stage's own model answers
+    sg, ckpt, model = _stage_model(client, run["id"], tmp_path,
+                                   lambda sg, c: train.build_model(sg, c["model_kind"]))
+    assert ckpt["model_kind"] == "mlp"
+    test_set = sg.datasets.MNIST(root=datafiles.mnist_dir(None), train=False)
+    x = np.stack([test_set[i][0].numpy() for i in range(3)])
+    r = client.post(f"/api/runs/{run['id']}/deploy/try", json={"instances": x.tolist()})
+    assert r.status_code == 200, r.text
+    with sg.no_grad():
+        want = sg.nn.functional.softmax(model(sg.from_numpy(x)), dim=-1).numpy()
+    np.testing.assert_allclose(np.array(r.json()["predictions"]), want, rtol=1e-6, atol=1e-7)
+    r = client.post(f"/api/runs/{run['id']}/deploy/try", json={"instances": [[[1.0] * 27] * 28]})
+    assert r.status_code == 422 and "28 x 28" in r.json()["detail"]  # the model server's own message
+    # stop: the server exits, and nothing more is passed on
+    r = client.post(f"/api/runs/{run['id']}/deploy/stop", json={})
+    assert r.status_code == 200 and r.json()["state"] == "stopped"
+    with pytest.raises(OSError):
+        urllib.request.urlopen(served["url"] + "/healthz", timeout=5)
+    assert client.post(f"/api/runs/{run['id']}/deploy/try", json={"instances": x.tolist()}).status_code == 409
+    assert client.post(f"/api/runs/{run['id']}/deploy/stop", json={}).status_code == 409
+    assert client.get(f"/api/runs/{run['id']}").json()["deployment"]["state"] == "stopped"
+
+
+def test_a_built_model_is_served_on_pytorch(client, tmp_path):
+    pytest.importorskip("torch")
+    layers = [{"type": "conv2d", "out_channels": 4, "kernel_size": 3, "stride": 2, "padding": 1},
+              {"type": "batchnorm"}, {"type": "relu"}, {"type": "flatten"},
+              {"type": "linear", "out_features": 10}]
+    r = client.post("/api/runs", json=dict(TINY, model="custom", architecture=layers, epochs=1))
+    run = _wait(client, r.json()["id"], lambda run: run["status"] not in ("queued", "running"))
+    assert run["status"] == "done", run["error"]
+    served = _served(client, run["id"], backend="torch")
+    assert served["backend"] == "torch" and served["name"] == f"run{run['id']}-custom"
+    sg, ckpt, model = _stage_model(client, run["id"], tmp_path,
+                                   lambda sg, c: architecture.build(sg, c["architecture"]))
+    x = np.random.default_rng(0).random((2, 1, 28, 28)).astype(np.float32)
+    r = client.post(f"/api/runs/{run['id']}/deploy/try", json={"instances": x.tolist()})
+    assert r.status_code == 200, r.text
+    with sg.no_grad():
+        want = sg.nn.functional.softmax(model(sg.from_numpy(x)), dim=-1).numpy()
+    np.testing.assert_allclose(np.array(r.json()["predictions"]), want, rtol=1e-5, atol=1e-6)
+    assert client.post(f"/api/runs/{run['id']}/deploy/stop", json={}).status_code == 200
+
+
+def test_deploy_refuses_what_it_cannot_serve(client, finished, tmp_path):
+    run, _ = finished
+    r = client.post(f"/api/runs/{run['id']}/deploy", json={"backend": "7"})
+    assert r.status_code == 422 and "'7' cannot serve this run" in r.json()["detail"]["errors"]["backend"]
+    r = client.post(f"/api/runs/{run['id']}/deploy", json={}, headers={"origin": "http://example.invalid"})
+    assert r.status_code == 403
+    assert client.post("/api/runs/999999/deploy", json={}).status_code == 404
+    cancelled = client.post("/api/runs", json=LONG).json()["id"]
+    client.post(f"/api/runs/{cancelled}/cancel")
+    run_after = _wait(client, cancelled, lambda run: run["status"] != "running")
+    r = client.post(f"/api/runs/{cancelled}/deploy", json={})
+    assert r.status_code == 409 and f"is {run_after['status']}" in r.json()["detail"]
+    # a server that cannot load its checkpoint fails, with the reason from its log
+    app = create_app(tmp_path / "runs.sqlite")
+    with TestClient(app):  # its lifespan stops the servers at the end
+        folder = tmp_path / "runs" / "1"
+        folder.mkdir(parents=True)
+        (folder / "model.ckpt").write_bytes(b"not a checkpoint")
+        deployments = app.state.deployments
+        deployments.start(1, "3", "broken", text=False)
+        deadline = time.monotonic() + 120
+        while deployments.status(1)["state"] == "starting":
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        failed = deployments.status(1)
+        assert failed["state"] == "failed" and "not a checkpoint" in failed["error"], failed
+
+
 def test_queue_then_cancel(client, db):
     first = client.post("/api/runs", json=LONG).json()
     second = client.post("/api/runs", json=LONG).json()
@@ -156,7 +264,8 @@ def test_queue_then_cancel(client, db):
     run = _wait(client, first["id"], lambda run: run["status"] != "running")
     assert run["status"] == "cancelled" and run["final"] is None
     reader.join(TIMEOUT)
-    assert stream["events"][-1] == ("end", {k: v for k, v in run.items() if k != "points"})
+    stored = {k: v for k, v in run.items() if k not in ("points", "deployment")}  # the run's own row
+    assert stream["events"][-1] == ("end", stored)
     assert not (db.parent / "runs" / str(first["id"])).exists(), "a cancelled run's files were left behind"
     assert client.app.state.jobs.active() == ([], [])
     r = client.post(f"/api/runs/{first['id']}/cancel")
@@ -227,11 +336,29 @@ def test_a_language_model_trains_and_reports_its_validation_loss(client, tmp_pat
     theirs = session.run(None, {session.get_inputs()[0].name: x.astype(np.int64)})[0]
     ours = train_text.logits_of(model, sg.tensor(x.tolist())).detach().numpy()
     np.testing.assert_allclose(theirs, ours, rtol=1e-4, atol=1e-4)
+    # served from the dashboard: its text is what the checkpoint samples here with the same seed
+    if importlib.util.find_spec("onnxruntime"):
+        r = client.post(f"/api/runs/{run['id']}/deploy", json={"backend": "onnxruntime"})
+        assert r.status_code == 422 and "expected one of" in r.json()["detail"]["errors"]["backend"]
+    served = _served(client, run["id"])
+    assert served["endpoint"].endswith(f"/v1/models/run{run['id']}-lstm:generate")
+    body = {"prompt": "Th", "max_tokens": 12, "temperature": 0.8, "top_k": 5, "seed": 3}
+    r = client.post(f"/api/runs/{run['id']}/deploy/try", json=body)
+    assert r.status_code == 200, r.text
+    (tmp_path / "model.ckpt").write_bytes(client.get(f"/api/runs/{run['id']}/model.ckpt").content)
+    local = Served(tmp_path / "model.ckpt", backend="3")
+    assert local.config == dict(worker.TEXT_CONFIG["lstm"], context=16)
+    assert r.json()["text"] == "".join(local.stream(local.prompt_ids("Th"), 12, 0.8, 5, 3))
+    assert client.post(f"/api/runs/{run['id']}/deploy/try", json=dict(body, stream=True)).status_code == 400
+    assert client.post(f"/api/runs/{run['id']}/deploy/stop", json={}).status_code == 200
 
 
 def test_options_list_the_installed_stages(client):
     options = client.get("/api/options").json()
     assert [s["package"] for s in options["stages"]] == installed_stages()
+    backends = [b["id"] for b in options["backends"]]  # what may serve a run: the stages, then the peers
+    assert backends == [s["id"] for s in options["stages"]] + [b for b in ("torch", "onnxruntime")
+                                                                if importlib.util.find_spec(b)]
     assert set(options["layers"]) == set(architecture.LAYERS)
     assert client.get("/").headers["content-type"].startswith("text/html")
     assert "stagegrad dashboard" in client.get("/").text

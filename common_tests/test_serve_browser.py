@@ -10,7 +10,9 @@ run on stage 1, sees its chart gain points while it streams, with a progress bar
 ETA, cancels it and sees it marked cancelled; sees a bad learning rate refused with the
 server's message beside the field; sees the layer builder's parameter count equal the
 zoo MLP's, a conv2d after the flatten refused with the layer named, and the count once it
-is moved first; overlays the two finished runs in the comparison view. Every request must
+is moved first; overlays the two finished runs in the comparison view. The first run is also served from
+the page (Deploy), a digit drawn on its pad is classified, and the classes shown must be
+those the served model gives the 28 x 28 image the page made; then it is stopped. Every request must
 stay on the local server and no script may fail. Set ``STAGEGRAD_SERVE_SCREENSHOTS=DIR``
 to keep the screenshots (``docs/img/serve_*.png`` are made that way).
 """
@@ -65,6 +67,22 @@ def server(tmp_path_factory):
 def browser(server, tmp_path_factory):
     with watching(tmp_path_factory.mktemp("chromium-profile"), timeout=TIMEOUT) as b:
         yield b
+
+
+# a stroke of pad coordinates (0 to 280) drawn as a pointer would draw it
+DRAW = """function (stroke) {
+  const pad = document.getElementById('pad'), box = pad.getBoundingClientRect();
+  const at = (type, x, y) => pad.dispatchEvent(new PointerEvent(type, {pointerId: 1, bubbles: true,
+    clientX: box.left + x * box.width / 280, clientY: box.top + y * box.height / 280}));
+  at('pointerdown', ...stroke[0]);
+  stroke.slice(1).forEach(p => at('pointermove', ...p));
+  at('pointerup', ...stroke[stroke.length - 1]);
+}"""
+# the 28 x 28 image the page made of the drawing, as values in [0, 1]
+SEEN = """function () {
+  const d = document.getElementById('pad-small').getContext('2d').getImageData(0, 0, 28, 28).data;
+  return Array.from({length: 28}, (_, y) => Array.from({length: 28}, (_, x) => d[4 * (y * 28 + x)] / 255));
+}"""
 
 
 def _get(url):
@@ -159,7 +177,35 @@ def test_start_watch_cancel_compare_in_the_browser(server, browser, tmp_path):
         f"{run['total_steps']} / {run['total_steps']} steps"
     links = browser.evaluate("[...document.querySelectorAll('#downloads a')]"
                              ".map(a => a.getAttribute('href'))")
-    assert links == [f"/api/runs/{first}/weights.safetensors", f"/api/runs/{first}/model.onnx"]
+    assert links == [f"/api/runs/{first}/weights.safetensors", f"/api/runs/{first}/model.onnx",
+                     f"/api/runs/{first}/model.ckpt"]
+
+    # serve it: Deploy, draw a digit, classify it; the page shows what the served model answers
+    assert browser.evaluate("document.getElementById('deploy-backend').value") == "3"
+    _click(browser, "deploy-start")
+    status = browser.wait_for("/^serving at|failed/.test(document.getElementById('deploy-status')"
+                              ".textContent) && document.getElementById('deploy-status').textContent",
+                              timeout=120)
+    served = _get(f"{server}/api/runs/{first}")["deployment"]
+    assert status == f"serving at {served['endpoint']}", status
+    stroke = [(170 - 6 * i, 40 + 20 * i) for i in range(11)]  # a 1, leaning as MNIST's ones do
+    browser.evaluate(f"({DRAW})({json.dumps(stroke)})")
+    _click(browser, "pad-classify")
+    shown = browser.wait_for("document.querySelectorAll('#pad-result li').length === 3 &&"
+                             " [...document.querySelectorAll('#pad-result li')].map(li => li.textContent)")
+    assert shown, "the drawn digit was not classified"
+    image = browser.evaluate(f"({SEEN})()")
+    assert 20 < sum(v > 0.5 for row in image for v in row) < 400, "the 28 x 28 image holds no stroke"
+    request = urllib.request.Request(served["endpoint"], data=json.dumps({"instances": [image]}).encode(),
+                                     headers={"Content-Type": "application/json"}, method="POST")
+    with urllib.request.urlopen(request, timeout=TIMEOUT) as r:
+        p = json.load(r)["predictions"][0]
+    want = [f"{k}: {p[k] * 100:.1f}%" for k in sorted(range(10), key=lambda k: -p[k])[:3]]
+    assert shown == want, (shown, want)
+    _shot(browser, tmp_path, "serve_deploy.png", "#live")
+    _click(browser, "deploy-stop")
+    assert browser.wait_for("document.getElementById('deploy-status').textContent === 'stopped'")
+    assert _get(f"{server}/api/runs/{first}")["deployment"]["state"] == "stopped"
 
     # the same run on stage 2: the same start (the stages share their random numbers), its own speed
     _set(browser, {"stage": "2"})

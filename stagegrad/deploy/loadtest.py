@@ -11,9 +11,7 @@ stages, PyTorch and ONNX Runtime side by side, and what dynamic batching buys. W
 ``loadtest.json`` and ``loadtest.md`` to ``--out``.
 """
 import json
-import os
 import random
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,9 +23,9 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from ..report import write_tables
+from . import process
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def add_arguments(p):
@@ -134,12 +132,6 @@ def _level(endpoint, data, clients, requests, seconds):
             "p50": pct(50), "p95": pct(95), "p99": pct(99)}
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _untrained_cnn(folder):
     from .. import load_stage, train
     sg = load_stage("3")
@@ -161,14 +153,10 @@ def compare(checkpoint, backends, levels, requests, seconds, instances=1):
         for backend, extra in setups:
             label = _label(backend) + (", batching off" if extra else "")
             print(f"loadtest: {label}...", file=sys.stderr, flush=True)
-            port = _free_port()
-            command = [sys.executable, "-m", "stagegrad", "deploy", str(path), "--stage", backend,
-                       "--port", str(port), *extra]
-            server = subprocess.Popen(command, cwd=ROOT, stderr=subprocess.PIPE, text=True,
-                                      env={**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"})
+            server, url = process.launch(path, backend, *extra, stderr=subprocess.PIPE,
+                                         env={"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"})
             try:
-                url = f"http://127.0.0.1:{port}"
-                if not _ready(url, server):
+                if not process.wait_ready(url, server):
                     rows.append({"server": label, "failed": server.stderr.read()[-500:]})
                     continue
                 rows += [dict(server=label, **r) for r in load(url, levels, requests, seconds, instances)]
@@ -176,19 +164,6 @@ def compare(checkpoint, backends, levels, requests, seconds, instances=1):
                 server.terminate()
                 server.wait(30)
     return rows
-
-
-def _ready(url, server, timeout=120):
-    end = time.perf_counter() + timeout
-    while time.perf_counter() < end:
-        if server.poll() is not None:
-            return False
-        try:
-            urllib.request.urlopen(url + "/healthz", timeout=1)
-            return True
-        except OSError:
-            time.sleep(0.1)
-    return False
 
 
 def _label(backend):

@@ -9,6 +9,7 @@ import tempfile
 from pathlib import Path
 
 from .. import load_stage, train, train_text
+from ..serve import architecture
 
 IMAGE = (1, 28, 28)  # the shape an image model takes (MNIST's)
 TEXT_KINDS = ("gpt", "lstm")
@@ -29,8 +30,9 @@ class Served:
     ``backend`` is a stage (number or package), ``"torch"`` (PyTorch, from the checkpoint's
     weights) or ``"onnxruntime"`` (the model exported to ONNX by the stage, with a softmax
     on its logits; image models only). ``kind`` is the model (mlp, cnn, resnet18,
-    mobilenetv2, gpt, lstm), ``name`` what the API calls it (the checkpoint's file name
-    without its suffix unless given), ``text`` whether it is a language model."""
+    mobilenetv2, gpt, lstm, or custom: layers built in the dashboard), ``name`` what the API
+    calls it (the checkpoint's file name without its suffix unless given), ``text`` whether
+    it is a language model."""
 
     def __init__(self, path, backend="3", name=None):
         backend = str(backend)
@@ -67,6 +69,8 @@ class Served:
             self.tokenizer = load_stage("0").datasets.CharTokenizer(ckpt["vocab"])
             self.config = ckpt["config"]
             return train_text.build_model(lib, self.kind, self.tokenizer.vocab_size, self.config)
+        if self.kind == "custom":  # built layer by layer in the dashboard: the layers are in the file
+            return architecture.build(lib, ckpt["architecture"])
         return train.build_model(lib, self.kind, ckpt.get("width", 1.0))  # older checkpoints: 1.0
 
     def _to_torch(self, ckpt):

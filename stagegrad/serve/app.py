@@ -8,17 +8,25 @@
 - ``GET /api/runs``, ``GET /api/runs/{id}``: the history, a run with its curve.
 - ``GET /api/runs/{id}/events``: server-sent events: ``status``, then every ``point``
   so far and as they come, and ``end`` when the run has finished.
-- ``POST /api/runs/{id}/cancel``; ``GET /api/runs/{id}/weights.safetensors`` and
-  ``/model.onnx``: the trained model, from the run's own folder (no path comes from the
-  request).
+- ``POST /api/runs/{id}/cancel``; ``GET /api/runs/{id}/weights.safetensors``,
+  ``/model.onnx`` and ``/model.ckpt``: the trained model, from the run's own folder (no
+  path comes from the request); the checkpoint is what ``stagegrad deploy`` serves.
+- ``POST /api/runs/{id}/deploy`` (``{"backend": "3"}``, default the run's stage): serve the
+  finished run's model on loopback with ``stagegrad deploy`` (``deployments``); ``GET
+  /api/runs/{id}`` shows its state and address. ``POST /api/runs/{id}/deploy/stop`` stops
+  it; ``POST /api/runs/{id}/deploy/try`` passes one request (a ``:predict`` or a
+  ``:generate`` body) to it, so the page can try the model without calling another origin.
 
 Requests that change something must be JSON (``Content-Type: application/json``) of at
 most ``MAX_BODY`` bytes, and a request from a page of another origin is refused: a web
 page elsewhere cannot start runs on this machine through the visitor's browser.
 """
 import asyncio
+import importlib.util
 import json
 import threading
+import urllib.error
+import urllib.request
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -29,6 +37,7 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from .. import STAGES, datafiles, installed_stages
 from . import architecture, settings as settings_mod
+from .deployments import DeployError, Deployments
 from .jobs import Hub, Jobs
 from .store import FINAL, Store
 
@@ -38,12 +47,20 @@ KEEPALIVE_S = 15  # a comment line this often keeps proxies and browsers from cl
 POLL_S = 0.5  # how soon an event stream notices that the server is stopping
 # what a run offers for download: its URL's last part -> the kind and the fixed file name
 DOWNLOADS = {"weights.safetensors": ("safetensors", "model.safetensors"),
-             "model.onnx": ("onnx", "model.onnx")}
+             "model.onnx": ("onnx", "model.onnx"), "model.ckpt": ("checkpoint", "model.ckpt")}
+PEERS = {"torch": "PyTorch", "onnxruntime": "ONNX Runtime"}  # what serves a run beside the stages
 
 
-def _options(stages):
+def _backends(stages):
+    """What may serve a run here: the installed stages, then the peer runtimes installed."""
+    out = [{"id": n, "label": f"stage {n} ({pkg})"} for n, pkg in stages.items()]
+    return out + [{"id": b, "label": label} for b, label in PEERS.items() if importlib.util.find_spec(b)]
+
+
+def _options(stages, backends):
     return {
         "stages": [{"id": n, "package": pkg} for n, pkg in stages.items()],
+        "backends": backends,
         "models": settings_mod.MODELS,
         "optimizers": settings_mod.OPTIMIZERS,
         "schedules": settings_mod.SCHEDULES,
@@ -61,6 +78,19 @@ def _sse(kind, data):
     return f"event: {kind}\ndata: {json.dumps(data)}\n\n"
 
 
+def _forward(url, raw):
+    """POST the JSON bytes ``raw`` to a deployed model's endpoint; its status and JSON answer."""
+    request = urllib.request.Request(url, data=raw, method="POST",
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:  # the model server's own 4xx and its message
+        return e.code, json.loads(e.read() or b"{}")
+    except OSError as e:
+        return 502, {"detail": f"the model's server did not answer ({type(e).__name__}: {e})"}
+
+
 def create_app(db, runs_dir=None, data_dir=None, max_runs=1, threads=None, trusted_hosts=None):
     """The app, keeping its history in the SQLite file ``db`` and each run's files in
     ``runs_dir`` (default: ``runs`` beside ``db``); ``data_dir`` is where datasets are read
@@ -74,15 +104,18 @@ def create_app(db, runs_dir=None, data_dir=None, max_runs=1, threads=None, trust
     hub = Hub()
     jobs = Jobs(store, hub, runs_dir or db.parent / "runs", data_dir, max_runs, threads)
     stages = {n: pkg for n, pkg in STAGES.items() if pkg in installed_stages()}
+    backends = _backends(stages)
+    deployments = Deployments(jobs.runs_dir, threads)
 
     @asynccontextmanager
     async def lifespan(app):
         yield
+        await asyncio.to_thread(deployments.close)
         await asyncio.to_thread(jobs.close)
         store.close()
 
     app = FastAPI(title="stagegrad dashboard", lifespan=lifespan, docs_url=None, redoc_url=None)
-    app.state.store, app.state.jobs = store, jobs
+    app.state.store, app.state.jobs, app.state.deployments = store, jobs, deployments
     app.state.stopping = stopping = threading.Event()  # set when the server is asked to exit
     if trusted_hosts:
         app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(trusted_hosts))
@@ -132,7 +165,7 @@ def create_app(db, runs_dir=None, data_dir=None, max_runs=1, threads=None, trust
 
     @app.get("/api/options")
     def options():
-        return _options(stages)
+        return _options(stages, backends)
 
     @app.post("/api/check")
     async def check(request: Request):
@@ -156,7 +189,7 @@ def create_app(db, runs_dir=None, data_dir=None, max_runs=1, threads=None, trust
 
     @app.get("/api/runs/{run_id}")
     def one(run_id: int):
-        return dict(get_run(run_id), points=store.points(run_id))
+        return dict(get_run(run_id), points=store.points(run_id), deployment=deployments.status(run_id))
 
     @app.post("/api/runs/{run_id}/cancel")
     async def cancel(run_id: int, request: Request):
@@ -165,6 +198,47 @@ def create_app(db, runs_dir=None, data_dir=None, max_runs=1, threads=None, trust
         if not jobs.cancel(run_id):
             raise HTTPException(409, f"run {run_id} has already ended ({run['status']})")
         return {"id": run_id, "cancelling": True}
+
+    @app.post("/api/runs/{run_id}/deploy", status_code=201)
+    async def deploy(run_id: int, request: Request):
+        raw = await body(request)
+        run = get_run(run_id)
+        if run["status"] != "done":
+            raise HTTPException(409, f"run {run_id} is {run['status']}: only a finished run can be served")
+        if not isinstance(raw, dict):
+            raise HTTPException(400, "send an object, such as {\"backend\": \"3\"}")
+        backend = str(raw.get("backend", run["settings"]["stage"]))
+        text = run["settings"]["dataset"] == "shakespeare"
+        offered = [b["id"] for b in backends if not (text and b["id"] == "onnxruntime")]
+        if backend not in offered:
+            why = f"{backend!r} cannot serve this run here; expected one of {', '.join(offered)}"
+            raise HTTPException(422, {"errors": {"backend": why}})
+        try:
+            return deployments.start(run_id, backend, f"run{run_id}-{run['model']}", text)
+        except DeployError as e:
+            raise HTTPException(409, str(e)) from None
+
+    @app.post("/api/runs/{run_id}/deploy/stop")
+    async def undeploy(run_id: int, request: Request):
+        same_origin(request)
+        get_run(run_id)
+        if not await asyncio.to_thread(deployments.stop, run_id):
+            raise HTTPException(409, f"run {run_id} is not being served")
+        return deployments.status(run_id)
+
+    @app.post("/api/runs/{run_id}/deploy/try")
+    async def try_it(run_id: int, request: Request):
+        sent = await body(request)
+        if isinstance(sent, dict) and sent.get("stream"):
+            raise HTTPException(400, "the dashboard passes on whole answers: leave out \"stream\"")
+        raw = json.dumps(sent).encode()
+        get_run(run_id)
+        served = deployments.status(run_id)
+        if not served or served["state"] != "ready":
+            state = f" ({served['state']})" if served else ""
+            raise HTTPException(409, f"run {run_id} is not being served{state}")
+        status, answer = await asyncio.to_thread(_forward, served["endpoint"], raw)
+        return JSONResponse(answer, status_code=status)
 
     @app.get("/api/runs/{run_id}/events")
     async def events(run_id: int):

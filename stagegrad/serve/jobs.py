@@ -140,7 +140,8 @@ class Jobs:
                               error=None if cancelled else "the server stopped before the run finished")
         else:
             self.store.finish(run_id, "failed", error=error or self._crash(code, out))
-            for name in ("model.safetensors", "model.onnx"):  # nothing half-written stays downloadable
+            # nothing half-written stays downloadable
+            for name in ("model.ckpt", "model.safetensors", "model.onnx"):
                 (out / name).unlink(missing_ok=True)
         self.hub.publish(run_id, "status", self.store.run(run_id))
         with self._lock:

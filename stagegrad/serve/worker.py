@@ -72,10 +72,12 @@ def schedule(sg, settings, opt, total):
     return None
 
 
-def _save(sg, model, example, out, exported=None):
-    """Write the weights (safetensors) and, where the export works, ONNX of ``exported``
-    (default ``model``); what was written."""
-    files = {}
+def _save(sg, model, about, example, out, exported=None):
+    """Write the checkpoint ``stagegrad deploy`` serves (the weights and ``about``: what
+    rebuilds the model), the weights as safetensors and, where the export works, ONNX of
+    ``exported`` (default ``model``); what was written."""
+    sg.save(dict(model=model.state_dict(), **about), str(out / "model.ckpt"))
+    files = {"checkpoint": "model.ckpt"}
     state = {k: v for k, v in model.state_dict().items() if isinstance(v, sg.Tensor)}
     sg.save_safetensors(state, str(out / "model.safetensors"))
     files["safetensors"] = "model.safetensors"
@@ -142,7 +144,10 @@ def run_mnist(sg, s, data, out, report):
 
     seen, train_time, loss = train.fit(sg, model, opt, sched, loader, s["epochs"], on_step=on_step,
                                        on_epoch=on_epoch)
-    files = _save(sg, model, train_set[0][0].unsqueeze(0), out)
+    about = {"model_kind": s["model"], "width": s.get("width", 1.0)}
+    if s["model"] == "custom":
+        about["architecture"] = s["architecture"]
+    files = _save(sg, model, about, train_set[0][0].unsqueeze(0), out)
     return {"final_loss": loss, "train_accuracy": tally["correct"] / max(tally["seen"], 1),
             "test_accuracy": tally["test_accuracy"],
             "samples_per_s": seen / train_time if train_time else None,
@@ -180,7 +185,8 @@ def run_text(sg, s, data, out, report):
         if step % every == 0 or step == total:
             val_loss = train_text.estimate_loss(sg, model, val_tokens, s["batch_size"], context, EVAL_BATCHES)
             report.send("point", step=step, epoch=1, val_loss=val_loss, elapsed=time.perf_counter() - t0)
-    files = _save(sg, model, x[:1], out, _logits_only(sg, model))
+    about = {"model_kind": s["model"], "config": config, "vocab": "".join(tokenizer.chars)}
+    files = _save(sg, model, about, x[:1], out, _logits_only(sg, model))
     return {"final_loss": loss, "val_loss": val_loss, "samples_per_s": seen / (time.perf_counter() - t0),
             "parameters": parameters, "files": files}
 

@@ -195,8 +195,10 @@ function showProgress() {
   if (run.status === "done" && run.files) {
     if (run.files.safetensors) { links.appendChild(link(`/api/runs/${run.id}/weights.safetensors`, "weights (safetensors)")); }
     if (run.files.onnx) { links.appendChild(link(`/api/runs/${run.id}/model.onnx`, "model (ONNX)")); }
+    if (run.files.checkpoint) { links.appendChild(link(`/api/runs/${run.id}/model.ckpt`, "checkpoint (stagegrad deploy)")); }
     if (run.files.onnx_error) { links.appendChild(document.createTextNode(` no ONNX: ${run.files.onnx_error}`)); }
   }
+  showDeployment();
 }
 
 function link(href, text) {
@@ -233,6 +235,149 @@ async function show(id) {
     showProgress(); drawLive(); loadHistory();
   });
   showProgress(); drawLive(); markShown();
+}
+
+// ------------------------------------------------------------------ serving a finished run
+
+let deployTimer = null;
+let deployMenuFor = null;  // the run whose backends the menu lists
+
+function showDeployment() {
+  const run = shown.run, box = $("deploy");
+  box.hidden = !(run.status === "done" && run.files && run.files.checkpoint);
+  clearTimeout(deployTimer);
+  if (box.hidden) { return; }
+  const d = run.deployment, text = run.settings.dataset === "shakespeare";
+  const live = !!d && (d.state === "starting" || d.state === "ready"), ready = !!d && d.state === "ready";
+  if (deployMenuFor !== run.id) {
+    const backends = options.backends.filter((b) => !(text && b.id === "onnxruntime"));
+    fill($("deploy-backend"), backends.map((b) => b.id), backends.map((b) => b.label));
+    $("deploy-backend").value = d ? d.backend : String(run.settings.stage);
+    deployMenuFor = run.id;
+    $("pad-result").innerHTML = ""; $("try-output").textContent = "";
+  }
+  $("deploy-backend").disabled = live;
+  $("deploy-start").hidden = live;
+  $("deploy-stop").hidden = !live;
+  const states = { starting: "starting the server\u2026", ready: `serving at ${d && d.endpoint}`,
+    failed: `the server failed: ${d && d.error}`, stopped: "stopped" };
+  $("deploy-status").textContent = d ? states[d.state] : "";
+  $("deploy-status").className = `note deploy-${d ? d.state : "none"}`;
+  $("deploy-example").hidden = !ready;
+  if (ready) {
+    $("deploy-example").textContent = text
+      ? `curl -sN ${d.endpoint} -H 'Content-Type: application/json' \\\n  -d '{"prompt": "ROMEO:", "max_tokens": 200, "stream": true}'`
+      : `curl -s ${d.url}/v1/models/${d.name}\n` +
+        `POST {"instances": [28 x 28 pixels in [0, 1], or {"b64": PNG}, ...]} to ${d.endpoint}\n` +
+        `python -m stagegrad loadtest ${d.url} --quick`;
+  }
+  $("try-image").hidden = !(ready && !text);
+  $("try-text").hidden = !(ready && text);
+  if (d && d.state === "starting") { deployTimer = setTimeout(refreshDeployment, 300); }
+}
+
+async function refreshDeployment() {
+  const id = shown && shown.run.id;
+  const r = await api("GET", `/api/runs/${id}`);
+  if (r.ok && shown && shown.run.id === id) { shown.run.deployment = r.data.deployment; showDeployment(); }
+}
+
+async function deployAction(path, body) {
+  const id = shown.run.id, r = await api("POST", `/api/runs/${id}/${path}`, body);
+  if (!shown || shown.run.id !== id) { return; }
+  if (r.ok) {
+    shown.run.deployment = r.data;
+    showDeployment();
+  } else {
+    const detail = r.data && r.data.detail;
+    $("deploy-status").textContent = detail && detail.errors ? Object.values(detail.errors).join("; ")
+      : typeof detail === "string" ? detail : `the server answered ${r.status}`;
+  }
+}
+
+// the drawing pad: white strokes on black, as MNIST's digits are
+let drawing = false;
+
+function padPoint(e) {
+  const pad = $("pad"), box = pad.getBoundingClientRect();
+  return [(e.clientX - box.left) * pad.width / box.width, (e.clientY - box.top) * pad.height / box.height];
+}
+
+function clearPad() {
+  [$("pad"), $("pad-small")].forEach((c) => {
+    const g = c.getContext("2d");
+    g.fillStyle = "#000"; g.fillRect(0, 0, c.width, c.height);
+  });
+  $("pad-result").innerHTML = "";
+}
+
+// What the model sees: the strokes' bounding box scaled to 20 pixels and centred in 28 x 28,
+// as MNIST's digits were prepared; one 28 x 28 list of values in [0, 1].
+function padImage() {
+  const pad = $("pad"), w = pad.width, h = pad.height;
+  const data = pad.getContext("2d").getImageData(0, 0, w, h).data;
+  let x0 = w, y0 = h, x1 = -1, y1 = -1;
+  for (let y = 0; y < h; y++) {
+    for (let x = 0; x < w; x++) {
+      if (data[4 * (y * w + x)] > 0) { x0 = Math.min(x0, x); x1 = Math.max(x1, x); y0 = Math.min(y0, y); y1 = Math.max(y1, y); }
+    }
+  }
+  const small = $("pad-small"), g = small.getContext("2d");
+  g.fillStyle = "#000"; g.fillRect(0, 0, 28, 28);
+  g.imageSmoothingQuality = "high";  // grey edges, as MNIST's anti-aliased digits have
+  if (x1 >= 0) {
+    const bw = x1 - x0 + 1, bh = y1 - y0 + 1, scale = 20 / Math.max(bw, bh);
+    g.drawImage(pad, x0, y0, bw, bh, (28 - bw * scale) / 2, (28 - bh * scale) / 2, bw * scale, bh * scale);
+  }
+  const pixels = g.getImageData(0, 0, 28, 28).data, rows = [];
+  for (let y = 0; y < 28; y++) {
+    rows.push(Array.from({ length: 28 }, (_, x) => pixels[4 * (y * 28 + x)] / 255));
+  }
+  return rows;
+}
+
+async function classify() {
+  const id = shown.run.id, r = await api("POST", `/api/runs/${id}/deploy/try`, { instances: [padImage()] });
+  const list = $("pad-result");
+  list.innerHTML = "";
+  if (!r.ok) { list.textContent = (r.data && r.data.detail) || `the server answered ${r.status}`; return; }
+  const p = r.data.predictions[0];
+  [...p.keys()].sort((a, b) => p[b] - p[a]).slice(0, 3).forEach((k) => {
+    const li = document.createElement("li");
+    li.textContent = `${k}: ${(p[k] * 100).toFixed(1)}%`;
+    li.dataset.p = p[k];
+    list.appendChild(li);
+  });
+}
+
+async function generate() {
+  const id = shown.run.id, prompt = $("try-prompt").value;
+  $("try-output").textContent = "\u2026";
+  const r = await api("POST", `/api/runs/${id}/deploy/try`, { prompt, max_tokens: 200, temperature: 0.8, seed: 0 });
+  $("try-output").textContent = r.ok ? prompt + r.data.text : (r.data && r.data.detail) || `the server answered ${r.status}`;
+}
+
+function initPad() {
+  const pad = $("pad"), g = pad.getContext("2d");
+  clearPad();
+  pad.addEventListener("pointerdown", (e) => {
+    drawing = true;
+    pad.setPointerCapture && pad.setPointerCapture(e.pointerId);
+    const [x, y] = padPoint(e);
+    g.beginPath(); g.moveTo(x, y); g.lineTo(x, y);
+    g.strokeStyle = "#fff"; g.lineWidth = 22; g.lineCap = "round"; g.lineJoin = "round"; g.stroke();
+  });
+  pad.addEventListener("pointermove", (e) => {
+    if (!drawing) { return; }
+    const [x, y] = padPoint(e);
+    g.lineTo(x, y); g.stroke();
+  });
+  ["pointerup", "pointerleave"].forEach((t) => pad.addEventListener(t, () => { drawing = false; }));
+  $("pad-clear").addEventListener("click", clearPad);
+  $("pad-classify").addEventListener("click", classify);
+  $("try-generate").addEventListener("click", generate);
+  $("deploy-start").addEventListener("click", () => deployAction("deploy", { backend: $("deploy-backend").value }));
+  $("deploy-stop").addEventListener("click", () => deployAction("deploy/stop", {}));
 }
 
 // ------------------------------------------------------------------ history and comparison
@@ -329,6 +474,7 @@ async function init() {
     if (shown) { await api("POST", `/api/runs/${shown.run.id}/cancel`, {}); }
   });
   $("compare").addEventListener("click", compare);
+  initPad();
   showFields();
   drawLive();
   await loadHistory();
