@@ -5,6 +5,8 @@ predictions equal to the model's own forward on the same stage, generations equa
 server on a free loopback port."""
 import json
 import math
+import os
+import re
 import subprocess
 import sys
 import threading
@@ -139,6 +141,14 @@ def test_batching_merges_concurrent_requests():
     assert sum(sizes) == 8 and max(sizes) > 2  # requests shared a batch
 
 
+def test_a_lone_request_does_not_wait_for_the_window():
+    batcher = Batcher(lambda items: items, max_batch=8, max_wait_s=600, max_queue=16)
+    try:
+        assert batcher.submit([1]).result(30) == [1]  # not held for the 600 s window
+    finally:
+        batcher.close()
+
+
 def test_a_full_queue_answers_503(images):
     served = Served(images, backend="3")
     gate = threading.Event()
@@ -232,8 +242,19 @@ def test_corrupt_or_foreign_checkpoints_are_refused(tmp_path):
 
 
 def test_a_real_server_answers_on_loopback(images):
-    server, url = process.launch(images, "3", stderr=subprocess.PIPE, env={"OMP_NUM_THREADS": "1"})
+    # port 0: the kernel picks one, and the line the command prints names it
+    server = subprocess.Popen([sys.executable, "-m", "stagegrad", "deploy", str(images), "--port", "0"],
+                              cwd=ROOT, stderr=subprocess.PIPE, text=True,
+                              env={**os.environ, "OMP_NUM_THREADS": "1"})
     try:
+        said, m = [], None
+        for line in server.stderr:  # anything printed first, then its address; ends if it exits
+            said.append(line)
+            m = re.search(r"at (http://127\.0\.0\.1:(\d+))/v1/models/cnn:predict$", line.strip())
+            if m:
+                break
+        assert m and m.group(2) != "0", said
+        url = m.group(1)
         assert process.wait_ready(url, server), server.stderr.read() if server.poll() else "no answer"
         request = urllib.request.Request(url + "/v1/models/cnn:predict", method="POST",
                                          data=json.dumps({"instances": _batch(2).tolist()}).encode(),

@@ -9,7 +9,7 @@ before the server starts, with the path and the reason.
 import sys
 
 from .. import installed_text
-from ..serve import _port
+from ..serve import _loopback, _port, bind
 from .model import CheckpointError, Served
 
 
@@ -26,7 +26,8 @@ def add_arguments(p):
     p.add_argument("--port", type=_port, default=8080, help="the port; 0 picks a free one")
     p.add_argument("--max-batch", type=int, default=32, help="instances a batch holds at most")
     p.add_argument("--max-wait-ms", type=float, default=5.0,
-                   help="how long a batch waits for more requests after its first")
+                   help="how long a batch waits for more requests after its first, while requests "
+                        "arrive together (a lone request never waits)")
     p.add_argument("--queue", type=int, default=64, help="requests waiting at most; more are answered 503")
     p.add_argument("--threads", type=int, default=None, help="the stage's threads (default: its own)")
 
@@ -51,6 +52,9 @@ def run(args):
         from ..journey import set_threads
         set_threads(args.threads)
     app = create_app(served, max_batch=args.max_batch, max_wait_ms=args.max_wait_ms, max_queue=args.queue)
-    print(f"serving {served.kind} model {served.name!r} on {served.backend} at http://{args.host}:{args.port}"
+    sock, address = bind(args.host, args.port)  # bound here: the address printed is the one in use
+    print(f"serving {served.kind} model {served.name!r} on {served.backend} at {address}"
           f"/v1/models/{served.name}:{'generate' if served.text else 'predict'}", file=sys.stderr)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    if not _loopback(args.host):
+        print(f"deploy: listening on {args.host}: anyone who can reach it can use the model", file=sys.stderr)
+    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])

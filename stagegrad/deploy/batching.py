@@ -2,9 +2,12 @@
 
 Design: one worker thread owns the model. A request puts its instances and a future on a
 bounded queue (full: ``QueueFull``, which the API answers with 503 rather than letting the
-queue grow). The worker takes the oldest request, then keeps taking more until the batch
-holds ``max_batch`` instances or ``max_wait_s`` has passed since the first, runs the model
-once on all of them, and hands each request its slice of the results.
+queue grow). The worker takes the oldest request and every request already queued behind
+it, up to ``max_batch`` instances; it waits up to ``max_wait_s`` for more only while
+requests are arriving together (the last batch merged several): a lone client's request
+then runs at once instead of paying the window, and under load the requests that arrive
+during one batch make up the next. It runs the model once on all of them and hands each
+request its slice of the results.
 """
 import queue
 import threading
@@ -23,6 +26,7 @@ class Batcher:
         self.run, self.max_batch, self.max_wait_s = run, max_batch, max_wait_s
         self.on_batch = on_batch  # called with each batch's size (the metrics)
         self._queue = queue.Queue(maxsize=max_queue)
+        self._together = False  # whether the last batch merged requests: then wait for more
         self._stop = threading.Event()
         self._worker = threading.Thread(target=self._loop, name="batcher", daemon=True)
         self._worker.start()
@@ -53,7 +57,7 @@ class Batcher:
             except queue.Empty:
                 continue
             jobs, size = [first], len(first[0])
-            deadline = time.monotonic() + self.max_wait_s
+            deadline = time.monotonic() + (self.max_wait_s if self._together else 0.0)
             while size < self.max_batch:
                 try:
                     job = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
@@ -61,6 +65,7 @@ class Batcher:
                     break
                 jobs.append(job)
                 size += len(job[0])
+            self._together = len(jobs) > 1
             self._serve(jobs, size)
 
     def _serve(self, jobs, size):

@@ -174,8 +174,8 @@ def markdown(report):
     """The report's table."""
     lines = [f"Each level: that many clients sending requests one after another ({report['instances']} "
              f"image{'s' * (report['instances'] > 1)} each), {report['requests']} requests or "
-             f"{report['seconds']:g} s at most; the servers on one thread, batching up to 32 requests "
-             f"within 5 ms unless off.", "",
+             f"{report['seconds']:g} s at most; the servers on one thread, batching up to 32 images "
+             f"(waiting up to 5 ms for more while requests arrive together) unless off.", "",
              "| server | clients | requests/s | p50 ms | p95 ms | p99 ms | errors |",
              "|---|---|---|---|---|---|---|"]
     for r in report["rows"]:

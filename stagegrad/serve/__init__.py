@@ -77,6 +77,16 @@ def _loopback(host):
         return False
 
 
+def bind(host, port):
+    """A listening socket bound to ``host`` and ``port`` (0: a free one), and its address as a
+    URL, with the port the kernel chose."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    shown = f"[{host}]" if ":" in host else host
+    return sock, f"http://{shown}:{sock.getsockname()[1]}"
+
+
 def run(args):
     """Serve the dashboard until interrupted."""
     try:
@@ -93,13 +103,8 @@ def run(args):
     threads = args.threads or default_threads(args.max_runs)
     app = create_app(args.db, data_dir=args.data, max_runs=args.max_runs, threads=threads,
                      trusted_hosts=trusted)
-    family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((args.host, args.port))  # bound here, so that the port printed is the one in use
-    port = sock.getsockname()[1]
-    shown = f"[{args.host}]" if ":" in args.host else args.host
-    print(f"stagegrad serve: the dashboard is at http://{shown}:{port}/ (history: {args.db})", flush=True)
+    sock, address = bind(args.host, args.port)  # bound here: the address printed is the one in use
+    print(f"stagegrad serve: the dashboard is at {address}/ (history: {args.db})", flush=True)
     if not local:
         print(f"stagegrad serve: listening on {args.host}: anyone who can reach it can start runs on this "
               f"machine", flush=True)
