@@ -3,6 +3,7 @@ every bad-input case, the queue limit, batching that merges concurrent requests)
 predictions equal to the model's own forward on the same stage, generations equal to
 ``stagegrad sample``'s, a corrupt or foreign checkpoint refused at start, and one real
 server on a free loopback port."""
+import hashlib
 import json
 import math
 import os
@@ -80,8 +81,14 @@ def test_health_models_and_metrics(images):
     served = Served(images, backend="3", name="digits")
     with _client(served) as client:
         assert client.get("/healthz").json() == {"status": "ok"}
-        assert client.get("/v1/models").json()["models"] == [
-            {"name": "digits", "kind": "cnn", "backend": "stage3_simd", "input": [1, 28, 28], "classes": 10}]
+        cnn = train.build_model(served.sg, "cnn")
+        about = {"name": "digits", "kind": "cnn", "backend": "stage3_simd", "input": [1, 28, 28],
+                 "classes": 10, "parameters": sum(p.numel() for p in cnn.parameters()),
+                 "sha256": hashlib.sha256(images.read_bytes()).hexdigest()}
+        assert client.get("/v1/models").json()["models"] == [about]
+        assert client.get("/v1/models/digits").json() == dict(about, ready=True)
+        r = client.get("/v1/models/other")
+        assert r.status_code == 404 and "serves 'digits'" in r.json()["detail"]
         client.post("/v1/models/digits:predict", json={"instances": _batch(2).tolist()})
         client.post("/v1/models/digits:predict", json={"instances": [[1, 2]]})
         text = client.get("/metrics").text

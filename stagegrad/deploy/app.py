@@ -1,7 +1,9 @@
 """The inference API (FastAPI) of one served model.
 
 - ``GET /healthz``: ``{"status": "ok"}`` while the model is loaded.
-- ``GET /v1/models``: the one model served (its name, kind, stage, and input or vocabulary).
+- ``GET /v1/models``: the one model served (its name, kind, stage, parameter count, the
+  checkpoint's SHA-256, and input or vocabulary); ``GET /v1/models/NAME``: the same, with
+  ``"ready": true`` (KServe's v1 model status).
 - ``POST /v1/models/NAME:predict`` (image models): ``{"instances": [...]}``, each a 28 x 28
   (or 1 x 28 x 28) image of numbers or ``{"b64": PNG}``, answered by ``{"predictions": [...]}``, each the
   image's class probabilities. Concurrent requests run as one batch (``batching.py``).
@@ -78,6 +80,12 @@ def create_app(served, max_batch=32, max_wait_ms=5.0, max_queue=64, max_body=MAX
     @app.get("/v1/models")
     def models():
         return {"models": [served.describe()]}
+
+    @app.get("/v1/models/{name}")
+    def model_status(name: str):
+        if name != served.name:
+            raise _fail(metrics, "status", 404, f"no model {name!r} here; this server serves {served.name!r}")
+        return dict(served.describe(), ready=True)  # loaded before the server started: always ready
 
     @app.get("/metrics")
     def prometheus():

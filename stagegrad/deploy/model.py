@@ -3,6 +3,7 @@ stage, in eval mode, with the two things a client asks of it (class probabilitie
 images, generated text for the language models) and the checks on what a client sends."""
 import base64
 import binascii
+import hashlib
 import io
 import math
 import tempfile
@@ -56,6 +57,8 @@ class Served:
             raise CheckpointError(f"{path}: its {self.kind!r} model cannot be rebuilt from it "
                                   f"({type(e).__name__}: {e})") from None
         self.model.eval()
+        self.parameters = sum(p.numel() for p in self.model.parameters())
+        self.sha256 = _sha256(self.path)  # which file is served, for a client to check
         self.name = name or self.path.stem
         self.context = self.config.get("context") if self.text else None
         self._run = self._stage_forward
@@ -102,8 +105,11 @@ class Served:
         self._run = self._onnx_forward
 
     def describe(self):
-        """What ``GET /v1/models`` says of the model."""
-        about = {"name": self.name, "kind": self.kind, "backend": self.backend}
+        """What ``GET /v1/models`` and ``GET /v1/models/NAME`` say of the model: its name,
+        kind, backend, parameter count, the checkpoint's SHA-256, and its input (28 x 28
+        images, 10 classes) or vocabulary and context."""
+        about = {"name": self.name, "kind": self.kind, "backend": self.backend, "parameters": self.parameters,
+                 "sha256": self.sha256}
         if self.text:
             about.update(vocabulary="".join(self.tokenizer.chars), context=self.context)
         else:
@@ -200,6 +206,14 @@ def _png_pixels(inst, i):
         raise BadInput(f"instance {i}: the PNG is {width} x {height} pixels (width x height); "
                        f"expected 28 x 28")
     return [v / 255 for v in image.convert("L").tobytes()]
+
+
+def _sha256(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _reader():
