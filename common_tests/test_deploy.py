@@ -209,6 +209,15 @@ def test_generation_matches_sample_and_streams(tmp_path, kind):
             events = [line for line in s.iter_lines() if line.startswith("data: ")]
         pieces = [json.loads(e[6:])["text"] for e in events]
         assert "".join(pieces[:-1]) == want and pieces[-1] == want and len(pieces) == 21
+        # the v1 protocol's predict: each prompt an instance, each prediction its text
+        sampling = {k: v for k, v in body.items() if k != "prompt"}
+        r = client.post(f"/v1/models/{kind}:predict", json={"instances": ["ab", "ba"], **sampling})
+        other = train_text.generate(sg, model, sg.datasets.CharTokenizer(VOCAB), "ba", 20, 0.8, 3, 7)[2:]
+        assert r.status_code == 200 and r.json()["predictions"] == [want, other], r.text
+        r = client.post(f"/v1/models/{kind}:predict", json={"instances": []})
+        assert r.status_code == 422 and "non-empty list of prompts" in r.json()["detail"]
+        r = client.post(f"/v1/models/{kind}:predict", json={"instances": ["a"] * 17})
+        assert r.status_code == 413 and "at most 16" in r.json()["detail"]
 
 
 @pytest.mark.parametrize("body, words", [
@@ -225,8 +234,11 @@ def test_bad_generation_requests(tmp_path, body, words):
     with _client(Served(_checkpoint(tmp_path, "gpt"), backend="3")) as client:
         r = client.post("/v1/models/gpt:generate", json=body)
         assert r.status_code == 422 and words in r.json()["detail"], r.text
-        r = client.post("/v1/models/gpt:predict", json={"instances": []})
-        assert r.status_code == 400 and ":generate" in r.json()["detail"]
+        prompt = body.pop("prompt")  # the same through predict, the prompt as its second instance
+        r = client.post("/v1/models/gpt:predict", json={"instances": ["a", prompt], **body})
+        assert r.status_code == 422 and words in r.json()["detail"], r.text
+        if prompt != "a":  # the prompt is at fault: the message names its instance
+            assert r.json()["detail"].startswith("instance 1: prompt: "), r.text
 
 
 def test_corrupt_or_foreign_checkpoints_are_refused(tmp_path):

@@ -7,6 +7,8 @@
 - ``POST /v1/models/NAME:predict`` (image models): ``{"instances": [...]}``, each a 28 x 28
   (or 1 x 28 x 28) image of numbers or ``{"b64": PNG}``, answered by ``{"predictions": [...]}``, each the
   image's class probabilities. Concurrent requests run as one batch (``batching.py``).
+- The same for a language model: ``{"instances": [prompt, ...], "max_tokens", "temperature",
+  "top_k", "seed"}``, answered by ``{"predictions": [text, ...]}``, each prompt's generated text.
 - ``POST /v1/models/NAME:generate`` (language models): ``{"prompt", "max_tokens",
   "temperature", "top_k", "seed", "stream"}``, answered by ``{"text": ...}``, or with
   ``"stream": true`` by server-sent events: a ``token`` event per character, then ``end``.
@@ -34,6 +36,7 @@ from .model import BadInput
 MAX_BODY = 8 * 2 ** 20  # a batch of 28 x 28 images as JSON is about 10 KB an image
 MAX_INSTANCES = 256
 MAX_TOKENS = 2000
+MAX_PROMPTS = 16  # a language model's instances generate one after another
 
 
 def create_app(served, max_batch=32, max_wait_ms=5.0, max_queue=64, max_body=MAX_BODY):
@@ -66,12 +69,21 @@ def create_app(served, max_batch=32, max_wait_ms=5.0, max_queue=64, max_body=MAX
             raise _fail(metrics, route, 400, "the body must be a JSON object")
         return body
 
-    def check_name(name, route, wants_text):
+    def check_name(name, route, wants_text=None):
         if name != served.name:
             raise _fail(metrics, route, 404, f"no model {name!r} here; this server serves {served.name!r}")
-        if served.text != wants_text:
-            other = "generate" if served.text else "predict"
-            raise _fail(metrics, route, 400, f"{served.name!r} is a {served.kind} model: use :{other}")
+        if wants_text is not None and served.text != wants_text:
+            raise _fail(metrics, route, 400, f"{served.name!r} is a {served.kind} model: use :predict")
+
+    def take(tokens):  # the next piece of one generation: the model runs one step at a time
+        with lock:
+            return next(tokens, None)
+
+    async def whole(ids, settings):
+        tokens, text = served.stream(ids, **settings), []
+        while (piece := await asyncio.to_thread(take, tokens)) is not None:
+            text.append(piece)
+        return "".join(text)
 
     @app.get("/healthz")
     def healthz():
@@ -94,13 +106,24 @@ def create_app(served, max_batch=32, max_wait_ms=5.0, max_queue=64, max_body=MAX
     @app.post("/v1/models/{name}:predict")
     async def predict(name: str, request: Request):
         route, t0 = "predict", time.perf_counter()
-        check_name(name, route, wants_text=False)
+        check_name(name, route)
         body = await body_of(request, route)
         instances = body.get("instances")
         if not isinstance(instances, list) or not instances:
-            raise _fail(metrics, route, 422, "'instances' must be a non-empty list of images")
-        if len(instances) > MAX_INSTANCES:
-            raise _fail(metrics, route, 413, f"{len(instances)} instances; at most {MAX_INSTANCES} a request")
+            what = "prompts (strings)" if served.text else "images"
+            raise _fail(metrics, route, 422, f"'instances' must be a non-empty list of {what}")
+        most = MAX_PROMPTS if served.text else MAX_INSTANCES
+        if len(instances) > most:
+            raise _fail(metrics, route, 413, f"{len(instances)} instances; at most {most} a request")
+        if served.text:  # each prompt's generated text, one after another
+            try:
+                prompts = [_instance(i, served.prompt_ids, p) for i, p in enumerate(instances)]
+                settings = _sampling(body)
+            except BadInput as e:
+                raise _fail(metrics, route, 422, str(e)) from None
+            predictions = [await whole(ids, settings) for ids in prompts]
+            metrics.request(route, 200, time.perf_counter() - t0)
+            return {"predictions": predictions}
         try:
             images = served.images(instances)
         except BadInput as e:
@@ -123,21 +146,15 @@ def create_app(served, max_batch=32, max_wait_ms=5.0, max_queue=64, max_body=MAX
             ids, settings = served.prompt_ids(body.get("prompt", "")), _sampling(body)
         except BadInput as e:
             raise _fail(metrics, route, 422, str(e)) from None
-        tokens = served.stream(ids, **settings)
-
-        def next_token():
-            with lock:
-                return next(tokens, None)
         if not body.get("stream"):
-            text = []
-            while (piece := await asyncio.to_thread(next_token)) is not None:
-                text.append(piece)
+            text = await whole(ids, settings)
             metrics.request(route, 200, time.perf_counter() - t0)
-            return {"text": "".join(text)}
+            return {"text": text}
+        tokens = served.stream(ids, **settings)
 
         async def events():
             text = []
-            while (piece := await asyncio.to_thread(next_token)) is not None:
+            while (piece := await asyncio.to_thread(take, tokens)) is not None:
                 text.append(piece)
                 yield f"event: token\ndata: {json.dumps({'text': piece})}\n\n"
             metrics.request(route, 200, time.perf_counter() - t0)
@@ -151,6 +168,14 @@ def _fail(metrics, route, status, detail):
     """Count a refused request and make its HTTPException."""
     metrics.request(route, status)
     return HTTPException(status, detail)
+
+
+def _instance(i, read, value):
+    """``read(value)``, with the instance's index in the message of a BadInput."""
+    try:
+        return read(value)
+    except BadInput as e:
+        raise BadInput(f"instance {i}: {e}") from None
 
 
 def _sampling(body):
