@@ -86,7 +86,11 @@ def _forward(url, raw):
         with urllib.request.urlopen(request, timeout=60) as r:
             return r.status, json.loads(r.read())
     except urllib.error.HTTPError as e:  # the model server's own 4xx and its message
-        return e.code, json.loads(e.read() or b"{}")
+        text = e.read().decode(errors="replace")
+        try:
+            return e.code, json.loads(text)
+        except ValueError:  # not its JSON: a proxy's or a crash's page
+            return e.code, {"detail": text.strip() or f"the model's server answered {e.code}"}
     except OSError as e:
         return 502, {"detail": f"the model's server did not answer ({type(e).__name__}: {e})"}
 
