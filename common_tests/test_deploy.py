@@ -3,11 +3,13 @@ every bad-input case, the queue limit, batching that merges concurrent requests)
 predictions equal to the model's own forward on the same stage, generations equal to
 ``stagegrad sample``'s, a corrupt or foreign checkpoint refused at start, and one real
 server on a free loopback port."""
+import asyncio
 import hashlib
 import json
 import math
 import os
 import re
+import socket
 import subprocess
 import sys
 import threading
@@ -22,6 +24,7 @@ from stagegrad import load_stage, train, train_text
 from stagegrad.deploy import loadtest, process
 from stagegrad.deploy.batching import Batcher, QueueFull
 from stagegrad.deploy.model import CheckpointError, Served
+from stagegrad.serve import bind
 
 fastapi = pytest.importorskip("fastapi", reason="the deploy API needs FastAPI (pip install -e '.[serve]')")
 from fastapi.testclient import TestClient  # noqa: E402
@@ -287,6 +290,29 @@ def test_a_real_server_answers_on_loopback(images):
     finally:
         server.terminate()
         server.wait(10)
+
+
+def test_connections_to_the_servers_send_at_once():
+    # serve and deploy listen on bind()'s socket; asyncio turns Nagle's algorithm off only on
+    # connections whose socket names TCP, and a response written in two parts would otherwise
+    # wait for the client's delayed ACK, some 40 ms, every time
+    sock, address = bind("127.0.0.1", 0)
+    assert address == f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+    async def accepted_nodelay():
+        seen = asyncio.get_running_loop().create_future()
+
+        def on_connect(reader, writer):
+            conn = writer.get_extra_info("socket")
+            seen.set_result(conn.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+        server = await asyncio.start_server(on_connect, sock=sock)
+        _, writer = await asyncio.open_connection(*sock.getsockname())
+        try:
+            return await asyncio.wait_for(seen, 30)
+        finally:
+            writer.close()
+            server.close()
+    assert asyncio.run(accepted_nodelay()) != 0
 
 
 @pytest.mark.parametrize("backend", ["2", "torch", "onnxruntime"])

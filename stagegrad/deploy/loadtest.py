@@ -2,22 +2,24 @@
 concurrency levels, on loopback only.
 
 ``stagegrad loadtest URL`` drives a server that ``stagegrad deploy`` started: each level runs
-that many client threads, each sending requests one after another, until the level's request
-count or time runs out. ``stagegrad loadtest --compare [CHECKPOINT]`` starts the servers
-itself, one after another on free loopback ports, for each of ``--backends`` serving the same
-checkpoint (an untrained MNIST CNN when none is given: serving speed does not depend on the
-weights), and stage 3 once more with batching off (``--max-batch 1``), so the table shows the
-stages, PyTorch and ONNX Runtime side by side, and what dynamic batching buys. Writes
-``loadtest.json`` and ``loadtest.md`` to ``--out``.
+that many client threads, each sending requests one after another on one kept-alive
+connection, until the level's request count or time runs out. ``stagegrad loadtest
+--compare [CHECKPOINT]`` starts the servers itself, one after another on free loopback
+ports, for each of ``--backends`` serving the same checkpoint (an untrained MNIST CNN when
+none is given: serving speed does not depend on the weights), and stage 3 once more with
+batching off (``--max-batch 1``), so the table shows the stages, PyTorch and ONNX Runtime
+side by side, and what dynamic batching buys. Writes ``loadtest.json`` and ``loadtest.md``
+to ``--out``.
 """
+import http.client
 import json
 import random
+import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.error
 import urllib.request
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -88,33 +90,46 @@ def load(url, levels, requests, seconds, instances=1):
     return [dict(level=c, **_level(endpoint, data, c, requests, seconds)) for c in levels]
 
 
+class _Connection(http.client.HTTPConnection):
+    """A connection that sends each request at once. http.client writes a request's headers
+    and its body separately, and Nagle's algorithm would hold the body back until the
+    server's delayed ACK, some 40 ms later, on every request."""
+
+    def connect(self):
+        super().connect()
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
 def _level(endpoint, data, clients, requests, seconds):
     latencies, errors, lock = [], {}, threading.Lock()
     left = [requests]
     deadline = time.perf_counter() + seconds
+    url = urlsplit(endpoint)
 
     def client():
+        # one kept-alive connection per client, as HTTP clients in production keep theirs: a
+        # connection per request would measure TCP set-up on this machine's cores instead
+        conn = _Connection(url.hostname, url.port, timeout=60)
         while time.perf_counter() < deadline:
             with lock:
                 if left[0] == 0:
-                    return
+                    break
                 left[0] -= 1
-            request = urllib.request.Request(endpoint, data=data, method="POST",
-                                             headers={"Content-Type": "application/json"})
             t0 = time.perf_counter()
             try:
-                with urllib.request.urlopen(request, timeout=60) as r:
-                    r.read()
-                status = 200
-            except urllib.error.HTTPError as e:
-                status = e.code
-            except OSError as e:
+                conn.request("POST", url.path, body=data, headers={"Content-Type": "application/json"})
+                answer = conn.getresponse()
+                answer.read()
+                status = answer.status
+            except (OSError, http.client.HTTPException) as e:
                 status = type(e).__name__
+                conn.close()  # the next request opens a new one
             with lock:
                 if status == 200:
                     latencies.append(time.perf_counter() - t0)
                 else:
                     errors[str(status)] = errors.get(str(status), 0) + 1
+        conn.close()
     t0 = time.perf_counter()
     workers = [threading.Thread(target=client) for _ in range(clients)]
     for w in workers:
@@ -172,7 +187,8 @@ def _label(backend):
 
 def markdown(report):
     """The report's table."""
-    lines = [f"Each level: that many clients sending requests one after another ({report['instances']} "
+    lines = [f"Each level: that many clients, each sending requests one after another on one kept-alive "
+             f"connection ({report['instances']} "
              f"image{'s' * (report['instances'] > 1)} each), {report['requests']} requests or "
              f"{report['seconds']:g} s at most; the servers on one thread, batching up to 32 images "
              f"(waiting up to 5 ms for more while requests arrive together) unless off.", "",

@@ -80,7 +80,10 @@ def _loopback(host):
 def bind(host, port):
     """A listening socket bound to ``host`` and ``port`` (0: a free one), and its address as a
     URL, with the port the kernel chose."""
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    # named TCP, so that asyncio sets TCP_NODELAY on each accepted connection (it checks the
+    # protocol): else a response's headers and body, written apart, wait on a delayed ACK, 40 ms
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM,
+                         socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     shown = f"[{host}]" if ":" in host else host
