@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ..deploy import process
 from ..machine import THREAD_VARIABLES
+from .jobs import log_tail
 
 CHECKPOINT = "model.ckpt"  # what the worker writes beside the weights (worker._save)
 MAX_SERVED = 4
@@ -80,7 +81,7 @@ class Deployments:
             if state == "failed":
                 code = proc.poll()
                 why = "it did not answer within 120 s" if code is None else f"it exited with status {code}"
-                served["error"] = why + _tail(self.runs_dir / str(run_id) / "deploy.log")
+                served["error"] = why + log_tail(self.runs_dir / str(run_id) / "deploy.log", 3)
 
     def status(self, run_id):
         """The run's deployment (its last one, whatever its state), or None."""
@@ -122,11 +123,3 @@ def _end(proc, timeout):
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
-
-
-def _tail(log, lines=3):
-    try:
-        tail = log.read_text(errors="replace").strip().splitlines()[-lines:]
-    except OSError:
-        return ""
-    return ": " + " | ".join(tail) if tail else ""

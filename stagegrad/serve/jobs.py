@@ -149,11 +149,7 @@ class Jobs:
 
     @staticmethod
     def _crash(code, out):
-        try:
-            tail = (out / "log.txt").read_text(errors="replace").strip().splitlines()[-5:]
-        except OSError:
-            tail = []
-        return f"the worker exited with status {code}" + (": " + " | ".join(tail) if tail else "")
+        return f"the worker exited with status {code}" + log_tail(out / "log.txt", 5)
 
     def cancel(self, run_id):
         """Cancel a queued or running run; False if it is not active (finished or unknown)."""
@@ -186,3 +182,13 @@ class Jobs:
                 proc.terminate()
         for thread in self._threads:
             thread.join(timeout)
+
+
+def log_tail(log, lines):
+    """The last ``lines`` lines of the file ``log`` as ``": a | b | c"`` for an error message,
+    or "" when it is missing or empty."""
+    try:
+        tail = log.read_text(errors="replace").strip().splitlines()[-lines:]
+    except OSError:
+        return ""
+    return ": " + " | ".join(tail) if tail else ""
