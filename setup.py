@@ -136,11 +136,24 @@ def stage3_extensions():
                          libraries=[scipy_openblas32.get_library()],
                          extra_compile_args=["-fwrapv", "-ffp-contract=off"] + opt + SANITIZE,
                          extra_link_args=SANITIZE)
-    # the compiled frontend core: the operators, Function.apply and the backward engine
-    frontend = [Extension(f"stage3_simd.{name}", [f"stage3_simd/{name}.pyx"],
-                          extra_compile_args=["-fwrapv"] + opt + SANITIZE, extra_link_args=SANITIZE)
-                for name in ("tensor_core", "graph")]
-    return kernels + [bindings] + frontend
+    return kernels + [bindings]
+
+
+def stage4_extensions():
+    """Stage 4's compiled routing of a primitive to its device (on stage 2's buffers)."""
+    opt = ["-O1", "-g"] if DEBUG else ["-O3", "-g0"]
+    return [Extension("stage4_gpu._routing", ["stage4_gpu/_routing.pyx"],
+                      extra_compile_args=["-fwrapv"] + opt + SANITIZE, extra_link_args=SANITIZE)]
+
+
+def frontend_extensions(stage):
+    """The frontend's hot half (the operators, Function.apply, the backward engine)
+    compiled for ``stage`` from stage 0's one Python source, which ``stage/<name>.pxd``
+    augments with C types (Cython's pure-Python mode)."""
+    opt = ["-O1", "-g"] if DEBUG else ["-O3", "-g0"]
+    return [Extension(f"{stage}.{name}", [f"stage0_python/{name}.py"],
+                      extra_compile_args=["-fwrapv"] + opt + SANITIZE, extra_link_args=SANITIZE)
+            for name in ("tensor_core", "graph")]
 
 
 def extensions():
@@ -149,9 +162,15 @@ def extensions():
     # profile) times apart from their Python callers
     directives = {"language_level": 3, "boundscheck": DEBUG, "wraparound": DEBUG,
                   "initializedcheck": DEBUG, "cdivision": True, "binding": False}
-    return cythonize(stage2_extensions() + stage3_extensions(), compiler_directives=directives,
-                     nthreads=os.cpu_count() or 1, include_path=["."], build_dir=str(GENERATED),
-                     annotate=os.environ.get("STAGEGRAD_CYTHON_ANNOTATE") == "1")
+    options = dict(compiler_directives=directives, nthreads=os.cpu_count() or 1, include_path=["."],
+                   annotate=os.environ.get("STAGEGRAD_CYTHON_ANNOTATE") == "1")
+    stage3 = stage3_extensions()
+    out = cythonize(stage2_extensions() + stage3 + (stage4_extensions() if stage3 else []),
+                    build_dir=str(GENERATED), **options)
+    # the frontend of stages 3 and 4: one source each, so one C file per stage
+    for stage in ("stage3_simd", "stage4_gpu") if stage3 else ():
+        out += cythonize(frontend_extensions(stage), build_dir=str(GENERATED / stage), **options)
+    return out
 
 
 setup(ext_modules=extensions(), cmdclass={"build_ext": BuildExt},

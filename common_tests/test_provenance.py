@@ -20,7 +20,8 @@ ROOT = pathlib.Path(stage0_python.__file__).resolve().parent.parent
 STAGE2_COMPILED = ("_buffer", "_conv", "_convert", "_dlpack", "_elementwise", "_index", "_matmul", "_random",
                    "_reduce", "_sort", "_storage")
 STAGE3_COMPILED = ("_isa_*", "_kernels")  # one _isa_ module per ISA this machine's build has
-FRONTEND = ("graph", "tensor_core")
+STAGE4_COMPILED = ("_routing",)
+FRONTEND = ("graph", "tensor_core")  # compiled by stages 3 and 4 from stage 0's source
 
 # every module that does not come from stage 0's folder, and the folder it comes from
 _STAGE1 = {"backend": "stage1_strides", "memory": "stage1_strides", "pool": "stage1_strides"}
@@ -33,8 +34,8 @@ EXPECTED = {
     "stage1_strides": _STAGE1,
     "stage2_cython": _STAGE2,
     "stage3_simd": _STAGE3,
-    # stage 4 runs stage 0's Python frontend: its buffers are not the compiled one's
-    "stage4_gpu": {**_STAGE3, **dict.fromkeys(FRONTEND, "stage0_python"),
+    # stage 4 compiles the frontend from stage 0's source too, into modules of its own
+    "stage4_gpu": {**_STAGE3, **dict.fromkeys(FRONTEND + STAGE4_COMPILED, "build/ext/stage4_gpu"),
                    **dict.fromkeys(("backend", "device", "strided", "cuda", "gpu", "webgpu"), "stage4_gpu")},
 }
 
@@ -104,3 +105,26 @@ def test_no_stage_runs_another_files_source():
                 if re.search(r"\bexec\(|noqa: F821", text):
                     offenders.append(str(path.relative_to(ROOT)))
     assert not offenders
+
+
+@pytest.mark.parametrize("stage", ["stage3_simd", "stage4_gpu"])
+def test_the_compiled_frontend_is_stage_0s_source(stage):
+    """Stages 3 and 4 compile stage 0's ``tensor_core.py`` and ``graph.py`` themselves: no
+    stage keeps a twin of them, the modules they load are extension modules of their own,
+    and an error raised inside one is reported at a line of stage 0's file."""
+    for folder in stages.STAGES:
+        assert not [p for p in (ROOT / folder).glob("*.pyx") if p.stem in FRONTEND], folder
+    code = (f"import traceback, {stage} as sg\n"
+            f"from {stage} import graph, tensor_core\n"
+            "print(graph.__file__); print(tensor_core.__file__)\n"
+            "try:\n    sg.ones(2) + sg.ones(3)\n"
+            "except ValueError as e:\n"
+            "    print(*[f'{f.filename}:{f.name}' for f in traceback.extract_tb(e.__traceback__)])\n")
+    env = {k: v for k, v in os.environ.items() if k != "STAGEGRAD_FRONTEND"}
+    graph_file, core_file, frames = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
+        cwd=ROOT).stdout.splitlines()
+    for path in (graph_file, core_file):
+        assert _origin(path) == f"build/ext/{stage}" and not path.endswith(".py")
+    # the operator's compiled short path, this stage's, at its line in the one source
+    assert f"stage0_python/tensor_core.py:{stage}.tensor_core.binary" in frames.replace(os.sep, "/")

@@ -1,6 +1,6 @@
 """The autograd graph: grad mode, ``Function.apply`` recording ``Node``s, and the engine
-that walks them back. This is the part of autograd every operation runs (a stage may
-compile it); ``autograd.py`` builds the public API on it.
+that walks them back. This is the part of autograd every operation runs; ``autograd.py``
+builds the public API on it.
 
 ``Function.apply`` runs a forward with grad mode off and, when any input needs a
 gradient, records a ``Node``: the function, its context, and one *edge* per input
@@ -8,27 +8,44 @@ gradient, records a ``Node``: the function, its context, and one *edge* per inpu
 when the node is made, so rebinding a tensor later (an in-place op) never rewires an
 old graph. ``_run`` orders the graph by counting dependencies and walks it with an
 explicit queue: depth is bounded by memory, not by Python's recursion limit.
+
+Design: this file is the one source of the graph for every stage. Stages 0 to 2 run it as
+Python; stages 3 and 4 compile it with Cython's pure-Python mode, their ``graph.pxd``
+making Context, Node and AccumulateGrad extension types with typed fields and
+``apply_function`` and the engine's helpers C functions over typed tensors. The only
+place the two differ is grad mode: a C thread-local int when compiled (``COMPILED``), a
+``threading.local`` in Python; both are per thread, as in PyTorch. What stays Python in
+every stage is what the user writes: each Function's ``forward`` and ``backward``, and hooks.
 """
 import threading
-from collections import defaultdict
 
 from . import backend as _backend
-# Tensor's base, as in graph.pyx: this module loads before Tensor exists (the methods Tensor
-# inherits from sorting.py, scans.py and scatter.py define Functions)
-from .tensor_core import TensorCore
 
-_state = threading.local()  # grad mode is per thread, as in PyTorch
+try:  # compiled by Cython, ``cython.compiled`` is True; stage 0 needs no Cython to run
+    import cython
+    COMPILED = cython.compiled
+except ImportError:
+    COMPILED = False
+
+_state = threading.local()  # grad mode per thread, when run as Python
+grad_off = 0  # compiled: the C thread-local that graph.pxd declares (0: grad mode on)
 
 
 def is_grad_enabled():
     """Whether operations are being recorded for backward (per thread; on by default)."""
+    if COMPILED:
+        return not grad_off
     return getattr(_state, "enabled", True)
 
 
 def _set_grad_enabled(mode):
     """Set this thread's grad mode; return the previous one."""
-    prev = getattr(_state, "enabled", True)
-    _state.enabled = mode
+    global grad_off
+    prev = is_grad_enabled()
+    if COMPILED:
+        grad_off = not mode
+    else:
+        _state.enabled = bool(mode)
     return prev
 
 
@@ -41,7 +58,7 @@ class HookSizeError(RuntimeError, ValueError):
 
 
 class Context:
-    """What a forward leaves for its backward."""
+    """What a forward leaves for its backward (any attribute may be set on it)."""
 
     def __init__(self):
         self._saved = ()
@@ -54,7 +71,7 @@ class Context:
     def save_for_backward(self, *tensors):
         """Keep ``tensors`` for ``backward``; see torch.autograd.function.FunctionCtx.save_for_backward."""
         self._saved = tensors
-        self._versions = tuple(None if t is None else t._version for t in tensors)
+        self._versions = tuple([None if t is None else t._data.version for t in tensors])
 
     def mark_non_differentiable(self, *tensors):
         """Declare outputs that get no gradient; see
@@ -75,12 +92,14 @@ class Context:
                 "Trying to backward through the graph a second time (or directly access saved "
                 "tensors after they have already been freed). Saved intermediate values of the "
                 "graph are freed when you call .backward(); specify retain_graph=True to keep them.")
-        for i, (t, v) in enumerate(zip(self._saved, self._versions)):
-            if t is not None and t._version != v:
+        for i in range(len(self._saved)):
+            t = self._saved[i]
+            if t is not None and t._data.version != self._versions[i]:
                 raise RuntimeError(
                     f"one of the variables needed for gradient computation has been modified by an "
-                    f"inplace operation: saved tensor {i} of shape {list(t.shape)} and dtype "
-                    f"{t.dtype.name} is at version {t._version}; expected version {v} instead.")
+                    f"inplace operation: saved tensor {i} of shape {list(t._data.shape)} and dtype "
+                    f"{t._data.dtype.name} is at version {t._data.version}; expected version "
+                    f"{self._versions[i]} instead.")
         return self._saved
 
     def release(self):
@@ -115,47 +134,47 @@ class Node:
     def next_functions(self):
         """``(node, output index)`` for each input, ``(None, 0)`` where it needs no gradient; see
         ``grad_fn.next_functions`` in PyTorch."""
-        return tuple(e if e is not None else (None, 0) for e in self.next_edges)
+        return tuple([e if e is not None else (None, 0) for e in self.next_edges])
 
     def run(self, grads, retain_graph):
         """Run the backward on ``grads``, the gradients of the outputs (the engine's call)."""
-        if self.ctx._freed:
-            self.ctx.saved_tensors  # raises the clear error
-        if self.ctx.materialize_grads and any(g is None for g in grads):
-            grads = [g if g is not None else _zeros(meta) for g, meta in
-                     zip(grads, self.ctx.output_meta)]
-        out = self.fn.backward(self.ctx, *grads)
+        ctx = self.ctx
+        if ctx._freed:
+            ctx.saved_tensors  # raises the clear error
+        if ctx.materialize_grads and None in grads:
+            grads = [grads[i] if grads[i] is not None else _zeros(ctx.output_meta[i])
+                     for i in range(len(grads))]
+        out = self.fn.backward(ctx, *grads)
         if not isinstance(out, tuple):
             out = (out,)
         n = len(self.next_edges)
-        if len(out) < n or any(g is not None for g in out[n:]):
+        if len(out) < n or any([g is not None for g in out[n:]]):
             raise RuntimeError(f"function {self.name()} returned {len(out)} gradients; "
                                f"expected {n} (one per forward input)")
-        out = out[:n]
-        checked = []
-        for i, (g, edge, meta) in enumerate(zip(out, self.next_edges, self.input_meta)):
-            if g is None or edge is None:
-                checked.append(None)
+        checked = [None] * n
+        for i in range(n):
+            g = out[i]
+            if g is None or self.next_edges[i] is None:
                 continue
-            shape, dtype = meta
-            if tuple(g.shape) != shape:
+            shape, dtype = self.input_meta[i]
+            if g._data.shape != shape:
                 raise RuntimeError(f"function {self.name()} returned an invalid gradient at index "
-                                   f"{i}: got shape {list(g.shape)} but expected {list(shape)}")
-            checked.append(g if g.dtype is dtype else g.to(dtype))
+                                   f"{i}: got shape {list(g._data.shape)} but expected {list(shape)}")
+            checked[i] = g if g._data.dtype is dtype else g.to(dtype)
         if not retain_graph:
-            self.ctx.release()
+            ctx.release()
         return checked
 
 
-class AccumulateGrad:
+class AccumulateGrad(Node):
     """The sink of a leaf: adds the incoming gradient to ``tensor.grad``."""
 
-    __slots__ = ("tensor", "next_edges", "hooks", "retained", "__weakref__")
-    n_outputs = 1
+    __slots__ = ("tensor",)
 
     def __init__(self, tensor):
         self.tensor = tensor
         self.next_edges = ()
+        self.n_outputs = 1
         self.hooks = None
         self.retained = None
 
@@ -224,75 +243,84 @@ class Function:
     def apply(cls, *args, **kwargs):
         """Run ``forward`` and, when grad mode is on and an input requires grad, record the node whose
         backward is ``backward``; see torch.autograd.Function.apply."""
-        ctx = Context()
-        if is_grad_enabled():
-            _sync_views(args)
-        needs = tuple(isinstance(a, TensorCore) and a.requires_grad for a in args)
-        track = any(needs) and is_grad_enabled()
-        ctx.needs_input_grad = needs
-        prev = is_grad_enabled()
-        _state.enabled = False
-        try:
-            out = cls.forward(ctx, *args, **kwargs)
-        finally:
-            _state.enabled = prev
-        if not track:
-            return out
-        outputs = out if isinstance(out, tuple) else (out,)
-        if any(o is a for o in outputs for a in args):
-            # an input handed back unchanged gets a new Tensor: the input keeps its own
-            # place in the graph (a leaf stays a leaf)
-            outputs = tuple(_returned_input(o) if any(o is a for a in args) else o
-                            for o in outputs)
-            out = outputs if isinstance(out, tuple) else outputs[0]
-        edges = tuple(_edge(a) if n else None for a, n in zip(args, needs))
-        meta = tuple((tuple(a.shape), a.dtype) if n else None for a, n in zip(args, needs))
-        node = Node(cls, ctx, edges, len(outputs), meta)
-        ctx.output_meta = tuple((tuple(o.shape), o.dtype) for o in outputs)
-        non_diff = {id(t) for t in ctx.non_differentiable}
-        for i, o in enumerate(outputs):
-            if id(o) in non_diff or not o.dtype.is_floating_point:
-                continue
-            o.requires_grad = True
-            o.grad_fn = node
-            o._output_nr = i
+        return apply_function(cls, args, kwargs)
+
+
+def apply_function(cls, args, kwargs):
+    """``cls.apply(*args, **kwargs)`` (see ``Function.apply``)."""
+    ctx = Context()
+    enabled = is_grad_enabled()
+    count = len(args)
+    needs = [False] * count
+    track = False
+    for i in range(count):
+        if isinstance(args[i], TensorCore):
+            t = args[i]
+            if enabled and t._view is not None:
+                t._sync_view()  # a view changed in place since it was made: re-derive it
+            if t.requires_grad:
+                needs[i] = True
+                track = True
+    track = track and enabled
+    ctx.needs_input_grad = tuple(needs)
+    _set_grad_enabled(False)
+    try:
+        out = cls.forward(ctx, *args, **kwargs) if kwargs else cls.forward(ctx, *args)
+    finally:
+        _set_grad_enabled(enabled)
+    if not track:
         return out
+    outputs = out if isinstance(out, tuple) else (out,)
+    if any([o is a for o in outputs for a in args]):
+        # an input handed back unchanged gets a new Tensor: the input keeps its own
+        # place in the graph (a leaf stays a leaf)
+        outputs = tuple([_returned_input(o) if any([o is a for a in args]) else o for o in outputs])
+        out = outputs if isinstance(out, tuple) else outputs[0]
+    edges = [None] * count
+    meta = [None] * count
+    for i in range(count):
+        if needs[i]:
+            t = args[i]
+            edges[i] = _edge(t)
+            meta[i] = (t._data.shape, t._data.dtype)
+    node = Node(cls, ctx, tuple(edges), len(outputs), tuple(meta))
+    ctx.output_meta = tuple([(o._data.shape, o._data.dtype) for o in outputs])
+    non_diff = ctx.non_differentiable
+    for i in range(len(outputs)):
+        o = outputs[i]
+        if not o._data.dtype.is_floating_point or any([o is x for x in non_diff]):
+            continue  # bool and integers, and what the forward marked: not differentiable
+        o.requires_grad = True
+        o.grad_fn = node
+        o._output_nr = i
+    return out
 
 
 def _run(roots, retain_graph, capture=None):
     """Propagate ``roots`` [(node, output index, grad)] through the graph.
-    With ``capture`` {(node, index): slot}, return those gradients instead of
+    With ``capture`` {(id(node), index): slot}, return those gradients instead of
     accumulating into leaves."""
-    deps = defaultdict(int)
-    stack = list({id(n): n for n, _, _ in roots}.values())
-    seen = {id(n) for n in stack}
+    deps = {}  # node -> edges into it not yet walked
+    stack = list({id(r[0]): r[0] for r in roots}.values())
+    seen = set(stack)
     while stack:
         node = stack.pop()
         for edge in node.next_edges:
             if edge is None:
                 continue
             nxt = edge[0]
-            deps[id(nxt)] += 1
-            if id(nxt) not in seen:
-                seen.add(id(nxt))
+            deps[nxt] = deps.get(nxt, 0) + 1
+            if nxt not in seen:
+                seen.add(nxt)
                 stack.append(nxt)
-    buffers = {}
-    nodes = {}
-
-    def add(node, i, g):
-        buf = buffers.get(id(node))
-        if buf is None:
-            buf = buffers[id(node)] = [None] * node.n_outputs
-            nodes[id(node)] = node
-        buf[i] = g if buf[i] is None else buf[i] + g
-
+    buffers = {}  # node -> its outputs' gradients so far
     for node, i, g in roots:
-        add(node, i, g)
-    ready = [n for n in {id(n): n for n, _, _ in roots}.values() if deps[id(n)] == 0]
+        _add(buffers, node, i, g)
+    ready = [n for n in {id(r[0]): r[0] for r in roots}.values() if deps.get(n, 0) == 0]
     captured = {}
     while ready:
         node = ready.pop()
-        grads = buffers.pop(id(node), None)
+        grads = buffers.pop(node, None)
         if grads is not None:
             if node.hooks:
                 _run_hooks(node.hooks, grads)
@@ -302,24 +330,35 @@ def _run(roots, retain_graph, capture=None):
                     if t is not None and grads[i] is not None:
                         t.grad = grads[i].detach() if t.grad is None else (t.grad + grads[i]).detach()
         if capture is not None and grads is not None:
-            for i, g in enumerate(grads):
+            for i in range(len(grads)):
                 slot = capture.get((id(node), i))
                 if slot is not None:
-                    captured[slot] = g
+                    captured[slot] = grads[i]
             if isinstance(node, AccumulateGrad):
                 grads = None
-        outs = node.run(grads, retain_graph) if grads is not None and any(
-            g is not None for g in grads) else [None] * len(node.next_edges)
-        for edge, g in zip(node.next_edges, outs):
+        if grads is not None and any([g is not None for g in grads]):
+            outs = node.run(grads, retain_graph)
+        else:
+            outs = [None] * len(node.next_edges)
+        for i in range(len(node.next_edges)):
+            edge = node.next_edges[i]
             if edge is None:
                 continue
-            nxt, i = edge
-            if g is not None:
-                add(nxt, i, g)
-            deps[id(nxt)] -= 1
-            if deps[id(nxt)] == 0:
+            nxt = edge[0]
+            if outs[i] is not None:
+                _add(buffers, nxt, edge[1], outs[i])
+            deps[nxt] -= 1
+            if deps[nxt] == 0:
                 ready.append(nxt)
     return captured
+
+
+def _add(buffers, node, i, g):
+    """Add ``g`` to the gradient of output ``i`` of ``node`` gathered so far."""
+    buf = buffers.get(node)
+    if buf is None:
+        buf = buffers[node] = [None] * node.n_outputs
+    buf[i] = g if buf[i] is None else buf[i] + g
 
 
 def _run_hooks(hooks, grads):
@@ -364,3 +403,8 @@ def _sync_views(tensors):
     for t in tensors:
         if isinstance(t, TensorCore) and t._view is not None:
             t._sync_view()
+
+
+# Tensor's base, imported last: tensor_core's operators reach this module's Functions
+# through ``ops``, and either module may be imported first
+from .tensor_core import TensorCore  # noqa: E402

@@ -16,10 +16,9 @@ subclasses ``stage2_cython.backend.Backend``).
 ``common_tests/test_provenance.py`` pins that table for each stage, so that "the folder
 is the chapter" is checked, not hoped.
 
-One option: ``python_frontend=True`` has the stage load stage 0's Python
-``tensor_core.py`` and ``graph.py`` in place of stage 3's compiled ones (stage 4 always,
-because its buffers are not stage 2's host buffers the compiled frontend is typed on;
-stage 3 under ``STAGEGRAD_FRONTEND=python``, for ``stagegrad profile``).
+One option: ``python_frontend=True`` has a compiling stage (3 or 4) run stage 0's
+``tensor_core.py`` and ``graph.py`` as Python instead of the modules it compiles from them
+(under ``STAGEGRAD_FRONTEND=python``, for ``stagegrad profile``).
 """
 import importlib.machinery
 import importlib.util
@@ -27,8 +26,8 @@ import os
 import sys
 
 STAGES = ("stage0_python", "stage1_strides", "stage2_cython", "stage3_simd", "stage4_gpu")
-COMPILED = ("stage2_cython", "stage3_simd")  # stages with built modules
-FRONTEND = ("tensor_core", "graph")  # the frontend modules stage 3 compiles
+COMPILED = ("stage2_cython", "stage3_simd", "stage4_gpu")  # stages with built modules
+FRONTEND = ("tensor_core", "graph")  # the frontend modules stages 3 and 4 compile from stage 0's
 _SUFFIXES = tuple(importlib.machinery.EXTENSION_SUFFIXES) + (".py",)
 
 
@@ -51,10 +50,19 @@ def folders(stage):
     return out
 
 
+def frontend_is_python():
+    """Whether ``STAGEGRAD_FRONTEND=python`` asks the compiling stages to run the frontend
+    as Python (the default, ``compiled``, runs the modules they compile)."""
+    choice = os.environ.get("STAGEGRAD_FRONTEND", "compiled")
+    if choice not in ("compiled", "python"):
+        raise ValueError(f"STAGEGRAD_FRONTEND={choice!r}: expected 'compiled' or 'python'")
+    return choice == "python"
+
+
 def inherit(stage, path, python_frontend=False):
     """Make package ``stage`` (its ``__name__`` and ``__path__``) search the earlier stages'
     folders after its own; with ``python_frontend``, load stage 0's ``tensor_core.py`` and
-    ``graph.py`` instead of compiled ones."""
+    ``graph.py`` as Python instead of the compiled ones."""
     path.extend(f for f in folders(stage)[1:] if f not in path)
     if python_frontend:
         _PythonFrontend.stages.add(stage)

@@ -2,8 +2,8 @@
 ``loss.backward()`` would walk as Graphviz DOT text, and renders it with Graphviz's
 ``dot`` program when that is installed.
 
-The walk reads only what every stage's graph exposes (stage 0's ``graph.py`` and stage
-3's compiled ``graph.pyx`` alike): a node's ``name()``, ``next_edges`` (one (node, output
+The walk reads only what every stage's graph exposes (stage 0's ``graph.py``, run as
+Python or compiled, alike): a node's ``name()``, ``next_edges`` (one (node, output
 index) per forward input, or None), ``input_meta`` (the (shape, dtype) each input had),
 its context's ``_saved`` tuple, and an ``AccumulateGrad``'s ``tensor``. The picture runs
 in the forward direction: leaves at the top, the output at the bottom, each edge labelled

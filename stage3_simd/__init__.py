@@ -4,13 +4,14 @@
 (``csrc/``, compiled once per ISA into ``_isa_sse2``, ``_isa_avx2``, ``_isa_avx512``),
 fused kernels among them, their bindings (``_kernels.pyx``: the ISA dispatch, threads,
 OpenBLAS), the backend that routes the primitives to them (``backend.py``, with its
-``FUSED`` set), and two frontend files compiled: ``tensor_core.pyx`` (rewrites stage 0's
-``tensor_core.py``: the Tensor's fields and operators) and ``graph.pyx`` (rewrites
-``graph.py``: grad mode, ``Function.apply``, the backward engine). Storage is stage 2's:
+``FUSED`` set), and the C types with which it compiles stage 0's two frontend files, the
+hot half of every operation: ``tensor_core.pxd`` (the Tensor's fields and operators) and
+``graph.pxd`` (grad mode, ``Function.apply``, the backward engine), each augmenting the one
+Python source (Cython's pure-Python mode). Storage is stage 2's:
 64-byte aligned, pooled, exported through the buffer protocol; it did not limit the
 kernels. Every other module is inherited: ``__path__`` lists the compiled modules, then stage 2's,
-1's and 0's folders (``stage0_python/stages.py``). ``STAGEGRAD_FRONTEND=python`` loads
-stage 0's two Python files in place of the compiled ones (``stagegrad profile`` measures
+1's and 0's folders (``stage0_python/stages.py``). ``STAGEGRAD_FRONTEND=python`` runs
+stage 0's two files as Python instead of compiled (``stagegrad profile`` measures
 both).
 
 float16 and bfloat16 are stored in 2 bytes and computed in float32 (``backend.py``'s last
@@ -32,12 +33,9 @@ os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 # the kernels' extension (linked against that name, with no rpath) finds it there
 import scipy_openblas32  # noqa: E402, F401
 
-from stage0_python.stages import inherit  # noqa: E402
+from stage0_python.stages import frontend_is_python, inherit  # noqa: E402
 
-_FRONTEND = os.environ.get("STAGEGRAD_FRONTEND", "compiled")
-if _FRONTEND not in ("compiled", "python"):
-    raise ValueError(f"STAGEGRAD_FRONTEND={_FRONTEND!r}: expected 'compiled' or 'python'")
-inherit(__name__, __path__, python_frontend=_FRONTEND == "python")
+inherit(__name__, __path__, python_frontend=frontend_is_python())
 
 from .api import *  # noqa: E402, F403  (stage 0's api.py, as this stage's module)
 from .api import __getattr__, dtypes  # noqa: E402, F401

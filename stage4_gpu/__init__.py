@@ -11,15 +11,16 @@ error when they live on two), the strided views every device's buffers share
 (``webgpu/``, ``cuda/``). Everything else is inherited: ``__path__`` lists stage 3's folders after
 this one, then stage 2's, 1's and 0's (``stage0_python/stages.py``).
 
-Stage 3's compiled frontend is typed on stage 2's host buffers and bound to stage 3's
-Tensor class, so stage 4 runs stage 0's Python ``tensor_core.py`` and ``graph.py``: on a
-GPU an operation's launch costs tens of microseconds, and the Python frontend's few
-microseconds are not what limits it.
+Like stage 3, stage 4 compiles stage 0's ``tensor_core.py`` and ``graph.py`` (the hot half
+of every operation) with Cython, from the same source, into modules of its own: its
+``tensor_core.pxd`` types a tensor's buffer as any device's (a host buffer of stage 2, or a
+device's ``StridedBuffer``), and ``graph.pxd`` is stage 3's declarations for this stage's
+modules. ``STAGEGRAD_FRONTEND=python`` runs them as Python instead.
 """
 import stage3_simd  # noqa: F401  (first: it loads OpenBLAS, which the cpu device's kernels need)
-from stage0_python.stages import inherit
+from stage0_python.stages import frontend_is_python, inherit
 
-inherit(__name__, __path__, python_frontend=True)
+inherit(__name__, __path__, python_frontend=frontend_is_python())
 
 from .api import *  # noqa: E402, F403  (stage 0's api.py, as this stage's module)
 from .api import __getattr__, dtypes  # noqa: E402, F401

@@ -20,6 +20,7 @@ from stage3_simd.backend import K, exports, gemm_for  # noqa: F401  (K, gemm_for
 from . import dtypes
 from .cuda.buffer import Buffer as _CudaBuffer
 from .device import DeviceError, _to_host, device_of
+from ._routing import Routed
 from .gpu import backend as gpu
 from .webgpu.buffer import Buffer as _GpuBuffer
 
@@ -55,11 +56,12 @@ def _to_device(op, bufs, kind):
 
 def _routed(name, positions):
     """Primitive ``name`` routed by its buffer arguments at ``positions`` (a list of
-    buffers, for ``cat``, counts as its buffers)."""
+    buffers, for ``cat``, counts as its buffers): host buffers only go straight to the cpu
+    device (``_routing.Routed``, compiled), anything else through ``general``."""
     on_cpu = getattr(cpu, name)
     on_device = {kind: getattr(module, name) for kind, module in _DEVICES.items()}
 
-    def primitive(*args, **kwargs):
+    def general(*args, **kwargs):
         bufs = [b for i in positions if i < len(args)
                 for b in (args[i] if type(args[i]) in (list, tuple) else (args[i],))]
         kinds = {type(b) for b in bufs} & _DEVICES.keys()
@@ -79,9 +81,7 @@ def _routed(name, positions):
                 args[i] = [next(moved) for _ in args[i]] if many else next(moved)
         return on_device[kind](*args, **kwargs)
 
-    primitive.__name__ = name
-    primitive.__doc__ = on_cpu.__doc__
-    return primitive
+    return Routed(name, positions, on_cpu, general)
 
 
 # each primitive and the positions of its buffer arguments

@@ -7,7 +7,7 @@ AdamW. Each row runs in a process of its own, one thread:
 - every stage asked for, as shipped; stage 3 as three rows, each adding one rewrite:
   its kernels under stage 0's Python frontend (``STAGEGRAD_FRONTEND=python``) with
   the fused kernels off (``FUSED`` emptied), then with the fused kernels, then with the
-  compiled frontend (``tensor_core.pyx``, ``graph.pyx``): stage 3 as shipped;
+  compiled frontend (stage 0's ``tensor_core.py`` and ``graph.py``, compiled): stage 3 as shipped;
 - PyTorch, timed only (its work is C++ that a Python profiler does not see).
 
 For each row: the step's wall time (median, unprofiled), ``a + b`` on 4 elements without
