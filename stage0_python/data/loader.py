@@ -41,8 +41,8 @@ class DataLoader:
     namedtuples too, as PyTorch's ``pin_memory`` walks them) in page-locked memory, from
     which ``to("cuda", non_blocking=True)`` need not wait: on stage 4 with a usable cuda
     device. Elsewhere it warns once per iteration, as PyTorch does without an accelerator,
-    and the batches are left as they are. ``pin_memory_device`` is accepted as PyTorch's
-    (deprecated there): the one cuda device is the only one memory can be pinned for.
+    and the batches are left as they are. ``pin_memory_device`` is deprecated, as in PyTorch:
+    naming one warns, and the cuda device (the only one memory is pinned for) is used.
     """
 
     def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
@@ -83,6 +83,9 @@ class DataLoader:
 
     def __iter__(self):
         pinning = False
+        if self.pin_memory and self.pin_memory_device:  # PyTorch's words: programs filter them
+            warnings.warn("pin_memory_device is deprecated, the current accelerator will be used as the "
+                          f"device,ignore pin_memory_device='{self.pin_memory_device}'.", stacklevel=2)
         if self.pin_memory:
             from .. import cuda  # the stage's own: pinned memory is its cuda device's
             pinning = cuda.is_available()
