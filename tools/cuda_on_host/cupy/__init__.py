@@ -54,9 +54,11 @@ class _MemoryPointer:
         self.ptr = ptr
 
     def copy_from_host_async(self, mem, size, stream=None):
+        """Copy ``size`` bytes from host address ``mem`` here."""
         ctypes.memmove(self.ptr, getattr(mem, "value", mem), size)
 
     def copy_to_host_async(self, mem, size, stream=None):
+        """Copy ``size`` bytes from here to host address ``mem``."""
         ctypes.memmove(getattr(mem, "value", mem), self.ptr, size)
 
 
@@ -67,6 +69,7 @@ class PinnedMemoryPointer(np.ndarray):
 
     @property
     def ptr(self):
+        """The block's address."""
         return self.__array_interface__["data"][0]
 
 
@@ -79,6 +82,8 @@ class PinnedMemoryPool:
         self._blocks = {}  # address -> size, of every block held (in use or free)
 
     def malloc(self, size):
+        """A ``PinnedMemoryPointer`` to at least ``size`` bytes: a free block of that rounded
+        size when the pool has one."""
         size = max(512, -(-size // 512) * 512)
         free = self._free.get(size)
         block = free.pop() if free else np.empty(size, np.uint8)
@@ -88,18 +93,22 @@ class PinnedMemoryPool:
         return mem
 
     def _release(self, size, block):
+        """A pointer died: its block is free for the next allocation of its size."""
         self._free.setdefault(size, []).append(block)
 
     def n_free_blocks(self):
+        """Blocks held for reuse, not in use."""
         return sum(len(v) for v in self._free.values())
 
     def free_all_blocks(self):
+        """Give the free blocks back (they stop being page-locked)."""
         for blocks in self._free.values():
             for b in blocks:
                 del self._blocks[b.__array_interface__["data"][0]]
         self._free.clear()
 
     def _holds(self, ptr):
+        """Whether ``ptr`` lies in a block of the pool, in use or free."""
         return any(start <= ptr < start + size for start, size in self._blocks.items())
 
 
