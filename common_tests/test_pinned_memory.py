@@ -44,7 +44,8 @@ def test_without_a_cuda_device_pinning_is_refused_as_pytorch_refuses_it(sg):
                                                           [[[4.0, 5.0]], [9]]]
     assert not any(t.is_pinned() for b in batches for t in b)
     naming = data.DataLoader(data.TensorDataset(x), pin_memory=True, pin_memory_device="cuda")
-    with pytest.warns(UserWarning, match="pin_memory_device is deprecated"):
+    with pytest.warns(UserWarning, match=LOADER_WARNING), \
+            pytest.warns(UserWarning, match="pin_memory_device is deprecated"):
         assert [b[0].tolist() for b in naming] == [[[0.0, 1.0]], [[2.0, 3.0]], [[4.0, 5.0]]]
 
 
