@@ -345,8 +345,9 @@ def _fake_devices_report():
                   "PyTorch", "PyTorch CUDA, synchronized"]:
         seconds[("overhead", label)] = 1.234e-6 * 10 ** (len(seconds) % 4)
     for dev in ("webgpu", "cuda"):
-        for direction in ("host to device", "device to host"):
-            seconds[("transfer", (dev, direction))] = 0.0123
+        for direction, pinned in devices.TRANSFERS:
+            if dev == "cuda" or not pinned:  # pinned memory is the cuda device's
+                seconds[("transfer", (dev, devices._transfer_label(direction, pinned)))] = 0.0123
     for name in devices.SWEEPS:
         for n in devices.FULL[name]:
             for label in ["stage 3"] + columns:

@@ -41,9 +41,22 @@ def device_of(buf):
     return CPU
 
 
-def place(buf, dev):
-    """``buf`` on ``dev`` (a device ``check_device`` returned): ``buf`` itself here."""
+def place(buf, dev, non_blocking=False):
+    """``buf`` on ``dev`` (a device ``check_device`` returned): ``buf`` itself here.
+    ``non_blocking`` (PyTorch's) has nothing to overlap here."""
     return buf
+
+
+def pin(buf):
+    """``buf`` in page-locked memory, for copies to a GPU that the host need not wait for:
+    a RuntimeError here, as on a PyTorch build without an accelerator, since page-locked
+    memory belongs to a GPU and this stage has none (stage 4 rewrites this)."""
+    raise RuntimeError("Cannot access accelerator device when none is available.")
+
+
+def is_pinned(buf):
+    """Whether ``buf`` lies in page-locked memory: never, here (see ``pin``)."""
+    return False
 
 
 def fused(name, *bufs):

@@ -10,7 +10,7 @@ from stage0_python import vocabulary
 
 from . import backend as B
 from .autograd import Function
-from .device import fused, place
+from .device import fused, pin, place
 from .dtypes import int64
 from .tensor import Tensor, where
 from .views import view_of
@@ -339,15 +339,27 @@ class Cast(Function):
 
 
 class ToDevice(Function):
-    """A copy on another device; the gradient goes back to the source's."""
+    """A copy on another device (``non_blocking``: see ``device.place``); the gradient goes
+    back to the source's."""
     @staticmethod
-    def forward(ctx, x, dev):
+    def forward(ctx, x, dev, non_blocking=False):
         ctx.source = x.device
-        return wrap(place(x._data, dev))
+        return wrap(place(x._data, dev, non_blocking))
 
     @staticmethod
     def backward(ctx, g):
-        return g.to(ctx.source), None
+        return g.to(ctx.source), None, None
+
+
+class PinMemory(Function):
+    """A copy in page-locked host memory (``device.pin``); the gradient passes through."""
+    @staticmethod
+    def forward(ctx, x):
+        return wrap(pin(x._data))
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
 
 
 class Contiguous(Function):

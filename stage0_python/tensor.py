@@ -19,7 +19,7 @@ from . import dtypes as D
 from . import printing, shapes
 from .autocast import lower as _lower
 from .capabilities import lacking
-from .device import DeviceError, check_device, device, device_of, place  # noqa: F401  (device is public here)
+from .device import DeviceError, check_device, device, device_of, is_pinned, place  # noqa: F401  (device is public here)
 from .dtypes import bool_, float32, float64, int32, int64
 from .shapes import IndexRangeError, ShapeError
 from .tensor_core import Size, TensorCore  # noqa: F401  (Size is public here)
@@ -416,7 +416,12 @@ class Tensor(TensorCore, ContractionMethods, MathMethods, RearrangingMethods, Sa
         ``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other)`` (other's dtype and
         device), or the keywords. The same tensor comes back when nothing changes (a copy with
         ``copy=True``). A device the stage cannot use raises DeviceError; moving to another
-        device is recorded by autograd (the gradient moves back)."""
+        device is recorded by autograd (the gradient moves back). ``non_blocking=True``, as
+        in PyTorch: from pinned memory (``pin_memory()``) to the cuda device, and from the cuda
+        device to the CPU (into new pinned memory), the copy is queued on the device's stream
+        and the host does not wait for it, so the caller must synchronize
+        (``sg.cuda.synchronize()``) before reading the CPU result or writing the pinned
+        source; any other move ignores it."""
         for a in args:
             if isinstance(a, Tensor):
                 dtype, device = a.dtype, a.device
@@ -428,7 +433,7 @@ class Tensor(TensorCore, ContractionMethods, MathMethods, RearrangingMethods, Sa
         dtype = _to_dtype(dtype, "to")
         t = self
         if target is not None and target != self.device:
-            t = ops.ToDevice.apply(t, target)
+            t = ops.ToDevice.apply(t, target, bool(non_blocking))
         if dtype is not None and dtype is not t.dtype:
             return ops.Cast.apply(t, dtype)
         return t.clone() if copy and t is self else t
@@ -492,27 +497,29 @@ class Tensor(TensorCore, ContractionMethods, MathMethods, RearrangingMethods, Sa
         return self.to("cpu")
 
     def pin_memory(self, device=None):
-        """See torch.Tensor.pin_memory: a copy in page-locked host memory, for faster copies to
-        a GPU. As on a CPU-only PyTorch, a RuntimeError where the stage has no usable GPU; with
-        one, a copy of this CPU tensor (host memory is not page-locked here, so the copy is
-        ordinary memory: the transfers it would speed up cost what they cost)."""
-        from . import cuda  # here: the stage's own, and not every stage has a GPU
-        if not cuda.is_available():
-            raise RuntimeError("Cannot access accelerator device when none is available.")
+        """See torch.Tensor.pin_memory: this CPU tensor in page-locked host memory (itself
+        when it is there already), from which copies to the cuda device are DMA transfers
+        that ``to("cuda", non_blocking=True)`` need not wait for. Stage 4 with a usable cuda
+        device only: elsewhere a RuntimeError, as on a PyTorch build without an accelerator.
+        ``device`` is accepted, as PyTorch's deprecated argument, and changes nothing."""
         if self.device.type != "cpu":
             raise RuntimeError(f"cannot pin '{self.type()}' only dense CPU tensors can be pinned")
-        return self.clone()
+        if is_pinned(self._data):
+            return self
+        return ops.PinMemory.apply(self)
 
     def is_pinned(self, device=None):
-        """See torch.Tensor.is_pinned: False, host memory is never page-locked here."""
-        return False
+        """See torch.Tensor.is_pinned: whether this tensor's elements lie in page-locked host
+        memory (only ``pin_memory()`` and ``to("cpu", non_blocking=True)`` from the cuda
+        device put them there; never before stage 4)."""
+        return is_pinned(self._data)
 
     def cuda(self, device=None, non_blocking=False):
         """This tensor on the CUDA device (``device``: an index, a string or a device), as
         PyTorch's; DeviceError naming the device and why where the stage has none (every
         stage before stage 4, and stage 4 without a usable GPU)."""
         name = "cuda" if device is None else f"cuda:{device}" if isinstance(device, int) else str(device)
-        return self.to(check_device(name, "cuda"))
+        return self.to(check_device(name, "cuda"), non_blocking=non_blocking)
 
     # ------------------------------------------------------------ autograd
 

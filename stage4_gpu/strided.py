@@ -73,11 +73,12 @@ class StridedBuffer:
         return out
 
     @classmethod
-    def upload(cls, host_buf):
-        """A host buffer's contents on this device (a new buffer): its bytes, read through the
-        buffer protocol in row-major order."""
+    def upload(cls, host_buf, non_blocking=False):
+        """A host buffer's contents on this device (a new buffer), in row-major order; with
+        ``non_blocking``, a copy the host need not wait for where the driver can (see
+        ``Driver.upload_buffer``)."""
         cls.driver.check_dtype(host_buf.dtype, f"to(device='{cls.driver.name}')")
-        storage = cls.driver.upload(memoryview(host_buf).tobytes(), host_buf.dtype)
+        storage = cls.driver.upload_buffer(host_buf, non_blocking)
         return cls(storage, tuple(host_buf.shape), contiguous_strides(host_buf.shape), 0, host_buf.dtype)
 
     def is_contiguous(self):

@@ -6,7 +6,9 @@ PyTorch has a GPU). One run measures, on every device that is available:
 
 - one operation's fixed cost: ``a + b`` on 4 float32 elements, on the device both queued
   (the host's cost of issuing it) and followed by the device's ``synchronize()``;
-- copies of a 16 MiB float32 tensor to the device and back, in GiB/s;
+- copies of a 16 MiB float32 tensor to the device and back, in GiB/s: from and into
+  ordinary (pageable) host memory, and on ``cuda`` also from and into page-locked memory
+  (``pin_memory()``, ``non_blocking=True``), which the GPU reaches by DMA;
 - a sweep of sizes (elementwise add, square matmul, a 784-256-10 MLP training step and a
   small CNN's, with SGD), each call ending with a synchronize so the device's work is counted, and for each
   device and workload the smallest size at which the device beats stage 3 (the crossover).
@@ -82,13 +84,27 @@ def _synced(call, sync):
     return run
 
 
-def _upload(sg, dev, sync):
+def _upload(sg, dev, sync, pinned=False):
     x = sg.randn(TRANSFER_BYTES // 4)
-    return _synced(lambda: x.to(dev), sync)
+    if pinned:  # page-locked once, as a loader with pin_memory=True hands batches over
+        x = x.pin_memory()
+    return _synced(lambda: x.to(dev, non_blocking=pinned), sync)
 
 
-def _download(sg, dev):
-    return sg.randn(TRANSFER_BYTES // 4, device=dev).cpu  # reading back waits for the device
+def _download(sg, dev, sync, pinned=False):
+    x = sg.randn(TRANSFER_BYTES // 4, device=dev)
+    if pinned:  # into new page-locked memory, queued: the synchronize waits for it
+        return _synced(lambda: x.to("cpu", non_blocking=True), sync)
+    return x.cpu  # reading back waits for the device
+
+
+# the rows of the transfer table: (direction, pinned); the pinned ones on cuda only
+TRANSFERS = (("host-to-device", False), ("host-to-device", True), ("device-to-host", False),
+             ("device-to-host", True))
+
+
+def _transfer_label(direction, pinned):
+    return f"{direction} {TRANSFER_BYTES >> 20} MiB, {'pinned' if pinned else 'pageable'}"
 
 
 SWEEPS = {  # workload: (what one call does, the size's label, build(sg, device, size) -> call)
@@ -172,8 +188,10 @@ def measure(quick=False, stream=None):
         sync = getattr(s4, dev).synchronize
         jobs += [("overhead", f"{dev}, queued", lambda d=dev, y=sync: (_add(s4, d, 4), y)),
                  ("overhead", f"{dev}, synchronized", lambda d=dev, y=sync: (_synced(_add(s4, d, 4), y), None)),
-                 ("transfer", (dev, "host to device"), lambda d=dev, y=sync: (_upload(s4, d, y), None)),
-                 ("transfer", (dev, "device to host"), lambda d=dev: (_download(s4, d), None))]
+                 *(("transfer", (dev, _transfer_label(direction, pinned)),
+                    lambda d=dev, y=sync, up=direction == "host-to-device", p=pinned: (
+                        (_upload if up else _download)(s4, d, y, p), None))
+                   for direction, pinned in TRANSFERS if dev == "cuda" or not pinned)]
     if torch is not None:
         jobs.append(("overhead", "PyTorch", lambda: (_add(torch, "cpu", 4), None)))
     if torch_cuda:
@@ -282,8 +300,14 @@ def markdown(report):
     if report["transfer"]:
         rows = [[r["device"], r["direction"], _fmt(r["seconds"]), f"{r['gib_s']:.3g} GiB/s"]
                 for r in report["transfer"]]
-        lines += [f"Copies of {TRANSFER_BYTES >> 20} MiB of float32 between host and device "
-                  "(`x.to(device)` then a synchronize; `y.cpu()`, which waits for the device).", ""]
+        lines += [f"Copies of {TRANSFER_BYTES >> 20} MiB of float32 between host and device. Pageable: "
+                  "`x.to(device)` then a synchronize; `y.cpu()`, which waits for the device. Pinned "
+                  "(cuda only): `x` made by `pin_memory()` once, then `x.to('cuda', non_blocking=True)` "
+                  "and a synchronize; `y.to('cpu', non_blocking=True)`, into new page-locked memory, and "
+                  "a synchronize. Page-locked memory is what the GPU's copy engine reads and writes "
+                  "directly (DMA); pageable memory the driver stages through its own page-locked buffer."
+                  + (" Under the emulation both are ordinary memory and every copy a `memmove`: "
+                     "those rows mean nothing." if devices.get("cuda", {}).get("software") else ""), ""]
         lines += _table(["device", "direction", "per copy", "bandwidth"], rows) + [""]
     workloads = "; ".join(f"{name}, {what}" for name, (what, _, _) in SWEEPS.items())
     lines += [f"Where a device may overtake stage 3 ({workloads}): time per call, each call on a device "

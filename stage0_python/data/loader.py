@@ -1,4 +1,8 @@
 """``DataLoader``: batches from a map-style dataset, in the order its sampler gives."""
+import copy
+import warnings
+from collections.abc import Mapping, MutableMapping, MutableSequence, Sequence
+
 from .collate import default_collate
 from .sampler import BatchSampler, RandomSampler, SequentialSampler
 
@@ -32,13 +36,19 @@ class DataLoader:
     ``num_workers``, ``prefetch_factor``, ``persistent_workers``, ``worker_init_fn`` and
     ``timeout`` are checked as PyTorch checks them and then have no effect: every batch is
     loaded in the calling process, in order (a stage's kernels already use the cores).
-    ``pin_memory`` has no effect either: pinned memory speeds copies to a GPU, and a stage
-    runs on the CPU.
+
+    ``pin_memory=True`` puts every tensor of each batch (in tuples, lists, dicts and
+    namedtuples too, as PyTorch's ``pin_memory`` walks them) in page-locked memory, from
+    which ``to("cuda", non_blocking=True)`` need not wait: on stage 4 with a usable cuda
+    device. Elsewhere it warns once per iteration, as PyTorch does without an accelerator,
+    and the batches are left as they are. ``pin_memory_device`` is deprecated, as in PyTorch:
+    naming one warns, and the cuda device (the only one memory is pinned for) is used.
     """
 
     def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
                  num_workers=0, collate_fn=None, pin_memory=False, drop_last=False, timeout=0,
-                 worker_init_fn=None, generator=None, *, prefetch_factor=None, persistent_workers=False):
+                 worker_init_fn=None, generator=None, *, prefetch_factor=None, persistent_workers=False,
+                 pin_memory_device=""):
         _check_workers(num_workers, timeout, prefetch_factor, persistent_workers)
         if sampler is not None and shuffle:
             raise ValueError("sampler option is mutually exclusive with shuffle")
@@ -62,6 +72,7 @@ class DataLoader:
         self.batch_sampler = batch_sampler
         self.num_workers = num_workers
         self.pin_memory = pin_memory
+        self.pin_memory_device = pin_memory_device
         self.timeout = timeout
         self.worker_init_fn = worker_init_fn
         self.prefetch_factor = prefetch_factor
@@ -71,6 +82,20 @@ class DataLoader:
         self.generator = generator
 
     def __iter__(self):
+        pinning = False
+        if self.pin_memory and self.pin_memory_device:  # PyTorch's words: programs filter them
+            warnings.warn("pin_memory_device is deprecated, the current accelerator will be used as the "
+                          f"device,ignore pin_memory_device='{self.pin_memory_device}'.", stacklevel=2)
+        if self.pin_memory:
+            from .. import cuda  # the stage's own: pinned memory is its cuda device's
+            pinning = cuda.is_available()
+            if not pinning:
+                warnings.warn("'pin_memory' argument is set as true but no accelerator is found, then "
+                              "device pinned memory won't be used.", stacklevel=2)
+        for batch in self._batches():
+            yield pin_memory(batch) if pinning else batch
+
+    def _batches(self):
         if self.batch_sampler is None:
             # without batching PyTorch hands each sample to a given collate_fn alone
             for i in self.sampler:
@@ -85,3 +110,34 @@ class DataLoader:
 
     def __len__(self):
         return len(self.batch_sampler if self.batch_sampler is not None else self.sampler)
+
+
+def pin_memory(data):
+    """``data`` with every tensor in it pinned (``Tensor.pin_memory``), walking mappings,
+    namedtuples and sequences as PyTorch's loader does: a mapping or list keeps its type
+    where it can be copied, a namedtuple its type, a plain tuple becomes a list (PyTorch's
+    choice, kept for programs that rely on it); strings and anything else pass unchanged."""
+    from ..tensor import Tensor  # the stage's own Tensor
+    if isinstance(data, Tensor):
+        return data.pin_memory()
+    if isinstance(data, (str, bytes)):
+        return data
+    if isinstance(data, Mapping):
+        pinned = {k: pin_memory(v) for k, v in data.items()}
+        if isinstance(data, MutableMapping):
+            clone = copy.copy(data)
+            clone.update(pinned)
+            return clone
+        return pinned
+    if isinstance(data, tuple) and hasattr(data, "_fields"):
+        return type(data)(*(pin_memory(v) for v in data))
+    if isinstance(data, tuple):
+        return [pin_memory(v) for v in data]
+    if isinstance(data, MutableSequence):
+        clone = copy.copy(data)
+        for i, v in enumerate(data):
+            clone[i] = pin_memory(v)
+        return clone
+    if isinstance(data, Sequence):
+        return [pin_memory(v) for v in data]
+    return data

@@ -6,7 +6,12 @@ CuPy's caching pool, back to it when the array dies), shared by every view of it
 Element types: bool (one byte, as on the host), int32, int64, float16, bfloat16, float32
 and float64, each the C type ``kernels.CTYPE`` names: unlike WGSL, CUDA has 64-bit floats,
 so float64 tensors live on this device, and the 2-byte floats are stored as their bits.
-NumPy is the transfer format, never the engine.
+
+Copies between a host tensor and the device run straight between the host buffer's memory
+and the device array (``upload_buffer``, ``download_into``): one DMA each, no NumPy array
+or bytes object in between. A host tensor may live in page-locked memory
+(``pinned_empty``: CuPy's pinned pool, wrapped as a host storage that frees it back to the
+pool when the storage dies); from or into such memory a copy need not block the host.
 """
 from ..capabilities import CapabilityError
 from .kernels import CTYPE
@@ -63,6 +68,63 @@ class Memory:
         """The elements of the contiguous view x, as a NumPy array."""
         return runtime().download(x.storage.array, x.offset, x.numel)
 
+    def upload_buffer(self, host, non_blocking=False):
+        """A storage holding the host buffer ``host``'s elements (row-major), copied from its
+        memory. From page-locked memory the copy is queued on the stream and, with
+        ``non_blocking``, not waited for (the runtime keeps ``host`` alive until it is done);
+        without, the host waits, so that ``host`` may be written at once, as in PyTorch. From
+        pageable memory the driver stages the bytes before returning either way."""
+        from ..backend import cpu  # the host backend imports this package
+        host = cpu.contiguous(host)
+        storage = self.allocate(host.numel, host.dtype)
+        rt = runtime()
+        ptr = cpu.data_ptr(host)
+        pinned = rt.is_pinned(ptr)
+        rt.copy_to_device(storage.array, ptr, host.numel * host.dtype.itemsize, hold=host if pinned else None)
+        if pinned and not non_blocking:
+            rt.synchronize()
+        return storage
+
+    def download_into(self, x, dst, non_blocking=False):
+        """Copy the view ``x``'s elements into the contiguous host buffer ``dst`` (same shape
+        and dtype), after every launch queued before. With ``non_blocking`` and ``dst`` in
+        page-locked memory the copy is only queued: ``dst`` holds the values after the next
+        ``synchronize()``. Otherwise the host waits here."""
+        from ..backend import cpu  # the host backend imports this package
+        from ..gpu.movement import contiguous  # the movement kernels build on this package
+        x = contiguous(x)
+        rt = runtime()
+        ptr = cpu.data_ptr(dst)
+        wait = not (non_blocking and rt.is_pinned(ptr))
+        rt.copy_to_host(x.storage.array, x.offset, x.numel * x.dtype.itemsize, ptr,
+                        hold=None if wait else dst)
+        if wait:
+            rt.synchronize()
+
     def data_ptr(self, x):
         """The element's device address (CuPy's pointer into the pool), as PyTorch's data_ptr."""
         return x.array.data.ptr + x.offset * x.dtype.itemsize
+
+
+# ---------------------------------------------------------------- page-locked host memory
+
+def pinned_empty(shape, dtype):
+    """A new contiguous host buffer of ``shape`` and ``dtype`` (contents undefined) whose
+    storage is a block of page-locked memory from CuPy's pinned pool: the storage keeps the
+    block, and the block goes back to the pool when the last view of the storage dies."""
+    from ..backend import cpu  # the host backend imports this package
+    n = 1
+    for s in shape:
+        n *= s
+    nbytes = n * dtype.itemsize
+    block = runtime().alloc_pinned(max(nbytes, dtype.itemsize))
+    # the pool rounds sizes up: the storage spans the elements asked for (one, for none),
+    # and holds the block through the memoryview
+    flat = cpu.from_buffer(memoryview(block).cast("B")[:max(nbytes, dtype.itemsize)], dtype)
+    return cpu.reshape(flat if n else cpu.slice(flat, (0,), (1,), (0,)), tuple(shape))
+
+
+def is_pinned(host):
+    """Whether the host buffer ``host``'s elements lie in page-locked memory."""
+    from ..backend import cpu  # the host backend imports this package
+    return runtime().is_pinned(cpu.data_ptr(host))

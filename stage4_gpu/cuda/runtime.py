@@ -10,7 +10,14 @@ the wrong scalar type is not an error, it is a corrupted argument. Sizes, stride
 offsets travel as one small int64 array on the device (``p``), as the webgpu device's
 parameter buffer does. The host does not wait for a launch; it waits where it reads a
 value back (``download``) or asks to (``synchronize``).
+
+Copies between host and device (``copy_to_device``, ``copy_to_host``) go straight between a
+host tensor's memory and the device array, one cudaMemcpyAsync each on our stream. From or
+into page-locked memory (``alloc_pinned``, CuPy's pinned pool) that is a DMA the host need
+not wait for; the runtime then keeps the host memory alive (``_hold``) until the stream has
+passed the copy, since CuPy's pinned pool would hand a freed block out again at once.
 """
+import ctypes
 import hashlib
 import os
 
@@ -21,6 +28,7 @@ from .kernels import KERNELS, source
 BLOCK = 256  # threads per block of the one-thread-per-element kernels
 MAX_BLOCKS = 1 << 20  # blocks per launch; the kernels loop (grid-stride) past this
 PARAMS_KEPT = 4096  # parameter arrays kept on the device (a few hundred KiB at most)
+MEMORY_TYPE_HOST = 1  # cudaMemoryTypeHost: what cudaPointerGetAttributes says of page-locked memory
 # compiled kernels, keyed by everything that shapes the binary (see Runtime._compile)
 CACHE = os.environ.get("STAGEGRAD_CUDA_CACHE",
                        os.path.join(os.path.expanduser("~"), ".cache", "stagegrad", "cuda-kernels"))
@@ -52,6 +60,7 @@ class Runtime:
         self.stream = cupy.cuda.Stream(non_blocking=False)
         self._modules = {}  # (kernel, name expression) -> (its module, the compiled kernel)
         self._params = {}  # a launch's parameters (tuple) -> their device array (params())
+        self._held = []  # (event, host memory) of copies the host did not wait for (_hold)
         self.launches = 0
         self._probe()
 
@@ -100,6 +109,50 @@ class Runtime:
         self.stream.synchronize()
         return out
 
+    def alloc_pinned(self, nbytes):
+        """``nbytes`` (at least 1) of page-locked host memory from CuPy's pinned memory pool:
+        an object with the buffer protocol and ``ptr``, back to the pool when it dies."""
+        return self.cp.cuda.alloc_pinned_memory(max(nbytes, 1))
+
+    def is_pinned(self, ptr):
+        """Whether the host address ``ptr`` lies in page-locked memory, as the driver says
+        (memory pinned by another library counts too, as in PyTorch)."""
+        try:
+            attrs = self.cp.cuda.runtime.pointerGetAttributes(ptr)
+        except Exception:  # drivers before CUDA 11 refuse a pageable address instead
+            return False
+        return getattr(attrs, "type", getattr(attrs, "memoryType", None)) == MEMORY_TYPE_HOST
+
+    def copy_to_device(self, arr, ptr, nbytes, hold=None):
+        """Queue a copy of ``nbytes`` from host address ``ptr`` to the start of the device
+        array ``arr``. From pageable memory the driver has read the source when this returns
+        (it stages it); from page-locked memory it has not: pass ``hold``, the object that
+        keeps that memory alive, and the runtime keeps it until the copy is done."""
+        self.enter()
+        if nbytes:
+            # a ctypes pointer, not an int: older CuPy reads the address from its .value
+            arr.data.copy_from_host_async(ctypes.c_void_p(ptr), nbytes, self.stream)
+            self._hold(hold)
+
+    def copy_to_host(self, arr, start, nbytes, ptr, hold=None):
+        """Queue a copy of ``nbytes`` from element ``start`` of the device array ``arr`` to
+        host address ``ptr``, after every launch queued before; the host reads it only after
+        a ``synchronize()``. ``hold`` as in ``copy_to_device``."""
+        self.enter()
+        if nbytes:
+            arr[start:].data.copy_to_host_async(ctypes.c_void_p(ptr), nbytes, self.stream)
+            self._hold(hold)
+
+    def _hold(self, memory):
+        """Keep ``memory`` alive until the stream passes this point; forget what it has
+        passed already."""
+        if memory is None:
+            return
+        event = self.cp.cuda.Event(disable_timing=True)
+        event.record(self.stream)
+        self._held = [(e, m) for e, m in self._held if not e.done]
+        self._held.append((event, memory))
+
     def empty_cache(self):
         """Return the pool's unused blocks to the driver (``sg.cuda.empty_cache()``)."""
         self.synchronize()
@@ -108,6 +161,7 @@ class Runtime:
     def synchronize(self):
         """Wait until every launch so far has finished."""
         self.stream.synchronize()
+        self._held.clear()  # every copy is done: their host memory may go
 
     # ------------------------------------------------------------ kernels
 

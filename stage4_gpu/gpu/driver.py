@@ -51,6 +51,18 @@ class Driver:
         ``tobytes``): the host waits for the device here."""
         self._missing()
 
+    def upload_buffer(self, host, non_blocking=False):
+        """A new storage holding the host buffer ``host``'s elements, row-major. Here through
+        their bytes (``upload``); a driver that can copy from the host's memory directly
+        overrides it, and may then honour ``non_blocking`` (not waiting for the copy)."""
+        return self.upload(memoryview(host).tobytes(), host.dtype)
+
+    def download_into(self, x, dst, non_blocking=False):
+        """Write the view ``x``'s elements into the new contiguous host buffer ``dst`` (same
+        shape and dtype). Here through their bytes, waiting for the device; a driver that can
+        copy into the host's memory directly overrides it (and may honour ``non_blocking``)."""
+        memoryview(dst).cast("B")[:] = x.host_bytes()
+
     def data_ptr(self, x):
         """The number ``data_ptr()`` reports for the view ``x``."""
         self._missing()

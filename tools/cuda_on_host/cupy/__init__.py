@@ -7,6 +7,12 @@ Put this folder first on ``PYTHONPATH`` and ``sg.cuda.is_available()`` is True: 
 NumPy's, a ``RawModule`` pastes the kernel source after ``emulation.h`` and compiles it
 with g++ (C++20, cached under ``$STAGEGRAD_CUDA_ON_HOST_CACHE``), and a launch runs every
 block in turn. Only what stage 4 and its tests use is here.
+
+Pinned memory (``cuda.alloc_pinned_memory``) comes from a pool, as CuPy's does: a block
+goes back to it when the last reference to its ``PinnedMemoryPointer`` dies, and every
+block the pool holds, in use or free, is "page-locked" to ``runtime.pointerGetAttributes``
+(memory type host), as cudaHostAlloc's memory is until freed. Copies are synchronous here,
+so an asynchronous copy is finished when it returns.
 """
 import ctypes
 import hashlib
@@ -15,6 +21,7 @@ import subprocess
 import tempfile
 import time
 import types
+import weakref
 
 import numpy as np
 
@@ -36,7 +43,87 @@ class ndarray(np.ndarray):
 
     @property
     def data(self):
-        return types.SimpleNamespace(ptr=self.__array_interface__["data"][0])
+        return _MemoryPointer(self.__array_interface__["data"][0])
+
+
+class _MemoryPointer:
+    """CuPy's ``MemoryPointer``: an address, and copies between it and host memory (``mem``:
+    an int or a ``ctypes.c_void_p``), done at once whatever the stream."""
+
+    def __init__(self, ptr):
+        self.ptr = ptr
+
+    def copy_from_host_async(self, mem, size, stream=None):
+        """Copy ``size`` bytes from host address ``mem`` here."""
+        ctypes.memmove(self.ptr, getattr(mem, "value", mem), size)
+
+    def copy_to_host_async(self, mem, size, stream=None):
+        """Copy ``size`` bytes from here to host address ``mem``."""
+        ctypes.memmove(getattr(mem, "value", mem), self.ptr, size)
+
+
+class PinnedMemoryPointer(np.ndarray):
+    """Page-locked host memory from the pool (``alloc_pinned_memory``): its buffer protocol
+    gives the bytes, ``ptr`` their address. An array here only so that it exports a buffer
+    (a Python class cannot before 3.12); treat it as CuPy's pointer object."""
+
+    @property
+    def ptr(self):
+        """The block's address."""
+        return self.__array_interface__["data"][0]
+
+
+class PinnedMemoryPool:
+    """CuPy's pinned memory pool: blocks rounded up to 512 bytes, a freed block kept for the
+    next allocation of its size."""
+
+    def __init__(self):
+        self._free = {}  # rounded size -> blocks (plain arrays owning their memory)
+        self._blocks = {}  # address -> size, of every block held (in use or free)
+
+    def malloc(self, size):
+        """A ``PinnedMemoryPointer`` to at least ``size`` bytes: a free block of that rounded
+        size when the pool has one."""
+        size = max(512, -(-size // 512) * 512)
+        free = self._free.get(size)
+        block = free.pop() if free else np.empty(size, np.uint8)
+        self._blocks[block.__array_interface__["data"][0]] = size
+        mem = block.view(PinnedMemoryPointer)
+        weakref.finalize(mem, self._release, size, block)
+        return mem
+
+    def _release(self, size, block):
+        """A pointer died: its block is free for the next allocation of its size."""
+        self._free.setdefault(size, []).append(block)
+
+    def n_free_blocks(self):
+        """Blocks held for reuse, not in use."""
+        return sum(len(v) for v in self._free.values())
+
+    def free_all_blocks(self):
+        """Give the free blocks back (they stop being page-locked)."""
+        for blocks in self._free.values():
+            for b in blocks:
+                del self._blocks[b.__array_interface__["data"][0]]
+        self._free.clear()
+
+    def _holds(self, ptr):
+        """Whether ``ptr`` lies in a block of the pool, in use or free."""
+        return any(start <= ptr < start + size for start, size in self._blocks.items())
+
+
+_PINNED = PinnedMemoryPool()
+
+
+def get_default_pinned_memory_pool():
+    return _PINNED
+
+
+def _pointer_attributes(ptr):
+    """cudaPointerGetAttributes: type 1 (cudaMemoryTypeHost) for page-locked memory, 0
+    (unregistered) for any other host address."""
+    return types.SimpleNamespace(type=1 if _PINNED._holds(ptr) else 0, device=-1,
+                                 hostPointer=ptr if _PINNED._holds(ptr) else 0, devicePointer=0)
 
 
 def _device(a):
@@ -119,6 +206,11 @@ class _Device:
 
 
 class _Event:
+    done = True  # every copy and launch has finished when it returns
+
+    def __init__(self, block=False, disable_timing=False, interprocess=False):
+        pass
+
     def record(self, stream=None):
         self.t = time.perf_counter()
 
@@ -138,9 +230,11 @@ random = types.SimpleNamespace(default_rng=_Generator)
 cuda = types.SimpleNamespace(
     runtime=types.SimpleNamespace(
         getDeviceCount=lambda: 1, memGetInfo=lambda: (1 << 30, 1 << 30),
+        pointerGetAttributes=_pointer_attributes, memoryTypeHost=1,
         getDeviceProperties=lambda i: {"name": b"host emulation (tools/cuda_on_host)", "major": 8,
                                        "minor": 0}),
-    Device=_Device, Stream=_Stream,
+    Device=_Device, Stream=_Stream, alloc_pinned_memory=_PINNED.malloc,
+    PinnedMemoryPointer=PinnedMemoryPointer, PinnedMemoryPool=PinnedMemoryPool,
     compiler=types.SimpleNamespace(compile_using_nvrtc=lambda code, options=(), name_expressions=():
                                    (code.encode(), {n: n for n in name_expressions})),
     function=types.SimpleNamespace(Module=lambda: _Module()),
