@@ -18,6 +18,11 @@ wraps, as documented for integer tensors); -ffp-contract=off (a * b + c is round
 unless a kernel asks for a fused multiply-add). No fast-math: it would break the NaN and
 inf semantics the tests check.
 
+The frontend's hot half, stage 0's ``tensor_core.py`` and ``graph.py``, is compiled from
+that one source for stage 3 and for stage 4 (Cython's pure-Python mode; each stage's
+``tensor_core.pxd`` and ``graph.pxd`` give the C types), with stage 4's compiled routing of
+a primitive to its device.
+
 ``STAGEGRAD_CYTHON_DEBUG=1`` turns the checks back on and compiles without optimisation;
 ``STAGEGRAD_SANITIZE=address`` adds AddressSanitizer (the suite's sanitized run,
 common_tests/test_sanitized_build.py, builds a copy so).
@@ -151,7 +156,17 @@ def frontend_extensions(stage):
     compiled for ``stage`` from stage 0's one Python source, which ``stage/<name>.pxd``
     augments with C types (Cython's pure-Python mode)."""
     opt = ["-O1", "-g"] if DEBUG else ["-O3", "-g0"]
-    return [Extension(f"{stage}.{name}", [f"stage0_python/{name}.py"],
+    # the declarations each module is compiled with: Cython tracks a .py's own cimports only,
+    # not those of a .pxd found by the module's name, so a C file older than one is removed
+    # (and made again) here
+    declarations = [f"{stage}/tensor_core.pxd", f"{stage}/graph.pxd", "stage3_simd/graph_decls.pxi",
+                    "stage2_cython/_buffer.pxd", "stage2_cython/_storage.pxd"]
+    newest = max(Path(d).stat().st_mtime for d in declarations)
+    for name in ("tensor_core", "graph"):
+        c_file = GENERATED / stage / "stage0_python" / f"{name}.c"
+        if c_file.exists() and c_file.stat().st_mtime < newest:
+            c_file.unlink()
+    return [Extension(f"{stage}.{name}", [f"stage0_python/{name}.py"], depends=declarations,
                       extra_compile_args=["-fwrapv"] + opt + SANITIZE, extra_link_args=SANITIZE)
             for name in ("tensor_core", "graph")]
 

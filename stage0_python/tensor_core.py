@@ -24,6 +24,8 @@ _Tensor = ops = None  # set by bind()
 _binary_kernel = _full = _Add = _Sub = _Mul = _Div = None
 
 _NO_BOOL = ("sub", "div", "pow", "floordiv", "remainder")  # undefined on two bools
+# the floating dtypes, as a set: a test compiled code makes without an attribute lookup
+_FLOATING = frozenset(d for d in D.BY_NAME.values() if d.is_floating_point)
 
 
 def bind(tensor_class, ops_module):
@@ -194,14 +196,14 @@ def _restore(cls, data, requires_grad, grad, grad_fn, output_nr, accumulator, vi
 def _keeps_dtype(dtype, op):
     """Whether ``op`` of two operands of ``dtype`` has that dtype (float, or an integer op
     other than true division): no promotion to work out."""
-    return dtype.is_floating_point or (dtype is not bool_ and op != "div")
+    return dtype in _FLOATING or (dtype is not bool_ and op != "div")
 
 
 def binary(self, other, op, fn, reverse):
     """``op`` of tensor ``self`` and ``other`` (see ``TensorCore._binary``): the short path,
     or ``_general``."""
     dtype = self._data.dtype
-    if op != "pow" or dtype.is_floating_point:  # an integer power: _general checks the exponent
+    if op != "pow" or dtype in _FLOATING:  # an integer power: _general checks the exponent
         if isinstance(other, TensorCore):
             if other._data.dtype is dtype and _keeps_dtype(dtype, op):
                 a, b = (other, self) if reverse else (self, other)
@@ -209,7 +211,7 @@ def binary(self, other, op, fn, reverse):
                 if sa != sb and sa and sb:  # otherwise the result has the shape of an operand
                     shapes.broadcast(op, sa, sb, dtype=dtype)
                 return _run(op, fn, a, b)
-        elif ((type(other) is float and dtype.is_floating_point)
+        elif ((type(other) is float and dtype in _FLOATING)
               or (type(other) is int and _keeps_dtype(dtype, op))):
             # a Python number never changes a float tensor's dtype, nor an int an int tensor's
             s = make(_full((), other, dtype))

@@ -1,13 +1,18 @@
 from stage2_cython._storage cimport Storage
 
 
-cdef class Buffer:
+cdef class BufferCore:
+    """What the frontend reads of any device's buffer, as C fields: a host Buffer here, a
+    device's buffer in stage 4 (its compiled frontend is typed on this)."""
+    cdef readonly tuple shape
+    cdef readonly object dtype  # the frontend's DType, carried untouched
+
+
+cdef class Buffer(BufferCore):
     """A view: shape, strides and offset (in elements) over a Storage."""
     cdef readonly Storage storage
-    cdef readonly tuple shape
     cdef readonly tuple strides
     cdef readonly Py_ssize_t offset
-    cdef readonly object dtype  # the frontend's DType, carried untouched
     cdef readonly int code  # its DTypeCode
     cdef readonly int ndim
     cdef readonly Py_ssize_t numel

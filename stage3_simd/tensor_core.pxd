@@ -21,6 +21,7 @@ cdef class TensorCore:
 
 cdef type _Tensor
 cdef object ops, _binary_kernel, _full, _Add, _Sub, _Mul, _Div
+cdef frozenset _FLOATING
 
 @cython.locals(t=TensorCore)
 cpdef TensorCore make(Buffer buf)

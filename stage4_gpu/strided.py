@@ -5,6 +5,7 @@ device's ``buffer.py`` names the driver its buffers reach their memory and kerne
 through (``gpu/driver.py``); reading values back is the one place the host waits for the
 device."""
 from stage0_python.backend import view_layout
+from stage2_cython._buffer import BufferCore
 
 
 def contiguous_strides(shape):
@@ -16,22 +17,26 @@ def contiguous_strides(shape):
     return tuple(reversed(strides))
 
 
-class StridedBuffer:
+class StridedBuffer(BufferCore):
     """A strided view of a device storage; a device's Buffer sets ``driver`` (its
-    ``gpu.driver.Driver``), which also names the device."""
-    __slots__ = ("storage", "shape", "strides", "offset", "dtype", "numel", "__weakref__")
+    ``gpu.driver.Driver``), which also names the device. Its shape and dtype are
+    ``BufferCore``'s C fields, as a host buffer's, which stage 4's compiled frontend reads."""
+    __slots__ = ("storage", "strides", "offset", "numel", "__weakref__")
     driver = None
 
     def __init__(self, storage, shape, strides, offset, dtype):
         self.storage = storage
-        self.shape = shape
+        self._describe(tuple(shape), dtype)
         self.strides = strides
         self.offset = offset
-        self.dtype = dtype
         n = 1
         for s in shape:
             n *= s
         self.numel = n
+
+    def __reduce__(self):
+        # the view's fields, as copy and pickle took them from __slots__ before the C base
+        return type(self), (self.storage, self.shape, self.strides, self.offset, self.dtype)
 
     @property
     def device(self):
