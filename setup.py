@@ -12,6 +12,11 @@ the library). Stage 3 needs the xsimd headers (Debian/Ubuntu ``libxsimd-dev``, c
 ``xsimd``; ``XSIMD_INCLUDE`` names another folder) and the wheel; without them it is
 skipped, with a warning, and the test suite reports it as not built.
 
+Stage 4: the cuda device's launcher (``_launch``): plain C through Cython that calls a
+function with ``cuLaunchKernel``'s signature through a pointer it is given at run time,
+so it builds with no CUDA header, library or GPU (NVIDIA's Cython declarations in
+``cuda-bindings`` would need the toolkit's ``cuda.h`` at build time).
+
 Flags: -O3, the compiler's own vectorisation at each module's ISA only (never a
 host-specific -march: the build runs on any x86-64); -fwrapv (signed integer overflow
 wraps, as documented for integer tensors); -ffp-contract=off (a * b + c is rounded twice
@@ -143,13 +148,20 @@ def stage3_extensions():
     return kernels + [bindings] + frontend
 
 
+def stage4_extensions():
+    opt = ["-O1", "-g"] if DEBUG else ["-O2", "-g0"]
+    return [Extension("stage4_gpu._launch", ["stage4_gpu/_launch.pyx"],
+                      extra_compile_args=opt + SANITIZE, extra_link_args=SANITIZE)]
+
+
 def extensions():
     from Cython.Build import cythonize
     # binding=False: module functions are plain builtins, which the profiler (stagegrad
     # profile) times apart from their Python callers
     directives = {"language_level": 3, "boundscheck": DEBUG, "wraparound": DEBUG,
                   "initializedcheck": DEBUG, "cdivision": True, "binding": False}
-    return cythonize(stage2_extensions() + stage3_extensions(), compiler_directives=directives,
+    return cythonize(stage2_extensions() + stage3_extensions() + stage4_extensions(),
+                     compiler_directives=directives,
                      nthreads=os.cpu_count() or 1, include_path=["."], build_dir=str(GENERATED),
                      annotate=os.environ.get("STAGEGRAD_CYTHON_ANNOTATE") == "1")
 

@@ -21,6 +21,7 @@ STAGE2_COMPILED = ("_buffer", "_conv", "_convert", "_dlpack", "_elementwise", "_
                    "_reduce", "_sort", "_storage")
 STAGE3_COMPILED = ("_isa_*", "_kernels")  # one _isa_ module per ISA this machine's build has
 FRONTEND = ("graph", "tensor_core")
+STAGE4_COMPILED = ("_launch",)  # the cuda device's compiled launcher
 
 # every module that does not come from stage 0's folder, and the folder it comes from
 _STAGE1 = {"backend": "stage1_strides", "memory": "stage1_strides", "pool": "stage1_strides"}
@@ -35,7 +36,8 @@ EXPECTED = {
     "stage3_simd": _STAGE3,
     # stage 4 runs stage 0's Python frontend: its buffers are not the compiled one's
     "stage4_gpu": {**_STAGE3, **dict.fromkeys(FRONTEND, "stage0_python"),
-                   **dict.fromkeys(("backend", "device", "strided", "cuda", "gpu", "webgpu"), "stage4_gpu")},
+                   **dict.fromkeys(("backend", "device", "strided", "cuda", "gpu", "webgpu"), "stage4_gpu"),
+                   **dict.fromkeys(STAGE4_COMPILED, "build/ext/stage4_gpu")},
 }
 
 

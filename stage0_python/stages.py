@@ -27,7 +27,7 @@ import os
 import sys
 
 STAGES = ("stage0_python", "stage1_strides", "stage2_cython", "stage3_simd", "stage4_gpu")
-COMPILED = ("stage2_cython", "stage3_simd")  # stages with built modules
+COMPILED = ("stage2_cython", "stage3_simd", "stage4_gpu")  # stages with built modules
 FRONTEND = ("tensor_core", "graph")  # the frontend modules stage 3 compiles
 _SUFFIXES = tuple(importlib.machinery.EXTENSION_SUFFIXES) + (".py",)
 
