@@ -18,6 +18,7 @@ A ``Launcher`` is what one runtime's launches share: the stream, the count of la
 and runs nothing, so the host's cost of the cuda device is measurable on any machine.
 Not bound to any stage's frontend: it takes Python numbers, sequences and addresses.
 """
+from cpython.number cimport PyNumber_Index
 from libc.stdint cimport int64_t, uintptr_t
 from libc.string cimport memset
 
@@ -151,20 +152,20 @@ cdef int _launch(Kernel k, unsigned int gx, unsigned int gy, unsigned int gz, un
         if kind == PTR:
             slots[i].ptr = <void*>_address(a, k, i)
         elif kind == I64:
-            slots[i].i64 = a
+            slots[i].i64 = _int(a)
         elif kind == F64:
             slots[i].f64 = a
         elif kind == F32:
             slots[i].f32 = a
         elif kind == I32:
-            slots[i].i32 = a
+            slots[i].i32 = <int>_int(a)
         elif kind == PARAMS:
             n = len(a)
             if n > PARAMS_MAX:
                 raise ValueError(f"cuda: {k.name} needs {n} parameter words, over the {PARAMS_MAX} a "
                                  f"launch carries (too many dimensions that do not merge)")
             for j in range(n):
-                words[j] = a[j]
+                words[j] = _int(a[j])
             memset(&words[n], 0, (PARAMS_MAX - n) * sizeof(int64_t))
             ptrs[i] = words
         else:
@@ -184,6 +185,14 @@ cdef int _launch(Kernel k, unsigned int gx, unsigned int gy, unsigned int gz, un
                           f"failed: {_ERRORS.get(rc, 'CUresult')} ({rc})", rc)
     k.owner.launches += 1
     return 0
+
+
+cdef inline int64_t _int(object v) except? -1:
+    """An integer argument's value: an int, or what ``__index__`` makes of another object (a
+    NumPy integer); a float is refused, not truncated."""
+    if type(v) is not int:
+        v = PyNumber_Index(v)
+    return v
 
 
 cdef uintptr_t _address(object a, Kernel k, Py_ssize_t i) except? 0:

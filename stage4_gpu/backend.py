@@ -58,13 +58,27 @@ def _routed(name, positions):
     buffers, for ``cat``, counts as its buffers)."""
     on_cpu = getattr(cpu, name)
     on_device = {kind: getattr(module, name) for kind, module in _DEVICES.items()}
+    devices = frozenset(_DEVICES)
 
     def primitive(*args, **kwargs):
-        bufs = [b for i in positions if i < len(args)
-                for b in (args[i] if type(args[i]) in (list, tuple) else (args[i],))]
-        kinds = {type(b) for b in bufs} & _DEVICES.keys()
+        # the types of the buffer arguments first: every call pays this, so it builds no list
+        types = set()
+        n = len(args)
+        for i in positions:
+            if i < n:
+                a = args[i]
+                t = type(a)
+                if t is list or t is tuple:
+                    types.update(map(type, a))
+                else:
+                    types.add(t)
+        kinds = types & devices
         if not kinds:
             return on_cpu(*args, **kwargs)
+        if len(kinds) == 1 and types <= kinds | _NONE:  # all on one device: nothing to move
+            return on_device[next(iter(kinds))](*args, **kwargs)
+        bufs = [b for i in positions if i < len(args)
+                for b in (args[i] if type(args[i]) in (list, tuple) else (args[i],))]
         op = args[0] if type(args[0]) is str else name
         if len(kinds) > 1:
             a, b = (next(device_of(x) for x in bufs if type(x) is k) for k in kinds)
@@ -83,6 +97,8 @@ def _routed(name, positions):
     primitive.__doc__ = on_cpu.__doc__
     return primitive
 
+
+_NONE = frozenset({type(None)})  # an absent optional buffer (a weight, a bias)
 
 # each primitive and the positions of its buffer arguments
 _BUFFERS = {
