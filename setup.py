@@ -12,6 +12,11 @@ the library). Stage 3 needs the xsimd headers (Debian/Ubuntu ``libxsimd-dev``, c
 ``xsimd``; ``XSIMD_INCLUDE`` names another folder) and the wheel; without them it is
 skipped, with a warning, and the test suite reports it as not built.
 
+Stage 4: the cuda device's launcher (``_launch``): plain C through Cython that calls a
+function with ``cuLaunchKernel``'s signature through a pointer it is given at run time,
+so it builds with no CUDA header, library or GPU (NVIDIA's Cython declarations in
+``cuda-bindings`` would need the toolkit's ``cuda.h`` at build time).
+
 Flags: -O3, the compiler's own vectorisation at each module's ISA only (never a
 host-specific -march: the build runs on any x86-64); -fwrapv (signed integer overflow
 wraps, as documented for integer tensors); -ffp-contract=off (a * b + c is rounded twice
@@ -145,10 +150,12 @@ def stage3_extensions():
 
 
 def stage4_extensions():
-    """Stage 4's compiled routing of a primitive to its device (on stage 2's buffers)."""
+    """Stage 4's compiled routing of a primitive to its device (on stage 2's buffers) and
+    the cuda device's kernel launcher."""
     opt = ["-O1", "-g"] if DEBUG else ["-O3", "-g0"]
-    return [Extension("stage4_gpu._routing", ["stage4_gpu/_routing.pyx"],
-                      extra_compile_args=["-fwrapv"] + opt + SANITIZE, extra_link_args=SANITIZE)]
+    return [Extension(f"stage4_gpu.{name}", [f"stage4_gpu/{name}.pyx"],
+                      extra_compile_args=["-fwrapv"] + opt + SANITIZE, extra_link_args=SANITIZE)
+            for name in ("_routing", "_launch")]
 
 
 def frontend_extensions(stage):

@@ -569,6 +569,14 @@ class TestWebGPU(OnEveryDevice):
         gpu = report["devices"]["webgpu"]
         if gpu["available"] and gpu["software"]:
             assert "never GPU speed" in text and gpu["name"] in text
+        # the cuda device's host cost, on any machine: the null launch mode on the host emulation
+        null = report["null_launch"]
+        assert null["available"], null.get("reason")
+        assert null["add_launches"] == 1 and null["add_s"] > 0
+        assert {m["batch"] for m in null["mlp"]} == {16, 64}
+        assert len({m["launches"] for m in null["mlp"]}) == 1 and null["mlp"][0]["launches"] > 10
+        assert any(o["device"] == "cuda (null launch)" for o in report["overhead"])
+        assert "| cuda (null launch)" in text and "MLP step, batch 64" in text
 
 
 # ---------------------------------------------------------------- the cuda kernels' static checks
@@ -591,6 +599,9 @@ def _kind(param):
     if "*" in param:
         return "ptr"
     words = param.split()
+    for struct, kind in (("Params", "params"), ("Hyper", "hyper")):  # common.cuh's, by value
+        if struct in words:
+            return kind
     if "long" in words or "i64" in words:
         return "i64"
     for c, kind in (("double", "f64"), ("float", "f32"), ("int", "i32")):
@@ -609,6 +620,11 @@ def _compile_unit(kernels, name, instances):
 
 
 _SIGNATURE = re.compile(r"__global__\s+void\s+(\w+)\s*\(([^)]*)\)", re.S)
+# what the emulation test runs on the host emulation (TestCuda's tests, by -k) and how many
+# (kw1: label smoothing and class weights; Adam-kw0: Adam with weight decay)
+EMULATED = ("TestCuda and (test_a_training_step_matches_the_cpu or test_null_launch or "
+            "(test_fused_cross_entropy_matches_the_cpu and kw1) or (test_fused_optimizer_steps and Adam-kw0))")
+EMULATED_COUNT = 4
 
 
 @pytest.mark.device("cuda")
@@ -664,40 +680,60 @@ class TestCuda(OnEveryDevice):
         launched |= {t.kernel for t in ladder.TIERS.values()}
         assert launched and launched <= set(kernels.KERNELS), launched - set(kernels.KERNELS)
 
-    def test_launch_checks_and_converts_every_argument(self):
-        """A CuPy kernel argument of the wrong C type is corrupted, not refused: the launch
-        layer converts each to the exact NumPy scalar its kind names and refuses a wrong count
-        or a host object where a pointer belongs (run here on a stand-in for CuPy)."""
-        rt_module = _stage4_module("cuda.runtime")
+    def test_the_compiled_launcher_refuses_what_would_corrupt_a_launch(self):
+        """A launch argument's bytes are read as the kernel's parameter type, so the compiled
+        launcher converts each to its kind's C type and refuses, before anything is queued or
+        counted: a wrong count, a host object where a device pointer belongs, a float for an
+        integer, more parameter words than common.cuh's struct holds. Null mode here: the
+        launches are counted, nothing runs."""
+        launch = _stage4_module("_launch")
+        kernels, _ = _kernel_files()
+        with open(os.path.join(kernels.DIR, "common.cuh"), encoding="utf-8") as f:
+            limits = dict(re.findall(r"#define (PARAMS_MAX|HYPER_MAX) (\d+)", f.read()))
+        assert launch.LIMITS["params"] == int(limits["PARAMS_MAX"])
+        assert launch.LIMITS["hyper"] == int(limits["HYPER_MAX"])
+        launcher = launch.Launcher(0, "null")
+        k = launch.Kernel(launcher, "cross_entropy<int>", kernels.KERNELS["cross_entropy"].args, 0, 0)
+        args = [[9, 40], 1 << 40, 2, 3, 4, 5, 6, -100, 0.1]
+        k.launch(3, 256, args)
+        k.launch(10 ** 12, 256, tuple(args))  # past MAX_BLOCKS: the kernels loop past the grid
+        k.launch_grid((2, 3), (16, 16), args)
+        assert launcher.launches == 3
+        refused = [(TypeError, "takes 9 arguments, got 8", args[:-1]),
+                   (TypeError, "argument 1 is a pointer", [[9, 40], np.zeros(3)] + args[2:]),
+                   (TypeError, "float", args[:7] + [-100.5, 0.1]),
+                   (TypeError, "float", [[9, 40.0]] + args[1:]),
+                   (ValueError, "65 parameter words, over the 64", [list(range(65))] + args[1:])]
+        for error, message, wrong in refused:
+            with pytest.raises(error, match=message):
+                k.launch(3, 256, wrong)
+        k.launch(0, 256, args)  # nothing to do
+        assert launcher.launches == 3
+        step = launch.Kernel(launcher, "adam_step", kernels.KERNELS["adam_step"].args, 0, 0)
+        step.launch(1, 256, [[33, 0, 0, 0], [0.1] * 9, 1, 2, 3, 4, 5])
+        with pytest.raises(ValueError, match="at most 12 hyperparameters"):
+            step.launch(1, 256, [[33, 0, 0, 0], [0.1] * 13, 1, 2, 3, 4, 5])
+        assert launcher.launches == 4
+        with pytest.raises(ValueError, match="no launch entry"):
+            launch.Kernel(launch.Launcher(0), "fill<float>", kernels.KERNELS["fill"].args, 0, 0)
+        with pytest.raises(ValueError, match="'driver' or 'null'"):
+            launcher.mode = "nothing"
 
-        class DeviceArray:
-            pass
-
-        rt = object.__new__(rt_module.Runtime)
-        rt.cp, rt.np, rt.launches, rt.stream = types.SimpleNamespace(ndarray=DeviceArray), np, 0, "stream"
-        calls = []
-        rt.enter = lambda: None
-        rt.function = lambda kernel, instance: (
-            lambda grid, block, args, stream: calls.append((kernel, instance, grid, block, args, stream)))
-        a = DeviceArray()
-        rt.launch("cross_entropy", "cross_entropy<int>", 3, 256, [a] * 7 + [-100, 0.1])
-        kernel, instance, grid, block, args, stream = calls[-1]
-        assert (grid, block, stream) == ((3,), (256,), "stream")
-        assert args[:7] == (a,) * 7
-        assert type(args[7]) is np.int64 and args[7] == -100
-        assert type(args[8]) is np.float64 and args[8] == 0.1
-        rt.launch("unary", "unary<float, float, Exp>", 10 ** 12, 256, [a, a, a])
-        assert calls[-1][2] == (rt_module.MAX_BLOCKS,)  # the kernels loop past the grid
-        rt.launch_grid("sgemm_naive", "sgemm_naive", (2, 3, 4), (16, 16, 1), [5, 6, 7, a, a, a])
-        assert calls[-1][2:4] == ((2, 3, 4), (16, 16, 1))
-        assert [type(v) for v in calls[-1][4][:3]] == [np.int64] * 3
-        with pytest.raises(TypeError, match="takes 3 arguments"):
-            rt.launch("unary", "unary<float, float, Exp>", 1, 256, [a, a])
-        with pytest.raises(TypeError, match="pointer"):
-            rt.launch("unary", "unary<float, float, Exp>", 1, 256, [a, a, np.zeros(3)])
-        count = len(calls)
-        rt.launch("unary", "unary<float, float, Exp>", 0, 256, [a, a, a])  # nothing to do
-        assert len(calls) == count
+    def test_the_kernels_run_on_the_host_emulation_and_match_the_cpu(self):
+        """The kernels' logic and the whole launch path (the compiled launcher calling an
+        entry with cuLaunchKernel's signature, every argument by value) on the host
+        emulation, in a subprocess with ``tools/cuda_on_host`` in CuPy's place: a training
+        step, cross-entropy with label smoothing and weights (scalars by value), an Adam
+        step (its hyperparameters by value) against the CPU, and the null launch mode."""
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            p for p in (str(REPO / "tools" / "cuda_on_host"), str(REPO), os.environ.get("PYTHONPATH")) if p))
+        env.pop("STAGEGRAD_CUDA_LAUNCH", None)
+        r = subprocess.run([sys.executable, "-m", "pytest", "common_tests/test_gpu_devices.py", "-p",
+                            "no:cacheprovider", "-n", "0", "-q", "--stages=stage4_gpu", "-k", EMULATED],
+                           cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+        assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
+        counts = dict((word, int(n)) for n, word in re.findall(r"(\d+) (passed|skipped|failed)", r.stdout))
+        assert counts == {"passed": EMULATED_COUNT}, r.stdout[-2000:]
 
     def test_every_kernel_file_compiles_with_nvcc(self, tmp_path):
         """Each .cu file, as NVRTC will see it and with every template instantiation the
@@ -762,6 +798,46 @@ class TestCuda(OnEveryDevice):
         same(g.softmax(1), x.softmax(1), rtol=1e-12, atol=1e-12)
         same(g.to(gpu.float32), x.to(gpu.float32))
         same(gpu.ones(3, device="cuda").double(), gpu.ones(3).double())
+
+    def test_null_launches_are_counted_and_compute_nothing(self, gpu):
+        """In null mode a launch is counted and nothing runs: a training step makes exactly
+        the launches it makes in driver mode and changes no parameter, an in-place write
+        leaves the memory as it was, and a read back gives zeros."""
+        def step(model, opt, x, y):
+            opt.zero_grad()
+            gpu.nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+
+        gpu.manual_seed(0)
+        model = gpu.nn.Sequential(gpu.nn.Linear(12, 16), gpu.nn.ReLU(), gpu.nn.Linear(16, 3)).to("cuda")
+        opt = gpu.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        x, y = gpu.randn(8, 12).to("cuda"), gpu.tensor([0, 1, 2, 0, 1, 2, 0, 1]).to("cuda")
+        step(model, opt, x, y)  # the momentum buffers exist from here on
+        counts = []
+        for mode in ("driver", "null"):
+            before_params = [p.detach().cpu().numpy() for p in model.parameters()]  # read in driver mode
+            gpu.cuda._set_launch_mode(mode)
+            try:
+                before = gpu.cuda._launch_count()
+                step(model, opt, x, y)
+                counts.append(gpu.cuda._launch_count() - before)
+                if mode == "null":
+                    assert gpu.full((5,), 7.0, device="cuda").tolist() == [0.0] * 5  # a read back
+            finally:
+                gpu.cuda._set_launch_mode("driver")
+        assert counts[0] == counts[1] > 10
+        for p, was in zip(model.parameters(), before_params):
+            assert p.detach().cpu().numpy().tolist() == was.tolist()
+        target = gpu.full((4,), 7.0, device="cuda")
+        gpu.cuda._set_launch_mode("null")
+        try:
+            before = gpu.cuda._launch_count()
+            target.copy_(gpu.arange(4.0, device="cuda"))
+            target.add_(1.0)
+            assert gpu.cuda._launch_count() - before >= 2
+        finally:
+            gpu.cuda._set_launch_mode("driver")
+        assert target.tolist() == [7.0] * 4
 
     def test_moves_between_cuda_and_webgpu_go_through_the_host_and_mixing_names_both(self, gpu):
         if not gpu.webgpu.is_available():

@@ -60,13 +60,25 @@ def _routed(name, positions):
     device (``_routing.Routed``, compiled), anything else through ``general``."""
     on_cpu = getattr(cpu, name)
     on_device = {kind: getattr(module, name) for kind, module in _DEVICES.items()}
+    devices = frozenset(_DEVICES)
 
     def general(*args, **kwargs):
-        bufs = [b for i in positions if i < len(args)
-                for b in (args[i] if type(args[i]) in (list, tuple) else (args[i],))]
-        kinds = {type(b) for b in bufs} & _DEVICES.keys()
+        types = set()
+        n = len(args)
+        for i in positions:
+            if i < n:
+                t = type(args[i])
+                if t is list or t is tuple:
+                    types.update(map(type, args[i]))
+                else:
+                    types.add(t)
+        kinds = types & devices
         if not kinds:
             return on_cpu(*args, **kwargs)
+        if len(kinds) == 1 and types <= kinds | _NONE:  # all on one device: nothing to move
+            return on_device[next(iter(kinds))](*args, **kwargs)
+        bufs = [b for i in positions if i < len(args)
+                for b in (args[i] if type(args[i]) in (list, tuple) else (args[i],))]
         op = args[0] if type(args[0]) is str else name
         if len(kinds) > 1:
             a, b = (next(device_of(x) for x in bufs if type(x) is k) for k in kinds)
@@ -83,6 +95,8 @@ def _routed(name, positions):
 
     return Routed(name, positions, on_cpu, general)
 
+
+_NONE = frozenset({type(None)})  # an absent optional buffer (a weight, a bias)
 
 # each primitive and the positions of its buffer arguments
 _BUFFERS = {

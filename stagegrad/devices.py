@@ -11,7 +11,10 @@ PyTorch has a GPU). One run measures, on every device that is available:
   (``pin_memory()``, ``non_blocking=True``), which the GPU reaches by DMA;
 - a sweep of sizes (elementwise add, square matmul, a 784-256-10 MLP training step and a
   small CNN's, with SGD), each call ending with a synchronize so the device's work is counted, and for each
-  device and workload the smallest size at which the device beats stage 3 (the crossover).
+  device and workload the smallest size at which the device beats stage 3 (the crossover);
+- on every machine, GPU or not: the cuda device's host cost, ``cuda (null launch)``: ``a +
+  b`` and the MLP step with every launch counted and none run, on the host emulation
+  (``null_launch.py``), with the launches each makes.
 
 Times are medians of repeated calls. A software device (Mesa's lavapipe for webgpu: Vulkan
 running on this same CPU) is named as such, and its timings are never GPU speed. A device
@@ -156,6 +159,7 @@ def _torch():
 
 
 DEVICES = ("webgpu", "cuda")
+NULL_LAUNCH = "cuda (null launch)"  # the cuda device's host cost, on any machine (null_launch.py)
 
 
 def _device_info(s4, name):
@@ -205,7 +209,7 @@ def measure(quick=False, stream=None):
             for label, lib, dev, sync in runs:
                 jobs.append(("sweep", (name, n, label), lambda b=build, n=n, lib=lib, dev=dev, y=sync: (
                     b(lib, dev, n) if y is None else _synced(b(lib, dev, n), y), None)))
-    bar = Progress(len(jobs), "devices", stream=stream)
+    bar = Progress(len(jobs) + 1, "devices", stream=stream)  # and the null-launch run
     seconds = {}
     for done, (section, label, build) in enumerate(jobs, 1):
         call, after = build()
@@ -213,7 +217,14 @@ def measure(quick=False, stream=None):
         now = label if isinstance(label, str) else " ".join(f"{x:,}" if isinstance(x, int) else x for x in label)
         bar.update(done, now=now)
     columns = [label for label, *_ in runs[1:]]
-    return _report(quick, s3, devices, columns, torch, sizes, seconds, machine.cpu_model())
+    from . import null_launch
+    null = null_launch.measure(quick)
+    bar.update(len(jobs) + 1, now=NULL_LAUNCH)
+    report = _report(quick, s3, devices, columns, torch, sizes, seconds, machine.cpu_model())
+    report["null_launch"] = null
+    if null["available"]:
+        report["overhead"].append({"device": NULL_LAUNCH, "seconds": null["add_s"]})
+    return report
 
 
 def _report(quick, s3, devices, columns, torch, sizes, seconds, cpu):
@@ -267,6 +278,8 @@ def _tables(head, rows, keep):
 def _timed(label):
     """What one overhead or transfer row times."""
     dev, _, how = label.partition(", ")
+    if label == NULL_LAUNCH:
+        return "`a + b`, the host's part: launches counted, not run"
     if label in ("stage 3", "PyTorch"):
         return "`a + b`"
     if dev == "PyTorch CUDA":
@@ -297,6 +310,7 @@ def markdown(report):
     lines += ["One operation's fixed cost: `a + b` on 4 float32 elements, median time per call and "
               "how many times stage 3's time that is.", ""]
     lines += _table(["device", "what is timed", "per call", "relative"], rows) + [""]
+    lines += _null_launch(report.get("null_launch"))
     if report["transfer"]:
         rows = [[r["device"], r["direction"], _fmt(r["seconds"]), f"{r['gib_s']:.3g} GiB/s"]
                 for r in report["transfer"]]
@@ -330,6 +344,20 @@ def markdown(report):
         lines += ["", "The crossover: the smallest size at which each is faster than stage 3.", ""]
         lines += _tables(["workload"] + columns, rows, keep=1)
     return "\n".join(lines)
+
+
+def _null_launch(null):
+    """The lines on the cuda device's host cost (``null_launch.py``), or why it is missing."""
+    if null is None:
+        return []
+    if not null["available"]:
+        return [f"**No {NULL_LAUNCH} rows** ({null['reason']}).", ""]
+    rows = [["`a + b`, 4 elements", _fmt(null["add_s"]), str(null["add_launches"])]]
+    rows += [[f"MLP step, batch {m['batch']}", _fmt(m["seconds"]), str(m["launches"])] for m in null["mlp"]]
+    return ([f"The cuda device's host cost ({NULL_LAUNCH}): stage 4's cuda path on the host emulation "
+             "with every launch counted and none run, so what is timed is the host's own work per call "
+             "(frontend, device layer, launcher), on any machine; and the launches each call makes.", ""]
+            + _table(["call", "host time per call", "launches"], rows) + [""])
 
 
 def write(report, out):

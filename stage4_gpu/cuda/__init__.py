@@ -123,6 +123,22 @@ def set_device(device):
                           f"GPU, 'cuda:0'")
 
 
+def _set_launch_mode(mode):
+    """How the cuda device launches kernels (a stagegrad extension): ``"driver"`` (the
+    default) runs them; ``"null"`` counts each launch and runs nothing (a read back gives
+    zeros), so that the host's own cost per operation can be measured on any machine
+    (``stagegrad devices`` does, on the host emulation). ``STAGEGRAD_CUDA_LAUNCH`` sets it
+    when the device opens."""
+    _gpu("_set_launch_mode").set_launch_mode(mode)
+
+
+def _launch_count():
+    """Kernels the cuda device has launched so far, null launches and library calls
+    (cuBLAS) included (a stagegrad extension): the difference across a training step is
+    the step's launches. 0 without a GPU."""
+    return runtime().launches if is_available() else 0
+
+
 def get_device_name(device=None):
     """The GPU's name, as the driver reports it."""
     return _gpu("get_device_name").name

@@ -17,5 +17,12 @@ class Buffer(StridedBuffer):
 
     @property
     def array(self):
-        """The storage's CuPy array (kernels take it with the view's offset in ``p``)."""
+        """The storage's CuPy array."""
         return self.storage.array
+
+    @property
+    def address(self):
+        """The device address of the view's first element (what a kernel that indexes the
+        view from 0 takes; one that takes the view's offset in its parameters takes
+        ``storage.ptr``)."""
+        return self.storage.ptr + self.offset * self.dtype.itemsize

@@ -62,12 +62,35 @@ def operation(op, dtype, arity):
 def may_overlap(shape, strides):
     """Whether two elements of a view with ``shape`` and ``strides`` may share memory: the
     dims taken by increasing stride must each step past everything the smaller ones span."""
+    if len(shape) < 2:  # the common case, answered without sorting
+        return bool(shape) and shape[0] > 1 and strides[0] == 0
     span = 0
     for stride, n in sorted((abs(st), n) for n, st in zip(shape, strides) if n > 1):
         if stride <= span:
             return True
         span += stride * (n - 1)
     return False
+
+
+_INSTANCES = {}  # (op, out dtype, first input's dtype, arity) -> (kernel, name expression)
+
+
+def _instance(op, out, inputs):
+    """The kernel and name expression of elementwise.cu that computes ``op`` (None: a copy)
+    into ``out`` from ``inputs``, named once per op and dtypes."""
+    x = inputs[0]
+    key = (op, out.dtype, x.dtype, len(inputs))
+    found = _INSTANCES.get(key)
+    if found is None:
+        if op == "where":
+            found = "where", f"where<{out.ctype}>"
+        elif len(inputs) == 2:
+            found = "binary", f"binary<{out.ctype}, {x.ctype}, {operation(op, x.dtype, 2)}>"
+        else:
+            struct = "Identity" if op is None else operation(op, x.dtype, 1)
+            found = "unary", f"unary<{out.ctype}, {x.ctype}, {struct}>"
+        _INSTANCES[key] = found
+    return found
 
 
 class ElementwiseKernels:
@@ -80,31 +103,25 @@ class ElementwiseKernels:
     def elementwise(self, op, out, inputs, params):
         """One launch of elementwise.cu's unary, binary or where, instantiated for the
         operands' types and the op's struct (``Identity`` for a copy)."""
-        x = inputs[0]
-        if op == "where":
-            kernel, instance = "where", f"where<{out.ctype}>"
-        elif len(inputs) == 2:
-            kernel, instance = "binary", f"binary<{out.ctype}, {x.ctype}, {operation(op, x.dtype, 2)}>"
-        else:
-            struct = "Identity" if op is None else operation(op, x.dtype, 1)
-            kernel, instance = "unary", f"unary<{out.ctype}, {x.ctype}, {struct}>"
-        rt = runtime()
+        kernel, instance = _instance(op, out, inputs)
         # an output whose elements share memory (an unfold with overlapping windows) is
         # written by one thread in element order, so the last write wins, as on the CPU
         grid, block = (1, 1) if may_overlap(out.shape, out.strides) else (-(-params[0] // BLOCK), BLOCK)
-        rt.launch(kernel, instance, grid, block, [rt.params(params), out.array] + [x.array for x in inputs])
+        runtime().launch(kernel, instance, grid, block,
+                         [params, out.storage.ptr] + [x.storage.ptr for x in inputs])
 
     def fill(self, out, value):
-        """elementwise.cu's fill over the new buffer ``out``, the value passed in memory."""
+        """elementwise.cu's fill over the new buffer ``out``, the value's bytes passed by
+        value (in an int64, as the kernel reads them)."""
         rt = runtime()
         if out.numel:
             host = rt.np.array([value])
             if out.dtype.name == "bfloat16":
                 host = bfloat16_bits(rt.np, host)
-            host = host.astype(out.array.dtype)
-            v = rt.upload(host, out.array.dtype)
+            raw = host.astype(out.array.dtype).tobytes()
+            bits = int.from_bytes(raw.ljust(8, b"\0"), "little", signed=True)
             rt.launch("fill", f"fill<{out.ctype}>", -(-out.numel // BLOCK), BLOCK,
-                      [out.array[out.offset:], out.numel, v])
+                      [out.address, out.numel, bits])
 
 
 def instances():

@@ -10,8 +10,8 @@ _MODES = {"softmax": 0, "log_softmax": 1, "softmax_backward": 2, "log_softmax_ba
 
 
 def _at(x):
-    """A contiguous buffer's elements from its offset (a CuPy view: the kernel indexes from 0)."""
-    return x.array[x.offset:]
+    """A contiguous buffer's address from its offset (the kernel indexes it from 0)."""
+    return x.address
 
 
 class FusedKernels:
@@ -21,14 +21,14 @@ class FusedKernels:
         """softmax.cu in ``mode``, one block per row."""
         rt = runtime()
         rt.launch("softmax", f"softmax<{x.ctype}, {_MODES[mode]}>", rows, ROW_THREADS,
-                  [rt.params([rows, cols]), out.array, _at(x), _at(y)])
+                  [[rows, cols], out.storage.ptr, _at(x), _at(y)])
 
     def cross_entropy(self, loss, wrow, probs, x, target, weight, ignore_index, label_smoothing):
         """cross_entropy.cu, one block per row."""
         rt = runtime()
         rows = x.shape[0]
         rt.launch("cross_entropy", f"cross_entropy<{target.ctype}>", rows, ROW_THREADS,
-                  [rt.params(list(x.shape)), loss.array, wrow.array, probs.array, _at(x), _at(target),
+                  [list(x.shape), loss.storage.ptr, wrow.storage.ptr, probs.storage.ptr, _at(x), _at(target),
                    _at(weight), ignore_index, label_smoothing])
 
     def cross_entropy_backward(self, gx, probs, target, weight, scale, wsum, ignore_index,
@@ -37,7 +37,7 @@ class FusedKernels:
         rt = runtime()
         rt.launch("cross_entropy_backward", f"cross_entropy_backward<{target.ctype}>",
                   -(-probs.numel // BLOCK), BLOCK,
-                  [rt.params(list(probs.shape)), gx.array, _at(probs), _at(target), _at(weight), _at(scale),
+                  [list(probs.shape), gx.storage.ptr, _at(probs), _at(target), _at(weight), _at(scale),
                    _at(wsum), ignore_index, label_smoothing])
 
     def optimizer_step(self, rule, param, grad, states, hyper, flags):
@@ -45,24 +45,23 @@ class FusedKernels:
         kernel does not touch."""
         rt = runtime()
         n = param.numel
-        h = rt.upload(rt.np.array(hyper, dtype=rt.np.float32), rt.np.float32)
         kernel = rule + "_step"
         rt.launch(kernel, kernel, -(-n // BLOCK), BLOCK,
-                  [rt.params([n, *flags.values()]), h, _at(param), _at(grad)]
+                  [[n, *flags.values()], hyper, _at(param), _at(grad)]
                   + [_at(s if s is not None else param) for s in states])
 
     def layer_norm(self, y, mean, rstd, x, w, b, rows, cols, eps):
         """layer_norm.cu's forward, one block per row."""
         rt = runtime()
         rt.launch("layer_norm_forward", "layer_norm_forward", rows, ROW_THREADS,
-                  [rt.params([rows, cols, int(w is not None), int(b is not None)]), y.array, mean.array,
-                   rstd.array, _at(x), _at(w or x), _at(b or x), eps])
+                  [[rows, cols, int(w is not None), int(b is not None)], y.storage.ptr, mean.storage.ptr,
+                   rstd.storage.ptr, _at(x), _at(w or x), _at(b or x), eps])
 
     def layer_norm_backward(self, gx, mean, rstd, x, g, w, rows, cols):
         """layer_norm.cu's backward (the input's gradient), one block per row."""
         rt = runtime()
         rt.launch("layer_norm_backward", "layer_norm_backward", rows, ROW_THREADS,
-                  [rt.params([rows, cols, int(w is not None), 0]), gx.array, _at(mean), _at(rstd),
+                  [[rows, cols, int(w is not None), 0], gx.storage.ptr, _at(mean), _at(rstd),
                    _at(x), _at(g), _at(w or x)])
 
 

@@ -20,7 +20,7 @@ def _blocks(n):
 
 def _launch(kernel, instance, blocks, threads, params, bufs):
     rt = runtime()
-    rt.launch(kernel, instance, blocks, threads, [rt.params(params)] + [b.array for b in bufs])
+    rt.launch(kernel, instance, blocks, threads, [params] + [b.storage.ptr for b in bufs])
 
 
 class IndexKernels:

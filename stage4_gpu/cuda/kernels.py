@@ -2,13 +2,16 @@
 every kernel a module of this folder launches, the ``.cu`` file that defines it and the
 kind of each argument, and ``source``, a file's text as NVRTC compiles it.
 
-The table is what makes the launch layer checkable without a GPU: ``runtime.launch``
-refuses arguments that do not match it (a CuPy kernel argument of the wrong C type is
-silently corrupted, not refused), and the test suite parses the ``__global__``
-signatures in the ``.cu`` files and compares them with it. Argument kinds: ``ptr`` (a
-device array), ``i64`` (``long long``), ``f64`` (``double``). Templated kernels are
-launched by name expression (``unary<float, float, Exp>``); ``instances()`` lists every
-one the modules can launch, so the test compiles each with nvcc.
+The table is what makes the launch layer checkable without a GPU: the compiled launcher
+(``_launch.Kernel``) converts each argument to the C type its kind names (a launch
+argument's bytes are read as the kernel's parameter type, so a wrong type is corrupted,
+not refused), and the test suite parses the ``__global__`` signatures in the ``.cu``
+files and compares them with it. Argument kinds: ``ptr`` (a device address), ``i64``
+(``long long``), ``f64`` (``double``), ``params`` (common.cuh's ``Params``: the launch's
+sizes, strides and offsets, up to PARAMS_MAX int64 words, by value), ``hyper``
+(common.cuh's ``Hyper``: an optimizer's float32 constants, by value). Templated kernels
+are launched by name expression (``unary<float, float, Exp>``); ``instances()`` lists
+every one the modules can launch, so the test compiles each with nvcc.
 """
 import os
 import re
@@ -17,14 +20,14 @@ from collections import namedtuple
 DIR = os.path.join(os.path.dirname(__file__), "kernels")
 
 Kernel = namedtuple("Kernel", "file args")
-_P = ("ptr",)  # every kernel but the ladder's takes its int64 parameter array first
+_P = ("params",)  # every kernel but the ladder's and fill takes its Params first
 
 KERNELS = {
     # elementwise.cu
     "unary": Kernel("elementwise", _P + ("ptr", "ptr")),
     "binary": Kernel("elementwise", _P + ("ptr", "ptr", "ptr")),
     "where": Kernel("elementwise", _P + ("ptr", "ptr", "ptr", "ptr")),
-    "fill": Kernel("elementwise", ("ptr", "i64", "ptr")),
+    "fill": Kernel("elementwise", ("ptr", "i64", "i64")),
     # reduce.cu
     "reduce": Kernel("reduce", _P + ("ptr", "ptr")),
     "arg_reduce": Kernel("reduce", _P + ("ptr", "ptr")),
@@ -52,9 +55,9 @@ KERNELS = {
     "cross_entropy_backward": Kernel("cross_entropy_backward", _P + ("ptr",) * 6 + ("i64", "f64")),
     "layer_norm_forward": Kernel("layer_norm", _P + ("ptr",) * 6 + ("f64",)),
     "layer_norm_backward": Kernel("layer_norm", _P + ("ptr",) * 6),
-    "adam_step": Kernel("optim", _P + ("ptr",) * 6),
-    "sgd_step": Kernel("optim", _P + ("ptr",) * 4),
-    "rmsprop_step": Kernel("optim", _P + ("ptr",) * 6),
+    "adam_step": Kernel("optim", _P + ("hyper",) + ("ptr",) * 5),
+    "sgd_step": Kernel("optim", _P + ("hyper",) + ("ptr",) * 3),
+    "rmsprop_step": Kernel("optim", _P + ("hyper",) + ("ptr",) * 5),
 }
 
 # dtype name -> the C type of its elements on the device (a bool is one byte, as on the host;

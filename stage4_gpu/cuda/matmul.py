@@ -34,7 +34,7 @@ class MatmulKernels:
         rt = runtime()
         tiles = count * -(-n // _TILE) * -(-m // _TILE)
         rt.launch("matmul", f"matmul<{a.ctype}>", tiles, BLOCK,
-                  [rt.params([n, k, m, count, *layout]), out.array, a.array, b.array])
+                  [[n, k, m, count, *layout], out.storage.ptr, a.storage.ptr, b.storage.ptr])
 
     def dense(self, out, a, b, sizes):
         """Contiguous operands: the tensor-core kernel for the 2-byte floats; for float32,
@@ -44,7 +44,7 @@ class MatmulKernels:
         if a.dtype.name != "float32":
             hgemm(da, db, dc, a.ctype)
         elif ENGINE == "cublas":
-            dc[...] = cublas(da, db)
+            cublas(da, db, dc)
         else:
             sgemm(ENGINE if fits(ENGINE, n, m, k, da, db, dc) else FALLBACK, da, db, dc)
 

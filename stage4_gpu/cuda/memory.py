@@ -19,19 +19,27 @@ from .runtime import runtime
 
 
 class Storage:
-    """One CuPy array, shared by every view of it. ``version`` counts in-place writes, as on
-    the host."""
-    __slots__ = ("array", "version", "__weakref__")
+    """One CuPy array, shared by every view of it, and ``ptr``, the device address of its
+    first element (what a launch passes). ``version`` counts in-place writes, as on the
+    host."""
+    __slots__ = ("array", "ptr", "version", "__weakref__")
 
     def __init__(self, array):
         self.array = array
+        self.ptr = array.data.ptr
         self.version = 0
+
+
+_NUMPY = {}  # dtype -> its NumPy dtype (see _numpy)
 
 
 def _numpy(dtype):
     """The NumPy dtype of ``dtype``'s elements (CuPy arrays are typed by it): a bfloat16
     array holds its bits as uint16, NumPy having no bfloat16."""
-    return runtime().np.dtype("uint16" if dtype.name == "bfloat16" else dtype.name)
+    found = _NUMPY.get(dtype)
+    if found is None:
+        found = _NUMPY[dtype] = runtime().np.dtype("uint16" if dtype.name == "bfloat16" else dtype.name)
+    return found
 
 
 def bfloat16_bits(np, values):
@@ -103,7 +111,7 @@ class Memory:
 
     def data_ptr(self, x):
         """The element's device address (CuPy's pointer into the pool), as PyTorch's data_ptr."""
-        return x.array.data.ptr + x.offset * x.dtype.itemsize
+        return x.address
 
 
 # ---------------------------------------------------------------- page-locked host memory

@@ -25,13 +25,13 @@ class ReduceKernels:
         o = out.ctype
         rt = runtime()
         rt.launch("reduce", f"reduce<{o}, {_accumulator(op, o)}, {x.ctype}, {_OPS[op]}>", out.numel,
-                  _THREADS, [rt.params(params), out.array, x.array])
+                  _THREADS, [params, out.storage.ptr, x.storage.ptr])
 
     def arg_reduce(self, op, out, x, params):
         """reduce.cu's ``arg_reduce``: the first extreme wins."""
         rt = runtime()
         rt.launch("arg_reduce", f"arg_reduce<{x.ctype}, {'ArgMax' if op == 'argmax' else 'ArgMin'}>",
-                  out.numel, _THREADS, [rt.params(params), out.array, x.array])
+                  out.numel, _THREADS, [params, out.storage.ptr, x.storage.ptr])
 
 
 def instances():

@@ -3,13 +3,18 @@ of one of the project's kernels.
 
 Design: CuPy supplies what the project does not write itself (device memory from its
 caching pool, one ``cupy.cuda.Stream`` every launch and copy is queued on, NVRTC to
-compile ``kernels/*.cu`` at run time, cuBLAS as the matmul peer). A launch is the kernel's
-grid and block and its arguments, which ``kernels.py`` declares once per kernel (pointers,
-64-bit integers, doubles) and ``launch`` checks and converts: a CuPy kernel argument of
-the wrong scalar type is not an error, it is a corrupted argument. Sizes, strides and
-offsets travel as one small int64 array on the device (``p``), as the webgpu device's
-parameter buffer does. The host does not wait for a launch; it waits where it reads a
-value back (``download``) or asks to (``synchronize``).
+compile ``kernels/*.cu`` at run time, cuBLAS as the matmul peer). A launch is compiled
+code's: ``_launch.Kernel`` (one per compiled kernel, cached here by its name expression)
+converts the arguments to the C types ``kernels.py`` declares and calls the driver's
+``cuLaunchKernel`` with them, everything by value: sizes, strides and offsets in
+common.cuh's ``Params`` struct, pointers as device addresses, so a launch costs no copy
+and no array on the device. The host does not wait for a launch; it waits where it reads
+a value back (``download``) or asks to (``synchronize``).
+
+``STAGEGRAD_CUDA_LAUNCH=null`` (or ``sg.cuda._set_launch_mode("null")``) makes every
+launch a null one: counted in ``launches``, never run, so that what the host spends per
+operation can be measured apart from the GPU, on any machine (under the host emulation,
+``tools/cuda_on_host``): ``stagegrad devices`` reports it.
 
 Copies between host and device (``copy_to_device``, ``copy_to_host``) go straight between a
 host tensor's memory and the device array, one cudaMemcpyAsync each on our stream. From or
@@ -26,8 +31,7 @@ from ..gpu.opening import Opening
 from .kernels import KERNELS, source
 
 BLOCK = 256  # threads per block of the one-thread-per-element kernels
-MAX_BLOCKS = 1 << 20  # blocks per launch; the kernels loop (grid-stride) past this
-PARAMS_KEPT = 4096  # parameter arrays kept on the device (a few hundred KiB at most)
+LAUNCH_MODES = ("driver", "null")  # see _launch.Launcher
 MEMORY_TYPE_HOST = 1  # cudaMemoryTypeHost: what cudaPointerGetAttributes says of page-locked memory
 # compiled kernels, keyed by everything that shapes the binary (see Runtime._compile)
 CACHE = os.environ.get("STAGEGRAD_CUDA_CACHE",
@@ -58,20 +62,39 @@ class Runtime:
         # a blocking stream: work queued on the legacy default stream (by another thread,
         # or by a library) stays ordered with ours
         self.stream = cupy.cuda.Stream(non_blocking=False)
-        self._modules = {}  # (kernel, name expression) -> (its module, the compiled kernel)
-        self._params = {}  # a launch's parameters (tuple) -> their device array (params())
+        # per launch mode, name expression -> (its module, its _launch.Kernel)
+        self._by_mode = {mode: {} for mode in LAUNCH_MODES}
+        self._modules = self._by_mode["driver"]
+        self._driver_entry = None  # the driver's cuLaunchKernel, found on first use
+        from .. import _launch  # the compiled launcher: the device is unusable without it
+        self.launcher = _launch.Launcher(self.stream.ptr)
         self._held = []  # (event, host memory) of copies the host did not wait for (_hold)
-        self.launches = 0
         self._probe()
+        self.set_launch_mode(os.environ.get("STAGEGRAD_CUDA_LAUNCH", "driver"))
 
+    @property
+    def launches(self):
+        """Kernels launched so far (null launches included): ``launches`` before and after
+        a training step counts the step's."""
+        return self.launcher.launches
+
+    def set_launch_mode(self, mode):
+        """``"driver"``: launches run; ``"null"``: each launch is counted, nothing runs and
+        nothing is compiled (the device's memory keeps what it held)."""
+        if mode not in LAUNCH_MODES:
+            raise ValueError(f"cuda: the launch mode is one of {LAUNCH_MODES}, not {mode!r}")
+        if mode != self.launcher.mode:
+            self.synchronize()
+            self.launcher.mode = mode
+            self._modules = self._by_mode[mode]  # a null mode's kernels have no handle
     def _probe(self):
         """Compile, launch and read back one small kernel, so that a GPU whose NVRTC or
         driver cannot run our kernels is reported unavailable, with why, here."""
         np = self.np
         try:
             out = self.alloc(1, np.float32)
-            value = self.upload(np.array([1.5], dtype=np.float32), np.float32)
-            self.launch("fill", "fill<float>", 1, 1, [out, 1, value])
+            bits = int(np.array([1.5], dtype=np.float32).view(np.int32)[0])
+            self.launch("fill", "fill<float>", 1, 1, [out, 1, bits])
             got = self.download(out, 0, 1)[0]
         except Exception as e:
             raise DeviceError(f"cuda: {self.name} cannot run a kernel (NVRTC or the driver failed: "
@@ -103,7 +126,11 @@ class Runtime:
 
     def download(self, arr, start, count):
         """``count`` elements of ``arr`` from ``start`` as a NumPy array: the host waits for
-        every launch queued before."""
+        every launch queued before. In null mode, zeros: no kernel wrote the memory, and the
+        host's checks that read a value back (a target's bounds, an integer divisor) then
+        take the path valid input takes."""
+        if self.launcher.mode == "null":
+            return self.np.zeros(count, dtype=arr.dtype)
         self.enter()
         out = arr[start:start + count].get(stream=self.stream)
         self.stream.synchronize()
@@ -166,16 +193,32 @@ class Runtime:
     # ------------------------------------------------------------ kernels
 
     def function(self, kernel, instance):
-        """The compiled ``instance`` (a name expression such as ``unary<float, float, Exp>``,
-        or the kernel's own name) of ``kernel``, compiled by NVRTC on first use."""
-        key = (kernel, instance)
-        fn = self._modules.get(key)
+        """The ``_launch.Kernel`` of ``instance`` (a name expression such as ``unary<float,
+        float, Exp>``, or the kernel's own name) of ``kernel``, compiled by NVRTC on first use
+        (in null mode: not compiled, a kernel with no handle)."""
+        fn = self._modules.get(instance)
         if fn is None:
+            args = KERNELS[kernel].args
+            if self.launcher.mode == "null":
+                fn = self._modules[instance] = (None, _launch_kernel(self.launcher, instance, args, 0, 0))
+                return fn[1]
             binary, lowered = self._compile(source(KERNELS[kernel].file), instance)
             module = self.cp.cuda.function.Module()
             module.load(binary)
-            fn = self._modules[key] = (module, module.get_function(lowered))
+            compiled = module.get_function(lowered)
+            # a loader that is not CUDA's (tools/cuda_on_host) names its own entry
+            entry = getattr(compiled, "launch_entry", None) or self._driver()
+            fn = self._modules[instance] = (module, _launch_kernel(self.launcher, instance, args,
+                                                                   compiled.ptr, entry))
         return fn[1]
+
+    def _driver(self):
+        """The address of the driver's cuLaunchKernel, found once: asked of the driver
+        through NVIDIA's bindings (``cuda-bindings``, the cuda extra's), else looked up in
+        libcuda by name, where CuPy has already loaded it."""
+        if self._driver_entry is None:
+            self._driver_entry = _bindings_entry() or _libcuda_entry()
+        return self._driver_entry
 
     def _compile(self, code, instance):
         """NVRTC's binary of ``code`` and the lowered name of ``instance`` in it, from the
@@ -211,49 +254,77 @@ class Runtime:
         except (ImportError, AttributeError):  # the host emulation
             return None
 
-    def params(self, values):
-        """The int64 parameter array ``p`` of a launch, on the device. A training loop
-        launches the same shapes every step, so each distinct array is uploaded once and
-        kept (no kernel writes its ``p``): a launch then costs no host-to-device copy."""
-        key = tuple(values)
-        p = self._params.get(key)
-        if p is None:
-            if len(self._params) >= PARAMS_KEPT:
-                self._params.clear()
-            p = self._params[key] = self.upload(self.np.array(key, dtype=self.np.int64), self.np.int64)
-        return p
-
     def launch(self, kernel, instance, blocks, threads, args):
         """Queue ``instance`` of ``kernel`` over ``blocks`` blocks (at most MAX_BLOCKS: the
-        kernels loop past it) of ``threads`` threads."""
-        if blocks > 0:
-            self.launch_grid(kernel, instance, (min(int(blocks), MAX_BLOCKS),), (int(threads),), args)
+        kernels loop past it; none when 0) of ``threads`` threads, with ``args`` of the kinds
+        ``KERNELS`` declares (a pointer: a device address or a device array; params: a list
+        of ints)."""
+        fn = self._modules.get(instance)
+        k = fn[1] if fn is not None else self.function(kernel, instance)
+        try:
+            k.launch(blocks, threads, args)
+        except Exception as e:
+            self._retried(e, lambda: k.launch(blocks, threads, args))
+
+    def _retried(self, error, launch):
+        """``launch`` again where ``error`` says this thread has no current context (a
+        thread whose first CUDA call is a launch: the runtime API CuPy uses makes the
+        device's context current on first use, the driver API does not); else re-raise."""
+        if getattr(error, "code", None) != INVALID_CONTEXT:
+            raise error
+        self.gpu.use()
+        self.cp.cuda.runtime.free(0)  # a runtime call: the primary context current here
+        launch()
+
+    def library_call(self, fn, *args, **kwargs):
+        """``fn(*args, **kwargs)``: a library's kernel (cuBLAS through CuPy), on our stream;
+        counted as one launch, and not made in null mode."""
+        self.launcher.launches += 1
+        if self.launcher.mode != "null":
+            self.enter()
+            fn(*args, **kwargs)
 
     def launch_grid(self, kernel, instance, grid, block, args):
-        """Queue ``instance`` of ``kernel`` over the ``grid`` and ``block`` tuples with
-        ``args``, each checked against and converted to the kind ``KERNELS`` declares."""
-        spec = KERNELS[kernel]
-        if len(args) != len(spec.args):
-            raise TypeError(f"cuda: {kernel} takes {len(spec.args)} arguments, got {len(args)}")
-        converted = []
-        for kind, a in zip(spec.args, args):
-            if kind == "ptr":
-                if not isinstance(a, self.cp.ndarray):
-                    raise TypeError(f"cuda: {kernel}: a pointer argument must be a device array, "
-                                    f"got {type(a).__name__}")
-                converted.append(a)
-            else:
-                converted.append(SCALARS[kind](self.np)(a))
-        self.enter()
-        fn = self.function(kernel, instance)
-        fn(tuple(int(g) for g in grid), tuple(int(b) for b in block), tuple(converted),
-           stream=self.stream)
-        self.launches += 1
+        """Queue ``instance`` of ``kernel`` over the ``grid`` and ``block`` tuples with ``args``."""
+        k = self.function(kernel, instance)
+        try:
+            k.launch_grid(grid, block, args)
+        except Exception as e:
+            self._retried(e, lambda: k.launch_grid(grid, block, args))
 
 
-# each scalar kind's exact C type, as NumPy scalars (CuPy passes their bytes as they are)
-SCALARS = {"i64": lambda np: np.int64, "f64": lambda np: np.float64, "f32": lambda np: np.float32,
-           "i32": lambda np: np.int32}
+INVALID_CONTEXT = 201  # _launch's: CUDA_ERROR_INVALID_CONTEXT
+CUDA_VERSION = 12000  # the cuLaunchKernel asked for: its signature has not changed since CUDA 4
+_LIBCUDA = []  # the library _libcuda_entry opened, kept loaded
+
+
+def _bindings_entry():
+    """cuLaunchKernel's address from ``cuda.bindings.driver.cuGetProcAddress``, or None
+    where the bindings are missing or do not answer."""
+    try:
+        from cuda.bindings import driver
+        flags = driver.CUdriverProcAddress_flags.CU_GET_PROC_ADDRESS_DEFAULT
+        err, pfn, *_ = driver.cuGetProcAddress(b"cuLaunchKernel", CUDA_VERSION, flags)
+        return int(pfn) if err == driver.CUresult.CUDA_SUCCESS and pfn else None
+    except Exception:  # ImportError, or bindings of another shape: the library has it too
+        return None
+
+
+def _libcuda_entry():
+    """cuLaunchKernel's address in the driver's library (``libcuda.so.1``, ``nvcuda.dll``)."""
+    import ctypes
+    import sys
+    lib = ctypes.WinDLL("nvcuda.dll") if sys.platform == "win32" else ctypes.CDLL("libcuda.so.1")
+    _LIBCUDA.append(lib)
+    return ctypes.cast(lib.cuLaunchKernel, ctypes.c_void_p).value
+
+
+def _launch_kernel(launcher, name, args, handle, entry):
+    """A ``_launch.Kernel``: imported here, the one place that makes one."""
+    from .. import _launch
+    return _launch.Kernel(launcher, name, args, handle, entry)
+
+
 # NVRTC's options: C++17 for `if constexpr`; IEEE arithmetic (subnormals kept, division and
 # square root correctly rounded: NVRTC's defaults, stated). Contraction into fused
 # multiply-adds stays on: CUDA's own math functions are written for it (with it off, erfc

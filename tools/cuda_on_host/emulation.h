@@ -67,4 +67,18 @@ void launch(void (*kernel)(P...), dim3 grid, dim3 block, void** args, bool barri
       }
 }
 
+// what the driver's cuLaunchKernel does with a launch, on the host: the same checks of the
+// grid and block (CUDA_ERROR_INVALID_VALUE, 1, past CUDA's limits), then the kernel behind
+// the handle `f` (its module's stagegrad_kernel) run to the end; CUDA_SUCCESS, 0
+inline int launch_kernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                         unsigned bz, unsigned shared_bytes, void* stream, void** params, void** extra) {
+  const unsigned long long threads = (unsigned long long)bx * by * bz;
+  if (f == nullptr || params == nullptr || extra != nullptr) return 1;
+  if (!gx || !gy || !gz || !threads || threads > 1024 || bz > 64 || gx > 2147483647u || gy > 65535 ||
+      gz > 65535)
+    return 1;
+  reinterpret_cast<void (*)(dim3, dim3, void**)>(f)(dim3{gx, gy, gz}, dim3{bx, by, bz}, params);
+  return 0;
+}
+
 }  // namespace on_host

@@ -9,7 +9,7 @@ struct Row {
   i64 x, out, x_step, out_step;  // where row r starts in x and out, and its steps
 };
 
-__device__ __forceinline__ Row row_of(const i64* p, i64 r) {
+__device__ __forceinline__ Row row_of(const Params& p, i64 r) {
   const int no = (int)p[2];
   const i64* sizes = p + 3;
   const i64* xs = p + 4 + no;

@@ -7,6 +7,28 @@
 // 64-bit counts and offsets everywhere: a tensor may hold more than 2^31 elements
 typedef long long i64;
 
+// ---------------------------------------------------------------- launch arguments
+// Every argument travels in the launch itself, by value: the driver copies the argument
+// bytes into the launch it queues, so a launch needs no array on the device and no copy
+// before it. A kernel's sizes, strides and offsets arrive as `Params p`, whose words each
+// kernel file lays out (its "Parameters `p`" comment) and reads as p[i] or p + i, as from
+// an array. The struct has one fixed size whatever the kernel, so the launcher
+// (stage4_gpu/_launch.pyx, PARAMS_MAX there) packs every kernel's the same way: 64 words
+// (512 bytes, far under CUDA's 4 KiB of parameters) hold an elementwise `where` over 11
+// dimensions that do not merge (6 + 5 dims words), and a launch that needs more is refused
+// on the host. `Hyper`: an optimizer step's float32 constants (optim.cu), also by value.
+#define PARAMS_MAX 64
+struct Params {
+  i64 v[PARAMS_MAX];
+  __device__ __forceinline__ i64 operator[](int i) const { return v[i]; }
+  __device__ __forceinline__ const i64* operator+(int i) const { return v + i; }
+};
+#define HYPER_MAX 12
+struct Hyper {
+  float v[HYPER_MAX];
+  __device__ __forceinline__ float operator[](int i) const { return v[i]; }
+};
+
 // the first element of this thread, and the step of a grid-stride loop over n elements
 __device__ __forceinline__ i64 first_index() {
   return (i64)blockIdx.x * blockDim.x + threadIdx.x;

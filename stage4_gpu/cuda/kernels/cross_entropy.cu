@@ -12,7 +12,7 @@
 #include "rows.cuh"
 
 template <typename I>
-__global__ void cross_entropy(const i64* __restrict__ p, float* __restrict__ loss, float* __restrict__ wrow,
+__global__ void cross_entropy(const Params p, float* __restrict__ loss, float* __restrict__ wrow,
                               float* __restrict__ probs, const float* __restrict__ x,
                               const I* __restrict__ target, const float* __restrict__ weight,
                               i64 ignore_index, double smoothing) {

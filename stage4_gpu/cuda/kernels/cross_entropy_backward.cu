@@ -5,7 +5,7 @@
 #include "common.cuh"
 
 template <typename I>
-__global__ void cross_entropy_backward(const i64* __restrict__ p, float* __restrict__ gx,
+__global__ void cross_entropy_backward(const Params p, float* __restrict__ gx,
                                        const float* __restrict__ probs, const I* __restrict__ target,
                                        const float* __restrict__ weight, const float* __restrict__ scale,
                                        const float* __restrict__ wsum, i64 ignore_index,

@@ -12,7 +12,7 @@
 
 // the offsets of position i in K operands whose layouts follow sizes in p
 template <int K>
-__device__ __forceinline__ void offsets(const i64* p, i64 i, i64 (&off)[K]) {
+__device__ __forceinline__ void offsets(const Params& p, i64 i, i64 (&off)[K]) {
   const int nd = (int)p[1];
   const i64* sizes = p + 2;
   for (int k = 0; k < K; k++) off[k] = p[2 + nd + k * (nd + 1)];
@@ -24,7 +24,7 @@ __device__ __forceinline__ void offsets(const i64* p, i64 i, i64 (&off)[K]) {
 }
 
 template <typename O, typename T, typename Op>
-__global__ void unary(const i64* __restrict__ p, O* __restrict__ out, const T* __restrict__ x) {
+__global__ void unary(const Params p, O* __restrict__ out, const T* __restrict__ x) {
   const i64 n = p[0];
   for (i64 i = first_index(); i < n; i += grid_step()) {
     i64 off[2];
@@ -34,7 +34,7 @@ __global__ void unary(const i64* __restrict__ p, O* __restrict__ out, const T* _
 }
 
 template <typename O, typename T, typename Op>
-__global__ void binary(const i64* __restrict__ p, O* __restrict__ out, const T* __restrict__ a,
+__global__ void binary(const Params p, O* __restrict__ out, const T* __restrict__ a,
                        const T* __restrict__ b) {
   const i64 n = p[0];
   for (i64 i = first_index(); i < n; i += grid_step()) {
@@ -45,7 +45,7 @@ __global__ void binary(const i64* __restrict__ p, O* __restrict__ out, const T* 
 }
 
 template <typename T>
-__global__ void where(const i64* __restrict__ p, T* __restrict__ out, const bool* __restrict__ cond,
+__global__ void where(const Params p, T* __restrict__ out, const bool* __restrict__ cond,
                       const T* __restrict__ a, const T* __restrict__ b) {
   const i64 n = p[0];
   for (i64 i = first_index(); i < n; i += grid_step()) {
@@ -55,10 +55,12 @@ __global__ void where(const i64* __restrict__ p, T* __restrict__ out, const bool
   }
 }
 
-// every element of a contiguous run set to value[0] (one element on the device, so any
-// int64 or double arrives exactly)
+// every element of a contiguous run set to one value, which arrives as its bytes in the
+// low bytes of `bits` (little-endian, as on every CUDA host): any dtype, by value
 template <typename T>
-__global__ void fill(T* __restrict__ out, i64 n, const T* __restrict__ value) {
-  const T v = value[0];
+__global__ void fill(T* __restrict__ out, i64 n, i64 bits) {
+  T v;
+  unsigned char* bytes = (unsigned char*)&v;
+  for (int k = 0; k < (int)sizeof(T); k++) bytes[k] = (unsigned char)((unsigned long long)bits >> (8 * k));
   for (i64 i = first_index(); i < n; i += grid_step()) out[i] = v;
 }

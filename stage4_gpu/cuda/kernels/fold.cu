@@ -7,7 +7,7 @@
 #include "common.cuh"
 
 template <typename T>
-__global__ void fold(const i64* __restrict__ p, T* __restrict__ out, const T* __restrict__ cols) {
+__global__ void fold(const Params p, T* __restrict__ out, const T* __restrict__ cols) {
   const i64 total = p[0], K = p[4] * p[5];
   for (i64 i = first_index(); i < total; i += grid_step()) {
     const i64 w = i % p[3], h = (i / p[3]) % p[2];

@@ -9,7 +9,7 @@
 #include "common.cuh"
 
 template <typename T, typename I>
-__global__ void gather(const i64* __restrict__ p, T* __restrict__ out, const T* __restrict__ x,
+__global__ void gather(const Params p, T* __restrict__ out, const T* __restrict__ x,
                        const I* __restrict__ index) {
   const i64 n = p[0];
   const int nd = (int)p[1];

@@ -55,7 +55,7 @@ __device__ __forceinline__ void mma_16x8x16(float* c, const T* A, int lda, const
 }
 
 template <typename T>
-__global__ void hgemm(const i64* __restrict__ p, T* __restrict__ out, const T* __restrict__ a,
+__global__ void hgemm(const Params p, T* __restrict__ out, const T* __restrict__ a,
                       const T* __restrict__ b) {
   __shared__ T as[HG_TILE][HG_K + HG_PAD];
   __shared__ T bs[HG_K][HG_TILE + HG_PAD];

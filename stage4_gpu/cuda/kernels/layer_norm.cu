@@ -10,11 +10,11 @@
 #include "math.cuh"
 #include "rows.cuh"
 
-__device__ __forceinline__ float weight_of(const i64* p, const float* w, i64 c) {
+__device__ __forceinline__ float weight_of(const Params& p, const float* w, i64 c) {
   return p[2] ? w[c] : 1.0f;
 }
 
-extern "C" __global__ void layer_norm_forward(const i64* __restrict__ p, float* __restrict__ out,
+extern "C" __global__ void layer_norm_forward(const Params p, float* __restrict__ out,
                                               float* __restrict__ mean, float* __restrict__ rstd,
                                               const float* __restrict__ x, const float* __restrict__ w,
                                               const float* __restrict__ b, double eps) {
@@ -43,7 +43,7 @@ extern "C" __global__ void layer_norm_forward(const i64* __restrict__ p, float* 
   }
 }
 
-extern "C" __global__ void layer_norm_backward(const i64* __restrict__ p, float* __restrict__ gx,
+extern "C" __global__ void layer_norm_backward(const Params p, float* __restrict__ gx,
                                                const float* __restrict__ mean,
                                                const float* __restrict__ rstd,
                                                const float* __restrict__ x, const float* __restrict__ g,

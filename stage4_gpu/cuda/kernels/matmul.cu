@@ -13,7 +13,7 @@
 #define MM_TILE 16
 
 template <typename T>
-__global__ void matmul(const i64* __restrict__ p, T* __restrict__ out, const T* __restrict__ a,
+__global__ void matmul(const Params p, T* __restrict__ out, const T* __restrict__ a,
                        const T* __restrict__ b) {
   __shared__ T as[MM_TILE][MM_TILE];
   __shared__ T bs[MM_TILE][MM_TILE + 1];  // +1: no bank conflicts reading down a column

@@ -2,8 +2,8 @@
 // order of operations of the composite (stage 0's optimizers) and of stage 3's fused loop,
 // so the three agree to float32 rounding. Each state buffer is read and written once: the
 // step costs one pass over memory where the composite costs one per operation. The
-// float32 hyperparameters arrive as one small device array `h` (optim.py lists them); a
-// state the step does not use is passed as the parameter and never touched.
+// float32 hyperparameters arrive by value in `h` (common.cuh's Hyper; optim.py lists
+// them); a state the step does not use is passed as the parameter and never touched.
 #include "common.cuh"
 
 // start + (end - start) w, or end - (end - start) (1 - w) for w >= 1/2: PyTorch's lerp
@@ -14,7 +14,7 @@ __device__ __forceinline__ float lerp_f(float start, float end, float w, float w
 
 // p: [n, amsgrad, maximize, decay (0 none, 1 L2, 2 decoupled)]
 // h: [1 - beta1, beta1, beta2, 1 - beta2, eps, sqrt(1 - beta2^t), 1 - lr wd, wd, lr / (1 - beta1^t)]
-extern "C" __global__ void adam_step(const i64* __restrict__ p, const float* __restrict__ h,
+extern "C" __global__ void adam_step(const Params p, const Hyper h,
                                      float* __restrict__ param, const float* __restrict__ grad,
                                      float* __restrict__ m, float* __restrict__ v, float* __restrict__ vmax) {
   const i64 n = p[0];
@@ -40,7 +40,7 @@ extern "C" __global__ void adam_step(const i64* __restrict__ p, const float* __r
 
 // p: [n, has momentum buffer, first step of the buffer, maximize, has weight decay,
 //     nesterov, has dampening];  h: [lr, wd, momentum, 1 - dampening]
-extern "C" __global__ void sgd_step(const i64* __restrict__ p, const float* __restrict__ h,
+extern "C" __global__ void sgd_step(const Params p, const Hyper h,
                                     float* __restrict__ param, const float* __restrict__ grad,
                                     float* __restrict__ buf) {
   const i64 n = p[0];
@@ -64,7 +64,7 @@ extern "C" __global__ void sgd_step(const i64* __restrict__ p, const float* __re
 
 // p: [n, centered, has momentum, maximize, has weight decay]
 // h: [lr, wd, alpha, 1 - alpha, 1 - alpha (lerp weight), alpha, eps, momentum]
-extern "C" __global__ void rmsprop_step(const i64* __restrict__ p, const float* __restrict__ h,
+extern "C" __global__ void rmsprop_step(const Params p, const Hyper h,
                                         float* __restrict__ param, const float* __restrict__ grad,
                                         float* __restrict__ sq, float* __restrict__ gavg,
                                         float* __restrict__ buf) {

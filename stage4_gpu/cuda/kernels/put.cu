@@ -26,7 +26,7 @@ struct Amin {
 };
 
 template <typename T, typename I, typename Op>
-__global__ void put(const i64* __restrict__ p, T* __restrict__ dst, const I* __restrict__ index,
+__global__ void put(const Params p, T* __restrict__ dst, const I* __restrict__ index,
                     const T* __restrict__ src) {
   if (blockIdx.x != 0 || threadIdx.x != 0) return;
   const i64 n = p[0];

@@ -42,17 +42,17 @@ struct All {
 };
 
 // the offset of output o's first element, and of element j of its reduced run
-__device__ __forceinline__ i64 kept_offset(const i64* p, i64 o) {
+__device__ __forceinline__ i64 kept_offset(const Params& p, i64 o) {
   const int nk = (int)p[2];
   return offset_of(o, nk, p + 5, p + 5 + nk, p[4]);
 }
-__device__ __forceinline__ i64 reduced_offset(const i64* p, i64 j) {
+__device__ __forceinline__ i64 reduced_offset(const Params& p, i64 j) {
   const int nk = (int)p[2], nr = (int)p[3];
   return offset_of(j, nr, p + 5 + 2 * nk, p + 5 + 2 * nk + nr, 0);
 }
 
 template <typename O, typename A, typename T, typename Op>
-__global__ void reduce(const i64* __restrict__ p, O* __restrict__ out, const T* __restrict__ x) {
+__global__ void reduce(const Params p, O* __restrict__ out, const T* __restrict__ x) {
   __shared__ A vals[REDUCE_THREADS];
   const i64 nout = p[0], inner = p[1];
   const int t = threadIdx.x;
@@ -87,7 +87,7 @@ __device__ __forceinline__ bool wins(T a, i64 ia, T b, i64 ib) {
 }
 
 template <typename T, typename Op>
-__global__ void arg_reduce(const i64* __restrict__ p, i64* __restrict__ out, const T* __restrict__ x) {
+__global__ void arg_reduce(const Params p, i64* __restrict__ out, const T* __restrict__ x) {
   __shared__ T vals[REDUCE_THREADS];
   __shared__ i64 idx[REDUCE_THREADS];
   const i64 nout = p[0], inner = p[1];

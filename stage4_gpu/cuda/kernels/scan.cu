@@ -23,7 +23,7 @@ struct CumMin { static constexpr bool max = false; };
 
 // A: the accumulator (double for a float32 sum, else T)
 template <typename T, typename A, typename Op>
-__global__ void scan(const i64* __restrict__ p, T* __restrict__ vals, i64* __restrict__ idx,
+__global__ void scan(const Params p, T* __restrict__ vals, i64* __restrict__ idx,
                      const T* __restrict__ x) {
   const i64 rows = p[0], n = p[1];
   for (i64 r = first_index(); r < rows; r += grid_step()) {
@@ -38,7 +38,7 @@ __global__ void scan(const i64* __restrict__ p, T* __restrict__ vals, i64* __res
 }
 
 template <typename T, typename Op>
-__global__ void scan_extreme(const i64* __restrict__ p, T* __restrict__ vals, i64* __restrict__ idx,
+__global__ void scan_extreme(const Params p, T* __restrict__ vals, i64* __restrict__ idx,
                              const T* __restrict__ x) {
   const i64 rows = p[0], n = p[1];
   for (i64 r = first_index(); r < rows; r += grid_step()) {

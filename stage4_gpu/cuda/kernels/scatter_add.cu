@@ -9,7 +9,7 @@
 #include "common.cuh"
 
 template <typename T, typename I>
-__global__ void scatter_add(const i64* __restrict__ p, T* __restrict__ out, const I* __restrict__ index,
+__global__ void scatter_add(const Params p, T* __restrict__ out, const I* __restrict__ index,
                             const T* __restrict__ src) {
   const i64 n = p[0];
   const int nd = (int)p[1];

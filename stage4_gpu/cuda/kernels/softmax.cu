@@ -12,7 +12,7 @@
 #include "rows.cuh"
 
 template <typename T, int MODE>
-__global__ void softmax(const i64* __restrict__ p, T* __restrict__ out, const T* __restrict__ x,
+__global__ void softmax(const Params p, T* __restrict__ out, const T* __restrict__ x,
                         const T* __restrict__ y) {
   const i64 rows = p[0], cols = p[1];
   const int t = threadIdx.x;

@@ -27,7 +27,7 @@ __device__ __forceinline__ bool before(T a, i64 ia, T b, i64 ib) {
 }
 
 template <typename T, bool DESC>
-__global__ void sort_bitonic(const i64* __restrict__ p, T* __restrict__ vals, i64* __restrict__ idx,
+__global__ void sort_bitonic(const Params p, T* __restrict__ vals, i64* __restrict__ idx,
                              const T* __restrict__ x) {
   __shared__ T key[SORT_MAX];
   __shared__ i64 pos[SORT_MAX];
@@ -67,7 +67,7 @@ __global__ void sort_bitonic(const i64* __restrict__ p, T* __restrict__ vals, i6
 }
 
 template <typename T, bool DESC>
-__global__ void sort_rank(const i64* __restrict__ p, T* __restrict__ vals, i64* __restrict__ idx,
+__global__ void sort_rank(const Params p, T* __restrict__ vals, i64* __restrict__ idx,
                           const T* __restrict__ x) {
   const i64 rows = p[0], n = p[1];
   for (i64 e = first_index(); e < rows * n; e += grid_step()) {

@@ -8,7 +8,7 @@
 #include "common.cuh"
 
 template <typename T>
-__global__ void unfold(const i64* __restrict__ p, T* __restrict__ out, const T* __restrict__ x) {
+__global__ void unfold(const Params p, T* __restrict__ out, const T* __restrict__ x) {
   const i64 total = p[0], L = p[12] * p[13], K = p[4] * p[5];
   for (i64 i = first_index(); i < total; i += grid_step()) {
     const i64 l = i % L, row = i / L;  // row: (n, c, kernel offset)

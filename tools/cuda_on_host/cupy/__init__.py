@@ -241,11 +241,6 @@ cuda = types.SimpleNamespace(
     Event=_Event, get_current_stream=lambda: _CURRENT[0],
     get_elapsed_time=lambda a, b: (b.t - a.t) * 1e3)
 
-# a scalar argument's C type, by its NumPy type (as CuPy passes a scalar's bytes)
-_SCALARS = {np.int64: ctypes.c_longlong, np.float64: ctypes.c_double, np.float32: ctypes.c_float,
-            np.int32: ctypes.c_int}
-
-
 class _Module:
     """CuPy's ``cuda.function.Module``: here the "binary" is the source itself, and each
     function a one-name ``RawModule``."""
@@ -271,10 +266,15 @@ class RawModule:
             raise ValueError(f"{name} is not among the module's name expressions")
         with open(os.path.join(_HERE, "emulation.h"), encoding="utf-8") as f:
             src = (f.read() + "\n" + self.code + "\n"
-                   'extern "C" void stagegrad_launch(unsigned gx, unsigned gy, unsigned gz, '
-                   "unsigned bx, unsigned by, unsigned bz, void** args) {\n"
-                   f"  on_host::launch(&{name}, dim3{{gx, gy, gz}}, dim3{{bx, by, bz}}, args, "
-                   f"{str(self.barriers).lower()});\n}}\n")
+                   # the kernel's handle: a function of the grid, the block and the arguments
+                   'extern "C" void stagegrad_kernel(dim3 grid, dim3 block, void** args) {\n'
+                   f"  on_host::launch(&{name}, grid, block, args, {str(self.barriers).lower()});\n}}\n"
+                   # what the runtime launches it through, in place of the driver's cuLaunchKernel
+                   'extern "C" int stagegrad_cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, '
+                   "unsigned bx, unsigned by, unsigned bz, unsigned shared_bytes, void* stream, "
+                   "void** params, void** extra) {\n"
+                   "  return on_host::launch_kernel(f, gx, gy, gz, bx, by, bz, shared_bytes, stream, params, "
+                   "extra);\n}\n")
         os.makedirs(_CACHE, exist_ok=True)
         lib = os.path.join(_CACHE, hashlib.sha1(src.encode()).hexdigest() + ".so")
         if not os.path.exists(lib):
@@ -287,16 +287,16 @@ class RawModule:
             if r.returncode:
                 raise RuntimeError(f"{name} does not compile for the host:\n{r.stderr[-3000:]}")
             os.replace(part + ".so", lib)
-        launch = ctypes.CDLL(lib).stagegrad_launch
-        launch.restype = None
+        return Function(ctypes.CDLL(lib))
 
-        def run(grid, block, args, shared_mem=0, stream=None):
-            grid, block = tuple(grid) + (1,) * (3 - len(grid)), tuple(block) + (1,) * (3 - len(block))
-            if block[0] * block[1] * block[2] > 1024 or grid[1] > 65535 or grid[2] > 65535:
-                raise ValueError(f"{name}: grid {grid} or block {block} past CUDA's limits")
-            values = [ctypes.c_void_p(a.__array_interface__["data"][0]) if isinstance(a, ndarray)
-                      else _SCALARS[type(a)](a) for a in args]
-            pointers = (ctypes.c_void_p * max(len(values), 1))(
-                *[ctypes.cast(ctypes.pointer(v), ctypes.c_void_p) for v in values])
-            launch(*grid, *block, pointers)
-        return run
+
+class Function:
+    """A compiled kernel as CuPy's ``Function`` shows it: ``ptr``, its handle (the address
+    of the library's ``stagegrad_kernel``), and ``launch_entry``, the address of the
+    library's function with the driver's ``cuLaunchKernel`` signature, which the runtime's
+    compiled launcher calls as it calls the driver's on a GPU."""
+
+    def __init__(self, lib):
+        self._lib = lib  # kept: the addresses live as long as the library stays loaded
+        self.ptr = ctypes.cast(lib.stagegrad_kernel, ctypes.c_void_p).value
+        self.launch_entry = ctypes.cast(lib.stagegrad_cuLaunchKernel, ctypes.c_void_p).value
