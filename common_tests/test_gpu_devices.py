@@ -729,7 +729,7 @@ class TestCuda(OnEveryDevice):
             p for p in (str(REPO / "tools" / "cuda_on_host"), str(REPO), os.environ.get("PYTHONPATH")) if p))
         env.pop("STAGEGRAD_CUDA_LAUNCH", None)
         r = subprocess.run([sys.executable, "-m", "pytest", "common_tests/test_gpu_devices.py", "-p",
-                            "no:cacheprovider", "-n", "0", "-q", "--stages=stage4_gpu", "-k", EMULATED],
+                            "no:cacheprovider", "-n", "0", "--stages=stage4_gpu", "-k", EMULATED],
                            cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
         assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
         counts = dict((word, int(n)) for n, word in re.findall(r"(\d+) (passed|skipped|failed)", r.stdout))
