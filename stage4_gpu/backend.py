@@ -56,8 +56,8 @@ def _to_device(op, bufs, kind):
 
 def _routed(name, positions):
     """Primitive ``name`` routed by its buffer arguments at ``positions`` (a list of
-    buffers, for ``cat``, counts as its buffers): host buffers only go straight to the cpu
-    device (``_routing.Routed``, compiled), anything else through ``general``."""
+    buffers, for ``cat``, counts as its buffers): host buffers only, or one device's only,
+    go straight there (``_routing.Routed``, compiled), anything else through ``general``."""
     on_cpu = getattr(cpu, name)
     on_device = {kind: getattr(module, name) for kind, module in _DEVICES.items()}
     devices = frozenset(_DEVICES)
@@ -93,7 +93,7 @@ def _routed(name, positions):
                 args[i] = [next(moved) for _ in args[i]] if many else next(moved)
         return on_device[kind](*args, **kwargs)
 
-    return Routed(name, positions, on_cpu, general)
+    return Routed(name, positions, on_cpu, on_device, general)
 
 
 _NONE = frozenset({type(None)})  # an absent optional buffer (a weight, a bias)

@@ -1,15 +1,18 @@
 // The CUDA the project's kernels use, on the host (tools/cuda_on_host): a kernel's blocks
-// run one after another; a block's threads run as OS threads that meet at a std::barrier
-// for __syncthreads (or one after another, when the kernel has no barrier). Shared memory
-// is a static variable: one block at a time uses it. Nothing here is GPU behaviour
-// beyond what a correct kernel may rely on: barriers, shared memory, the index built-ins.
-#include <barrier>
+// run one after another, and a block's threads one after another too. A kernel with
+// __syncthreads runs each thread as a fiber (a ucontext with its own stack) on the calling
+// OS thread: every thread runs up to its next barrier, then the next thread does, so no
+// thread passes a barrier before all have reached it. One OS thread whatever the block
+// size: the emulation's cost is the kernels' work, not the scheduler's. Shared memory is a
+// static variable: one block at a time uses it. Nothing here is GPU behaviour beyond what
+// a correct kernel may rely on: barriers, shared memory, the index built-ins.
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
-#include <thread>
 #include <utility>
 #include <vector>
 #include <math.h>
+#include <ucontext.h>
 
 // glibc's tanhf, within 2 ulp as CUDA's, measured 2.02 by the accuracy test's yardstick:
 // widened to double it is within 1, so that test measures the kernels, not the host's libm
@@ -23,9 +26,20 @@
 
 struct dim3 { unsigned x = 1, y = 1, z = 1; };
 static dim3 blockIdx, blockDim, gridDim;
-static thread_local dim3 threadIdx;
-static std::barrier<>* block_barrier = nullptr;
-inline void __syncthreads() { if (block_barrier) block_barrier->arrive_and_wait(); }
+static dim3 threadIdx;
+
+namespace on_host {
+// the fibers of the block being run (see launch): the scheduler's context, and where a
+// thread at a barrier returns to it
+static ucontext_t scheduler;
+static ucontext_t* running_fiber = nullptr;
+}  // namespace on_host
+
+// a thread at a barrier hands the OS thread back to the scheduler, which resumes it once
+// every other thread of the block has reached the barrier too
+inline void __syncthreads() {
+  if (on_host::running_fiber) swapcontext(on_host::running_fiber, &on_host::scheduler);
+}
 inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
 inline float __uint_as_float(unsigned i) { float f; std::memcpy(&f, &i, 4); return f; }
 inline unsigned __float_as_uint(float f) { unsigned i; std::memcpy(&i, &f, 4); return i; }
@@ -40,30 +54,76 @@ void call(void (*kernel)(P...), void** args, std::index_sequence<I...>) {
   kernel(*static_cast<P*>(args[I])...);
 }
 
+constexpr std::size_t FIBER_STACK = 64 * 1024;  // bytes per thread: the kernels' locals are small
+static bool fiber_exited = false;  // set by a thread's last act, read by the scheduler
+
+// a block's thread as a fiber's entry point (makecontext passes no pointers): the launch
+// stores the kernel and its arguments here first
+template <typename... P>
+struct Fiber {
+  static inline void (*kernel)(P...) = nullptr;
+  static inline void** args = nullptr;
+  static void entry() {
+    call(kernel, args, std::index_sequence_for<P...>{});
+    fiber_exited = true;  // returning resumes the scheduler (uc_link)
+  }
+};
+
 template <typename... P>
 void launch(void (*kernel)(P...), dim3 grid, dim3 block, void** args, bool barriers) {
   gridDim = grid;
   blockDim = block;
   const unsigned threads = block.x * block.y * block.z;
+  auto index = [&](unsigned t) {
+    return dim3{t % block.x, (t / block.x) % block.y, t / (block.x * block.y)};
+  };
+  // the fibers' stacks, kept from launch to launch (malloc's pages are touched only as used)
+  static char* stacks = nullptr;
+  static unsigned stack_count = 0;
+  if (barriers && stack_count < threads) {
+    std::free(stacks);
+    stacks = static_cast<char*>(std::malloc(threads * FIBER_STACK));
+    stack_count = threads;
+  }
+  std::vector<ucontext_t> fibers(barriers ? threads : 0);
+  std::vector<char> done(threads);
+  Fiber<P...>::kernel = kernel;
+  Fiber<P...>::args = args;
   for (unsigned z = 0; z < grid.z; z++)
     for (unsigned y = 0; y < grid.y; y++)
       for (unsigned x = 0; x < grid.x; x++) {
         blockIdx = dim3{x, y, z};
-        auto thread = [&](unsigned t) {
-          threadIdx = dim3{t % block.x, (t / block.x) % block.y, t / (block.x * block.y)};
-          call(kernel, args, std::index_sequence_for<P...>{});
-          if (barriers) block_barrier->arrive_and_drop();  // an exited thread leaves the barrier
-        };
         if (!barriers) {
-          for (unsigned t = 0; t < threads; t++) thread(t);
+          for (unsigned t = 0; t < threads; t++) {
+            threadIdx = index(t);
+            call(kernel, args, std::index_sequence_for<P...>{});
+          }
           continue;
         }
-        std::barrier<> bar(threads);
-        block_barrier = &bar;
-        std::vector<std::thread> running;
-        for (unsigned t = 0; t < threads; t++) running.emplace_back(thread, t);
-        for (auto& th : running) th.join();
-        block_barrier = nullptr;
+        for (unsigned t = 0; t < threads; t++) {
+          getcontext(&fibers[t]);
+          fibers[t].uc_stack.ss_sp = stacks + t * FIBER_STACK;
+          fibers[t].uc_stack.ss_size = FIBER_STACK;
+          fibers[t].uc_link = &scheduler;  // a thread that returns has exited: back here
+          makecontext(&fibers[t], Fiber<P...>::entry, 0);
+          done[t] = 0;
+        }
+        // rounds: each live thread runs to its next barrier (or its end); the next round
+        // starts when all have, so every barrier sees the whole block arrive
+        for (unsigned live = threads; live;) {
+          for (unsigned t = 0; t < threads; t++) {
+            if (done[t]) continue;
+            threadIdx = index(t);
+            running_fiber = &fibers[t];
+            fiber_exited = false;
+            swapcontext(&scheduler, &fibers[t]);
+            if (fiber_exited) {
+              done[t] = 1;
+              live--;
+            }
+          }
+        }
+        running_fiber = nullptr;
       }
 }
 
