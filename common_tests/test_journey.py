@@ -342,7 +342,7 @@ def _fake_devices_report():
     columns = ["webgpu", "cuda", "PyTorch CUDA"]
     seconds, k = {}, 0
     for label in ["stage 3", "webgpu, queued", "webgpu, synchronized", "cuda, queued", "cuda, synchronized",
-                  "PyTorch", "PyTorch CUDA, synchronized"]:
+                  "PyTorch", "PyTorch CUDA, queued", "PyTorch CUDA, synchronized"]:
         seconds[("overhead", label)] = 1.234e-6 * 10 ** (len(seconds) % 4)
     for dev in ("webgpu", "cuda"):
         for direction, pinned in devices.TRANSFERS:

@@ -198,9 +198,10 @@ def measure(quick=False, stream=None):
                    for direction, pinned in TRANSFERS if dev == "cuda" or not pinned)]
     if torch is not None:
         jobs.append(("overhead", "PyTorch", lambda: (_add(torch, "cpu", 4), None)))
-    if torch_cuda:
-        jobs.append(("overhead", "PyTorch CUDA, synchronized",
-                     lambda: (_synced(_add(torch, "cuda", 4), torch.cuda.synchronize), None)))
+    if torch_cuda:  # queued as ours are: the synchronize comes after the timed calls
+        jobs += [("overhead", "PyTorch CUDA, queued", lambda: (_add(torch, "cuda", 4), torch.cuda.synchronize)),
+                 ("overhead", "PyTorch CUDA, synchronized",
+                  lambda: (_synced(_add(torch, "cuda", 4), torch.cuda.synchronize), None))]
     runs = [("stage 3", s3, "cpu", None)] + [(dev, s4, dev, getattr(s4, dev).synchronize) for dev in on]
     if torch_cuda:
         runs.append(("PyTorch CUDA", torch, "cuda", torch.cuda.synchronize))
@@ -283,7 +284,7 @@ def _timed(label):
     if label in ("stage 3", "PyTorch"):
         return "`a + b`"
     if dev == "PyTorch CUDA":
-        return "`a + b; torch.cuda.synchronize()`"
+        return "`a + b`, not waited for" if how == "queued" else "`a + b; torch.cuda.synchronize()`"
     return {"queued": "`a + b`, not waited for", "synchronized": f"`a + b; sg.{dev}.synchronize()`"}[how]
 
 
