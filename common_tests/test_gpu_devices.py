@@ -694,14 +694,14 @@ class TestCuda(OnEveryDevice):
         assert launch.LIMITS["hyper"] == int(limits["HYPER_MAX"])
         launcher = launch.Launcher(0, "null")
         k = launch.Kernel(launcher, "cross_entropy<int>", kernels.KERNELS["cross_entropy"].args, 0, 0)
-        args = [[9, 40], 1 << 40, 2, 3, 4, 5, 6, -100, 0.1]
+        args = [[9, 40], 1 << 40, 2, 3, 4, 5, 6, 7, -100, 0.1]
         k.launch(3, 256, args)
         k.launch(10 ** 12, 256, tuple(args))  # past MAX_BLOCKS: the kernels loop past the grid
         k.launch_grid((2, 3), (16, 16), args)
         assert launcher.launches == 3
-        refused = [(TypeError, "takes 9 arguments, got 8", args[:-1]),
+        refused = [(TypeError, "takes 10 arguments, got 9", args[:-1]),
                    (TypeError, "argument 1 is a pointer", [[9, 40], np.zeros(3)] + args[2:]),
-                   (TypeError, "float", args[:7] + [-100.5, 0.1]),
+                   (TypeError, "float", args[:8] + [-100.5, 0.1]),
                    (TypeError, "float", [[9, 40.0]] + args[1:]),
                    (ValueError, "65 parameter words, over the 64", [list(range(65))] + args[1:])]
         for error, message, wrong in refused:

@@ -15,7 +15,11 @@ __all__ = ["CudaUnavailableError", "is_available", "device_count", "is_initializ
            "get_arch_list", "manual_seed", "manual_seed_all", "seed", "seed_all", "empty_cache",
            "memory_allocated", "max_memory_allocated", "memory_reserved", "synchronize", "current_device",
            "set_device", "get_device_name", "get_device_capability", "get_device_properties", "mem_get_info",
-           "init", "amp"]
+           "init", "set_sync_debug_mode", "get_sync_debug_mode", "amp"]
+
+# PyTorch's names of the sync debug modes, and their numbers
+SYNC_DEBUG_MODES = {"default": 0, "warn": 1, "error": 2}
+_sync_debug_mode = [0]  # the mode set here: nothing on this stage synchronizes
 
 
 class CudaUnavailableError(DeviceError, AssertionError):
@@ -128,3 +132,31 @@ def mem_get_info(device=None):
 def init():
     """Refused: there is no CUDA to initialise."""
     _unavailable("init")
+
+
+def sync_debug_mode_number(debug_mode):
+    """``debug_mode`` ("default", "warn", "error", or 0, 1, 2) as its number; RuntimeError for
+    anything else, in PyTorch's words."""
+    if isinstance(debug_mode, str):
+        if debug_mode not in SYNC_DEBUG_MODES:
+            raise RuntimeError("invalid value of debug_mode, expected one of `default`, `warn`, `error`")
+        return SYNC_DEBUG_MODES[debug_mode]
+    if isinstance(debug_mode, bool) or not isinstance(debug_mode, int):
+        raise RuntimeError(f"invalid argument to set_sync_debug_mode, debug_mode type is "
+                           f"{type(debug_mode).__name__}")
+    if debug_mode not in SYNC_DEBUG_MODES.values():
+        raise RuntimeError("invalid value of debug_mode, expected one of 0,1,2")
+    return debug_mode
+
+
+def set_sync_debug_mode(debug_mode):
+    """Set how operations that make the host wait for a GPU are reported: "default" (0)
+    silently, "warn" (1) with a warning, "error" (2) refused. Accepted and kept (PyTorch's
+    CPU build refuses the call): on this stage no operation waits for a GPU, so no mode
+    ever reports one."""
+    _sync_debug_mode[0] = sync_debug_mode_number(debug_mode)
+
+
+def get_sync_debug_mode():
+    """The mode ``set_sync_debug_mode`` set, as its number (0 until set)."""
+    return _sync_debug_mode[0]

@@ -41,6 +41,14 @@ def out_of_range(index, low, high):
     return next(v for v in index.reshape(-1).tolist() if not low <= v < high)
 
 
+def checked_on_device(index):
+    """Whether the kernels that read the integer tensor ``index`` check its values on its
+    device (a driver's ``checks_indices``: the cuda device's, which raise at the next
+    synchronization), so that a frontend check before them, reading the values back, would
+    only make the host wait."""
+    return getattr(getattr(index._data, "driver", None), "checks_indices", False)
+
+
 class IndexRangeError(IndexError, RuntimeError):
     """An index outside the dim it selects along (gather, scatter, index_* ops). An
     ``IndexError``, the project's error for indices, and a ``RuntimeError``, PyTorch's for

@@ -11,8 +11,10 @@ does (not available, no devices, the calls that need a GPU refused with
 """
 import importlib
 
+from stage0_python.cuda import sync_debug_mode_number
+
 from ..device import DeviceError
-from .runtime import is_available, runtime, unavailable_reason
+from .runtime import Runtime, is_available, runtime, unavailable_reason
 
 # what a program cannot do with tensors on this device (a stage's LACKS, per device):
 # hold 1- or 2-byte integers (its kernels are not instantiated for them), read its memory as
@@ -82,8 +84,26 @@ def seed_all():
 
 
 def synchronize(device=None):
-    """Wait until every kernel queued on the device has finished."""
+    """Wait until every kernel queued on the device has finished, and raise what a
+    device-side check found meanwhile (an index out of range: IndexError). Counted in
+    ``_sync_count()``; the sync debug mode does not flag it, as PyTorch's does not flag
+    ``torch.cuda.synchronize()``."""
     _gpu("synchronize").synchronize()
+
+
+def set_sync_debug_mode(debug_mode):
+    """How operations that make the host wait for the device are reported, as PyTorch's:
+    "default" (0) silently, "warn" (1) with a UserWarning, "error" (2) refused with a
+    RuntimeError, each naming the operation (a read back such as ``item()`` or ``tolist()``,
+    a blocking copy to the host or from page-locked memory to the device) before it waits.
+    An explicit ``synchronize()`` is not flagged. Kept until changed, also before the GPU
+    opens and where there is none (nothing then waits)."""
+    Runtime.sync_debug_mode = sync_debug_mode_number(debug_mode)
+
+
+def get_sync_debug_mode():
+    """The sync debug mode, as its number (0 "default", 1 "warn", 2 "error")."""
+    return Runtime.sync_debug_mode
 
 
 def empty_cache():
@@ -139,6 +159,13 @@ def _launch_count():
     return runtime().launches if is_available() else 0
 
 
+def _sync_count():
+    """Times the host has waited for the cuda device so far (a stagegrad extension), every
+    synchronization counted, flagged by the sync debug mode or not: the difference across a
+    training step is the step's, as ``_launch_count()``'s is its launches. 0 without a GPU."""
+    return runtime().syncs if is_available() else 0
+
+
 def get_device_name(device=None):
     """The GPU's name, as the driver reports it."""
     return _gpu("get_device_name").name
@@ -167,7 +194,8 @@ __all__ = ["LACKS", "CudaUnavailableError", "is_available", "unavailable_reason"
            "is_initialized", "init", "is_bf16_supported", "get_arch_list", "manual_seed",
            "manual_seed_all", "seed", "seed_all", "synchronize", "empty_cache", "memory_allocated",
            "max_memory_allocated", "memory_reserved", "current_device", "set_device",
-           "get_device_name", "get_device_capability", "get_device_properties", "mem_get_info", "amp"]
+           "get_device_name", "get_device_capability", "get_device_properties", "mem_get_info",
+           "set_sync_debug_mode", "get_sync_debug_mode", "amp"]
 
 
 def __getattr__(name):

@@ -17,6 +17,7 @@ class Cuda(Memory, ElementwiseKernels, ReduceKernels, IndexKernels, FusedKernels
     name = "cuda"
     device = _device("cuda", 0)
     offsets = True
+    checks_indices = True  # gather, scatter_add, put and cross_entropy check on the device
     # the softmaxes are written for float64 too; other dtypes take the composite
     fused_dtypes = {"softmax": ("float32", "float64"), "log_softmax": ("float32", "float64")}
     dlpack_refusal = ("__dlpack__: sharing cuda memory through DLPack is not implemented yet, so the "

@@ -24,12 +24,13 @@ class FusedKernels:
                   [[rows, cols], out.storage.ptr, _at(x), _at(y)])
 
     def cross_entropy(self, loss, wrow, probs, x, target, weight, ignore_index, label_smoothing):
-        """cross_entropy.cu, one block per row."""
+        """cross_entropy.cu, one block per row, checking the targets on the device (the
+        runtime's error words, ``Runtime.checked``)."""
         rt = runtime()
         rows = x.shape[0]
         rt.launch("cross_entropy", f"cross_entropy<{target.ctype}>", rows, ROW_THREADS,
                   [list(x.shape), loss.storage.ptr, wrow.storage.ptr, probs.storage.ptr, _at(x), _at(target),
-                   _at(weight), ignore_index, label_smoothing])
+                   _at(weight), rt.checked(), ignore_index, label_smoothing])
 
     def cross_entropy_backward(self, gx, probs, target, weight, scale, wsum, ignore_index,
                                label_smoothing):

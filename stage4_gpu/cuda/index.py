@@ -2,6 +2,10 @@
 ``gather.cu``, ``scatter_add.cu``, ``put.cu``, ``unfold.cu``, ``fold.cu``, ``sort.cu``,
 ``scan.cu``), each instantiated for its element types and, for ``put`` and ``scan``, the
 op's struct. The parameters are the shared layer's (``gpu/index.py``), in int64.
+
+``gather``, ``scatter_add`` and ``put`` check their index values on the device (the driver's
+``checks_indices``): each takes the runtime's error words last (``Runtime.checked``), where a
+bad value is recorded for the runtime to raise at its next synchronization.
 """
 from ..gpu.index import rows_params
 from .kernels import CTYPE
@@ -18,9 +22,13 @@ def _blocks(n):
     return -(-n // BLOCK)
 
 
-def _launch(kernel, instance, blocks, threads, params, bufs):
+def _launch(kernel, instance, blocks, threads, params, bufs, checked=False):
+    """Launch with ``bufs``' storages, and the runtime's error words last where ``checked``."""
     rt = runtime()
-    rt.launch(kernel, instance, blocks, threads, [params] + [b.storage.ptr for b in bufs])
+    args = [params] + [b.storage.ptr for b in bufs]
+    if checked:
+        args.append(rt.checked())
+    rt.launch(kernel, instance, blocks, threads, args)
 
 
 class IndexKernels:
@@ -29,17 +37,17 @@ class IndexKernels:
     def gather(self, out, x, index, params):
         """gather.cu, one thread per output element."""
         _launch("gather", f"gather<{x.ctype}, {index.ctype}>", _blocks(out.numel), BLOCK, params,
-                [out, x, index])
+                [out, x, index], checked=True)
 
     def scatter_add(self, out, index, src, params):
         """scatter_add.cu, one thread per output element gathering what lands on it."""
         _launch("scatter_add", f"scatter_add<{src.ctype}, {index.ctype}>", _blocks(out.numel), BLOCK,
-                params, [out, index, src])
+                params, [out, index, src], checked=True)
 
     def put(self, dst, index, src, accumulate, params):
         """put.cu, one thread walking the indices in order."""
         _launch("put", f"put<{dst.ctype}, {index.ctype}, {_PUT[accumulate]}>", 1, 1, params,
-                [dst, index, src])
+                [dst, index, src], checked=True)
 
     def unfold(self, out, x, params):
         """unfold.cu, one thread per column element."""

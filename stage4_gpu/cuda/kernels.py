@@ -36,10 +36,11 @@ KERNELS = {
     "scan_extreme": Kernel("scan", _P + ("ptr", "ptr", "ptr")),
     "sort_bitonic": Kernel("sort", _P + ("ptr", "ptr", "ptr")),
     "sort_rank": Kernel("sort", _P + ("ptr", "ptr", "ptr")),
-    # gather.cu, scatter_add.cu, put.cu, unfold.cu, fold.cu
-    "gather": Kernel("gather", _P + ("ptr", "ptr", "ptr")),
-    "scatter_add": Kernel("scatter_add", _P + ("ptr", "ptr", "ptr")),
-    "put": Kernel("put", _P + ("ptr", "ptr", "ptr")),
+    # gather.cu, scatter_add.cu, put.cu (each checking its index values: the last pointer is
+    # the runtime's error words), unfold.cu, fold.cu
+    "gather": Kernel("gather", _P + ("ptr", "ptr", "ptr", "ptr")),
+    "scatter_add": Kernel("scatter_add", _P + ("ptr", "ptr", "ptr", "ptr")),
+    "put": Kernel("put", _P + ("ptr", "ptr", "ptr", "ptr")),
     "unfold": Kernel("unfold", _P + ("ptr", "ptr")),
     "fold": Kernel("fold", _P + ("ptr", "ptr")),
     # matmul.cu (any dtype, strided), hgemm.cu (the 2-byte floats' tensor-core tier) and the
@@ -51,7 +52,7 @@ KERNELS = {
                     "sgemm_blocktile_2d", "sgemm_vectorized", "sgemm_warptile")},
     # the fused kernels
     "softmax": Kernel("softmax", _P + ("ptr", "ptr", "ptr")),
-    "cross_entropy": Kernel("cross_entropy", _P + ("ptr",) * 6 + ("i64", "f64")),
+    "cross_entropy": Kernel("cross_entropy", _P + ("ptr",) * 7 + ("i64", "f64")),  # 7th: error words
     "cross_entropy_backward": Kernel("cross_entropy_backward", _P + ("ptr",) * 6 + ("i64", "f64")),
     "layer_norm_forward": Kernel("layer_norm", _P + ("ptr",) * 6 + ("f64",)),
     "layer_norm_backward": Kernel("layer_norm", _P + ("ptr",) * 6),

@@ -73,8 +73,9 @@ class Memory:
         return Storage(rt.upload(rt.np.frombuffer(raw, dtype=_numpy(dtype)), _numpy(dtype)))
 
     def download(self, x):
-        """The elements of the contiguous view x, as a NumPy array."""
-        return runtime().download(x.storage.array, x.offset, x.numel)
+        """The elements of the contiguous view x, as a NumPy array (the host waits)."""
+        return runtime().download(x.storage.array, x.offset, x.numel,
+                                  f"a read of {x.numel} element(s) back to the host (item, tolist)")
 
     def upload_buffer(self, host, non_blocking=False):
         """A storage holding the host buffer ``host``'s elements (row-major), copied from its
@@ -90,7 +91,7 @@ class Memory:
         pinned = rt.is_pinned(ptr)
         rt.copy_to_device(storage.array, ptr, host.numel * host.dtype.itemsize, hold=host if pinned else None)
         if pinned and not non_blocking:
-            rt.synchronize()
+            rt.synchronize("a blocking copy to the device")
         return storage
 
     def download_into(self, x, dst, non_blocking=False):
@@ -107,7 +108,7 @@ class Memory:
         rt.copy_to_host(x.storage.array, x.offset, x.numel * x.dtype.itemsize, ptr,
                         hold=None if wait else dst)
         if wait:
-            rt.synchronize()
+            rt.synchronize("a blocking copy to the host")
 
     def data_ptr(self, x):
         """The element's device address (CuPy's pointer into the pool), as PyTorch's data_ptr."""

@@ -11,6 +11,19 @@ common.cuh's ``Params`` struct, pointers as device addresses, so a launch costs 
 and no array on the device. The host does not wait for a launch; it waits where it reads
 a value back (``download``) or asks to (``synchronize``).
 
+Every wait is one ``synchronize``: counted in ``syncs`` (as ``launches`` counts launches), and
+where it serves an operation (a read back, a blocking copy) checked against the sync debug
+mode first (``sg.cuda.set_sync_debug_mode``: "warn" warns, "error" raises RuntimeError
+naming the operation, before anything waits). An explicit ``sg.cuda.synchronize()`` is
+counted and not flagged, as PyTorch's mode does not flag ``torch.cuda.synchronize()``.
+
+The kernels that check values on the device (an index of gather, scatter_add and put, a
+cross-entropy target) take the runtime's four error words (``checked``) and record the first
+bad value there (common.cuh's ``report_error``). The host reads them at the next wait it
+makes anyway, and only when such a kernel was queued since the last: their copy is queued
+on the stream before the wait, so it costs no wait of its own. A recorded failure is
+cleared and raised there, as IndexError naming the operation, the value and the bound.
+
 ``STAGEGRAD_CUDA_LAUNCH=null`` (or ``sg.cuda._set_launch_mode("null")``) makes every
 launch a null one: counted in ``launches``, never run, so that what the host spends per
 operation can be measured apart from the GPU, on any machine (under the host emulation,
@@ -32,6 +45,13 @@ from .kernels import KERNELS, source
 
 BLOCK = 256  # threads per block of the one-thread-per-element kernels
 LAUNCH_MODES = ("driver", "null")  # see _launch.Launcher
+SYNC_WARN, SYNC_ERROR = 1, 2  # sg.cuda.set_sync_debug_mode's "warn" and "error", as PyTorch numbers them
+# common.cuh's CHECK_* codes: the failed check's operation and its message (value, bound, axis)
+CHECKS = {1: ("gather", "index {value} is out of bounds for dimension {axis} with size {bound}"),
+          2: ("take", "index {value} is out of bounds for a tensor with size {bound}"),
+          3: ("scatter_add", "index {value} is out of bounds for dimension {axis} with size {bound}"),
+          4: ("put", "index {value} is out of bounds for a tensor with size {bound}"),
+          5: ("cross_entropy", "target {value} is out of bounds for {bound} classes")}
 MEMORY_TYPE_HOST = 1  # cudaMemoryTypeHost: what cudaPointerGetAttributes says of page-locked memory
 # compiled kernels, keyed by everything that shapes the binary (see Runtime._compile)
 CACHE = os.environ.get("STAGEGRAD_CUDA_CACHE",
@@ -39,7 +59,10 @@ CACHE = os.environ.get("STAGEGRAD_CUDA_CACHE",
 
 
 class Runtime:
-    """The GPU and CuPy's handles on it, opened once (``runtime()``)."""
+    """The GPU and CuPy's handles on it, opened once (``runtime()``). ``sync_debug_mode``
+    (0, SYNC_WARN or SYNC_ERROR) is the class's, so that it can be set before the GPU opens."""
+
+    sync_debug_mode = 0
 
     def __init__(self):
         import cupy  # the optional dependency: imported only when the device is used
@@ -69,6 +92,15 @@ class Runtime:
         from .. import _launch  # the compiled launcher: the device is unusable without it
         self.launcher = _launch.Launcher(self.stream.ptr)
         self._held = []  # (event, host memory) of copies the host did not wait for (_hold)
+        self.syncs = 0  # the host's waits for the stream (synchronize)
+        # the device-side checks' error words (code, value, bound, axis), their page-locked
+        # host copy, and whether a checking kernel was queued since the last wait
+        self._errors = self.upload(numpy.zeros(4, numpy.int64), numpy.int64)
+        self._errors_ptr = self._errors.data.ptr
+        self._errors_block = self.alloc_pinned(32)
+        self._errors_host = numpy.frombuffer(self._errors_block, numpy.int64, 4)
+        self._errors_host[:] = 0
+        self._errors_pending = False
         self._probe()
         self.set_launch_mode(os.environ.get("STAGEGRAD_CUDA_LAUNCH", "driver"))
 
@@ -124,16 +156,18 @@ class Runtime:
                                 stream=self.stream)
         return out
 
-    def download(self, arr, start, count):
+    def download(self, arr, start, count, what=None):
         """``count`` elements of ``arr`` from ``start`` as a NumPy array: the host waits for
-        every launch queued before. In null mode, zeros: no kernel wrote the memory, and the
-        host's checks that read a value back (a target's bounds, an integer divisor) then
-        take the path valid input takes."""
+        every launch queued before (a synchronization: ``what`` names it to the sync debug
+        mode, as ``synchronize``'s). In null mode, zeros: no kernel wrote the memory, and the host's checks that
+        read a value back (an integer divisor) then take the path valid input takes."""
         if self.launcher.mode == "null":
+            self.synchronize(what)
             return self.np.zeros(count, dtype=arr.dtype)
+        self._flag(what)
         self.enter()
         out = arr[start:start + count].get(stream=self.stream)
-        self.stream.synchronize()
+        self.synchronize()
         return out
 
     def alloc_pinned(self, nbytes):
@@ -185,10 +219,54 @@ class Runtime:
         self.synchronize()
         self.pool.free_all_blocks()
 
-    def synchronize(self):
-        """Wait until every launch so far has finished."""
+    def synchronize(self, what=None):
+        """Wait until every launch so far has finished; counted in ``syncs``. ``what`` names
+        the operation that needs the wait, for the sync debug mode (``_flag``); None for an
+        explicit synchronize, which the mode does not flag. Then raise what a device-side
+        check recorded (``checked``), if anything."""
+        self._flag(what)
+        self.syncs += 1
+        check = self._errors_pending and self.launcher.mode != "null"  # null: no kernel ran
+        if check:
+            self._errors_pending = False
+            self._errors.data.copy_to_host_async(ctypes.c_void_p(self._errors_host.ctypes.data), 32,
+                                                 self.stream)
         self.stream.synchronize()
         self._held.clear()  # every copy is done: their host memory may go
+        if check and self._errors_host[0]:
+            self._raise_recorded()
+
+    def _flag(self, what):
+        """The sync debug mode's answer to a synchronizing operation ``what`` (None: not
+        flagged): a UserWarning under "warn", a RuntimeError under "error", as PyTorch's."""
+        if what is None or not self.sync_debug_mode:
+            return
+        message = f"called a synchronizing CUDA operation: {what}"
+        if self.sync_debug_mode == SYNC_ERROR:
+            raise RuntimeError(message)
+        import warnings
+        warnings.warn(message, UserWarning, stacklevel=3)
+
+    def checked(self):
+        """The device address of the error words a checking kernel takes (common.cuh's
+        ``report_error``): the next synchronization reads them."""
+        self._errors_pending = True
+        return self._errors_ptr
+
+    def _raise_recorded(self):
+        """Clear the error words a check wrote, then raise what they say (an IndexError that
+        is also a RuntimeError, as PyTorch reports a device-side assert)."""
+        from stage0_python.shapes import IndexRangeError
+        code, value, bound, axis = (int(v) for v in self._errors_host)
+        self._errors_host[:] = 0
+        # zeros back to the device, from the page-locked words (nothing writes them before
+        # the stream has passed this copy: the next read of the words is queued after it)
+        self._errors.data.copy_from_host_async(ctypes.c_void_p(self._errors_host.ctypes.data), 32,
+                                               self.stream)
+        op, text = CHECKS.get(code, ("a kernel", "check {code} failed with value {value}"))
+        raise IndexRangeError(f"{op}: {text.format(value=value, bound=bound, axis=axis, code=code)} "
+                              f"(checked on the cuda device by a kernel queued before this "
+                              f"synchronization)")
 
     # ------------------------------------------------------------ kernels
 

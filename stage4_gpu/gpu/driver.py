@@ -13,7 +13,10 @@ class Driver:
 
     Attributes: ``name`` (the device type), ``device`` (its ``device`` object), ``offsets``
     (whether a kernel can take a buffer from a view's offset: CUDA passes a pointer, WebGPU
-    binds whole buffers), ``dense_dtypes`` (the dtypes a dense matmul engine multiplies, by
+    binds whole buffers), ``checks_indices`` (whether its gather, scatter_add, put and
+    cross_entropy kernels check their index and target values on the device and report a
+    bad one at the runtime's next synchronization: the shared layer then reads nothing back
+    to check them first), ``dense_dtypes`` (the dtypes a dense matmul engine multiplies, by
     name), ``fused_dtypes``
     (the dtypes a fused kernel is written for, by name; float32 where unnamed) and
     ``dlpack_refusal`` (why ``__dlpack__`` is refused)."""
@@ -21,6 +24,7 @@ class Driver:
     name = None
     device = None
     offsets = False
+    checks_indices = False
     dense_dtypes = frozenset()
     fused_dtypes = {}
     dlpack_refusal = None

@@ -2,9 +2,11 @@
 the driver's (``gather``, ``scatter_add``, ``put``, ``unfold``, ``fold``, ``sort``,
 ``scan``); the design of each is at the top of its kernel file.
 
-Index values are checked on the device before use, as the CPU stages check them: an
-out-of-range index raises IndexError instead of reading another tensor's memory. The
-check reads two numbers back, so the host waits there.
+Index values are checked before use, as the CPU stages check them: an out-of-range index
+raises IndexError instead of reading another tensor's memory. A driver whose kernels check
+them on the device (``Driver.checks_indices``: cuda) reports a bad one at the runtime's next
+synchronization, so the host does not wait here; for any other (webgpu) the host reads the
+index's minimum and maximum back first, and waits there.
 """
 from ..dtypes import int64
 from .elementwise import run
@@ -12,9 +14,10 @@ from .movement import copy, reshape
 from .reduce import reduce
 
 
-def _check_range(index, size, axis_name):
-    """IndexError unless every value of ``index`` is in [0, size)."""
-    if not index.numel:
+def _check_range(index, size, axis_name, launched=True):
+    """IndexError unless every value of ``index`` is in [0, size). Nothing is read where the
+    kernel about to run (``launched``) checks the values on the device."""
+    if not index.numel or (launched and index.driver.checks_indices):
         return
     axes = range(len(index.shape))
     low = reduce("min", index, axes, False).item()
@@ -49,8 +52,9 @@ def _gather(x, index, axis):
 
 def scatter_add(shape, axis, index, src):
     """A zero tensor of ``shape`` with ``src`` added at ``index`` along ``axis``."""
-    _check_range(index, shape[axis], f"dimension {axis}")
     out = type(src).empty(tuple(shape), src.dtype)
+    # no kernel runs into an empty output: then every index value is out of range, found here
+    _check_range(index, shape[axis], f"dimension {axis}", launched=bool(out.numel))
     params = [out.numel, len(shape), *shape, *index.shape, index.offset, *index.strides,
               src.offset, *src.strides, axis]
     if out.numel:

@@ -40,6 +40,14 @@ static ucontext_t* running_fiber = nullptr;
 inline void __syncthreads() {
   if (on_host::running_fiber) swapcontext(on_host::running_fiber, &on_host::scheduler);
 }
+// CUDA's compare-and-swap: one thread runs at a time here (blocks in turn, a block's
+// threads as fibers that switch only at barriers), so a plain read and write is atomic
+inline unsigned long long atomicCAS(unsigned long long* address, unsigned long long compare,
+                                    unsigned long long val) {
+  const unsigned long long old = *address;
+  if (old == compare) *address = val;
+  return old;
+}
 inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
 inline float __uint_as_float(unsigned i) { float f; std::memcpy(&f, &i, 4); return f; }
 inline unsigned __float_as_uint(float f) { unsigned i; std::memcpy(&i, &f, 4); return i; }

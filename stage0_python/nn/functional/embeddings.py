@@ -5,7 +5,7 @@ import math
 from ... import shapes
 from ...autograd import Function, no_grad
 from ...creation import cat
-from ...dtypes import bool_, int64
+from ...dtypes import bool_, int32, int64
 from ...shapes import ShapeError
 from ...tensor import where
 from .helpers import _const
@@ -20,7 +20,9 @@ class _Embedding(Function):
         flat = indices.reshape(-1)
         ctx.save_for_backward(flat)
         ctx.num, ctx.padding_idx, ctx.scale = weight.shape[0], padding_idx, scale_grad_by_freq
-        return weight[flat].reshape(*indices.shape, weight.shape[1])
+        # index_select, not weight[flat]: indexing would take a negative index from the end
+        rows = weight.index_select(0, flat if flat.dtype in (int32, int64) else flat.long())
+        return rows.reshape(*indices.shape, weight.shape[1])
 
     @staticmethod
     def backward(ctx, g):
@@ -61,7 +63,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
         if not -V <= padding_idx < V:
             raise ValueError(f"embedding: padding_idx {padding_idx} must be within num_embeddings {V}")
         padding_idx %= V
-    bad = shapes.out_of_range(input, 0, V)
+    # the gather below refuses the same values where its device checks them
+    bad = None if shapes.checked_on_device(input) else shapes.out_of_range(input, 0, V)
     if bad is not None:
         raise IndexError(f"embedding: index {bad} is out of range for {V} embeddings")
     if max_norm is not None:

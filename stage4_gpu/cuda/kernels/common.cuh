@@ -29,6 +29,27 @@ struct Hyper {
   __device__ __forceinline__ float operator[](int i) const { return v[i]; }
 };
 
+// ---------------------------------------------------------------- device-side checks
+// A kernel that meets a value it must refuse (an index out of range, a class target outside
+// the classes) does not read past a tensor and cannot raise: it records the failure in the
+// runtime's four error words `err` (cuda/runtime.py reads them at its next synchronization
+// and raises there, as PyTorch's device-side asserts surface). err[0]: the check's code
+// (CHECK_* below, runtime.py's CHECKS; 0 while none failed), err[1]: the bad value,
+// err[2]: the bound it broke, err[3]: the axis (-1 for none). The first failure wins: a
+// compare-and-swap on the code, and only its winner writes the rest.
+#define CHECK_GATHER 1
+#define CHECK_TAKE 2
+#define CHECK_SCATTER_ADD 3
+#define CHECK_PUT 4
+#define CHECK_CROSS_ENTROPY 5
+__device__ __forceinline__ void report_error(i64* err, int code, i64 value, i64 bound, i64 axis) {
+  if (atomicCAS((unsigned long long*)err, 0ULL, (unsigned long long)code) == 0ULL) {
+    err[1] = value;
+    err[2] = bound;
+    err[3] = axis;
+  }
+}
+
 // the first element of this thread, and the step of a grid-stride loop over n elements
 __device__ __forceinline__ i64 first_index() {
   return (i64)blockIdx.x * blockDim.x + threadIdx.x;

@@ -4,8 +4,9 @@
 // weights. It writes each row's loss and weight (for a mean) and the probabilities the
 // backward reuses, as stage 3's fused kernel does:
 //   loss = (1 - s) w_t (lse - x_t) + s / C (lse W - sum_c w_c x_c),  lse = log sum_c e^x_c.
-// The host has checked the targets (a kernel cannot raise) and passes weights of 1 where
-// there are none.
+// A target outside [0, cols) (ignore_index aside) is reported in `err` (common.cuh's
+// report_error; a kernel cannot raise) and its row counts nothing. The host passes weights
+// of 1 where there are none.
 // Parameters `p` (int64): [rows, cols]; then ignore_index, smoothing as arguments.
 #include "common.cuh"
 #include "math.cuh"
@@ -15,7 +16,7 @@ template <typename I>
 __global__ void cross_entropy(const Params p, float* __restrict__ loss, float* __restrict__ wrow,
                               float* __restrict__ probs, const float* __restrict__ x,
                               const I* __restrict__ target, const float* __restrict__ weight,
-                              i64 ignore_index, double smoothing) {
+                              i64* __restrict__ err, i64 ignore_index, double smoothing) {
   const i64 rows = p[0], cols = p[1];
   const int t = threadIdx.x;
   for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
@@ -35,7 +36,8 @@ __global__ void cross_entropy(const Params p, float* __restrict__ loss, float* _
     for (i64 j = t; j < cols; j += ROW_THREADS) probs[r * cols + j] = (float)((double)expf(xr[j] - m) / s);
     if (t != 0) continue;
     const i64 c = (i64)target[r];
-    if (c == ignore_index) {
+    if (c == ignore_index || c < 0 || c >= cols) {
+      if (c != ignore_index) report_error(err, CHECK_CROSS_ENTROPY, c, cols, -1);
       loss[r] = 0.0f;
       wrow[r] = 0.0f;
       continue;

@@ -1,6 +1,7 @@
 // Design: the gradient of cross_entropy.cu's loss, one thread per logit:
 //   scale_r ((1 - s) w_t (p_rc - [c = t]) + s / C (W p_rc - w_c)),  W = sum_c w_c,
-// and 0 on an ignored row.
+// and 0 on an ignored row, and on a row whose target is out of range (the forward has
+// reported it: this kernel only keeps from reading past the weights).
 // Parameters `p` (int64): [rows, cols]; then ignore_index, smoothing as arguments.
 #include "common.cuh"
 
@@ -15,7 +16,7 @@ __global__ void cross_entropy_backward(const Params p, float* __restrict__ gx,
   for (i64 i = first_index(); i < rows * cols; i += grid_step()) {
     const i64 r = i / cols, c = i % cols;
     const i64 tc = (i64)target[r];
-    if (tc == ignore_index) {
+    if (tc == ignore_index || tc < 0 || tc >= cols) {
       gx[i] = 0.0f;
       continue;
     }

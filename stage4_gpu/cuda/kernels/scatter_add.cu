@@ -2,7 +2,8 @@
 // (float atomics would make the sum's rounding depend on timing). One thread per output
 // element walks the index along `axis` at its own other coordinates and adds every
 // source value whose index names its position along `axis`. Cost: output size times the
-// index's length along `axis`.
+// index's length along `axis`. An index value out of range lands nowhere and is reported
+// in `err` (common.cuh's report_error).
 //
 // Parameters `p` (int64): [n, nd, out shape[nd], index shape[nd], index offset,
 //                          index strides[nd], src offset, src strides[nd], axis].
@@ -10,7 +11,7 @@
 
 template <typename T, typename I>
 __global__ void scatter_add(const Params p, T* __restrict__ out, const I* __restrict__ index,
-                            const T* __restrict__ src) {
+                            const T* __restrict__ src, i64* __restrict__ err) {
   const i64 n = p[0];
   const int nd = (int)p[1];
   const int axis = (int)p[4 + 4 * nd];
@@ -31,9 +32,12 @@ __global__ void scatter_add(const Params p, T* __restrict__ out, const I* __rest
     T acc = T(0);
     if (inside) {
       for (i64 j = 0; j < p[2 + nd + axis]; j++) {
-        if ((i64)index[io + j * p[3 + 2 * nd + axis]] == want) {
+        const i64 v = (i64)index[io + j * p[3 + 2 * nd + axis]];
+        if (v == want) {
           if constexpr (is_bool<T>::value) acc = acc || src[so + j * p[4 + 3 * nd + axis]];
           else acc += src[so + j * p[4 + 3 * nd + axis]];
+        } else if (v < 0 || v >= p[2 + axis]) {
+          report_error(err, CHECK_SCATTER_ADD, v, p[2 + axis], axis);
         }
       }
     }
