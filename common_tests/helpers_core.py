@@ -28,6 +28,17 @@ def float64_if(value, needed):
     return pytest.param(value, marks=[pytest.mark.capability("float64")] if needed else [])
 
 
+def settled(out):
+    """``out`` (a tensor, or a tuple or list of them) once read back to the host: a device
+    that checks index values in its kernels (cuda) raises what they found at that
+    synchronization, not at the operation, as PyTorch's device-side asserts do. Returns
+    ``out``."""
+    for t in out if isinstance(out, (tuple, list)) else (out,):
+        if hasattr(t, "tolist"):
+            t.tolist()
+    return out
+
+
 def sgdt(sg, name):
     """The stage's dtype object for a dtype name."""
     name = getattr(name, "name", name)

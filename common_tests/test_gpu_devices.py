@@ -314,10 +314,10 @@ class OnEveryDevice:
 
     def test_out_of_range_indices_are_refused(self, gpu, dev):
         g = gpu.ones(3, 4, device=dev)
+        with pytest.raises(IndexError):  # at the read back, where the device checks (cuda)
+            g.gather(1, gpu.tensor([[0, 4]]).to(dev)).tolist()
         with pytest.raises(IndexError):
-            g.gather(1, gpu.tensor([[0, 4]]).to(dev))
-        with pytest.raises(IndexError):
-            g.reshape(-1)[gpu.tensor([12]).to(dev)]
+            g.reshape(-1)[gpu.tensor([12]).to(dev)].tolist()
 
     @pytest.mark.parametrize("accumulate", [False, True])
     def test_index_put_matches_the_cpu(self, gpu, dev, same, accumulate):

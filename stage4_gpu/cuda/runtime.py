@@ -46,12 +46,18 @@ from .kernels import KERNELS, source
 BLOCK = 256  # threads per block of the one-thread-per-element kernels
 LAUNCH_MODES = ("driver", "null")  # see _launch.Launcher
 SYNC_WARN, SYNC_ERROR = 1, 2  # sg.cuda.set_sync_debug_mode's "warn" and "error", as PyTorch numbers them
-# common.cuh's CHECK_* codes: the failed check's operation and its message (value, bound, axis)
-CHECKS = {1: ("gather", "index {value} is out of bounds for dimension {axis} with size {bound}"),
-          2: ("take", "index {value} is out of bounds for a tensor with size {bound}"),
-          3: ("scatter_add", "index {value} is out of bounds for dimension {axis} with size {bound}"),
-          4: ("put", "index {value} is out of bounds for a tensor with size {bound}"),
-          5: ("cross_entropy", "target {value} is out of bounds for {bound} classes")}
+# common.cuh's CHECK_* codes: the kernel whose check failed, its message (of the value, the
+# bound, the axis), and the operations that run that kernel (the error surfaces later, so
+# the message names them)
+CHECKS = {1: ("gather", "index {value} is out of bounds for dimension {axis} with size {bound}",
+              "gather, index_select, embedding and indexing by a tensor"),
+          2: ("take", "index {value} is out of bounds for a tensor with size {bound}",
+              "take and the scatter and index_* operations"),
+          3: ("scatter_add", "index {value} is out of bounds for dimension {axis} with size {bound}",
+              "scatter_add and the gradients of gather, index_select and embedding"),
+          4: ("put", "index {value} is out of bounds for a tensor with size {bound}",
+              "index_put, assignment by a tensor index and the scatter and index_* operations"),
+          5: ("cross_entropy", "target {value} is out of bounds for {bound} classes", "cross_entropy")}
 MEMORY_TYPE_HOST = 1  # cudaMemoryTypeHost: what cudaPointerGetAttributes says of page-locked memory
 # compiled kernels, keyed by everything that shapes the binary (see Runtime._compile)
 CACHE = os.environ.get("STAGEGRAD_CUDA_CACHE",
@@ -256,17 +262,17 @@ class Runtime:
     def _raise_recorded(self):
         """Clear the error words a check wrote, then raise what they say (an IndexError that
         is also a RuntimeError, as PyTorch reports a device-side assert)."""
-        from stage0_python.shapes import IndexRangeError
+        from ..shapes import IndexRangeError  # this stage's (each stage has its own class)
         code, value, bound, axis = (int(v) for v in self._errors_host)
         self._errors_host[:] = 0
         # zeros back to the device, from the page-locked words (nothing writes them before
         # the stream has passed this copy: the next read of the words is queued after it)
         self._errors.data.copy_from_host_async(ctypes.c_void_p(self._errors_host.ctypes.data), 32,
                                                self.stream)
-        op, text = CHECKS.get(code, ("a kernel", "check {code} failed with value {value}"))
+        op, text, users = CHECKS.get(code, ("a kernel", "check {code} failed with value {value}", "?"))
         raise IndexRangeError(f"{op}: {text.format(value=value, bound=bound, axis=axis, code=code)} "
-                              f"(checked on the cuda device by a kernel queued before this "
-                              f"synchronization)")
+                              f"(checked on the cuda device by a {op} kernel queued before this "
+                              f"synchronization; {users} run it)")
 
     # ------------------------------------------------------------ kernels
 
