@@ -233,8 +233,8 @@ class Runtime:
         self._flag(what)
         self.syncs += 1
         check = self._errors_pending and self.launcher.mode != "null"  # null: no kernel ran
+        self._errors_pending = False
         if check:
-            self._errors_pending = False
             self._errors.data.copy_to_host_async(ctypes.c_void_p(self._errors_host.ctypes.data), 32,
                                                  self.stream)
         self.stream.synchronize()
