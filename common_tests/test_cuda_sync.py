@@ -9,6 +9,7 @@ device (stage 3's kernels) from the same weights, and the values the CPU compute
 static part checks that the kernels' error codes and the runtime's table agree, and the
 sync debug mode's names on every stage.
 """
+import importlib
 import json
 import os
 import re
@@ -23,6 +24,7 @@ REPO = Path(__file__).resolve().parents[1]
 EMULATION = REPO / "tools" / "cuda_on_host"
 WORKER = Path(__file__).with_name("cuda_sync_worker.py")
 ZOO = ("resnet18", "mobilenet_v2", "gpt", "lstm_lm")
+pytestmark = pytest.mark.xdist_group("cuda_sync")  # one worker runs the emulated program once
 SUFFIX = r" \(checked on the cuda device by a {} kernel queued before this synchronization; .* run it\)$"
 
 
@@ -175,7 +177,8 @@ def test_every_sync_debug_mode_is_accepted_on_every_stage(sg):
 def test_the_kernels_error_codes_are_the_runtimes():
     """common.cuh's CHECK_* codes name the operations the runtime's CHECKS table names."""
     try:
-        from stage4_gpu.cuda import kernels, runtime
+        kernels = importlib.import_module("stage4_gpu.cuda.kernels")
+        runtime = importlib.import_module("stage4_gpu.cuda.runtime")  # the module, not its function
     except ImportError as e:
         pytest.skip(f"stage4_gpu does not import here: {e}")
     with open(os.path.join(kernels.DIR, "common.cuh"), encoding="utf-8") as f:

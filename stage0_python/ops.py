@@ -24,7 +24,8 @@ def unbroadcast(g, shape):
     if tuple(g.shape) == shape:
         return g
     lead = g.ndim - len(shape)
-    axes = tuple(range(lead)) + tuple(
+    # a dim of size 1 in g sums nothing: the reshape drops or keeps it
+    axes = tuple(d for d in range(lead) if g.shape[d] != 1) + tuple(
         lead + i for i, n in enumerate(shape) if n == 1 and g.shape[lead + i] != 1)
     return g.sum(dim=axes, keepdim=True).reshape(shape) if axes else g.reshape(shape)
 

@@ -139,7 +139,9 @@ def _safe_softmax(scores):
     if scores.shape[-1] == 0:
         return scores
     dead = scores.detach().amax(dim=-1, keepdim=True) == _NEG_INF
-    if not dead.any().item():
+    # the shortcut reads a value back: on a device the host would wait for it, so a device
+    # takes the path that is right for every row
+    if scores.device.type == "cpu" and not dead.any().item():
         return softmax(scores, -1)
     # the dead rows see zeros instead of -inf, so neither value nor gradient meets a NaN
     return where(dead, 0.0, softmax(where(dead, 0.0, scores), -1))
