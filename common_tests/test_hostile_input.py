@@ -221,7 +221,8 @@ def test_gather_and_scatter_add_follow_pytorch(sg, x_shape, i_shape, dim, low, h
             got = ours()
             np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
         else:
-            raises_naming((ValueError, IndexError), f"{op}|index|dimension", lambda: settled(ours()))
+            raises_naming((ValueError, IndexError), f"{op}|index|dimension",
+                          lambda ours=ours: settled(ours()))
         unchanged((x, idx, src), before)
 
 

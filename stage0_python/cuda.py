@@ -142,8 +142,8 @@ def sync_debug_mode_number(debug_mode):
             raise RuntimeError("invalid value of debug_mode, expected one of `default`, `warn`, `error`")
         return SYNC_DEBUG_MODES[debug_mode]
     if isinstance(debug_mode, bool) or not isinstance(debug_mode, int):
-        raise RuntimeError(f"invalid argument to set_sync_debug_mode, debug_mode type is "
-                           f"{type(debug_mode).__name__}")
+        raise RuntimeError(  # noqa: TRY004  (PyTorch's type for it)
+            f"invalid argument to set_sync_debug_mode, debug_mode type is {type(debug_mode).__name__}")
     if debug_mode not in SYNC_DEBUG_MODES.values():
         raise RuntimeError("invalid value of debug_mode, expected one of 0,1,2")
     return debug_mode

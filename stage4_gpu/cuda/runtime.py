@@ -165,8 +165,9 @@ class Runtime:
     def download(self, arr, start, count, what=None):
         """``count`` elements of ``arr`` from ``start`` as a NumPy array: the host waits for
         every launch queued before (a synchronization: ``what`` names it to the sync debug
-        mode, as ``synchronize``'s). In null mode, zeros: no kernel wrote the memory, and the host's checks that
-        read a value back (an integer divisor) then take the path valid input takes."""
+        mode, as ``synchronize``'s). In null mode, zeros: no kernel wrote the memory, and the
+        host's checks that read a value back (an integer divisor) then take the path valid
+        input takes."""
         if self.launcher.mode == "null":
             self.synchronize(what)
             return self.np.zeros(count, dtype=arr.dtype)
