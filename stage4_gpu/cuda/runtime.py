@@ -21,6 +21,13 @@ host tensor's memory and the device array, one cudaMemcpyAsync each on our strea
 into page-locked memory (``alloc_pinned``, CuPy's pinned pool) that is a DMA the host need
 not wait for; the runtime then keeps the host memory alive (``_hold``) until the stream has
 passed the copy, since CuPy's pinned pool would hand a freed block out again at once.
+
+A CUDA graph (``graphs.py``) is captured on this same stream: ``capture_begin`` starts the
+driver's stream capture (CuPy's ``Stream.begin_capture``), so each launch and each library
+call queued until ``capture_end`` is recorded into the graph instead of run, and memory
+comes from the graph's private pool meanwhile. What would make the host wait for the
+device, or copy between host memory and the device, cannot be recorded: it is refused
+while capturing (``_refuse_in_capture``), naming the operation, and ends the capture.
 """
 import ctypes
 import hashlib
@@ -69,6 +76,7 @@ class Runtime:
         from .. import _launch  # the compiled launcher: the device is unusable without it
         self.launcher = _launch.Launcher(self.stream.ptr)
         self._held = []  # (event, host memory) of copies the host did not wait for (_hold)
+        self.capture = None  # the capture under way (_Capture), or None
         self._probe()
         self.set_launch_mode(os.environ.get("STAGEGRAD_CUDA_LAUNCH", "driver"))
 
@@ -83,6 +91,7 @@ class Runtime:
         nothing is compiled (the device's memory keeps what it held)."""
         if mode not in LAUNCH_MODES:
             raise ValueError(f"cuda: the launch mode is one of {LAUNCH_MODES}, not {mode!r}")
+        self._refuse_in_capture("a change of launch mode")
         if mode != self.launcher.mode:
             self.synchronize()
             self.launcher.mode = mode
@@ -111,12 +120,14 @@ class Runtime:
     # ------------------------------------------------------------ memory
 
     def alloc(self, n, dtype):
-        """A new 1-D CuPy array of ``n`` elements of NumPy ``dtype`` from the pool."""
+        """A new 1-D CuPy array of ``n`` elements of NumPy ``dtype`` from the pool (while
+        capturing, the graph's private pool)."""
         self.enter()
         return self.cp.empty(max(n, 1), dtype=dtype)
 
     def upload(self, host, dtype):
         """A new device array holding ``host`` (a NumPy array), copied on our stream."""
+        self._refuse_in_capture("a copy from host memory to the device")
         self.enter()
         out = self.cp.empty(max(host.size, 1), dtype=dtype)
         if host.size:
@@ -129,6 +140,8 @@ class Runtime:
         every launch queued before. In null mode, zeros: no kernel wrote the memory, and the
         host's checks that read a value back (a target's bounds, an integer divisor) then
         take the path valid input takes."""
+        if self.capture is not None:  # in every mode: what fails on a GPU fails here too
+            self._refuse_in_capture("a read back of device memory (.item(), .tolist(), .cpu())")
         if self.launcher.mode == "null":
             return self.np.zeros(count, dtype=arr.dtype)
         self.enter()
@@ -155,6 +168,7 @@ class Runtime:
         array ``arr``. From pageable memory the driver has read the source when this returns
         (it stages it); from page-locked memory it has not: pass ``hold``, the object that
         keeps that memory alive, and the runtime keeps it until the copy is done."""
+        self._refuse_in_capture("a copy from host memory to the device")
         self.enter()
         if nbytes:
             # a ctypes pointer, not an int: older CuPy reads the address from its .value
@@ -165,6 +179,7 @@ class Runtime:
         """Queue a copy of ``nbytes`` from element ``start`` of the device array ``arr`` to
         host address ``ptr``, after every launch queued before; the host reads it only after
         a ``synchronize()``. ``hold`` as in ``copy_to_device``."""
+        self._refuse_in_capture("a copy from the device to host memory")
         self.enter()
         if nbytes:
             arr[start:].data.copy_to_host_async(ctypes.c_void_p(ptr), nbytes, self.stream)
@@ -182,13 +197,82 @@ class Runtime:
 
     def empty_cache(self):
         """Return the pool's unused blocks to the driver (``sg.cuda.empty_cache()``)."""
+        self._refuse_in_capture("empty_cache")
         self.synchronize()
         self.pool.free_all_blocks()
 
     def synchronize(self):
         """Wait until every launch so far has finished."""
+        if self.capture is not None:
+            self._refuse_in_capture("synchronize")
         self.stream.synchronize()
         self._held.clear()  # every copy is done: their host memory may go
+
+    # ------------------------------------------------------------ graphs (graphs.py)
+
+    def capture_begin(self, pool):
+        """Start capturing: launches and library calls on the stream are recorded from now
+        on, not run (in null mode only counted: there is nothing to record), and memory is
+        allocated from ``pool`` (a CuPy ``MemoryPool``, the graph's) on this thread. Returns
+        the capture (``_Capture``)."""
+        if self.capture is not None:
+            raise RuntimeError("cuda: a CUDA graph is already being captured (one capture at a time: "
+                               "capture_end it first)")
+        self.enter()
+        allocating = self.cp.cuda.using_allocator(pool.malloc)
+        allocating.__enter__()
+        null = self.launcher.mode == "null"
+        if not null:
+            try:
+                # CuPy's default, relaxed mode: its pool may call cudaMalloc while capturing,
+                # which the stricter modes forbid; the host waits this runtime would make are
+                # refused by _refuse_in_capture instead
+                self.stream.begin_capture()
+            except Exception:
+                allocating.__exit__(None, None, None)
+                raise
+        self.capture = _Capture(pool, allocating, self.launcher.launches, null)
+        return self.capture
+
+    def capture_end(self):
+        """End the capture: (the driver's graph, None in null mode; the launches recorded).
+        The recorded launches were not run, so the count of launches goes back to where it
+        was at ``capture_begin``: each replay counts them."""
+        c = self.capture
+        if c is None:
+            raise RuntimeError("cuda: no CUDA graph is being captured")
+        self.capture = None
+        c.allocating.__exit__(None, None, None)
+        recorded = self.launcher.launches - c.start
+        self.launcher.launches = c.start
+        graph = None if c.null else self.stream.end_capture()
+        return graph, recorded
+
+    def replay(self, graph, recorded):
+        """Launch a captured ``graph`` of ``recorded`` launches on the stream, counted as that
+        many; in null mode only counted."""
+        self._refuse_in_capture("replaying a CUDA graph")
+        if self.launcher.mode != "null":
+            self.enter()
+            graph.launch(self.stream)
+        self.launcher.launches += recorded
+
+    def _refuse_in_capture(self, op):
+        """While capturing, end the capture (its graph is discarded: ``capture.failed`` says
+        why) and raise RuntimeError naming ``op``, as the driver refuses such a call on a
+        capturing stream; otherwise nothing."""
+        c = self.capture
+        if c is None:
+            return
+        why = (f"cuda: {op}: operation not permitted when stream is capturing (a CUDA graph records "
+               f"device work only: the host cannot wait for the device, nor copy between host memory and "
+               f"the device, until capture_end); the capture has been ended and its graph discarded")
+        c.failed = why
+        try:
+            self.capture_end()
+        except Exception:  # the driver refused to end it: the runtime is out of the capture either way
+            pass
+        raise RuntimeError(why)
 
     # ------------------------------------------------------------ kernels
 
@@ -294,6 +378,16 @@ class Runtime:
 
 
 INVALID_CONTEXT = 201  # _launch's: CUDA_ERROR_INVALID_CONTEXT
+
+
+class _Capture:
+    """A capture under way: the graph's pool, the allocator context that draws from it, the
+    count of launches at its start, whether it is a null mode's (counted, not recorded) and
+    ``failed``, why it was ended early (None while it runs)."""
+    __slots__ = ("pool", "allocating", "start", "null", "failed")
+
+    def __init__(self, pool, allocating, start, null):
+        self.pool, self.allocating, self.start, self.null, self.failed = pool, allocating, start, null, None
 CUDA_VERSION = 12000  # the cuLaunchKernel asked for: its signature has not changed since CUDA 4
 _LIBCUDA = []  # the library _libcuda_entry opened, kept loaded
 

@@ -28,6 +28,11 @@ class Driver:
     def _missing(self):
         raise NotImplementedError(f"the {self.name} driver lacks this hook")
 
+    def capturing(self):
+        """Whether the device's work is being captured into a graph (then nothing may be
+        read back); only the cuda driver captures."""
+        return False
+
     # ---------------------------------------------------------------- memory
 
     def check_dtype(self, dtype, op):

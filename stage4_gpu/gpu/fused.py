@@ -81,7 +81,10 @@ def softmax_backward(g, y, dim, log):
 
 def _check_targets(target, cols, ignore_index):
     """IndexError naming the first target outside [0, cols) (ignore_index aside), as the
-    CPU's kernel raises; a kernel on the device cannot."""
+    CPU's kernel raises; a kernel on the device cannot. Not made while a CUDA graph is
+    captured: a capture records no read back (``cuda/graphs.py``)."""
+    if target.driver.capturing():
+        return
     t = target.dtype
 
     def scalar(v):

@@ -4,7 +4,8 @@ the driver's (``gather``, ``scatter_add``, ``put``, ``unfold``, ``fold``, ``sort
 
 Index values are checked on the device before use, as the CPU stages check them: an
 out-of-range index raises IndexError instead of reading another tensor's memory. The
-check reads two numbers back, so the host waits there.
+check reads two numbers back, so the host waits there; while a CUDA graph is captured it
+cannot, and is not made (``cuda/graphs.py``).
 """
 from ..dtypes import int64
 from .elementwise import run
@@ -14,7 +15,7 @@ from .reduce import reduce
 
 def _check_range(index, size, axis_name):
     """IndexError unless every value of ``index`` is in [0, size)."""
-    if not index.numel:
+    if not index.numel or index.driver.capturing():  # a capture records no read back
         return
     axes = range(len(index.shape))
     low = reduce("min", index, axes, False).item()
