@@ -20,10 +20,12 @@ the capture read (``static.copy_(x)``) and read the outputs it wrote after a rep
 
 What a capture cannot record is refused, naming it, and ends the capture (its graph is
 discarded, the runtime stays usable): a host synchronization (``.item()``, ``.tolist()``,
-``synchronize()``) and a copy between host memory and the device. Values the host computes
-are frozen into the launches recorded: an optimizer's bias correction from its step count
-or a learning rate schedule's next rate would be replayed unchanged, so capture only steps
-whose host-side values stay constant. The host-side bounds checks of indices and
+``synchronize()``), a read of device memory. Values the host computes are frozen into what
+is recorded: a scalar argument of a launch, a tensor the frontend makes on the host and
+copies over (``ones``, ``arange``: the copy is recorded from a snapshot of its bytes that
+the graph keeps), and equally an optimizer's bias correction from its step count or a
+learning rate schedule's next rate, which would be replayed unchanged; so capture only
+steps whose host-side values stay constant. The host-side bounds checks of indices and
 cross-entropy targets read back, so they are not made while capturing: a graph's caller
 keeps its indices in bounds.
 """
@@ -75,6 +77,7 @@ class CUDAGraph:
         _gpu("CUDAGraph")
         self._capture = None  # the runtime's capture while this graph is captured
         self._graph = None  # the driver's graph (None for a null mode's)
+        self._held = []  # the page-locked host memory its recorded copies read
         self._recorded = 0  # the launches it holds
         self._captured = False
         self._null = False
@@ -108,7 +111,7 @@ class CUDAGraph:
             raise RuntimeError(f"CUDAGraph.capture_end: the capture was ended early, and its graph discarded, "
                                f"by: {capture.failed}")
         self._graph, self._recorded = runtime().capture_end()
-        self._null, self._captured = capture.null, True
+        self._null, self._captured, self._held = capture.null, True, capture.held
 
     def replay(self):
         """Queue the captured work again (the host does not wait for it)."""
@@ -127,6 +130,7 @@ class CUDAGraph:
         if self._capture is not None:
             raise RuntimeError("CUDAGraph.reset: the graph is being captured (capture_end it first)")
         self._graph, self._recorded, self._captured, self._null, self._pool = None, 0, False, False, None
+        self._held = []
 
     def pool(self):
         """The token of this graph's memory pool, which another capture may share."""

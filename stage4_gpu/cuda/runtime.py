@@ -23,11 +23,12 @@ not wait for; the runtime then keeps the host memory alive (``_hold``) until the
 passed the copy, since CuPy's pinned pool would hand a freed block out again at once.
 
 A CUDA graph (``graphs.py``) is captured on this same stream: ``capture_begin`` starts the
-driver's stream capture (CuPy's ``Stream.begin_capture``), so each launch and each library
-call queued until ``capture_end`` is recorded into the graph instead of run, and memory
-comes from the graph's private pool meanwhile. What would make the host wait for the
-device, or copy between host memory and the device, cannot be recorded: it is refused
-while capturing (``_refuse_in_capture``), naming the operation, and ends the capture.
+driver's stream capture (CuPy's ``Stream.begin_capture``), so each launch, library call
+and copy queued until ``capture_end`` is recorded into the graph instead of run, and memory
+comes from the graph's private pool meanwhile. A copy from host memory is recorded from a
+page-locked snapshot the graph keeps (``_staged``). What would make the host wait for the
+device, or read device memory, cannot be recorded: it is refused while capturing
+(``_refuse_in_capture``), naming the operation, and ends the capture.
 """
 import ctypes
 import hashlib
@@ -127,12 +128,15 @@ class Runtime:
 
     def upload(self, host, dtype):
         """A new device array holding ``host`` (a NumPy array), copied on our stream."""
-        self._refuse_in_capture("a copy from host memory to the device")
         self.enter()
         out = self.cp.empty(max(host.size, 1), dtype=dtype)
         if host.size:
-            out[:host.size].set(self.np.ascontiguousarray(host, dtype=dtype).reshape(-1),
-                                stream=self.stream)
+            flat = self.np.ascontiguousarray(host, dtype=dtype).reshape(-1)
+            if self._recording():
+                out.data.copy_from_host_async(ctypes.c_void_p(self._staged(flat.ctypes.data, flat.nbytes)),
+                                              flat.nbytes, self.stream)
+            else:
+                out[:host.size].set(flat, stream=self.stream)
         return out
 
     def download(self, arr, start, count):
@@ -168,9 +172,10 @@ class Runtime:
         array ``arr``. From pageable memory the driver has read the source when this returns
         (it stages it); from page-locked memory it has not: pass ``hold``, the object that
         keeps that memory alive, and the runtime keeps it until the copy is done."""
-        self._refuse_in_capture("a copy from host memory to the device")
         self.enter()
         if nbytes:
+            if self._recording():
+                ptr, hold = self._staged(ptr, nbytes), None
             # a ctypes pointer, not an int: older CuPy reads the address from its .value
             arr.data.copy_from_host_async(ctypes.c_void_p(ptr), nbytes, self.stream)
             self._hold(hold)
@@ -257,6 +262,21 @@ class Runtime:
             graph.launch(self.stream)
         self.launcher.launches += recorded
 
+    def _recording(self):
+        """Whether the driver records what is queued now (a capture, not a null mode's)."""
+        return self.capture is not None and not self.capture.null
+
+    def _staged(self, ptr, nbytes):
+        """While capturing: a copy of the ``nbytes`` at host address ``ptr`` in page-locked
+        memory the graph keeps (the address of the copy). A copy from host memory queued now
+        is recorded reading that memory, so each replay copies the values the host held at
+        capture, as a launch's scalar argument is recorded by value; pageable memory, which
+        the caller may free or change, cannot be recorded."""
+        block = self.alloc_pinned(nbytes)
+        ctypes.memmove(block.ptr, ptr, nbytes)
+        self.capture.held.append(block)
+        return block.ptr
+
     def _refuse_in_capture(self, op):
         """While capturing, end the capture (its graph is discarded: ``capture.failed`` says
         why) and raise RuntimeError naming ``op``, as the driver refuses such a call on a
@@ -265,8 +285,8 @@ class Runtime:
         if c is None:
             return
         why = (f"cuda: {op}: operation not permitted when stream is capturing (a CUDA graph records "
-               f"device work only: the host cannot wait for the device, nor copy between host memory and "
-               f"the device, until capture_end); the capture has been ended and its graph discarded")
+               f"device work only: the host cannot wait for the device, nor read its memory, until "
+               f"capture_end); the capture has been ended and its graph discarded")
         c.failed = why
         try:
             self.capture_end()
@@ -382,12 +402,14 @@ INVALID_CONTEXT = 201  # _launch's: CUDA_ERROR_INVALID_CONTEXT
 
 class _Capture:
     """A capture under way: the graph's pool, the allocator context that draws from it, the
-    count of launches at its start, whether it is a null mode's (counted, not recorded) and
-    ``failed``, why it was ended early (None while it runs)."""
-    __slots__ = ("pool", "allocating", "start", "null", "failed")
+    count of launches at its start, whether it is a null mode's (counted, not recorded),
+    ``held``, the page-locked copies of host memory its recorded copies read (``_staged``:
+    the graph keeps them), and ``failed``, why it was ended early (None while it runs)."""
+    __slots__ = ("pool", "allocating", "start", "null", "held", "failed")
 
     def __init__(self, pool, allocating, start, null):
-        self.pool, self.allocating, self.start, self.null, self.failed = pool, allocating, start, null, None
+        self.pool, self.allocating, self.start, self.null = pool, allocating, start, null
+        self.held, self.failed = [], None
 CUDA_VERSION = 12000  # the cuLaunchKernel asked for: its signature has not changed since CUDA 4
 _LIBCUDA = []  # the library _libcuda_entry opened, kept loaded
 

@@ -58,14 +58,19 @@ class ndarray(np.ndarray):
 
 class _MemoryPointer:
     """CuPy's ``MemoryPointer``: an address, and copies between it and host memory (``mem``:
-    an int or a ``ctypes.c_void_p``), done at once whatever the stream."""
+    an int or a ``ctypes.c_void_p``), done at once whatever the stream (a copy from the host
+    on a capturing stream is recorded instead)."""
 
     def __init__(self, ptr):
         self.ptr = ptr
 
     def copy_from_host_async(self, mem, size, stream=None):
         """Copy ``size`` bytes from host address ``mem`` here."""
-        ctypes.memmove(self.ptr, getattr(mem, "value", mem), size)
+        dst, src = self.ptr, getattr(mem, "value", mem)
+        if stream is not None and stream.is_capturing():
+            stream._records.append(lambda: ctypes.memmove(dst, src, size))
+        else:
+            ctypes.memmove(dst, src, size)
 
     def copy_to_host_async(self, mem, size, stream=None):
         """Copy ``size`` bytes from here to host address ``mem``."""
@@ -191,7 +196,10 @@ def empty(shape, dtype=np.float64):
     else:
         dtype = np.dtype(dtype)
         count = int(np.prod(shape, dtype=np.int64))
-        a = np.frombuffer(allocator(max(count * dtype.itemsize, 1)), dtype=dtype, count=count).reshape(shape)
+        # through a memoryview, which holds the block's pointer: NumPy would skip past an
+        # array base to the block's owner, and the pointer's death returns the block
+        mem = memoryview(allocator(max(count * dtype.itemsize, 1)))
+        a = np.frombuffer(mem, dtype=dtype, count=count).reshape(shape)
     a.view(np.uint8)[...] = 0x7F
     return a.view(ndarray)
 
