@@ -113,7 +113,8 @@ def private_pool():
         x.copy_(sg.arange(float(n)) * (round_ + 1))
         g.replay()
         h.replay()
-        out["rounds"].append({"y": y.item(), "z": z.item(), "want": 6.0 * (round_ + 1) * n * (n - 1) / 2 + 2 * n,
+        want = 6.0 * (round_ + 1) * n * (n - 1) / 2 + 2 * n
+        out["rounds"].append({"y": y.item(), "z": z.item(), "want": want,
                               "junk_kept": all(bool((j == 1e6).all().item()) for j in junk)})
         del junk
     return out
@@ -270,19 +271,22 @@ def train_cli():
     from stagegrad import train
     out = {}
     calls = {"capture_begin": 0, "replay": 0}
+
+    def counting(name, method):
+        def counted(self, *args, **kwargs):
+            calls[name] += 1
+            return method(self, *args, **kwargs)
+        return counted
     for name in calls:  # counted, to see the graph made once and replayed for the rest
-        def counted(self, *args, _name=name, _f=getattr(sg.cuda.CUDAGraph, name), **kwargs):
-            calls[_name] += 1
-            return _f(self, *args, **kwargs)
-        setattr(sg.cuda.CUDAGraph, name, counted)
+        setattr(sg.cuda.CUDAGraph, name, counting(name, getattr(sg.cuda.CUDAGraph, name)))
     with tempfile.TemporaryDirectory() as tmp:
         for name, graphed in (("eager", False), ("graphed", True)):
             p = argparse.ArgumentParser()
             train.add_arguments(p)
             save = str(Path(tmp) / f"{name}.ckpt")
             argv = ["--stage", "stage4_gpu", "--data", str(DATA), "--subset", "72", "--test-subset", "40",
-                    "--batch-size", "16", "--epochs", "2", "--optimizer", "sgd", "--constant-lr", "--lr", "0.05",
-                    "--save", save] + (["--cuda-graph"] if graphed else [])
+                    "--batch-size", "16", "--epochs", "2", "--optimizer", "sgd", "--constant-lr",
+                    "--lr", "0.05", "--save", save] + (["--cuda-graph"] if graphed else [])
             summary = train.run(p.parse_args(argv))
             ckpt = sg.load(save, format="stagegrad")
             out[name] = {"final_loss": summary["final_loss"], "test_accuracy": summary["test_accuracy"],
@@ -300,6 +304,6 @@ if __name__ == "__main__":
     for name in sys.argv[1:] or CHECKS:
         try:
             results[name] = CHECKS[name]()
-        except Exception:
+        except Exception:  # any failure: reported as this check's, the others still run
             results[name] = {"error": traceback.format_exc()}
     print(json.dumps(results))  # the last line: what it printed before is the programs' own

@@ -44,7 +44,7 @@ def emulated():
     for name in ("STAGEGRAD_CUDA", "STAGEGRAD_CUDA_LAUNCH", "STAGEGRAD_CUDA_MATMUL"):
         env.pop(name, None)  # the emulation's cuda device, as it comes, whatever the caller set
     r = subprocess.run([sys.executable, str(WORKER)], cwd=REPO, env=env, capture_output=True, text=True,
-                       timeout=900)
+                       timeout=900, check=False)
     assert r.returncode == 0, r.stderr[-4000:]
     return json.loads(r.stdout.strip().splitlines()[-1])
 

@@ -109,8 +109,8 @@ def add_arguments(p):
                    help="keep --lr for the whole run instead of a cosine schedule down to 0")
     p.add_argument("--cuda-graph", action="store_true",
                    help=f"train on the cuda device, the whole training step captured into a CUDA graph "
-                        f"after {WARMUP_STEPS} eager steps and replayed for each batch; needs --optimizer sgd "
-                        f"--constant-lr, whose step stays the same from batch to batch")
+                        f"after {WARMUP_STEPS} eager steps and replayed for each batch; needs --optimizer "
+                        f"sgd --constant-lr, whose step stays the same from batch to batch")
     p.add_argument("--subset", type=_count, default=6000,
                    help="train on the first N training images, or 'all' (default: 6000, which "
                         "keeps the pure-Python stages to about a minute per epoch)")
@@ -285,8 +285,8 @@ def _resume(ckpt, path, model, opt, schedule, shuffle):
     if (steps is None) != (mine is None):
         raise ValueError(f"cannot resume from {path}: its learning rate was "
                          f"{'constant' if steps is None else 'on a cosine schedule'} and this run's is "
-                         f"{'constant' if mine is None else 'on a cosine schedule'}; resume with --constant-lr "
-                         f"as the run was started, or without")
+                         f"{'constant' if mine is None else 'on a cosine schedule'}; resume with "
+                         f"--constant-lr as the run was started, or without")
     if steps != mine:  # the cosine would not end where this run does
         raise ValueError(f"cannot resume from {path}: its learning-rate schedule spans {steps} steps "
                          f"and this run's {mine}; resume with the --epochs, --subset and "
@@ -427,10 +427,10 @@ def _check_capturable(sg, args):
         (args.optimizer == "adamw", "AdamW's bias correction, computed on the host from its step count,"),
         (not args.constant_lr, "the cosine schedule's learning rate")) if frozen]
     if changing:
-        raise ValueError(f"--cuda-graph replays the training step with the values the host computed for it at "
-                         f"capture, but {' and '.join(changing)} change{'s' if len(changing) == 1 else ''} "
-                         f"every step, so every replay would repeat the captured step's; train with "
-                         f"--optimizer sgd --constant-lr")
+        verb = "changes" if len(changing) == 1 else "change"
+        raise ValueError(f"--cuda-graph replays the training step with the values the host computed for it "
+                         f"at capture, but {' and '.join(changing)} {verb} every step, so every replay "
+                         f"would repeat the captured step's; train with --optimizer sgd --constant-lr")
     if not sg.cuda.is_available():
         why = getattr(sg.cuda, "unavailable_reason", lambda: "")()
         raise ValueError(f"--cuda-graph trains on the cuda device, which {sg.__name__} cannot use here"
@@ -460,7 +460,8 @@ def _check_distributable(args):
         raise ValueError(f"--model {args.model} trains in one process; --nproc and mpirun train the image "
                          f"models ({', '.join(IMAGE_MODELS)})")
     if getattr(args, "cuda_graph", False):
-        raise ValueError("--cuda-graph trains in one process, on its cuda device: leave out --nproc and mpirun")
+        raise ValueError("--cuda-graph trains in one process, on its cuda device: leave out --nproc and "
+                         "mpirun")
     if str(args.stage) == "torch":
         raise ValueError("--stage torch trains in one process: distributed training runs on the stages "
                          "(sg.distributed on MPI); PyTorch's CPU wheels have no MPI backend")
@@ -493,12 +494,13 @@ def run(args):
     if mpi.launched_by_mpirun():
         _check_distributable(args)
     if args.model in TEXT_MODELS:
-        image_only = [flag for flag, on in (("--cuda-graph", getattr(args, "cuda_graph", False)),
-                                            ("--optimizer sgd", getattr(args, "optimizer", "adamw") != "adamw"),
-                                            ("--constant-lr", getattr(args, "constant_lr", False))) if on]
+        image_only = [flag for flag, on in (
+            ("--cuda-graph", getattr(args, "cuda_graph", False)),
+            ("--optimizer sgd", getattr(args, "optimizer", "adamw") != "adamw"),
+            ("--constant-lr", getattr(args, "constant_lr", False))) if on]
         if image_only:
-            raise ValueError(f"{', '.join(image_only)}: the image models' options; --model {args.model} trains "
-                             f"with AdamW on a cosine schedule")
+            raise ValueError(f"{', '.join(image_only)}: the image models' options; --model {args.model} "
+                             f"trains with AdamW on a cosine schedule")
         return train_text.run(args)
     sg = load_stage(args.stage, peers=True)  # a stage, or PyTorch itself
     dist = None

@@ -108,8 +108,8 @@ class CUDAGraph:
         if capture is None:
             raise RuntimeError("CUDAGraph.capture_end: no capture under way (call capture_begin first)")
         if capture.failed is not None:
-            raise RuntimeError(f"CUDAGraph.capture_end: the capture was ended early, and its graph discarded, "
-                               f"by: {capture.failed}")
+            raise RuntimeError(f"CUDAGraph.capture_end: the capture was ended early, and its graph "
+                               f"discarded, by: {capture.failed}")
         self._graph, self._recorded = runtime().capture_end()
         self._null, self._captured, self._held = capture.null, True, capture.held
 
@@ -202,10 +202,9 @@ def make_graphed_callables(callables, sample_args, num_warmup_iters=3, allow_unu
     for c, args in zip(callables, sample_args):
         if not isinstance(args, tuple) or not all(isinstance(a, Tensor) for a in args):
             raise TypeError("make_graphed_callables: sample arguments are a tuple of tensors per callable")
-        if isinstance(c, Module):
-            if any(m._forward_hooks or m._forward_pre_hooks for m in c.modules()):
-                raise RuntimeError("make_graphed_callables: modules must have no hooks registered: a "
-                                   "replay would not run them")
+        if isinstance(c, Module) and any(m._forward_hooks or m._forward_pre_hooks for m in c.modules()):
+            raise RuntimeError("make_graphed_callables: modules must have no hooks registered: a replay "
+                               "would not run them")
         params = tuple(c.parameters()) if isinstance(c, Module) else ()
         surfaces.append(args + params)
 
@@ -289,7 +288,8 @@ def _graphed(Function, surface, forward_graph, backward_graph, outputs, grad_out
 
     def run(*args):
         if len(args) != nargs:
-            raise TypeError(f"graphed callable: takes {nargs} tensors (as its sample arguments), got {len(args)}")
+            raise TypeError(f"graphed callable: takes {nargs} tensors (as its sample arguments), got "
+                            f"{len(args)}")
         out = Graphed.apply(*args, *params)
         return out[0] if single else out
     return run

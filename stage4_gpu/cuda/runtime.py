@@ -30,6 +30,7 @@ page-locked snapshot the graph keeps (``_staged``). What would make the host wai
 device, or read device memory, cannot be recorded: it is refused while capturing
 (``_refuse_in_capture``), naming the operation, and ends the capture.
 """
+import contextlib
 import ctypes
 import hashlib
 import os
@@ -288,10 +289,9 @@ class Runtime:
                f"device work only: the host cannot wait for the device, nor read its memory, until "
                f"capture_end); the capture has been ended and its graph discarded")
         c.failed = why
-        try:
+        # the driver may refuse to end it (an invalidated capture): the runtime is out of it either way
+        with contextlib.suppress(Exception):
             self.capture_end()
-        except Exception:  # the driver refused to end it: the runtime is out of the capture either way
-            pass
         raise RuntimeError(why)
 
     # ------------------------------------------------------------ kernels
@@ -405,7 +405,7 @@ class _Capture:
     count of launches at its start, whether it is a null mode's (counted, not recorded),
     ``held``, the page-locked copies of host memory its recorded copies read (``_staged``:
     the graph keeps them), and ``failed``, why it was ended early (None while it runs)."""
-    __slots__ = ("pool", "allocating", "start", "null", "held", "failed")
+    __slots__ = ("allocating", "failed", "held", "null", "pool", "start")
 
     def __init__(self, pool, allocating, start, null):
         self.pool, self.allocating, self.start, self.null = pool, allocating, start, null
