@@ -102,7 +102,7 @@ def add_arguments(p):
                    help="the learning rate at the start of the cosine schedule, or throughout with "
                         "--constant-lr (default 0.002)")
     p.add_argument("--weight-decay", type=_weight_decay, default=0.0,
-                   help="AdamW's decoupled weight decay, or SGD's (default 0)")
+                   help="AdamW's decoupled weight decay (default 0); with --optimizer sgd, SGD's")
     p.add_argument("--optimizer", default="adamw", choices=("adamw", "sgd"),
                    help="adamw, or sgd with momentum 0.9 (default adamw)")
     p.add_argument("--constant-lr", action="store_true",
