@@ -177,6 +177,11 @@ def sync_refused():
     g.replay()
     out["captured_after"] = y.tolist()
     out["replay_before_capture"] = _refusal(sg.cuda.CUDAGraph().replay)
+
+    def nested():
+        with sg.cuda.graph(sg.cuda.CUDAGraph()), sg.cuda.graph(sg.cuda.CUDAGraph()):
+            pass
+    out["nested"] = [_refusal(nested), sg.cuda.is_current_stream_capturing()]
     out["capture_twice"] = _refusal(lambda: g.capture_begin())
     g.reset()
     with sg.cuda.graph(g):

@@ -109,6 +109,7 @@ def test_a_host_synchronization_inside_a_capture_is_refused_and_the_runtime_reco
     assert CAPTURING in out["by_hand"]["error"] and "ended early" in out["by_hand"]["capture_end"]
     assert out["captured_after"] == [4.0] * 4 and out["after_reset"] == [6.0] * 4
     assert NOT_CAPTURED in out["replay_before_capture"]
+    assert "captures do not nest" in out["nested"][0] and out["nested"][1] is False
     assert "already holds a capture" in out["capture_twice"]
 
 

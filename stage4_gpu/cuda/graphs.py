@@ -165,7 +165,10 @@ class graph:
         self.cuda_graph, self.pool, self.capture_error_mode = cuda_graph, pool, capture_error_mode
 
     def __enter__(self):
-        runtime().synchronize()
+        rt = runtime()
+        if rt.capture is not None:  # before the synchronize, which would end that capture
+            raise RuntimeError("graph: a CUDA graph is already being captured (captures do not nest)")
+        rt.synchronize()
         gc.collect()
         self.cuda_graph.capture_begin(self.pool, capture_error_mode=self.capture_error_mode)
 
