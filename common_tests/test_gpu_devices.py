@@ -842,7 +842,7 @@ class TestCuda(OnEveryDevice):
         same(g.to(gpu.float32), x.to(gpu.float32))
         same(gpu.ones(3, device="cuda").double(), gpu.ones(3).double())
 
-    @pytest.mark.parametrize("name,kw", [("SGD", dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01)),
+    @pytest.mark.parametrize("name,kw", [("SGD", dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.1)),
                                          ("SGD", dict(lr=0.1, momentum=0.9, dampening=0.3, maximize=True)),
                                          ("Adam", dict(lr=0.01, weight_decay=0.1)),
                                          ("AdamW", dict(lr=0.01, amsgrad=True))])
