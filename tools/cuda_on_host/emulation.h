@@ -27,6 +27,7 @@
 #define __forceinline__ inline
 #define __shared__ static
 #define __align__(n) __attribute__((aligned(n)))
+#define __grid_constant__
 
 struct dim3 { unsigned x = 1, y = 1, z = 1; };
 static dim3 blockIdx, blockDim, gridDim;
