@@ -574,11 +574,15 @@ class TestWebGPU(OnEveryDevice):
         # the cuda device's host cost, on any machine: the null launch mode on the host emulation
         null = report["null_launch"]
         assert null["available"], null.get("reason")
-        assert null["add_launches"] == 1 and null["add_s"] > 0
+        assert null["add_launches"] == 1 and null["add_syncs"] == 0 and null["add_s"] > 0
         assert {m["batch"] for m in null["mlp"]} == {16, 64}
         assert len({m["launches"] for m in null["mlp"]}) == 1 and null["mlp"][0]["launches"] > 10
+        # every zoo model's training step launches its kernels and never makes the host wait
+        from stagegrad.models_bench import MODELS
+        assert [m["model"] for m in null["zoo"]] == [m.title for m in MODELS.values()]
+        assert all(m["launches"] > 10 and m["syncs"] == 0 and m["seconds"] > 0 for m in null["zoo"]), null["zoo"]
         assert any(o["device"] == "cuda (null launch)" for o in report["overhead"])
-        assert "| cuda (null launch)" in text and "MLP step, batch 64" in text
+        assert "| cuda (null launch)" in text and "MLP step, batch 64" in text and "ResNet-18 step" in text
 
 
 # ---------------------------------------------------------------- the cuda kernels' static checks
