@@ -110,7 +110,7 @@ def _selected(config):
 def pytest_configure(config):
     config.addinivalue_line("markers", "capability(name): needs a capability a stage may lack")
     config.addinivalue_line("markers", "device(name): a test of that device, run on the stages offering it")
-    config.addinivalue_line("markers", "slow: long-running (deselect with -m 'not slow')")
+    config.addinivalue_line("markers", "slow: long-running, deselected unless asked for (-m slow)")
     config.addinivalue_line("markers", "needs_torch: compares against PyTorch")
     _selected(config)  # in every process, so the summary can name the stages left out
     _check_groups_hold(config)

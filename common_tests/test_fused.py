@@ -493,6 +493,31 @@ def test_optimizer_step_is_the_composites_bits_step_by_step(fsg, name, options, 
             _close(a, t, dtype)
 
 
+def test_optimizer_steps_a_group_in_one_backend_call(fsg, monkeypatch):
+    """A group's fused step is one call of the backend with all of its parameters, which
+    takes it: stage 3 steps every tensor in one pass (``csrc/fused.hpp``'s over_tensors), a
+    device in one launch per group or per parameter (test_gpu_devices counts them)."""
+    backend = importlib.import_module(fsg.__name__ + ".optim.optimizer").B
+    calls = []
+
+    def counted(name):
+        original = getattr(backend, name)
+
+        def call(*args, **kwargs):
+            done = original(*args, **kwargs)
+            calls.append((name, len(args[0]), done))
+            return done
+        return call
+    for name in ("adam_step", "sgd_step", "rmsprop_step"):
+        monkeypatch.setattr(backend, name, counted(name))
+    ps = [fsg.randn(*s, requires_grad=True) for s in SHAPES]
+    for opt in (fsg.optim.Adam(ps), fsg.optim.SGD(ps, lr=0.1, momentum=0.9), fsg.optim.RMSprop(ps)):
+        for p in ps:
+            p.grad = fsg.ones_like(p)
+        opt.step()
+    assert calls == [("adam_step", 4, True), ("sgd_step", 4, True), ("rmsprop_step", 4, True)]
+
+
 def test_optimizer_falls_back_to_the_composite_for_strided_parameters(fsg):
     # a transposed parameter is not contiguous: the fused step refuses it, the composite runs
     def transposed(lib, arrays):

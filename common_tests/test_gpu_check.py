@@ -68,14 +68,15 @@ def _wheel(folder, name, version):
 
 
 def test_prepare_gathers_the_wheel_and_the_headers_it_carries(tmp_path):
-    """Offline: pip finds the wheel in a local folder, the headers come from XSIMD_INCLUDE."""
+    """Offline: pip finds the wheels in a local folder, the headers come from XSIMD_INCLUDE."""
     repo = tmp_path / "repo"
     (repo / "tools" / "gpu").mkdir(parents=True)
     shutil.copy(ROOT / "tools" / "gpu" / "prepare.sh", repo / "tools" / "gpu")
     shutil.copy(ROOT / "pyproject.toml", repo)
     index = tmp_path / "index"
     index.mkdir()
-    wheel = _wheel(index, "scipy-openblas32", "0.3.99")
+    wheels = [_wheel(index, name, version) for name, version in
+              (("scipy-openblas32", "0.3.99"), ("cuda-bindings", "12.9.0"), ("cuda-pathfinder", "1.0.0"))]
     headers = tmp_path / "include" / "xsimd"
     headers.mkdir(parents=True)
     (headers / "xsimd.hpp").write_text("// test\n")
@@ -84,6 +85,6 @@ def test_prepare_gathers_the_wheel_and_the_headers_it_carries(tmp_path):
     r = subprocess.run(["/bin/bash", str(repo / "tools" / "gpu" / "prepare.sh")], capture_output=True,
                        text=True, timeout=120, env=env)
     assert r.returncode == 0, r.stderr
-    assert [p.name for p in (repo / ".gpu" / "wheels").iterdir()] == [wheel.name]
+    assert sorted(p.name for p in (repo / ".gpu" / "wheels").iterdir()) == sorted(w.name for w in wheels)
     assert (repo / ".gpu" / "include" / "xsimd" / "xsimd.hpp").read_text() == "// test\n"
     assert "prepared .gpu/" in r.stdout

@@ -97,6 +97,7 @@ class OnEveryDevice:
     and adds its own."""
 
     DLPACK_DEVICE = None  # the device's DLPack (type, index)
+    GROUP_STEP = False  # whether an optimizer steps a whole group in one launch (multi-tensor)
 
     @pytest.mark.parametrize("op", UNARY_FLOAT)
     def test_unary_float_ops_match_the_cpu(self, gpu, dev, same, op):
@@ -462,7 +463,8 @@ class OnEveryDevice:
                                          ("RMSprop", dict(lr=0.01, centered=True, momentum=0.5,
                                                           weight_decay=0.1)),
                                          ("RMSprop", dict(lr=0.01, maximize=True))])
-    def test_fused_optimizer_steps_are_one_launch_per_parameter_and_match_the_cpu(self, gpu, dev, name, kw):
+    def test_fused_optimizer_steps_are_one_launch_per_parameter_or_group_and_match_the_cpu(self, gpu, dev,
+                                                                                         name, kw):
         x = np.random.default_rng(9).standard_normal((2, 33)).astype(np.float32)
         results = []
         for device in ("cpu", dev):
@@ -474,7 +476,7 @@ class OnEveryDevice:
                 before = _launches(gpu, dev)
                 opt.step()
             results.append([p.detach().cpu().numpy() for p in ps])
-        assert _launches(gpu, dev) - before == 2
+        assert _launches(gpu, dev) - before == (1 if self.GROUP_STEP else 2)
         for a, b in zip(*results):
             np.testing.assert_allclose(b, a, rtol=1e-6, atol=1e-7)
 
@@ -574,11 +576,15 @@ class TestWebGPU(OnEveryDevice):
         # the cuda device's host cost, on any machine: the null launch mode on the host emulation
         null = report["null_launch"]
         assert null["available"], null.get("reason")
-        assert null["add_launches"] == 1 and null["add_s"] > 0
+        assert null["add_launches"] == 1 and null["add_syncs"] == 0 and null["add_s"] > 0
         assert {m["batch"] for m in null["mlp"]} == {16, 64}
         assert len({m["launches"] for m in null["mlp"]}) == 1 and null["mlp"][0]["launches"] > 10
+        # every zoo model's training step launches its kernels and never makes the host wait
+        from stagegrad.models_bench import MODELS
+        assert [m["model"] for m in null["zoo"]] == [m.title for m in MODELS.values()]
+        assert all(m["launches"] > 10 and m["syncs"] == 0 and m["seconds"] > 0 for m in null["zoo"]), null["zoo"]
         assert any(o["device"] == "cuda (null launch)" for o in report["overhead"])
-        assert "| cuda (null launch)" in text and "MLP step, batch 64" in text
+        assert "| cuda (null launch)" in text and "MLP step, batch 64" in text and "ResNet-18 step" in text
 
 
 # ---------------------------------------------------------------- the cuda kernels' static checks
@@ -601,7 +607,8 @@ def _kind(param):
     if "*" in param:
         return "ptr"
     words = param.split()
-    for struct, kind in (("Params", "params"), ("Hyper", "hyper")):  # common.cuh's, by value
+    # common.cuh's structs, by value
+    for struct, kind in (("Params", "params"), ("Hyper", "hyper"), ("TensorList", "tensors")):
         if struct in words:
             return kind
     if "long" in words or "i64" in words:
@@ -625,8 +632,9 @@ _SIGNATURE = re.compile(r"__global__\s+void\s+(\w+)\s*\(([^)]*)\)", re.S)
 # what the emulation test runs on the host emulation (TestCuda's tests, by -k) and how many
 # (kw1: label smoothing and class weights; Adam-kw0: Adam with weight decay)
 EMULATED = ("TestCuda and (test_a_training_step_matches_the_cpu or test_null_launch or "
-            "(test_fused_cross_entropy_matches_the_cpu and kw1) or (test_fused_optimizer_steps and Adam-kw0))")
-EMULATED_COUNT = 4
+            "(test_fused_cross_entropy_matches_the_cpu and kw1) or (test_fused_optimizer_steps and Adam-kw0) "
+            "or test_a_group_steps)")
+EMULATED_COUNT = 8
 
 
 @pytest.mark.device("cuda")
@@ -636,6 +644,7 @@ class TestCuda(OnEveryDevice):
     every stage under test that has a usable GPU (or the emulation), once each."""
 
     DLPACK_DEVICE = (2, 0)  # kDLCUDA
+    GROUP_STEP = True
 
     @pytest.mark.parametrize("src", ["bool", "int32", "int64", "float32", "float64"])
     @pytest.mark.parametrize("dst", ["bool", "int32", "int64", "float32", "float64"])
@@ -686,14 +695,15 @@ class TestCuda(OnEveryDevice):
         """A launch argument's bytes are read as the kernel's parameter type, so the compiled
         launcher converts each to its kind's C type and refuses, before anything is queued or
         counted: a wrong count, a host object where a device pointer belongs, a float for an
-        integer, more parameter words than common.cuh's struct holds. Null mode here: the
-        launches are counted, nothing runs."""
+        integer, more parameter words than common.cuh's struct holds, a malformed tensor list.
+        Null mode here: the launches are counted, nothing runs."""
         launch = _stage4_module("_launch")
         kernels, _ = _kernel_files()
         with open(os.path.join(kernels.DIR, "common.cuh"), encoding="utf-8") as f:
-            limits = dict(re.findall(r"#define (PARAMS_MAX|HYPER_MAX) (\d+)", f.read()))
-        assert launch.LIMITS["params"] == int(limits["PARAMS_MAX"])
-        assert launch.LIMITS["hyper"] == int(limits["HYPER_MAX"])
+            limits = dict(re.findall(r"#define (\w+_MAX|LIST_\w+) (\d+)", f.read()))
+        for kind, define in (("params", "PARAMS_MAX"), ("hyper", "HYPER_MAX"), ("tensors", "LIST_MAX"),
+                             ("buffers", "LIST_BUFFERS"), ("constants", "LIST_CONSTANTS")):
+            assert launch.LIMITS[kind] == int(limits[define]), kind
         launcher = launch.Launcher(0, "null")
         k = launch.Kernel(launcher, "cross_entropy<int>", kernels.KERNELS["cross_entropy"].args, 0, 0)
         args = [[9, 40], 1 << 40, 2, 3, 4, 5, 6, 7, -100, 0.1]
@@ -711,22 +721,59 @@ class TestCuda(OnEveryDevice):
                 k.launch(3, 256, wrong)
         k.launch(0, 256, args)  # nothing to do
         assert launcher.launches == 3
-        step = launch.Kernel(launcher, "adam_step", kernels.KERNELS["adam_step"].args, 0, 0)
-        step.launch(1, 256, [[33, 0, 0, 0], [0.1] * 9, 1, 2, 3, 4, 5])
-        with pytest.raises(ValueError, match="at most 12 hyperparameters"):
-            step.launch(1, 256, [[33, 0, 0, 0], [0.1] * 13, 1, 2, 3, 4, 5])
-        assert launcher.launches == 4
+        self._refuses_a_malformed_tensor_list(launch, kernels, launcher)
+        assert launcher.launches == 5
         with pytest.raises(ValueError, match="no launch entry"):
             launch.Kernel(launch.Launcher(0), "fill<float>", kernels.KERNELS["fill"].args, 0, 0)
         with pytest.raises(ValueError, match="'driver' or 'null'"):
             launcher.mode = "nothing"
+
+    @staticmethod
+    def _refuses_a_malformed_tensor_list(launch, kernels, launcher):
+        """A multi-tensor launch's list (one ``(elements, end block, addresses, constants)``
+        row per tensor, packed into common.cuh's TensorList) is refused whole where it would
+        not fill the struct as the kernel reads it: the wrong number of tensors, rows of
+        another shape or of different lengths, more buffers or constants than an entry
+        holds, a negative size, ends that decrease, a host object or a float in a row."""
+        step = launch.Kernel(launcher, "adam_step", kernels.KERNELS["adam_step"].args, 0, 0)
+        most = launch.LIMITS["tensors"]
+        flags, hyper, addresses = [4096, 0, 0, 0], [0.1] * 7, [1 << 40, 2, 3, 4, 5]
+        rows = [(33, t + 1, addresses, [0.5, 0.1]) for t in range(most + 1)]
+        before = launcher.launches
+        step.launch(1, 256, [flags, hyper, rows[:1]])
+        step.launch(most, 256, [flags, hyper, rows[:most]])
+        assert launcher.launches == before + 2
+        refused = [(ValueError, "at most 12 hyperparameters", [flags, [0.1] * 13, rows[:1]]),
+                   (ValueError, f"takes 1 to {most} tensors a launch, got 0", [flags, hyper, []]),
+                   (ValueError, f"takes 1 to {most} tensors a launch, got {most + 1}", [flags, hyper, rows]),
+                   (ValueError, re.escape("tensor 0 is (elements, end, addresses, constants), not 3 items"),
+                    [flags, hyper, [rows[0][:3]]]),
+                   (ValueError, "tensor 1 has 4 buffers and 2 constants, tensor 0 5 and 2",
+                    [flags, hyper, [rows[0], (33, 2, addresses[:4], [0.5, 0.1])]]),
+                   (ValueError, "tensor 1 has 5 buffers and 1 constants, tensor 0 5 and 2",
+                    [flags, hyper, [rows[0], (33, 2, addresses, [0.5])]]),
+                   (ValueError, "at most 5 buffers and 2 constants, got 6 and 2",
+                    [flags, hyper, [(33, 1, addresses + [6], [0.5, 0.1])]]),
+                   (ValueError, "at most 5 buffers and 2 constants, got 5 and 3",
+                    [flags, hyper, [(33, 1, addresses, [0.5, 0.1, 0.2])]]),
+                   (ValueError, "tensor 1 has 33 elements and ends at block 0",
+                    [flags, hyper, [rows[0], (33, 0, addresses, [0.5, 0.1])]]),
+                   (ValueError, "tensor 0 has -1 elements", [flags, hyper, [(-1, 1, addresses, [0.5, 0.1])]]),
+                   (TypeError, "argument 2 is a pointer",
+                    [flags, hyper, [(33, 1, addresses[:4] + [np.zeros(3)], [0.5, 0.1])]]),
+                   (TypeError, "float", [flags, hyper, [(33.0, 1, addresses, [0.5, 0.1])]])]
+        for error, message, wrong in refused:
+            with pytest.raises(error, match=message):
+                step.launch(1, 256, wrong)
+        assert launcher.launches == before + 2
 
     def test_the_kernels_run_on_the_host_emulation_and_match_the_cpu(self):
         """The kernels' logic and the whole launch path (the compiled launcher calling an
         entry with cuLaunchKernel's signature, every argument by value) on the host
         emulation, in a subprocess with ``tools/cuda_on_host`` in CuPy's place: a training
         step, cross-entropy with label smoothing and weights (scalars by value), an Adam
-        step (its hyperparameters by value) against the CPU, and the null launch mode."""
+        step (its hyperparameters by value) and the multi-tensor steps of SGD and Adam (a
+        group's tensors by value) against the CPU, and the null launch mode."""
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(
             p for p in (str(REPO / "tools" / "cuda_on_host"), str(REPO), os.environ.get("PYTHONPATH")) if p))
         env.pop("STAGEGRAD_CUDA_LAUNCH", None)
@@ -800,6 +847,39 @@ class TestCuda(OnEveryDevice):
         same(g.softmax(1), x.softmax(1), rtol=1e-12, atol=1e-12)
         same(g.to(gpu.float32), x.to(gpu.float32))
         same(gpu.ones(3, device="cuda").double(), gpu.ones(3).double())
+
+    @pytest.mark.parametrize("name,kw", [("SGD", dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.1)),
+                                         ("SGD", dict(lr=0.1, momentum=0.9, dampening=0.3, maximize=True)),
+                                         ("Adam", dict(lr=0.01, weight_decay=0.1)),
+                                         ("AdamW", dict(lr=0.01, amsgrad=True))])
+    def test_a_group_steps_in_one_launch_per_tensor_list_and_matches_the_cpu(self, gpu, name, kw):
+        """Multi-tensor apply: an optimizer's step of a group is one launch, whatever the
+        parameters' sizes (an MLP's, one over several blocks), and one per LIST_MAX tensors
+        for a larger group; each matches the cpu stage's step to float32 rounding. The first
+        step leaves one parameter without a gradient, so tensors of one launch differ in
+        their own constants: Adam's bias corrections from each one's step count, SGD's
+        momentum buffer that starts a step later."""
+        most = _stage4_module("_launch").LIMITS["tensors"]
+        rng = np.random.default_rng(5)
+        mlp = [(130, 70), (130,), (3, 130), (3,), (1,)]
+        for shapes, launches in ((mlp, 1), ([(3,)] * (most + 2), 2)):
+            arrays = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+            grads = [[rng.standard_normal(s).astype(np.float32) for s in shapes] for _ in range(3)]
+            results = []
+            for device in ("cpu", "cuda"):
+                ps = [gpu.from_numpy(a.copy()).to(device).requires_grad_(True) for a in arrays]
+                opt = getattr(gpu.optim, name)(ps, **kw)
+                counts = []
+                for step, gs in enumerate(grads):
+                    for k, (p, g) in enumerate(zip(ps, gs)):
+                        p.grad = None if step == k == 0 else gpu.from_numpy(g).to(device)
+                    before = _launches(gpu, "cuda")
+                    opt.step()
+                    counts.append(_launches(gpu, "cuda") - before)
+                results.append([p.detach().cpu().numpy() for p in ps])
+            assert counts == [launches] * 3
+            for a, b in zip(*results):
+                np.testing.assert_allclose(b, a, rtol=1e-6, atol=1e-7)
 
     def test_null_launches_are_counted_and_compute_nothing(self, gpu):
         """In null mode a launch is counted and nothing runs: a training step makes exactly

@@ -182,8 +182,13 @@ def test_zoo_image_models_train_from_the_command(sg, model, width, capsys):
         pytest.skip("a convolutional network on 28x28 images takes minutes in pure Python; the zoo's "
                     "tests compare these models with PyTorch on every stage at small sizes")
     # on webgpu (in CI, Mesa's software Vulkan, which runs every kernel on the CPU) one step of
-    # MobileNetV2 at batch 32 takes minutes: there one small batch proves the command
-    images, test_images, batch = (8, 8, 8) if sg.get_default_device().type == "webgpu" else (128, 100, 32)
+    # MobileNetV2 takes minutes even at batch 8: there ResNet-18's one small batch proves the
+    # command, and test_zoo checks MobileNetV2's layers on webgpu against PyTorch
+    on_webgpu = sg.get_default_device().type == "webgpu"
+    if on_webgpu and model == "mobilenetv2":
+        pytest.skip("on software Vulkan the command is proven by ResNet-18; MobileNetV2 on webgpu is "
+                    "test_zoo's")
+    images, test_images, batch = (8, 8, 8) if on_webgpu else (128, 100, 32)
     args = argparse.ArgumentParser()
     train.add_arguments(args)
     args = args.parse_args(["--stage", sg.__name__, "--model", model, "--width", str(width),

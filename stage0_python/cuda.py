@@ -15,7 +15,8 @@ __all__ = ["CudaUnavailableError", "is_available", "device_count", "is_initializ
            "get_arch_list", "manual_seed", "manual_seed_all", "seed", "seed_all", "empty_cache",
            "memory_allocated", "max_memory_allocated", "memory_reserved", "synchronize", "current_device",
            "set_device", "get_device_name", "get_device_capability", "get_device_properties", "mem_get_info",
-           "init", "set_sync_debug_mode", "get_sync_debug_mode", "amp"]
+           "init", "amp", "CUDAGraph", "graph", "graph_pool_handle", "is_current_stream_capturing",
+           "make_graphed_callables", "set_sync_debug_mode", "get_sync_debug_mode"]
 
 # PyTorch's names of the sync debug modes, and their numbers
 SYNC_DEBUG_MODES = {"default": 0, "warn": 1, "error": 2}
@@ -160,3 +161,30 @@ def set_sync_debug_mode(debug_mode):
 def get_sync_debug_mode():
     """The mode ``set_sync_debug_mode`` set, as its number (0 until set)."""
     return _sync_debug_mode[0]
+def is_current_stream_capturing():
+    """False: there is no CUDA stream, so no CUDA graph is being captured."""
+    return False
+
+
+class CUDAGraph:
+    """Refused when made: CUDA graphs record a GPU's work, and this stage has no GPU."""
+
+    def __init__(self, *args, **kwargs):
+        _unavailable("CUDAGraph")
+
+
+class graph:
+    """Refused when made, as ``CUDAGraph``: there is no GPU work to capture."""
+
+    def __init__(self, *args, **kwargs):
+        _unavailable("graph")
+
+
+def graph_pool_handle():
+    """Refused: there is no GPU memory to pool for CUDA graphs."""
+    _unavailable("graph_pool_handle")
+
+
+def make_graphed_callables(callables, sample_args, *args, **kwargs):
+    """Refused: CUDA graphs need a GPU."""
+    _unavailable("make_graphed_callables")

@@ -5,8 +5,9 @@ parameters.
 A ``Kernel`` holds a compiled function's handle (a ``CUfunction``), the entry it is
 launched through and the kind of each of its arguments (``cuda/kernels.py``'s words).
 ``Kernel.launch`` converts each argument to its C type into a buffer on the C stack
-(pointers and scalars in 8-byte slots, the ``params`` words and the ``hyper`` floats in
-common.cuh's fixed-size ``Params`` and ``Hyper`` structs) and calls the entry with
+(pointers and scalars in 8-byte slots, the ``params`` words, the ``hyper`` floats and the
+``tensors`` list in common.cuh's fixed-size ``Params``, ``Hyper`` and ``TensorList``
+structs) and calls the entry with
 ``cuLaunchKernel``'s signature and arguments. The entry is the CUDA driver's own
 ``cuLaunchKernel`` on a GPU (``_cuda_driver.launch_entry()``) and the host emulation's
 function of the same signature under ``tools/cuda_on_host``, so the emulation runs this
@@ -25,15 +26,31 @@ from libc.string cimport memset
 cdef enum:
     PARAMS_MAX = 64  # common.cuh's PARAMS_MAX: the words of struct Params
     HYPER_MAX = 12  # common.cuh's HYPER_MAX: the floats of struct Hyper
+    LIST_MAX = 48  # common.cuh's LIST_MAX, LIST_BUFFERS, LIST_CONSTANTS: struct TensorList
+    LIST_BUFFERS = 5
+    LIST_CONSTANTS = 2
     MAX_ARGS = 16  # arguments of one kernel (the most any kernel takes is 9)
     MAX_BLOCKS = 1 << 20  # blocks of a 1-D launch; the kernels loop (grid-stride) past it
 
 # the argument kinds, by kernels.py's names
 cdef enum Kind:
-    PTR, I64, F64, F32, I32, PARAMS, HYPER
+    PTR, I64, F64, F32, I32, PARAMS, HYPER, TENSORS
 KINDS = {"ptr": PTR, "i64": I64, "f64": F64, "f32": F32, "i32": I32, "params": PARAMS,
-         "hyper": HYPER}
-LIMITS = {"params": PARAMS_MAX, "hyper": HYPER_MAX, "blocks": MAX_BLOCKS}
+         "hyper": HYPER, "tensors": TENSORS}
+LIMITS = {"params": PARAMS_MAX, "hyper": HYPER_MAX, "blocks": MAX_BLOCKS, "tensors": LIST_MAX,
+          "buffers": LIST_BUFFERS, "constants": LIST_CONSTANTS}
+STRUCTS = ("params", "hyper", "tensors")  # the kinds a kernel takes at most once
+
+# common.cuh's TensorList, byte for byte: one entry per tensor, then the count
+cdef struct ListEntry:
+    void* buf[LIST_BUFFERS]
+    int64_t n
+    int64_t end
+    float c[LIST_CONSTANTS]
+
+cdef struct TensorList:
+    ListEntry t[LIST_MAX]
+    int64_t count
 
 # one argument's bytes, whatever its scalar type
 cdef union Slot:
@@ -109,9 +126,8 @@ cdef class Kernel:
     def __init__(self, Launcher owner not None, str name, kinds, handle, entry):
         if len(kinds) > MAX_ARGS:
             raise ValueError(f"cuda: {name} takes {len(kinds)} arguments, over {MAX_ARGS}")
-        if [k for k in kinds if k in ("params", "hyper")] not in ([], ["params"], ["hyper"],
-                                                                  ["params", "hyper"]):
-            raise ValueError(f"cuda: {name}: at most one params and one hyper argument")
+        if any(list(kinds).count(k) > 1 for k in STRUCTS):
+            raise ValueError(f"cuda: {name}: at most one params, one hyper and one tensors argument")
         self.owner, self.name, self.nargs = owner, name, len(kinds)
         for i, k in enumerate(kinds):
             self.kinds[i] = KINDS[k]
@@ -140,6 +156,7 @@ cdef int _launch(Kernel k, unsigned int gx, unsigned int gy, unsigned int gz, un
     cdef Slot slots[MAX_ARGS]  # a pointer's or a scalar's bytes, each in its own slot
     cdef int64_t words[PARAMS_MAX]
     cdef float hyper[HYPER_MAX]
+    cdef TensorList tensors
     cdef void* ptrs[MAX_ARGS]  # kernelParams: where each argument's bytes are
     cdef Py_ssize_t i, j, n
     cdef int kind, rc
@@ -168,7 +185,7 @@ cdef int _launch(Kernel k, unsigned int gx, unsigned int gy, unsigned int gz, un
                 words[j] = _int(a[j])
             memset(&words[n], 0, (PARAMS_MAX - n) * sizeof(int64_t))
             ptrs[i] = words
-        else:
+        elif kind == HYPER:
             n = len(a)
             if n > HYPER_MAX:
                 raise ValueError(f"cuda: {k.name} takes at most {HYPER_MAX} hyperparameters, got {n}")
@@ -176,6 +193,9 @@ cdef int _launch(Kernel k, unsigned int gx, unsigned int gy, unsigned int gz, un
                 hyper[j] = a[j]
             memset(&hyper[n], 0, (HYPER_MAX - n) * sizeof(float))
             ptrs[i] = hyper
+        else:
+            _pack_tensors(a, &tensors, k, i)
+            ptrs[i] = &tensors
     if k.owner.null:
         k.owner.launches += 1
         return 0
@@ -184,6 +204,48 @@ cdef int _launch(Kernel k, unsigned int gx, unsigned int gy, unsigned int gz, un
         raise LaunchError(f"cuda: launching {k.name} (grid {(gx, gy, gz)}, block {(bx, by, bz)}) "
                           f"failed: {_ERRORS.get(rc, 'CUresult')} ({rc})", rc)
     k.owner.launches += 1
+    return 0
+
+
+cdef int _pack_tensors(object rows, TensorList* out, Kernel k, Py_ssize_t i) except -1:
+    """Lay out ``rows``, argument ``i`` (one ``(elements, end, addresses, constants)`` per
+    tensor: ``end`` the blocks of tensors 0..t, ``addresses`` its buffers', ``constants``
+    its own float32 values) as common.cuh's TensorList. Refused, before anything is queued:
+    no tensor or more than LIST_MAX, a row of another shape, rows of different lengths (a
+    kernel reads the same buffers of every tensor), more addresses or constants than an
+    entry holds, a negative count, ends that decrease (the kernel's walk needs them
+    ascending)."""
+    cdef Py_ssize_t count = len(rows), t, j, nb = 0, nc = 0
+    cdef int64_t last = 0
+    cdef ListEntry* e
+    if not 0 < count <= LIST_MAX:
+        raise ValueError(f"cuda: {k.name} takes 1 to {LIST_MAX} tensors a launch, got {count}")
+    memset(out, 0, sizeof(TensorList))
+    out.count = count
+    for t in range(count):
+        row = rows[t]
+        if len(row) != 4:
+            raise ValueError(f"cuda: {k.name}: tensor {t} is (elements, end, addresses, constants), "
+                             f"not {len(row)} items")
+        addresses, constants = row[2], row[3]
+        if t == 0:
+            nb, nc = len(addresses), len(constants)
+            if nb > LIST_BUFFERS or nc > LIST_CONSTANTS:
+                raise ValueError(f"cuda: {k.name}: a tensor has at most {LIST_BUFFERS} buffers and "
+                                 f"{LIST_CONSTANTS} constants, got {nb} and {nc}")
+        elif len(addresses) != nb or len(constants) != nc:
+            raise ValueError(f"cuda: {k.name}: tensor {t} has {len(addresses)} buffers and "
+                             f"{len(constants)} constants, tensor 0 {nb} and {nc}")
+        e = &out.t[t]
+        e.n, e.end = _int(row[0]), _int(row[1])
+        if e.n < 0 or e.end < last:
+            raise ValueError(f"cuda: {k.name}: tensor {t} has {e.n} elements and ends at block {e.end} "
+                             f"(counts are not negative, ends do not decrease: {last} before)")
+        last = e.end
+        for j in range(nb):
+            e.buf[j] = <void*>_address(addresses[j], k, i)
+        for j in range(nc):
+            e.c[j] = constants[j]
     return 0
 
 

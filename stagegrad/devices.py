@@ -353,12 +353,17 @@ def _null_launch(null):
         return []
     if not null["available"]:
         return [f"**No {NULL_LAUNCH} rows** ({null['reason']}).", ""]
-    rows = [["`a + b`, 4 elements", _fmt(null["add_s"]), str(null["add_launches"])]]
-    rows += [[f"MLP step, batch {m['batch']}", _fmt(m["seconds"]), str(m["launches"])] for m in null["mlp"]]
+    rows = [["`a + b`, 4 elements", _fmt(null["add_s"]), str(null["add_launches"]), str(null["add_syncs"])]]
+    rows += [[f"MLP step, batch {m['batch']}", _fmt(m["seconds"]), str(m["launches"]), str(m["syncs"])]
+             for m in null["mlp"]]
+    rows += [[f"{m['model']} step, batch {m['batch']}", _fmt(m["seconds"]), str(m["launches"]), str(m["syncs"])]
+             for m in null["zoo"]]
     return ([f"The cuda device's host cost ({NULL_LAUNCH}): stage 4's cuda path on the host emulation "
              "with every launch counted and none run, so what is timed is the host's own work per call "
-             "(frontend, device layer, launcher), on any machine; and the launches each call makes.", ""]
-            + _table(["call", "host time per call", "launches"], rows) + [""])
+             "(frontend, device layer, launcher), on any machine; and the launches and host "
+             "synchronizations each call makes (a training step: forward, cross-entropy, backward and "
+             "the optimizer's step, with no synchronize of its own).", ""]
+            + _table(["call", "host time per call", "launches", "syncs"], rows) + [""])
 
 
 def write(report, out):

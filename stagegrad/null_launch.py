@@ -5,6 +5,10 @@ does for an operation, from the Tensor frontend to the compiled launcher, except
 driver's own launch call and the GPU's work: the per-operation cost that decides how
 small a workload a GPU can speed up.
 
+Each call's launches and host synchronizations are counted too (the runtime counts both),
+for ``a + b``, the MLP step and one training step of every model of the zoo
+(``models_bench.MODELS``, at its quick batch): the counts a GPU would see, on any machine.
+
 ``measure(quick)`` runs the timing in a subprocess (the emulation must be imported in
 place of CuPy, and the mode set before the device opens); ``stagegrad devices`` reports
 it as the ``cuda (null launch)`` rows. Run as ``python -m stagegrad.null_launch`` it
@@ -21,9 +25,10 @@ BATCHES = (16, 64)  # the MLP step's batch sizes
 
 
 def measure(quick=False, timeout=300):
-    """``{"available": True, "add_s", "add_launches", "mlp": [{"batch", "seconds",
-    "launches"}]}``, each a median of the host's seconds (and launches) per call, or
-    ``{"available": False, "reason": ...}``."""
+    """``{"available": True, "add_s", "add_launches", "add_syncs", "mlp": [{"batch",
+    "seconds", "launches", "syncs"}], "zoo": [{"model", "batch", "seconds", "launches",
+    "syncs"}]}``, each a median of the host's seconds (and the launches and synchronizations)
+    per call, or ``{"available": False, "reason": ...}``."""
     if not os.path.isdir(EMULATION):
         return {"available": False, "reason": "the host emulation (tools/cuda_on_host) is not here: "
                                               "it ships with the checkout, not with the package"}
@@ -44,6 +49,7 @@ def _here(quick):
     """The timings, in this process (the emulation and the null mode already in place)."""
     import stage4_gpu as sg
 
+    from . import models_bench as mb
     from .devices import _add, _median, _mlp_step
     if not sg.cuda.is_available():
         raise RuntimeError(f"no cuda device: {sg.cuda.unavailable_reason()}")
@@ -51,16 +57,43 @@ def _here(quick):
     target = 0.1 if quick else 0.3
 
     def per_call(call):
-        before = sg.cuda._launch_count()
+        """(launches, synchronizations) of one call."""
+        launches, syncs = sg.cuda._launch_count(), sg.cuda._sync_count()
         call()
-        return sg.cuda._launch_count() - before
+        return sg.cuda._launch_count() - launches, sg.cuda._sync_count() - syncs
 
     add = _add(sg, "cuda", 4)
-    out = {"available": True, "add_s": _median(add, target), "add_launches": per_call(add), "mlp": []}
+    out = {"available": True, "add_s": _median(add, target), "mlp": [], "zoo": []}
+    out["add_launches"], out["add_syncs"] = per_call(add)
     for batch in BATCHES:
         step = _mlp_step(sg, "cuda", batch)
-        out["mlp"].append({"batch": batch, "seconds": _median(step, target), "launches": per_call(step)})
+        launches, syncs = per_call(step)
+        out["mlp"].append({"batch": batch, "seconds": _median(step, target), "launches": launches,
+                           "syncs": syncs})
+    for model in mb.MODELS.values():
+        step = _zoo_step(sg, model)
+        step()  # the first step makes the optimizer's state
+        launches, syncs = per_call(step)
+        out["zoo"].append({"model": model.title, "batch": model.quick_batch, "launches": launches,
+                           "syncs": syncs, "seconds": _median(step, target / 3)})
     return out
+
+
+def _zoo_step(sg, model):
+    """One training step of a zoo model on cuda at its quick batch, as ``stagegrad models``
+    makes it (forward, cross-entropy, backward, the optimizer's step), with no synchronize."""
+    sg.manual_seed(0)
+    net = model.build(sg).to("cuda")
+    net.train()
+    x, y = (sg.tensor(a, device="cuda") for a in mb._data(model, model.quick_batch))
+    opt = mb._optimizer(sg, net, model.optimizer)
+
+    def step():
+        loss = mb._loss(sg, net, x, y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return step
 
 
 if __name__ == "__main__":

@@ -22,6 +22,14 @@ header line names the threads each runs on (``OMP_NUM_THREADS`` sets them for bo
 samples/s times the whole loop, data loading included: PyTorch's ``DataLoader`` indexes and
 collates sample by sample, where a stage's MNIST hands over whole batches (``get_batch``).
 
+``--cuda-graph`` trains on the cuda device and, after ``WARMUP_STEPS`` eager steps, captures
+the whole training step (forward, backward, optimizer step) into one CUDA graph and replays
+it for every batch of the captured size, each batch first copied into the step's static
+input tensors (a smaller last batch steps eagerly). A replay repeats what the host computed
+at capture, so the step must not change from batch to batch: AdamW's bias correction (from
+its step count) and the cosine schedule's rate do, and ``--cuda-graph`` asks for
+``--optimizer sgd --constant-lr``.
+
 ``--nproc N`` trains on N processes of this machine, each on one thread: the command
 starts itself again under ``mpirun`` (``stagegrad.mpi``), and each process (rank) trains
 a replica wrapped in ``DistributedDataParallel`` on its ``DistributedSampler`` share of
@@ -57,6 +65,7 @@ from .progress import Progress, seconds, stat
 
 IMAGE_MODELS = ("mlp", "cnn", "resnet18", "mobilenetv2")
 TEXT_MODELS = ("gpt", "lstm")
+WARMUP_STEPS = 3  # --cuda-graph's eager steps before the capture: kernels compiled, optimizer state built
 
 
 def build_model(sg, kind, width=1.0):
@@ -90,9 +99,18 @@ def add_arguments(p):
     p.add_argument("--batch-size", type=_positive, default=64,
                    help="images per training step (default 64)")
     p.add_argument("--lr", type=_learning_rate, default=2e-3,
-                   help="AdamW's learning rate at the start of the cosine schedule (default 0.002)")
+                   help="the learning rate at the start of the cosine schedule, or throughout with "
+                        "--constant-lr (default 0.002)")
     p.add_argument("--weight-decay", type=_weight_decay, default=0.0,
-                   help="AdamW's decoupled weight decay (default 0)")
+                   help="AdamW's decoupled weight decay (default 0); with --optimizer sgd, SGD's")
+    p.add_argument("--optimizer", default="adamw", choices=("adamw", "sgd"),
+                   help="adamw, or sgd with momentum 0.9 (default adamw)")
+    p.add_argument("--constant-lr", action="store_true",
+                   help="keep --lr for the whole run instead of a cosine schedule down to 0")
+    p.add_argument("--cuda-graph", action="store_true",
+                   help=f"train on the cuda device, the whole training step captured into a CUDA graph "
+                        f"after {WARMUP_STEPS} eager steps and replayed for each batch; needs --optimizer "
+                        f"sgd --constant-lr, whose step stays the same from batch to batch")
     p.add_argument("--subset", type=_count, default=6000,
                    help="train on the first N training images, or 'all' (default: 6000, which "
                         "keeps the pure-Python stages to about a minute per epoch)")
@@ -263,10 +281,15 @@ def _resume(ckpt, path, model, opt, schedule, shuffle):
     if not isinstance(state, dict):
         raise ValueError(f"cannot resume from {path}: its scheduler state is a {type(state).__name__}, "
                          f"not a dict")
-    steps = state.get("T_max")
-    if steps != schedule.T_max:  # the cosine would not end where this run does
+    steps, mine = state.get("T_max"), getattr(schedule, "T_max", None)
+    if (steps is None) != (mine is None):
+        raise ValueError(f"cannot resume from {path}: its learning rate was "
+                         f"{'constant' if steps is None else 'on a cosine schedule'} and this run's is "
+                         f"{'constant' if mine is None else 'on a cosine schedule'}; resume with "
+                         f"--constant-lr as the run was started, or without")
+    if steps != mine:  # the cosine would not end where this run does
         raise ValueError(f"cannot resume from {path}: its learning-rate schedule spans {steps} steps "
-                         f"and this run's {schedule.T_max}; resume with the --epochs, --subset and "
+                         f"and this run's {mine}; resume with the --epochs, --subset and "
                          f"--batch-size it was started with")
     try:
         model.load_state_dict(ckpt["model"])
@@ -279,7 +302,7 @@ def _resume(ckpt, path, model, opt, schedule, shuffle):
 
 
 def fit(sg, model, opt, schedule, loader, epochs, start_epoch=0, on_step=None, on_epoch=None,
-        sampler=None, world=1, quiet=False):
+        sampler=None, world=1, quiet=False, step=None):
     """Train ``model`` on ``loader`` from ``start_epoch`` to ``epochs`` with cross-entropy,
     stepping ``schedule`` (or nothing, if None) after every optimizer step; a progress bar
     on standard error (drawn nowhere when ``quiet``). ``on_step(info)`` is called after
@@ -287,8 +310,10 @@ def fit(sg, model, opt, schedule, loader, epochs, start_epoch=0, on_step=None, o
     the batch's ``logits`` and ``targets``, ``samples_per_s``), ``on_epoch(n)`` after the
     n-th epoch. In a distributed run ``model`` is the DistributedDataParallel wrapper,
     ``sampler`` the DistributedSampler (its epoch is set) and ``world`` the number of
-    ranks, each seeing its own batch. Returns the images seen, the training time in
-    seconds and the last loss (this rank's batch's)."""
+    ranks, each seeing its own batch. ``step(x, y)``, if given, makes each training step
+    instead of the eager one here and returns (logits, loss): ``--cuda-graph``'s
+    ``CapturedStep``. Returns the images seen, the training time in seconds and the last
+    loss (this rank's batch's)."""
     train_time, seen, loss_value = 0.0, 0, float("nan")
     for epoch in range(start_epoch, epochs):
         model.train()
@@ -297,11 +322,14 @@ def fit(sg, model, opt, schedule, loader, epochs, start_epoch=0, on_step=None, o
         bar = _progress(len(loader), f"epoch {epoch + 1}/{epochs}", quiet)
         t0 = time.perf_counter()
         for i, (x, y) in enumerate(loader, 1):
-            logits = model(x)
-            loss = sg.nn.functional.cross_entropy(logits, y)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+            if step is None:
+                logits = model(x)
+                loss = sg.nn.functional.cross_entropy(logits, y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            else:
+                logits, loss = step(x, y)
             if schedule is not None:
                 schedule.step()
             loss_value = loss.item()
@@ -317,9 +345,10 @@ def fit(sg, model, opt, schedule, loader, epochs, start_epoch=0, on_step=None, o
     return seen, train_time, loss_value
 
 
-def evaluate(sg, model, dataset, batch_size=500, dist=None, quiet=False):
+def evaluate(sg, model, dataset, batch_size=500, dist=None, quiet=False, device=None):
     """The accuracy of ``model`` on ``dataset``; with ``dist`` (``sg.distributed``,
-    initialized), each rank counts every world-size-th image and the counts are summed."""
+    initialized), each rank counts every world-size-th image and the counts are summed.
+    ``device``: where the model is, and each batch goes (None: where the data is)."""
     model.eval()
     correct = 0
     whole = len(dataset)
@@ -329,6 +358,8 @@ def evaluate(sg, model, dataset, batch_size=500, dist=None, quiet=False):
     bar = _progress(len(loader), "  test", quiet)
     with sg.no_grad():
         for i, (x, y) in enumerate(loader, 1):
+            if device is not None:
+                x, y = x.to(device), y.to(device)
             correct += (model(x).argmax(dim=1) == y).sum().item()
             bar.update(i, acc=correct / min(i * batch_size, len(dataset)))
     if dist is not None:
@@ -336,6 +367,74 @@ def evaluate(sg, model, dataset, batch_size=500, dist=None, quiet=False):
         dist.all_reduce(total)
         correct = total.item()
     return correct / whole
+
+
+class CapturedStep:
+    """``--cuda-graph``'s training step: eager on the cuda device for the first
+    ``WARMUP_STEPS`` batches, then captured once into a CUDA graph (forward, cross-entropy,
+    backward, optimizer step) and replayed for every batch of the captured shape, each
+    copied into the static inputs the capture read; a batch of another shape (a smaller last
+    one) steps eagerly, on the same parameters and optimizer state. Returns (logits, loss)
+    on the device; a replay's are the graph's static outputs, overwritten by the next."""
+
+    def __init__(self, sg, model, opt, device="cuda"):
+        self.sg, self.model, self.opt, self.device = sg, model, opt, device
+        self.graph = None
+        self.eager = 0
+
+    def __call__(self, x, y):
+        if self.graph is None and self.eager >= WARMUP_STEPS:
+            self._capture(x, y)
+        if self.graph is not None and tuple(x.shape) == tuple(self.x.shape):
+            # the captured loss cannot check its targets (a capture reads nothing back): here, on the host
+            low, high = y.min().item(), y.max().item()
+            if low < 0 or high >= self.classes:
+                raise IndexError(f"cross_entropy: target {low if low < 0 else high} is out of bounds for "
+                                 f"{self.classes} classes")
+            self.x.copy_(x)
+            self.y.copy_(y)
+            self.graph.replay()
+            return self.logits, self.loss
+        self.eager += 1
+        x, y = x.to(self.device), y.to(self.device)
+        logits = self.model(x)
+        loss = self.sg.nn.functional.cross_entropy(logits, y)
+        self.opt.zero_grad()
+        loss.backward()
+        self.opt.step()
+        return logits, loss
+
+    def _capture(self, x, y):
+        """Capture the step on static copies of the batch (x, y), allocated before the
+        capture; the gradients are dropped first, so the captured backward writes new ones
+        (from the graph's pool) rather than adding to the last eager step's."""
+        sg = self.sg
+        self.x, self.y = x.to(self.device), y.to(self.device)
+        self.opt.zero_grad(set_to_none=True)
+        self.graph = sg.cuda.CUDAGraph()
+        with sg.cuda.graph(self.graph):
+            self.logits = self.model(self.x)
+            self.loss = sg.nn.functional.cross_entropy(self.logits, self.y)
+            self.loss.backward()
+            self.opt.step()
+        self.classes = self.logits.shape[-1]
+
+
+def _check_capturable(sg, args):
+    """``--cuda-graph``'s refusals: a step whose host-computed values change from batch to
+    batch (a replay would repeat the captured ones), a stage without a cuda device."""
+    changing = [what for frozen, what in (
+        (args.optimizer == "adamw", "AdamW's bias correction, computed on the host from its step count,"),
+        (not args.constant_lr, "the cosine schedule's learning rate")) if frozen]
+    if changing:
+        verb = "changes" if len(changing) == 1 else "change"
+        raise ValueError(f"--cuda-graph replays the training step with the values the host computed for it "
+                         f"at capture, but {' and '.join(changing)} {verb} every step, so every replay "
+                         f"would repeat the captured step's; train with --optimizer sgd --constant-lr")
+    if not sg.cuda.is_available():
+        why = getattr(sg.cuda, "unavailable_reason", lambda: "")()
+        raise ValueError(f"--cuda-graph trains on the cuda device, which {sg.__name__} cannot use here"
+                         + (f" ({why})" if why else ""))
 
 
 def _progress(length, label, quiet):
@@ -360,6 +459,9 @@ def _check_distributable(args):
     if args.model in TEXT_MODELS:
         raise ValueError(f"--model {args.model} trains in one process; --nproc and mpirun train the image "
                          f"models ({', '.join(IMAGE_MODELS)})")
+    if getattr(args, "cuda_graph", False):
+        raise ValueError("--cuda-graph trains in one process, on its cuda device: leave out --nproc and "
+                         "mpirun")
     if str(args.stage) == "torch":
         raise ValueError("--stage torch trains in one process: distributed training runs on the stages "
                          "(sg.distributed on MPI); PyTorch's CPU wheels have no MPI backend")
@@ -392,6 +494,13 @@ def run(args):
     if mpi.launched_by_mpirun():
         _check_distributable(args)
     if args.model in TEXT_MODELS:
+        image_only = [flag for flag, on in (
+            ("--cuda-graph", getattr(args, "cuda_graph", False)),
+            ("--optimizer sgd", getattr(args, "optimizer", "adamw") != "adamw"),
+            ("--constant-lr", getattr(args, "constant_lr", False))) if on]
+        if image_only:
+            raise ValueError(f"{', '.join(image_only)}: the image models' options; --model {args.model} "
+                             f"trains with AdamW on a cosine schedule")
         return train_text.run(args)
     sg = load_stage(args.stage, peers=True)  # a stage, or PyTorch itself
     dist = None
@@ -412,6 +521,10 @@ def run(args):
 def _train(sg, args, dist):
     if args.epochs < 1 or args.batch_size < 1:
         raise ValueError("--epochs and --batch-size must be positive")
+    graphed = getattr(args, "cuda_graph", False)
+    if graphed:
+        _check_capturable(sg, args)
+    device = "cuda" if graphed else None
     rank, world = (dist.get_rank(), dist.get_world_size()) if dist else (0, 1)
     quiet = rank != 0
     say = print if not quiet else (lambda *a, **k: None)
@@ -427,7 +540,13 @@ def _train(sg, args, dist):
 
     sg.manual_seed(args.seed)
     model = build_model(sg, args.model, args.width)
-    opt = sg.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
+    if device is not None:
+        model.to(device)
+    sgd = getattr(args, "optimizer", "adamw") == "sgd"
+    if sgd:
+        opt = sg.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9, weight_decay=args.weight_decay)
+    else:
+        opt = sg.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
     shuffle = sg.Generator().manual_seed(args.seed)
     sampler = None
     if dist is not None:  # each rank its share, reshuffled each epoch by seed + epoch, alike on every rank
@@ -435,7 +554,11 @@ def _train(sg, args, dist):
         loader = data.DataLoader(train_set, batch_size=args.batch_size, sampler=sampler)
     else:
         loader = data.DataLoader(train_set, batch_size=args.batch_size, shuffle=True, generator=shuffle)
-    schedule = sg.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=args.epochs * len(loader))
+    constant = getattr(args, "constant_lr", False)
+    if constant:  # a factor of 1: the rate stays --lr (and the checkpoint keeps a schedule's state)
+        schedule = sg.optim.lr_scheduler.ConstantLR(opt, factor=1.0, total_iters=0)
+    else:
+        schedule = sg.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=args.epochs * len(loader))
     start_epoch = 0
     if ckpt is not None:
         start_epoch = _resume(ckpt, args.resume, model, opt, schedule, shuffle)
@@ -448,8 +571,9 @@ def _train(sg, args, dist):
     ranks = f", {world} processes (MPI)" if dist is not None else ""
     say(f"stage {name}, {threads} thread{'s' if threads != 1 else ''}{ranks}, model {args.model} "
         f"({sum(p.numel() for p in model.parameters()):,} parameters), {len(train_set):,} "
-        f"training images, batch {args.batch_size}{' per process' if ranks else ''}, lr {args.lr:g} "
-        f"(cosine to 0)")
+        f"training images, batch {args.batch_size}{' per process' if ranks else ''}, "
+        f"{'SGD' if sgd else 'AdamW'} lr {args.lr:g} ({'constant' if constant else 'cosine to 0'})"
+        f"{', on cuda, the step captured into a CUDA graph' if graphed else ''}")
     wall = time.perf_counter()
 
     def checkpoint(epoch):
@@ -461,8 +585,9 @@ def _train(sg, args, dist):
             say(f"checkpoint written to {args.save}")
 
     seen, train_time, loss_value = fit(sg, net, opt, schedule, loader, args.epochs, start_epoch,
-                                       on_epoch=checkpoint, sampler=sampler, world=world, quiet=quiet)
-    accuracy = evaluate(sg, model, test_set, dist=dist, quiet=quiet)
+                                       on_epoch=checkpoint, sampler=sampler, world=world, quiet=quiet,
+                                       step=CapturedStep(sg, model, opt) if graphed else None)
+    accuracy = evaluate(sg, model, test_set, dist=dist, quiet=quiet, device=device)
     wall = time.perf_counter() - wall
     summary = {"stage": sg.__name__, "model": args.model, "train_images_seen": seen,
                "final_loss": loss_value, "test_accuracy": accuracy,

@@ -3,7 +3,8 @@
 Every optimizer accepts PyTorch's ``foreach=``, ``fused=``, ``capturable=`` and
 ``differentiable=`` where PyTorch's does, and keeps them in its groups, but the stage
 picks its own path: stage 3 runs SGD, Adam, AdamW and RMSprop through fused
-multi-tensor kernels, every other case updates one parameter at a time.
+multi-tensor kernels, stage 4's ``cuda`` device in one launch per parameter group, every
+other case updates one parameter at a time.
 ``differentiable=True`` is refused (a step never records autograd history).
 """
 from . import lr_scheduler

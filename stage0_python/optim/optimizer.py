@@ -59,7 +59,8 @@ def path_options(**options):
     """PyTorch's keywords that choose how a step runs (``foreach``, ``fused``, ``capturable``,
     ``differentiable``; each optimizer passes those PyTorch's takes), returned to be kept in
     each group as PyTorch keeps them, so state dicts match key for key. A stage always picks
-    its own path: stage 3 runs a fused step where its backend has one, the others loop over
+    its own path: stage 3 and stage 4's devices run a fused step where the backend has one
+    (stage 3 a whole group in one call, ``cuda`` in one launch), the others loop over
     parameters, so ``foreach``, ``fused`` and ``capturable`` change nothing here. A step
     never records autograd history, so ``differentiable=True`` is refused, not ignored."""
     for name in ("foreach", "fused"):

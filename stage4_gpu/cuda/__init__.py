@@ -2,7 +2,8 @@
 device's driver of the shared device layer (``../gpu/``): its runtime (``runtime.py``),
 its memory (``memory.py``) and its kernels (``kernels/*.cu``, compiled at run time by
 NVRTC through CuPy and launched by the modules beside them, each the peer of the webgpu
-driver's module of the same name, gathered in ``driver.py``).
+driver's module of the same name, gathered in ``driver.py``); and CUDA graphs
+(``graphs.py``).
 
 Where CuPy is missing or no GPU answers, this module answers as a CPU-only PyTorch build
 does (not available, no devices, the calls that need a GPU refused with
@@ -14,6 +15,7 @@ import importlib
 from stage0_python.cuda import sync_debug_mode_number
 
 from ..device import DeviceError
+from .graphs import CUDAGraph, graph, graph_pool_handle, is_current_stream_capturing, make_graphed_callables
 from .runtime import Runtime, is_available, runtime, unavailable_reason
 
 # what a program cannot do with tensors on this device (a stage's LACKS, per device):
@@ -194,8 +196,9 @@ __all__ = ["LACKS", "CudaUnavailableError", "is_available", "unavailable_reason"
            "is_initialized", "init", "is_bf16_supported", "get_arch_list", "manual_seed",
            "manual_seed_all", "seed", "seed_all", "synchronize", "empty_cache", "memory_allocated",
            "max_memory_allocated", "memory_reserved", "current_device", "set_device",
-           "get_device_name", "get_device_capability", "get_device_properties", "mem_get_info",
-           "set_sync_debug_mode", "get_sync_debug_mode", "amp"]
+           "get_device_name", "get_device_capability", "get_device_properties", "mem_get_info", "amp",
+           "CUDAGraph", "graph", "graph_pool_handle", "is_current_stream_capturing", "make_graphed_callables",
+           "set_sync_debug_mode", "get_sync_debug_mode"]
 
 
 def __getattr__(name):

@@ -8,6 +8,7 @@ from .index import IndexKernels
 from .matmul import MatmulKernels
 from .memory import Memory
 from .reduce import ReduceKernels
+from .runtime import runtime
 
 
 class Cuda(Memory, ElementwiseKernels, ReduceKernels, IndexKernels, FusedKernels, MatmulKernels, Driver):
@@ -22,3 +23,7 @@ class Cuda(Memory, ElementwiseKernels, ReduceKernels, IndexKernels, FusedKernels
     fused_dtypes = {"softmax": ("float32", "float64"), "log_softmax": ("float32", "float64")}
     dlpack_refusal = ("__dlpack__: sharing cuda memory through DLPack is not implemented yet, so the "
                       "cuda device lacks dlpack (t.cpu() copies it to the host)")
+
+    def capturing(self):
+        """Whether a CUDA graph is being captured (``graphs.py``)."""
+        return runtime().capture is not None

@@ -1,11 +1,16 @@
 """The CUDA driver's fused kernels: softmax and log_softmax with their backwards
 (``kernels/softmax.cu``, float32 and float64), cross-entropy (``cross_entropy*.cu``),
 layer norm (``layer_norm.cu``) and the optimizer steps (``optim.cu``, one kernel per
-rule taking its choices as flags), one block of ROW_THREADS per row for the row kernels.
+rule taking its choices as flags, one launch for a whole group), one block of ROW_THREADS
+per row for the row kernels.
 """
+from ..gpu.fused import OWN
 from .runtime import BLOCK, runtime
 
 ROW_THREADS = 256  # rows.cuh's: one block of this many threads per row
+# elements one block of a multi-tensor optimizer step covers: 16 a thread, enough to pay
+# for finding its tensor, and still thousands of blocks for millions of parameters
+CHUNK = 16 * BLOCK
 _MODES = {"softmax": 0, "log_softmax": 1, "softmax_backward": 2, "log_softmax_backward": 3}
 
 
@@ -41,15 +46,28 @@ class FusedKernels:
                   [list(probs.shape), gx.storage.ptr, _at(probs), _at(target), _at(weight), _at(scale),
                    _at(wsum), ignore_index, label_smoothing])
 
-    def optimizer_step(self, rule, param, grad, states, hyper, flags):
-        """optim.cu's ``<rule>_step``: a missing state is the parameter itself, which the
-        kernel does not touch."""
+    def optimizer_steps(self, rule, steps):
+        """optim.cu's ``<rule>_step`` over every parameter of a group (multi-tensor apply):
+        one launch per LIST_MAX tensors, the most one TensorList holds, so a larger group
+        takes several. Each launch carries the group's hyperparameters and flags, and per
+        tensor its buffers' addresses (0 for a missing state, which the kernel never reads),
+        its size, its last block and its own constants (``OWN``), all by value."""
+        from .. import _launch
+        own_hyper, own_flags = OWN[rule]
+        _, _, _, hyper, flags = steps[0]
+        params = [CHUNK] + [v for name, v in flags.items() if name not in own_flags]
+        hyper = [h for k, h in enumerate(hyper) if k not in own_hyper]
+        most = _launch.LIMITS["tensors"]
         rt = runtime()
-        n = param.numel
         kernel = rule + "_step"
-        rt.launch(kernel, kernel, -(-n // BLOCK), BLOCK,
-                  [[n, *flags.values()], hyper, _at(param), _at(grad)]
-                  + [_at(s if s is not None else param) for s in states])
+        for start in range(0, len(steps), most):
+            rows, end = [], 0
+            for param, grad, states, h, f in steps[start:start + most]:
+                end += -(-param.numel // CHUNK)
+                addresses = [_at(param), _at(grad)] + [0 if s is None else _at(s) for s in states]
+                own = [h[k] for k in own_hyper] + [f[name] for name in own_flags]
+                rows.append((param.numel, end, addresses, own))
+            rt.launch(kernel, kernel, end, BLOCK, [params, hyper, rows])
 
     def layer_norm(self, y, mean, rstd, x, w, b, rows, cols, eps):
         """layer_norm.cu's forward, one block per row."""

@@ -9,7 +9,9 @@ not refused), and the test suite parses the ``__global__`` signatures in the ``.
 files and compares them with it. Argument kinds: ``ptr`` (a device address), ``i64``
 (``long long``), ``f64`` (``double``), ``params`` (common.cuh's ``Params``: the launch's
 sizes, strides and offsets, up to PARAMS_MAX int64 words, by value), ``hyper``
-(common.cuh's ``Hyper``: an optimizer's float32 constants, by value). Templated kernels
+(common.cuh's ``Hyper``: an optimizer's float32 constants, by value), ``tensors``
+(common.cuh's ``TensorList``: the tensors of a multi-tensor launch, one ``(elements, end
+block, addresses, constants)`` row each, by value). Templated kernels
 are launched by name expression (``unary<float, float, Exp>``); ``instances()`` lists
 every one the modules can launch, so the test compiles each with nvcc.
 """
@@ -56,9 +58,8 @@ KERNELS = {
     "cross_entropy_backward": Kernel("cross_entropy_backward", _P + ("ptr",) * 6 + ("i64", "f64")),
     "layer_norm_forward": Kernel("layer_norm", _P + ("ptr",) * 6 + ("f64",)),
     "layer_norm_backward": Kernel("layer_norm", _P + ("ptr",) * 6),
-    "adam_step": Kernel("optim", _P + ("hyper",) + ("ptr",) * 5),
-    "sgd_step": Kernel("optim", _P + ("hyper",) + ("ptr",) * 3),
-    "rmsprop_step": Kernel("optim", _P + ("hyper",) + ("ptr",) * 5),
+    **{name: Kernel("optim", _P + ("hyper", "tensors"))
+       for name in ("adam_step", "sgd_step", "rmsprop_step")},
 }
 
 # dtype name -> the C type of its elements on the device (a bool is one byte, as on the host;

@@ -21,13 +21,16 @@ from .runtime import runtime
 class Storage:
     """One CuPy array, shared by every view of it, and ``ptr``, the device address of its
     first element (what a launch passes). ``version`` counts in-place writes, as on the
-    host."""
-    __slots__ = ("array", "ptr", "version", "__weakref__")
+    host. ``pool``: the CUDA graph's private pool the array came from (None: CuPy's
+    pool), kept alive by the storage, since a CuPy pool frees every block it holds when it
+    dies."""
+    __slots__ = ("array", "ptr", "version", "pool", "__weakref__")
 
-    def __init__(self, array):
+    def __init__(self, array, pool=None):
         self.array = array
         self.ptr = array.data.ptr
         self.version = 0
+        self.pool = pool
 
 
 _NUMPY = {}  # dtype -> its NumPy dtype (see _numpy)
@@ -64,8 +67,11 @@ class Memory:
         return dtype.itemsize
 
     def allocate(self, n, dtype):
-        """A storage for ``n`` elements, from CuPy's pool."""
-        return Storage(runtime().alloc(n, _numpy(dtype)))
+        """A storage for ``n`` elements, from CuPy's pool (while a CUDA graph is captured,
+        from the graph's)."""
+        rt = runtime()
+        capture = rt.capture
+        return Storage(rt.alloc(n, _numpy(dtype)), None if capture is None else capture.pool)
 
     def upload(self, raw, dtype):
         """A storage holding ``raw``, copied on the runtime's stream."""

@@ -34,7 +34,16 @@ host tensor's memory and the device array, one cudaMemcpyAsync each on our strea
 into page-locked memory (``alloc_pinned``, CuPy's pinned pool) that is a DMA the host need
 not wait for; the runtime then keeps the host memory alive (``_hold``) until the stream has
 passed the copy, since CuPy's pinned pool would hand a freed block out again at once.
+
+A CUDA graph (``graphs.py``) is captured on this same stream: ``capture_begin`` starts the
+driver's stream capture (CuPy's ``Stream.begin_capture``), so each launch, library call
+and copy queued until ``capture_end`` is recorded into the graph instead of run, and memory
+comes from the graph's private pool meanwhile. A copy from host memory is recorded from a
+page-locked snapshot the graph keeps (``_staged``). What would make the host wait for the
+device, or read device memory, cannot be recorded: it is refused while capturing
+(``_refuse_in_capture``), naming the operation, and ends the capture.
 """
+import contextlib
 import ctypes
 import hashlib
 import os
@@ -98,6 +107,7 @@ class Runtime:
         from .. import _launch  # the compiled launcher: the device is unusable without it
         self.launcher = _launch.Launcher(self.stream.ptr)
         self._held = []  # (event, host memory) of copies the host did not wait for (_hold)
+        self.capture = None  # the capture under way (_Capture), or None
         self.syncs = 0  # the host's waits for the stream (synchronize)
         # the device-side checks' error words (code, value, bound, axis), their page-locked
         # host copy, and whether a checking kernel was queued since the last wait
@@ -121,6 +131,7 @@ class Runtime:
         nothing is compiled (the device's memory keeps what it held)."""
         if mode not in LAUNCH_MODES:
             raise ValueError(f"cuda: the launch mode is one of {LAUNCH_MODES}, not {mode!r}")
+        self._refuse_in_capture("a change of launch mode")
         if mode != self.launcher.mode:
             self.synchronize()
             self.launcher.mode = mode
@@ -149,7 +160,8 @@ class Runtime:
     # ------------------------------------------------------------ memory
 
     def alloc(self, n, dtype):
-        """A new 1-D CuPy array of ``n`` elements of NumPy ``dtype`` from the pool."""
+        """A new 1-D CuPy array of ``n`` elements of NumPy ``dtype`` from the pool (while
+        capturing, the graph's private pool)."""
         self.enter()
         return self.cp.empty(max(n, 1), dtype=dtype)
 
@@ -158,8 +170,12 @@ class Runtime:
         self.enter()
         out = self.cp.empty(max(host.size, 1), dtype=dtype)
         if host.size:
-            out[:host.size].set(self.np.ascontiguousarray(host, dtype=dtype).reshape(-1),
-                                stream=self.stream)
+            flat = self.np.ascontiguousarray(host, dtype=dtype).reshape(-1)
+            if self._recording():
+                out.data.copy_from_host_async(ctypes.c_void_p(self._staged(flat.ctypes.data, flat.nbytes)),
+                                              flat.nbytes, self.stream)
+            else:
+                out[:host.size].set(flat, stream=self.stream)
         return out
 
     def download(self, arr, start, count, what=None):
@@ -168,6 +184,8 @@ class Runtime:
         mode, as ``synchronize``'s). In null mode, zeros: no kernel wrote the memory, and the
         host's checks that read a value back (an integer divisor) then take the path valid
         input takes."""
+        if self.capture is not None:  # in every mode: what fails on a GPU fails here too
+            self._refuse_in_capture("a read back of device memory (.item(), .tolist(), .cpu())")
         if self.launcher.mode == "null":
             self.synchronize(what)
             return self.np.zeros(count, dtype=arr.dtype)
@@ -198,6 +216,8 @@ class Runtime:
         keeps that memory alive, and the runtime keeps it until the copy is done."""
         self.enter()
         if nbytes:
+            if self._recording():
+                ptr, hold = self._staged(ptr, nbytes), None
             # a ctypes pointer, not an int: older CuPy reads the address from its .value
             arr.data.copy_from_host_async(ctypes.c_void_p(ptr), nbytes, self.stream)
             self._hold(hold)
@@ -206,6 +226,7 @@ class Runtime:
         """Queue a copy of ``nbytes`` from element ``start`` of the device array ``arr`` to
         host address ``ptr``, after every launch queued before; the host reads it only after
         a ``synchronize()``. ``hold`` as in ``copy_to_device``."""
+        self._refuse_in_capture("a copy from the device to host memory")
         self.enter()
         if nbytes:
             arr[start:].data.copy_to_host_async(ctypes.c_void_p(ptr), nbytes, self.stream)
@@ -223,6 +244,7 @@ class Runtime:
 
     def empty_cache(self):
         """Return the pool's unused blocks to the driver (``sg.cuda.empty_cache()``)."""
+        self._refuse_in_capture("empty_cache")
         self.synchronize()
         self.pool.free_all_blocks()
 
@@ -231,6 +253,8 @@ class Runtime:
         the operation that needs the wait, for the sync debug mode (``_flag``); None for an
         explicit synchronize, which the mode does not flag. Then raise what a device-side
         check recorded (``checked``), if anything."""
+        if self.capture is not None:
+            self._refuse_in_capture(what or "synchronize")
         self._flag(what)
         self.syncs += 1
         check = self._errors_pending and self.launcher.mode != "null"  # null: no kernel ran
@@ -274,6 +298,87 @@ class Runtime:
         raise IndexRangeError(f"{op}: {text.format(value=value, bound=bound, axis=axis, code=code)} "
                               f"(checked on the cuda device by a {op} kernel queued before this "
                               f"synchronization; {users} run it)")
+
+    # ------------------------------------------------------------ graphs (graphs.py)
+
+    def capture_begin(self, pool):
+        """Start capturing: launches and library calls on the stream are recorded from now
+        on, not run (in null mode only counted: there is nothing to record), and memory is
+        allocated from ``pool`` (a CuPy ``MemoryPool``, the graph's) on this thread. Returns
+        the capture (``_Capture``)."""
+        if self.capture is not None:
+            raise RuntimeError("cuda: a CUDA graph is already being captured (one capture at a time: "
+                               "capture_end it first)")
+        self.enter()
+        allocating = self.cp.cuda.using_allocator(pool.malloc)
+        allocating.__enter__()
+        null = self.launcher.mode == "null"
+        if not null:
+            try:
+                # CuPy's default, relaxed mode: its pool may call cudaMalloc while capturing,
+                # which the stricter modes forbid; the host waits this runtime would make are
+                # refused by _refuse_in_capture instead
+                self.stream.begin_capture()
+            except Exception:
+                allocating.__exit__(None, None, None)
+                raise
+        self.capture = _Capture(pool, allocating, self.launcher.launches, null)
+        return self.capture
+
+    def capture_end(self):
+        """End the capture: (the driver's graph, None in null mode; the launches recorded).
+        The recorded launches were not run, so the count of launches goes back to where it
+        was at ``capture_begin``: each replay counts them."""
+        c = self.capture
+        if c is None:
+            raise RuntimeError("cuda: no CUDA graph is being captured")
+        self.capture = None
+        c.allocating.__exit__(None, None, None)
+        recorded = self.launcher.launches - c.start
+        self.launcher.launches = c.start
+        graph = None if c.null else self.stream.end_capture()
+        return graph, recorded
+
+    def replay(self, graph, recorded):
+        """Launch a captured ``graph`` of ``recorded`` launches on the stream, counted as that
+        many; in null mode only counted."""
+        self._refuse_in_capture("replaying a CUDA graph")
+        if self.launcher.mode != "null":
+            self.enter()
+            graph.launch(self.stream)
+            self._errors_pending = True  # its checking kernels, if any, write the error words
+        self.launcher.launches += recorded
+
+    def _recording(self):
+        """Whether the driver records what is queued now (a capture, not a null mode's)."""
+        return self.capture is not None and not self.capture.null
+
+    def _staged(self, ptr, nbytes):
+        """While capturing: a copy of the ``nbytes`` at host address ``ptr`` in page-locked
+        memory the graph keeps (the address of the copy). A copy from host memory queued now
+        is recorded reading that memory, so each replay copies the values the host held at
+        capture, as a launch's scalar argument is recorded by value; pageable memory, which
+        the caller may free or change, cannot be recorded."""
+        block = self.alloc_pinned(nbytes)
+        ctypes.memmove(block.ptr, ptr, nbytes)
+        self.capture.held.append(block)
+        return block.ptr
+
+    def _refuse_in_capture(self, op):
+        """While capturing, end the capture (its graph is discarded: ``capture.failed`` says
+        why) and raise RuntimeError naming ``op``, as the driver refuses such a call on a
+        capturing stream; otherwise nothing."""
+        c = self.capture
+        if c is None:
+            return
+        why = (f"cuda: {op}: operation not permitted when stream is capturing (a CUDA graph records "
+               f"device work only: the host cannot wait for the device, nor read its memory, until "
+               f"capture_end); the capture has been ended and its graph discarded")
+        c.failed = why
+        # the driver may refuse to end it (an invalidated capture): the runtime is out of it either way
+        with contextlib.suppress(Exception):
+            self.capture_end()
+        raise RuntimeError(why)
 
     # ------------------------------------------------------------ kernels
 
@@ -379,6 +484,18 @@ class Runtime:
 
 
 INVALID_CONTEXT = 201  # _launch's: CUDA_ERROR_INVALID_CONTEXT
+
+
+class _Capture:
+    """A capture under way: the graph's pool, the allocator context that draws from it, the
+    count of launches at its start, whether it is a null mode's (counted, not recorded),
+    ``held``, the page-locked copies of host memory its recorded copies read (``_staged``:
+    the graph keeps them), and ``failed``, why it was ended early (None while it runs)."""
+    __slots__ = ("allocating", "failed", "held", "null", "pool", "start")
+
+    def __init__(self, pool, allocating, start, null):
+        self.pool, self.allocating, self.start, self.null = pool, allocating, start, null
+        self.held, self.failed = [], None
 CUDA_VERSION = 12000  # the cuLaunchKernel asked for: its signature has not changed since CUDA 4
 _LIBCUDA = []  # the library _libcuda_entry opened, kept loaded
 

@@ -32,6 +32,11 @@ class Driver:
     def _missing(self):
         raise NotImplementedError(f"the {self.name} driver lacks this hook")
 
+    def capturing(self):
+        """Whether the device's work is being captured into a graph (then nothing may be
+        read back); only the cuda driver captures."""
+        return False
+
     # ---------------------------------------------------------------- memory
 
     def check_dtype(self, dtype, op):
@@ -151,6 +156,14 @@ class Driver:
         the rule's state buffers (None where absent), ``hyper`` its float32 constants,
         ``flags`` its choices (a dict of ints, in the order the kernel takes them)."""
         self._missing()
+
+    def optimizer_steps(self, rule, steps):
+        """One step of ``rule`` on every parameter of a group: ``steps`` holds each one's
+        ``optimizer_step`` arguments after the rule. Here one ``optimizer_step`` each; a
+        driver with a multi-tensor kernel overrides it to step them all in one launch
+        (``gpu/fused.py``'s OWN names what is each tensor's own, the rest is the group's)."""
+        for step in steps:
+            self.optimizer_step(rule, *step)
 
     def layer_norm(self, y, mean, rstd, x, w, b, rows, cols, eps):
         """Normalise each of ``rows`` rows of ``cols``: y, and each row's mean and 1/std."""

@@ -1,6 +1,7 @@
 """Fused kernels on a device: softmax and log_softmax with their backwards, cross-entropy
 and layer norm with their backwards, and the Adam, SGD and RMSprop steps, each one
-launch where the composite makes several. The signatures are stage 3's
+launch where the composite makes several (an optimizer's, one per parameter or one per
+group: the driver's ``optimizer_steps``). The signatures are stage 3's
 (``stage3_simd/backend.py``); the frontend uses them where ``takes`` says the kernel is
 written for the operands' dtypes (float32; the driver may name more).
 
@@ -83,8 +84,9 @@ def _check_targets(target, cols, ignore_index):
     """IndexError naming the first target outside [0, cols) (ignore_index aside), as the
     CPU's kernel raises; a kernel on the device cannot. Read back here (the host waits) only
     where the driver's kernel does not check the targets on the device and report a bad one
-    at the next synchronization (``Driver.checks_indices``)."""
-    if target.driver.checks_indices:
+    at the next synchronization (``Driver.checks_indices``), and not while a CUDA graph is
+    captured: a capture records no read back (``cuda/graphs.py``)."""
+    if target.driver.checks_indices or target.driver.capturing():
         return
     t = target.dtype
 
@@ -140,14 +142,22 @@ def _fits(*lists):
             and len({id(b.storage) for b in bufs}) == len(bufs))
 
 
-def _step(rule, param, grad, states, hyper, flags):
-    """One launch of ``rule``'s step on one parameter; every buffer it writes is a new
-    version."""
-    if param.numel:
-        param.driver.optimizer_step(rule, param, grad, states, hyper, flags)
-    for b in (param, *states):
-        if b is not None:
-            b.storage.version += 1
+# the hyperparameters (by index) and flags (by name) of each rule that are each tensor's
+# own, the rest being the group's: a multi-tensor kernel takes them per tensor
+OWN = {"adam": ((5, 8), ()), "sgd": ((), ("first",)), "rmsprop": ((), ())}
+
+
+def _steps(rule, steps):
+    """``rule``'s step on every parameter of a group, each ``(param, grad, states, hyper,
+    flags)`` in ``steps``: the driver's ``optimizer_steps`` (one launch per parameter, or
+    one for them all); every buffer it writes is a new version."""
+    nonempty = [s for s in steps if s[0].numel]
+    if nonempty:
+        nonempty[0][0].driver.optimizer_steps(rule, nonempty)
+    for param, _, states, _, _ in steps:
+        for b in (param, *states):
+            if b is not None:
+                b.storage.version += 1
 
 
 def adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, lr, betas, eps, weight_decay,
@@ -160,11 +170,13 @@ def adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, lr, 
     amsgrad = max_exp_avg_sqs is not None
     flags = {"amsgrad": int(amsgrad), "maximize": int(bool(maximize)),
              "decay": 0 if weight_decay == 0 else (2 if decoupled else 1)}  # 2: decoupled
+    group = []
     for k, (p, g, m, v) in enumerate(zip(params, grads, exp_avgs, exp_avg_sqs)):
         s = steps[k]
         hyper = [w, 1 - w, beta2, 1 - beta2, eps, (1 - beta2 ** s) ** 0.5, 1 - lr * weight_decay,
                  weight_decay, lr / (1 - beta1 ** s)]
-        _step("adam", p, g, (m, v, max_exp_avg_sqs[k] if amsgrad else None), hyper, flags)
+        group.append((p, g, (m, v, max_exp_avg_sqs[k] if amsgrad else None), hyper, flags))
+    _steps("adam", group)
     return True
 
 
@@ -175,12 +187,14 @@ def sgd_step(params, grads, momentum_buffers, first, lr, momentum, dampening, we
     if not _fits(params, grads, momentum_buffers):
         return False
     hyper = [lr, weight_decay, momentum, 1 - dampening]
+    group = []
     for k, (p, g) in enumerate(zip(params, grads)):
         buf = None if momentum_buffers is None else momentum_buffers[k]
         flags = {"momentum": int(buf is not None), "first": int(bool(buf is not None and first[k])),
                  "maximize": int(bool(maximize)), "decay": int(weight_decay != 0),
                  "nesterov": int(bool(nesterov)), "dampening": int(dampening != 0)}
-        _step("sgd", p, g, (buf,), hyper, flags)
+        group.append((p, g, (buf,), hyper, flags))
+    _steps("sgd", group)
     return True
 
 
@@ -194,10 +208,12 @@ def rmsprop_step(params, grads, square_avgs, grad_avgs, momentum_buffers, lr, al
     hyper = [lr, weight_decay, alpha, 1 - alpha, w, 1 - w, eps, momentum]
     flags = {"centered": int(grad_avgs is not None), "momentum": int(momentum_buffers is not None),
              "maximize": int(bool(maximize)), "decay": int(weight_decay != 0)}
+    group = []
     for k, (p, g) in enumerate(zip(params, grads)):
         states = (square_avgs[k], None if grad_avgs is None else grad_avgs[k],
                   None if momentum_buffers is None else momentum_buffers[k])
-        _step("rmsprop", p, g, states, hyper, flags)
+        group.append((p, g, states, hyper, flags))
+    _steps("rmsprop", group)
     return True
 
 

@@ -6,7 +6,8 @@ Index values are checked before use, as the CPU stages check them: an out-of-ran
 raises IndexError instead of reading another tensor's memory. A driver whose kernels check
 them on the device (``Driver.checks_indices``: cuda) reports a bad one at the runtime's next
 synchronization, so the host does not wait here; for any other (webgpu) the host reads the
-index's minimum and maximum back first, and waits there.
+index's minimum and maximum back first, and waits there (not while a CUDA graph is
+captured: a capture records no read back, ``cuda/graphs.py``).
 """
 from ..dtypes import int64
 from .elementwise import run
@@ -16,8 +17,9 @@ from .reduce import reduce
 
 def _check_range(index, size, axis_name, launched=True):
     """IndexError unless every value of ``index`` is in [0, size). Nothing is read where the
-    kernel about to run (``launched``) checks the values on the device."""
-    if not index.numel or (launched and index.driver.checks_indices):
+    kernel about to run (``launched``) checks the values on the device, nor while a CUDA
+    graph is captured (a capture records no read back)."""
+    if not index.numel or (launched and index.driver.checks_indices) or index.driver.capturing():
         return
     axes = range(len(index.shape))
     low = reduce("min", index, axes, False).item()

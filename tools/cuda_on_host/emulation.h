@@ -6,6 +6,10 @@
 // size: the emulation's cost is the kernels' work, not the scheduler's. Shared memory is a
 // static variable: one block at a time uses it. Nothing here is GPU behaviour beyond what
 // a correct kernel may rely on: barriers, shared memory, the index built-ins.
+//
+// A stream can capture (CUDA graphs): a launch on a capturing stream copies its argument
+// bytes into a record and runs nothing, as the driver records a launch into a graph; the
+// emulated CuPy's Graph replays the records in order (see Stream and record below).
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -23,6 +27,7 @@
 #define __forceinline__ inline
 #define __shared__ static
 #define __align__(n) __attribute__((aligned(n)))
+#define __grid_constant__
 
 struct dim3 { unsigned x = 1, y = 1, z = 1; };
 static dim3 blockIdx, blockDim, gridDim;
@@ -135,9 +140,50 @@ void launch(void (*kernel)(P...), dim3 grid, dim3 block, void** args, bool barri
       }
 }
 
+// what an emulated stream's handle points at (the emulated CuPy's Stream owns it): while
+// `record` is set the stream is capturing, and each launch on it is handed to `record`
+// (the kernel's handle, the grid and block, its arguments' bytes and each one's offset in
+// them) instead of being run
+struct Stream {
+  void (*record)(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                 const unsigned char* bytes, const unsigned* offsets, unsigned count);
+};
+
+// a capturing launch: its arguments' bytes copied as the kernel's parameter types lay them
+// out (each at its alignment), so that the record outlives the caller's argument buffer,
+// as the driver copies a captured launch's parameters into the graph
+template <typename... P, std::size_t... I>
+void record(void (*)(P...), void* f, dim3 grid, dim3 block, void** args, const Stream* stream,
+            std::index_sequence<I...>) {
+  constexpr unsigned count = sizeof...(P);
+  const std::size_t sizes[] = {sizeof(P)..., 0}, aligns[] = {alignof(P)..., 1};
+  unsigned offsets[count + 1];
+  std::size_t at = 0;
+  for (unsigned i = 0; i < count; i++) {
+    at = (at + aligns[i] - 1) / aligns[i] * aligns[i];
+    offsets[i] = (unsigned)at;
+    at += sizes[i];
+  }
+  offsets[count] = (unsigned)at;
+  std::vector<unsigned char> bytes(at + 1);
+  (std::memcpy(bytes.data() + offsets[I], args[I], sizeof(P)), ...);
+  stream->record(f, grid.x, grid.y, grid.z, block.x, block.y, block.z, bytes.data(), offsets, count);
+}
+
+// a module's kernel on a stream: recorded when the stream captures, else run
+template <typename... P>
+void launch_on(void (*kernel)(P...), void* f, dim3 grid, dim3 block, void** args, bool barriers,
+               const Stream* capturing) {
+  if (capturing)
+    record(kernel, f, grid, block, args, capturing, std::index_sequence_for<P...>{});
+  else
+    launch(kernel, grid, block, args, barriers);
+}
+
 // what the driver's cuLaunchKernel does with a launch, on the host: the same checks of the
 // grid and block (CUDA_ERROR_INVALID_VALUE, 1, past CUDA's limits), then the kernel behind
-// the handle `f` (its module's stagegrad_kernel) run to the end; CUDA_SUCCESS, 0
+// the handle `f` (its module's stagegrad_kernel) run to the end, or recorded where
+// `stream` captures; CUDA_SUCCESS, 0
 inline int launch_kernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                          unsigned bz, unsigned shared_bytes, void* stream, void** params, void** extra) {
   const unsigned long long threads = (unsigned long long)bx * by * bz;
@@ -145,7 +191,9 @@ inline int launch_kernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigne
   if (!gx || !gy || !gz || !threads || threads > 1024 || bz > 64 || gx > 2147483647u || gy > 65535 ||
       gz > 65535)
     return 1;
-  reinterpret_cast<void (*)(dim3, dim3, void**)>(f)(dim3{gx, gy, gz}, dim3{bx, by, bz}, params);
+  const Stream* s = static_cast<const Stream*>(stream);
+  reinterpret_cast<void (*)(dim3, dim3, void**, const Stream*)>(f)(
+      dim3{gx, gy, gz}, dim3{bx, by, bz}, params, s != nullptr && s->record != nullptr ? s : nullptr);
   return 0;
 }
 

@@ -5,7 +5,11 @@ initial weights and fed the same batch; stage 4's first training step is checked
 PyTorch CUDA's loss (``models_bench.RTOL``), then each side's step (forward, cross-entropy,
 backward, the optimizer's step, then a device synchronize) is timed: the median of the calls
 that fit in ``--budget`` seconds, after two warm-ups. A model stage 4 cannot build or run is
-reported with the error, and the run goes on. Writes ``zoo_steps.json`` and ``zoo_steps.md``.
+reported with the error, and the run goes on. Each side's step is also counted, once, with no
+synchronize after it: stage 4's launches and host synchronizations (the runtime counts both),
+PyTorch's CUDA activities (kernels, copies and memsets, as ``torch.profiler`` records them)
+and its synchronizations (the warnings of ``torch.cuda.set_sync_debug_mode("warn")``).
+Writes ``zoo_steps.json`` and ``zoo_steps.md``.
 
 Run by ``tools/gpu/check.sh`` on a machine with an NVIDIA GPU; not part of the CPU suite.
 """
@@ -14,6 +18,7 @@ import json
 import statistics
 import sys
 import time
+import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -33,14 +38,42 @@ def _session(lib, model, state, x, y, to_device, sync):
     xs, ys = to_device(x), to_device(y)
     opt = mb._optimizer(lib, net, model.optimizer)
 
-    def step():
+    def step(synchronize=True):
         loss = mb._loss(lib, net, xs, ys)
         opt.zero_grad()
         loss.backward()
         opt.step()
-        sync()
+        if synchronize:
+            sync()
         return loss
     return step
+
+
+def _torch_counts(torch, step):
+    """(CUDA activities, synchronizations) of one unsynchronized PyTorch step."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        step(False)
+        torch.cuda.synchronize()
+    kernels = sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            step(False)
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+    torch.cuda.synchronize()
+    return kernels, sum("synchroniz" in str(w.message) for w in caught)
+
+
+def _stage4_counts(sg, step):
+    """(launches, host synchronizations) of one unsynchronized stage 4 step."""
+    launches, syncs = sg.cuda._launch_count(), sg.cuda._sync_count()
+    step(False)
+    launches, syncs = sg.cuda._launch_count() - launches, sg.cuda._sync_count() - syncs
+    sg.cuda.synchronize()
+    return launches, syncs
 
 
 def _time(step, budget):
@@ -71,6 +104,7 @@ def measure(keys, budget, batch_size=None):
                            torch.cuda.synchronize)
             row["torch_loss"] = float(ref().item())
             row["torch_s"], row["torch_calls"] = _time(ref, budget)
+            row["torch_kernels"], row["torch_syncs"] = _torch_counts(torch, ref)
         except Exception as e:
             row["torch_error"] = f"{type(e).__name__}: {e}"
         try:
@@ -80,6 +114,7 @@ def measure(keys, budget, batch_size=None):
             if "torch_loss" in row:
                 _, row["loss_ok"] = mb._close(row["loss"], row["torch_loss"])
             row["stage4_s"], row["stage4_calls"] = _time(ours, budget)
+            row["launches"], row["syncs"] = _stage4_counts(sg, ours)
         except Exception as e:
             row["error"] = f"{type(e).__name__}: {e}"
         print(json.dumps(row), flush=True)
@@ -88,16 +123,22 @@ def measure(keys, budget, batch_size=None):
 
 def markdown(rows, gpu):
     lines = [f"Training steps on {gpu}: stage 4's cuda device against PyTorch CUDA "
-             "(median ms per step, synchronized; speed = PyTorch's time over stage 4's).", "",
-             "| model | batch | PyTorch CUDA ms | stage 4 ms | speed | first loss (stage 4 / PyTorch) |",
-             "|---|---|---|---|---|---|"]
+             "(median ms per step, synchronized; speed = PyTorch's time over stage 4's). Per step, "
+             "counted once: stage 4's kernel launches and PyTorch's CUDA activities (kernels, copies, "
+             "memsets: torch.profiler), and each side's host synchronizations.", "",
+             "| model | batch | PyTorch CUDA ms | stage 4 ms | speed | launches (stage 4 / PyTorch) "
+             "| syncs (stage 4 / PyTorch) | first loss (stage 4 / PyTorch) |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         ours = f"{r['stage4_s'] * 1e3:.2f}" if "stage4_s" in r else r.get("error", "")[:80]
         theirs = f"{r['torch_s'] * 1e3:.2f}" if "torch_s" in r else r.get("torch_error", "")[:80]
         speed = f"{r['torch_s'] / r['stage4_s']:.2f}x" if "stage4_s" in r and "torch_s" in r else "-"
         loss = (f"{r['loss']:.5f} / {r.get('torch_loss', float('nan')):.5f}"
                 + ("" if r.get("loss_ok", True) else " WRONG")) if "loss" in r else "-"
-        lines.append(f"| {r['model']} | {r['batch']} | {theirs} | {ours} | {speed} | {loss} |")
+        launches = f"{r.get('launches', '-')} / {r.get('torch_kernels', '-')}"
+        syncs = f"{r.get('syncs', '-')} / {r.get('torch_syncs', '-')}"
+        lines.append(f"| {r['model']} | {r['batch']} | {theirs} | {ours} | {speed} | {launches} | {syncs} "
+                     f"| {loss} |")
     return "\n".join(lines) + "\n"
 
 

@@ -49,12 +49,53 @@ __device__ __forceinline__ void report_error(i64* err, int code, i64 value, i64 
     err[3] = axis;
   }
 }
+// `TensorList`: the float32 tensors one launch of a multi-tensor kernel walks (optim.cu:
+// every parameter of an optimizer's group in one launch), by value like the rest, so no
+// array of pointers lives on the device. Each tensor's entry holds its buffers' addresses
+// (the parameter, its gradient, its states; null where a rule has none), its element
+// count, `end` (the blocks of tensors 0..t: a prefix sum, so a block finds its tensor,
+// see for_each_listed) and its own float32 constants (Adam's bias corrections from its own
+// step count). 64 bytes an entry: 48 entries, Params and Hyper take 3,640 of the 4 KiB a
+// launch carries. A group of more tensors is launched once per 48 (cuda/fused.py).
+#define LIST_MAX 48
+#define LIST_BUFFERS 5
+#define LIST_CONSTANTS 2
+struct ListEntry {
+  float* buf[LIST_BUFFERS];
+  i64 n;
+  i64 end;
+  float c[LIST_CONSTANTS];
+};
+struct TensorList {
+  ListEntry t[LIST_MAX];
+  i64 count;
+};
+static_assert(sizeof(Params) + sizeof(Hyper) + sizeof(TensorList) <= 4096,
+              "a multi-tensor launch's arguments must fit CUDA's 4 KiB of kernel parameters");
 
 // the first element of this thread, and the step of a grid-stride loop over n elements
 __device__ __forceinline__ i64 first_index() {
   return (i64)blockIdx.x * blockDim.x + threadIdx.x;
 }
 __device__ __forceinline__ i64 grid_step() { return (i64)gridDim.x * blockDim.x; }
+
+// Multi-tensor apply: fn(entry, i) for every element i of every tensor of `l`. Block b
+// stands for chunk b - (the tensor's first block) of the tensor whose blocks hold b, its
+// threads striding over that chunk of `chunk` elements; the grid strides over the blocks
+// (a grid may be smaller than the list's blocks). Blocks ascend, so a block's tensor is
+// found by a scan that only moves forward.
+template <typename Fn>
+__device__ __forceinline__ void for_each_listed(const TensorList& l, i64 chunk, Fn fn) {
+  const i64 blocks = l.t[l.count - 1].end;
+  int t = 0;
+  for (i64 b = blockIdx.x; b < blocks; b += gridDim.x) {
+    while (l.t[t].end <= b) t++;
+    const ListEntry& e = l.t[t];
+    const i64 first = (b - (t ? l.t[t - 1].end : 0)) * chunk;
+    const i64 last = first + chunk < e.n ? first + chunk : e.n;
+    for (i64 i = first + threadIdx.x; i < last; i += blockDim.x) fn(e, i);
+  }
+}
 
 // the offset of row-major position i in a strided view: sizes[nd], strides[nd], offset
 __device__ __forceinline__ i64 offset_of(i64 i, int nd, const i64* sizes, const i64* strides,

@@ -13,7 +13,17 @@ goes back to it when the last reference to its ``PinnedMemoryPointer`` dies, and
 block the pool holds, in use or free, is "page-locked" to ``runtime.pointerGetAttributes``
 (memory type host), as cudaHostAlloc's memory is until freed. Copies are synchronous here,
 so an asynchronous copy is finished when it returns.
+
+A stream captures as CuPy's does (``Stream.begin_capture``, ``end_capture`` giving a
+``Graph``, ``Graph.launch``): the stream's ``ptr`` is the address of a small struct
+(emulation.h's ``on_host::Stream``) that the compiled launch reads, and while it captures a
+launch hands its argument bytes to the stream's recorder instead of running; a library call
+(``matmul``) on a capturing stream is recorded too. ``Graph.launch`` runs the records in
+order. Device memory comes from NumPy, or, inside ``cuda.using_allocator``, from the
+allocator given, such as a ``cuda.MemoryPool``, which keeps every block it hands out for
+itself (a freed block goes back to it, never to NumPy) while it lives.
 """
+import contextlib
 import ctypes
 import hashlib
 import os
@@ -48,14 +58,19 @@ class ndarray(np.ndarray):
 
 class _MemoryPointer:
     """CuPy's ``MemoryPointer``: an address, and copies between it and host memory (``mem``:
-    an int or a ``ctypes.c_void_p``), done at once whatever the stream."""
+    an int or a ``ctypes.c_void_p``), done at once whatever the stream (a copy from the host
+    on a capturing stream is recorded instead)."""
 
     def __init__(self, ptr):
         self.ptr = ptr
 
     def copy_from_host_async(self, mem, size, stream=None):
         """Copy ``size`` bytes from host address ``mem`` here."""
-        ctypes.memmove(self.ptr, getattr(mem, "value", mem), size)
+        dst, src = self.ptr, getattr(mem, "value", mem)
+        if stream is not None and stream.is_capturing():
+            stream._records.append(lambda: ctypes.memmove(dst, src, size))
+        else:
+            ctypes.memmove(dst, src, size)
 
     def copy_to_host_async(self, mem, size, stream=None):
         """Copy ``size`` bytes from here to host address ``mem``."""
@@ -73,22 +88,23 @@ class PinnedMemoryPointer(np.ndarray):
         return self.__array_interface__["data"][0]
 
 
-class PinnedMemoryPool:
-    """CuPy's pinned memory pool: blocks rounded up to 512 bytes, a freed block kept for the
-    next allocation of its size."""
+class _BlockPool:
+    """A pool as CuPy's: blocks rounded up to 512 bytes, a freed block kept for the next
+    allocation of its size; ``pointer`` is the class of what ``malloc`` hands out."""
+    pointer = None
 
     def __init__(self):
         self._free = {}  # rounded size -> blocks (plain arrays owning their memory)
         self._blocks = {}  # address -> size, of every block held (in use or free)
 
     def malloc(self, size):
-        """A ``PinnedMemoryPointer`` to at least ``size`` bytes: a free block of that rounded
-        size when the pool has one."""
+        """A ``pointer`` to at least ``size`` bytes: a free block of that rounded size when
+        the pool has one; the block comes back to the pool when the pointer dies."""
         size = max(512, -(-size // 512) * 512)
         free = self._free.get(size)
         block = free.pop() if free else np.empty(size, np.uint8)
         self._blocks[block.__array_interface__["data"][0]] = size
-        mem = block.view(PinnedMemoryPointer)
+        mem = block.view(self.pointer)
         weakref.finalize(mem, self._release, size, block)
         return mem
 
@@ -111,8 +127,48 @@ class PinnedMemoryPool:
         """Whether ``ptr`` lies in a block of the pool, in use or free."""
         return any(start <= ptr < start + size for start, size in self._blocks.items())
 
+    def used_bytes(self):
+        """Bytes of the blocks in use."""
+        return self.total_bytes() - sum(len(b) for v in self._free.values() for b in v)
+
+    def total_bytes(self):
+        """Bytes of every block held, in use or free."""
+        return sum(self._blocks.values())
+
+
+class PinnedMemoryPool(_BlockPool):
+    """CuPy's pinned memory pool."""
+    pointer = PinnedMemoryPointer
+
+
+class MemoryPointer(np.ndarray):
+    """A block of a ``MemoryPool``: its buffer protocol gives the bytes (an array here only
+    for that, as ``PinnedMemoryPointer``), ``ptr`` their address."""
+
+    @property
+    def ptr(self):
+        return self.__array_interface__["data"][0]
+
+
+class MemoryPool(_BlockPool):
+    """CuPy's device memory pool, as a graph's private pool uses it: every block it hands
+    out stays its own while it lives (NumPy never gets a freed block back to hand to
+    another allocation)."""
+    pointer = MemoryPointer
+
 
 _PINNED = PinnedMemoryPool()
+_ALLOCATOR = [None]  # using_allocator's: None allocates from NumPy
+
+
+@contextlib.contextmanager
+def _using_allocator(allocator=None):
+    """CuPy's ``cuda.using_allocator``: device memory from ``allocator(nbytes)`` inside."""
+    previous, _ALLOCATOR[0] = _ALLOCATOR[0], allocator
+    try:
+        yield
+    finally:
+        _ALLOCATOR[0] = previous
 
 
 def get_default_pinned_memory_pool():
@@ -131,8 +187,19 @@ def _device(a):
 
 
 def empty(shape, dtype=np.float64):
-    """Memory filled with 0x7f bytes, never zeros: a kernel that skips an element shows."""
-    a = np.empty(shape, dtype=dtype)
+    """Memory filled with 0x7f bytes, never zeros: a kernel that skips an element shows.
+    From NumPy, or from the allocator ``cuda.using_allocator`` set (the array keeps the
+    block it was given)."""
+    allocator = _ALLOCATOR[0]
+    if allocator is None:
+        a = np.empty(shape, dtype=dtype)
+    else:
+        dtype = np.dtype(dtype)
+        count = int(np.prod(shape, dtype=np.int64))
+        # through a memoryview, which holds the block's pointer: NumPy would skip past an
+        # array base to the block's owner, and the pointer's death returns the block
+        mem = memoryview(allocator(max(count * dtype.itemsize, 1)))
+        a = np.frombuffer(mem, dtype=dtype, count=count).reshape(shape)
     a.view(np.uint8)[...] = 0x7F
     return a.view(ndarray)
 
@@ -158,23 +225,101 @@ def abs(a):  # noqa: A001  (CuPy's name)
 
 
 def matmul(a, b, out=None):
-    """cuBLAS's place: a float64 product rounded to the operands' dtype."""
-    r = np.matmul(np.asarray(a, np.float64), np.asarray(b, np.float64)).astype(a.dtype)
+    """cuBLAS's place: a float64 product rounded to the operands' dtype; on a capturing
+    stream, recorded (into ``out``, or a new array) and not run."""
     if out is None:
-        return _device(r)
-    out[...] = r
+        out = empty((*a.shape[:-1], b.shape[-1]), a.dtype)
+
+    def run():
+        out[...] = np.matmul(np.asarray(a, np.float64), np.asarray(b, np.float64)).astype(a.dtype)
+    stream = _CURRENT[0]
+    if stream.is_capturing():
+        stream._records.append(run)
+    else:
+        run()
     return out
 
 
+class _Dim3(ctypes.Structure):
+    _fields_ = [("x", ctypes.c_uint), ("y", ctypes.c_uint), ("z", ctypes.c_uint)]
+
+
+# emulation.h's on_host::Stream: its recorder, and the signature of a module's kernel handle
+_RECORD = ctypes.CFUNCTYPE(None, ctypes.c_void_p, *[ctypes.c_uint] * 6, ctypes.POINTER(ctypes.c_ubyte),
+                           ctypes.POINTER(ctypes.c_uint), ctypes.c_uint)
+_KERNEL = ctypes.CFUNCTYPE(None, _Dim3, _Dim3, ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p)
+
+
+class _StreamState(ctypes.Structure):
+    _fields_ = [("record", _RECORD)]
+
+
+class _Launch:
+    """One recorded launch: the kernel's handle, its grid and block, and a copy of its
+    arguments' bytes (16-byte aligned, as the kernel's parameters lay them out), with the
+    pointer to each that the handle takes."""
+
+    def __init__(self, f, grid, block, data, offsets, count):
+        size = offsets[count]
+        self.buffer = ctypes.create_string_buffer(size + 16)
+        base = -(-ctypes.addressof(self.buffer) // 16) * 16
+        ctypes.memmove(base, data, size)
+        self.args = (ctypes.c_void_p * max(count, 1))(*[base + offsets[i] for i in range(count)])
+        self.kernel, self.grid, self.block = _KERNEL(f), _Dim3(*grid), _Dim3(*block)
+
+    def __call__(self):
+        self.kernel(self.grid, self.block, self.args, None)
+
+
 class _Stream:
+    """CuPy's ``Stream``. ``ptr`` is the address of its ``on_host::Stream``, which the
+    compiled launch reads to tell a capturing stream."""
+
     def __init__(self, non_blocking=False):
-        self.ptr = id(self)
+        self._state = _StreamState()
+        self.ptr = ctypes.addressof(self._state)
+        self._records = None  # the capture's records while capturing
+        self._recorder = _RECORD(self._record)  # kept: the struct holds its address
 
     def use(self):
         _CURRENT[0] = self
 
     def synchronize(self):
-        pass
+        if self.is_capturing():
+            raise RuntimeError("cudaErrorStreamCaptureUnsupported: operation not permitted when stream is "
+                               "capturing")
+
+    def begin_capture(self, mode=None):
+        """Record the launches on this stream from now on, running none."""
+        if self.is_capturing():
+            raise RuntimeError("cudaErrorIllegalState: the stream is already capturing")
+        self._records = []
+        self._state.record = self._recorder
+
+    def end_capture(self):
+        """Stop recording: the ``Graph`` of what was recorded."""
+        if not self.is_capturing():
+            raise RuntimeError("cudaErrorIllegalState: the stream is not capturing")
+        records, self._records = self._records, None
+        self._state.record = _RECORD()
+        return Graph(records)
+
+    def is_capturing(self):
+        return self._records is not None
+
+    def _record(self, f, gx, gy, gz, bx, by, bz, data, offsets, count):
+        self._records.append(_Launch(f, (gx, gy, gz), (bx, by, bz), data, offsets, count))
+
+
+class Graph:
+    """CuPy's ``cuda.Graph``: the records of one capture, run in order by ``launch``."""
+
+    def __init__(self, records):
+        self._records = records
+
+    def launch(self, stream=None):
+        for run in self._records:
+            run()
 
 
 _CURRENT = [_Stream()]
@@ -233,8 +378,9 @@ cuda = types.SimpleNamespace(
         pointerGetAttributes=_pointer_attributes, memoryTypeHost=1,
         getDeviceProperties=lambda i: {"name": b"host emulation (tools/cuda_on_host)", "major": 8,
                                        "minor": 0}),
-    Device=_Device, Stream=_Stream, alloc_pinned_memory=_PINNED.malloc,
+    Device=_Device, Stream=_Stream, Graph=Graph, alloc_pinned_memory=_PINNED.malloc,
     PinnedMemoryPointer=PinnedMemoryPointer, PinnedMemoryPool=PinnedMemoryPool,
+    MemoryPool=MemoryPool, MemoryPointer=MemoryPointer, using_allocator=_using_allocator,
     compiler=types.SimpleNamespace(compile_using_nvrtc=lambda code, options=(), name_expressions=():
                                    (code.encode(), {n: n for n in name_expressions})),
     function=types.SimpleNamespace(Module=lambda: _Module()),
@@ -266,9 +412,12 @@ class RawModule:
             raise ValueError(f"{name} is not among the module's name expressions")
         with open(os.path.join(_HERE, "emulation.h"), encoding="utf-8") as f:
             src = (f.read() + "\n" + self.code + "\n"
-                   # the kernel's handle: a function of the grid, the block and the arguments
-                   'extern "C" void stagegrad_kernel(dim3 grid, dim3 block, void** args) {\n'
-                   f"  on_host::launch(&{name}, grid, block, args, {str(self.barriers).lower()});\n}}\n"
+                   # the kernel's handle: a function of the grid, the block, the arguments and
+                   # the capturing stream that records the launch (none: run it)
+                   'extern "C" void stagegrad_kernel(dim3 grid, dim3 block, void** args, '
+                   "const on_host::Stream* capturing) {\n"
+                   f"  on_host::launch_on(&{name}, (void*)&stagegrad_kernel, grid, block, args, "
+                   f"{str(self.barriers).lower()}, capturing);\n}}\n"
                    # what the runtime launches it through, in place of the driver's cuLaunchKernel
                    'extern "C" int stagegrad_cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, '
                    "unsigned bx, unsigned by, unsigned bz, unsigned shared_bytes, void* stream, "
