@@ -4,7 +4,7 @@ It prints one JSON object of what it saw as its last line, one entry per part; a
 raised holds the error instead, so that each test reports its own part's failure.
 
 - ``steps``: one training step (forward, cross-entropy, backward, optimizer step) of every
-  model of the zoo, small, on ``cuda`` under ``set_sync_debug_mode("error")`` and on the
+  model of the zoo, small, and of ``stagegrad train``'s MNIST CNN, on ``cuda`` under ``set_sync_debug_mode("error")`` and on the
   ``cpu`` device from the same weights: the step's launches and synchronizations, its loss
   (read after the mode is set back) and its parameters after the step, on both;
 - ``checks``: out-of-range index values on ``cuda`` (gather, embedding, cross-entropy
@@ -20,6 +20,12 @@ import numpy as np
 
 import stage4_gpu as sg
 from stagegrad import zoo
+
+
+def _cnn():
+    """``stagegrad train``'s MNIST CNN, the zoo-steps table's model beside the zoo's."""
+    from stagegrad.train import build_model
+    return build_model(sg, "cnn")
 
 
 def _tokens(shape, vocab, seed):
@@ -40,6 +46,7 @@ MODELS = {
     "mobilenet_v2": (lambda z: z.mobilenet.mobilenet_v2(num_classes=4, in_channels=1, width_mult=0.1,
                                                         small_input=True, dropout=0.0),
                      _images((1, 1, 32, 32), 2), np.array([3]), "sgd"),
+    "mnist_cnn": (lambda z: _cnn(), _images((1, 1, 28, 28), 7), np.array([6]), "sgd"),
     "gpt": (lambda z: z.gpt.GPT(vocab_size=11, block_size=8, n_layer=1, n_head=2, n_embd=8, dropout=0.0),
             _tokens((2, 6), 11, 3), _tokens((2, 6), 11, 4), "adamw"),
     "lstm_lm": (lambda z: z.lstm_lm.LSTMLanguageModel(9, n_embd=4, hidden_size=6, num_layers=1),

@@ -23,7 +23,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 EMULATION = REPO / "tools" / "cuda_on_host"
 WORKER = Path(__file__).with_name("cuda_sync_worker.py")
-ZOO = ("resnet18", "mobilenet_v2", "gpt", "lstm_lm")
+ZOO = ("resnet18", "mobilenet_v2", "mnist_cnn", "gpt", "lstm_lm")  # the zoo's, and train's CNN
 pytestmark = pytest.mark.xdist_group("cuda_sync")  # one worker runs the emulated program once
 SUFFIX = r" \(checked on the cuda device by a {} kernel queued before this synchronization; .* run it\)$"
 

@@ -85,7 +85,9 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     # PyTorch's pooling lets every NaN take over, so a window's last NaN is its maximum, where
     # its gradient goes (max(dim) picks the first): the first NaN of the flipped window
     nan = cols.isnan()
-    if nan.any():
+    # nan.any() reads a value back: on a device the host would wait for it, so a device takes
+    # the path that is right with or without NaN
+    if cols.device.type != "cpu" or nan.any():
         last = (k[0] * k[1] - 1) - nan.flip(1).to(int64).argmax(dim=1)
         arg = where(nan.any(dim=1), last, arg)
         vals = cols.gather(1, arg.unsqueeze(1)).squeeze(1)
