@@ -4,9 +4,10 @@ It prints one JSON object of what it saw as its last line, one entry per part; a
 raised holds the error instead, so that each test reports its own part's failure.
 
 - ``steps``: one training step (forward, cross-entropy, backward, optimizer step) of every
-  model of the zoo, small, and of ``stagegrad train``'s MNIST CNN, on ``cuda`` under ``set_sync_debug_mode("error")`` and on the
-  ``cpu`` device from the same weights: the step's launches and synchronizations, its loss
-  (read after the mode is set back) and its parameters after the step, on both;
+  model of the zoo, small, and of ``stagegrad train``'s MNIST CNN, on ``cuda`` under
+  ``set_sync_debug_mode("error")`` and on the ``cpu`` device from the same weights: the
+  step's launches and synchronizations, its loss (read after the mode is set back) and its
+  parameters after the step, on both;
 - ``checks``: out-of-range index values on ``cuda`` (gather, embedding, cross-entropy
   targets, scatter_add, and the take and put primitives): whether the operation waited or
   raised, what the next synchronization raised, and what the device computed after it;
