@@ -19,6 +19,8 @@ import os
 import subprocess
 import sys
 
+from . import models_bench as mb
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EMULATION = os.path.join(ROOT, "tools", "cuda_on_host")
 BATCHES = (16, 64)  # the MLP step's batch sizes
@@ -49,7 +51,6 @@ def _here(quick):
     """The timings, in this process (the emulation and the null mode already in place)."""
     import stage4_gpu as sg
 
-    from . import models_bench as mb
     from .devices import _add, _median, _mlp_step
     if not sg.cuda.is_available():
         raise RuntimeError(f"no cuda device: {sg.cuda.unavailable_reason()}")
