@@ -88,3 +88,27 @@ def test_prepare_gathers_the_wheel_and_the_headers_it_carries(tmp_path):
     assert sorted(p.name for p in (repo / ".gpu" / "wheels").iterdir()) == sorted(w.name for w in wheels)
     assert (repo / ".gpu" / "include" / "xsimd" / "xsimd.hpp").read_text() == "// test\n"
     assert "prepared .gpu/" in r.stdout
+
+
+def test_the_zoo_table_sets_each_sides_counts_and_times_side_by_side():
+    """``zoo_steps.markdown``: per model, PyTorch's time over ours as the speed, our launches
+    beside PyTorch's CUDA activities and both sides' synchronizations, a failed side's error
+    in its cell, and a loss that disagrees marked WRONG."""
+    sys.path.insert(0, str(ROOT / "tools" / "gpu"))
+    try:
+        import zoo_steps
+    finally:
+        sys.path.remove(str(ROOT / "tools" / "gpu"))
+    rows = [{"model": "MNIST CNN", "batch": 256, "torch_s": 0.002, "stage4_s": 0.004, "launches": 41,
+             "syncs": 0, "torch_kernels": 37, "torch_syncs": 1, "loss": 2.3, "torch_loss": 2.3, "loss_ok": True},
+            {"model": "LSTM 2x256", "batch": 16, "torch_s": 0.01, "error": "RuntimeError: boom",
+             "torch_kernels": 90, "torch_syncs": 0},
+            {"model": "GPT 4x128", "batch": 16, "torch_s": 0.008, "stage4_s": 0.008, "launches": 300,
+             "syncs": 2, "torch_kernels": 250, "torch_syncs": 0, "loss": 4.0, "torch_loss": 4.2,
+             "loss_ok": False}]
+    lines = zoo_steps.markdown(rows, "Test GPU").splitlines()
+    cells = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
+             for line in lines if line.startswith("| ") and "model" not in line}
+    assert cells["MNIST CNN"] == ["256", "2.00", "4.00", "0.50x", "41 / 37", "0 / 1", "2.30000 / 2.30000"]
+    assert cells["LSTM 2x256"][2:6] == ["RuntimeError: boom", "-", "- / 90", "- / 0"]
+    assert cells["GPT 4x128"][3] == "1.00x" and cells["GPT 4x128"][6].endswith("WRONG")
