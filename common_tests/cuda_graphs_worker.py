@@ -128,6 +128,23 @@ def _refusal(run):
     return None
 
 
+def pinned_input():
+    """A copy from page-locked memory inside a capture reads that memory on every replay
+    (as CUDA's and PyTorch's do): new values written into the pinned tensor reach the graph."""
+    pinned = sg.zeros(4).pin_memory()
+    x = sg.zeros(4, device="cuda")
+    g = sg.cuda.CUDAGraph()
+    with sg.cuda.graph(g):
+        x.copy_(pinned, non_blocking=True)
+        y = x * 2
+    seen = []
+    for values in ([1.0, 2.0, 3.0, 4.0], [-5.0, 0.5, 8.0, 1e3]):
+        pinned.copy_(sg.tensor(values))
+        g.replay()
+        seen.append([values, y.tolist()])
+    return {"seen": seen}
+
+
 def host_constants():
     """Tensors the frontend makes on the host inside a capture (from a list, ``arange``, a
     Python scalar) reach the device by a recorded copy of a snapshot the graph keeps: each
@@ -300,8 +317,8 @@ def train_cli():
     return out
 
 
-CHECKS = {f.__name__: f for f in (step_replays, new_data, private_pool, host_constants, sync_refused,
-                                   null_launches, graphed_callables, train_cli)}
+CHECKS = {f.__name__: f for f in (step_replays, new_data, pinned_input, private_pool, host_constants,
+                                   sync_refused, null_launches, graphed_callables, train_cli)}
 
 if __name__ == "__main__":
     assert sg.cuda.is_available(), sg.cuda.unavailable_reason()

@@ -77,6 +77,11 @@ def test_a_replay_computes_on_the_values_copied_into_the_static_input(emulated):
         assert y == [2 * v + 1 for v in values]
 
 
+def test_a_captured_copy_from_pinned_memory_reads_it_at_every_replay(emulated):
+    for values, y in _seen(emulated, "pinned_input")["seen"]:
+        assert y == [2 * v for v in values]
+
+
 def test_memory_allocated_in_a_capture_is_not_handed_to_eager_tensors(emulated):
     """Intermediates freed inside the capture keep their memory for the graph: tensors of
     their size allocated and filled between replays keep their values, and the output
@@ -195,3 +200,14 @@ def test_train_cuda_graph_needs_a_cuda_device(sg):
 def test_train_cuda_graph_is_an_image_model_option(sg):
     with pytest.raises(ValueError, match="--cuda-graph.*the image models' options"):
         train.run(_train_args(sg, "--model", "gpt", "--cuda-graph"))
+
+
+def test_a_captured_step_refuses_a_model_that_drops_units(sg):
+    """A dropout mask is drawn on the host: captured, every replay would drop the same units."""
+    from stagegrad.train import CapturedStep
+    nn = sg.nn
+    dropping = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5), nn.Linear(4, 2))
+    with pytest.raises(ValueError, match="--cuda-graph .* Dropout draws a new mask every step"):
+        CapturedStep(sg, dropping, sg.optim.SGD(dropping.parameters(), lr=0.1))
+    idle = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.0))  # drops nothing: nothing to freeze
+    assert CapturedStep(sg, idle, sg.optim.SGD(idle.parameters(), lr=0.1)).graph is None

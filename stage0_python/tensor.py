@@ -1611,17 +1611,18 @@ class Tensor(TensorCore, ContractionMethods, MathMethods, RearrangingMethods, Sa
         """In-place ``neg``; see ``torch.Tensor.neg_``."""
         return self._inplace(lambda x: -x, "neg_")
 
-    def copy_(self, src):
+    def copy_(self, src, non_blocking=False):
         """Copy ``src`` (broadcast to this shape, cast to this dtype) into this tensor; see
-        ``torch.Tensor.copy_``."""
+        ``torch.Tensor.copy_``. ``non_blocking`` as ``to``'s: from page-locked memory to a
+        device the host does not wait for the copy."""
         if not isinstance(src, Tensor):
             raise TypeError(f"copy_: expected a Tensor, got {type(src).__name__}")
         if B.broadcast_shapes(self.shape, src.shape) != tuple(self.shape):
             raise ShapeError(f"copy_: source of shape {list(src.shape)} cannot be broadcast to "
                              f"{list(self.shape)}")
         # from any device, as PyTorch's copy_ (the one in-place write that moves data)
-        return self._inplace(lambda x: ops.Overwrite.apply(x, src.to(self.device, self.dtype)),
-                             "copy_")
+        return self._inplace(lambda x: ops.Overwrite.apply(
+            x, src.to(self.device, self.dtype, non_blocking=non_blocking)), "copy_")
 
     def fill_(self, value):
         """Fill with ``value`` in place; see ``torch.Tensor.fill_``."""

@@ -378,6 +378,15 @@ class CapturedStep:
     on the device; a replay's are the graph's static outputs, overwritten by the next."""
 
     def __init__(self, sg, model, opt, device="cuda"):
+        # a dropout mask is drawn on the host: a capture would freeze it, and every replay
+        # would drop the same units
+        dropping = sorted({type(m).__name__ for m in model.modules()
+                           if "Dropout" in type(m).__name__ and getattr(m, "p", 0) > 0})
+        if dropping:
+            raise ValueError(f"--cuda-graph replays the training step with the values the host computed "
+                             f"for it at capture, but the model's {', '.join(dropping)} draws a new mask every step "
+                             f"(on the host), so every replay would drop the same units; train this model "
+                             f"without --cuda-graph")
         self.sg, self.model, self.opt, self.device = sg, model, opt, device
         self.graph = None
         self.eager = 0

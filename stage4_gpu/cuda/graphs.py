@@ -29,6 +29,7 @@ steps whose host-side values stay constant. The host-side bounds checks of indic
 cross-entropy targets read back, so they are not made while capturing: a graph's caller
 keeps its indices in bounds.
 """
+import contextlib
 import gc
 
 from .runtime import _OPENING, runtime
@@ -129,8 +130,23 @@ class CUDAGraph:
         when no graph and no tensor holds it. The graph may then capture again."""
         if self._capture is not None:
             raise RuntimeError("CUDAGraph.reset: the graph is being captured (capture_end it first)")
+        self._release()
         self._graph, self._recorded, self._captured, self._null, self._pool = None, 0, False, False, None
+
+    def _release(self):
+        """Let the page-locked memory the recorded copies read go once the stream has passed
+        every replay queued so far (a replay returns before its copies have run)."""
+        if self._held:
+            rt = runtime()
+            if rt.capture is not None:  # no event may be queued on a capturing stream: the new graph keeps it
+                rt.capture.held.extend(self._held)
+            else:
+                rt._hold(self._held)
         self._held = []
+
+    def __del__(self):
+        if getattr(self, "_held", None) and _OPENING.opened:
+            self._release()
 
     def pool(self):
         """The token of this graph's memory pool, which another capture may share."""
@@ -144,7 +160,8 @@ class CUDAGraph:
         capture, self._capture = self._capture, None
         rt = runtime()
         if capture is not None and rt.capture is capture:
-            rt.capture_end()
+            with contextlib.suppress(Exception):  # the driver may refuse to end an invalidated capture
+                rt.capture_end()
         self.reset()
 
 

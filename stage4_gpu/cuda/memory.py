@@ -76,7 +76,9 @@ class Memory:
     def upload(self, raw, dtype):
         """A storage holding ``raw``, copied on the runtime's stream."""
         rt = runtime()
-        return Storage(rt.upload(rt.np.frombuffer(raw, dtype=_numpy(dtype)), _numpy(dtype)))
+        capture = rt.capture
+        return Storage(rt.upload(rt.np.frombuffer(raw, dtype=_numpy(dtype)), _numpy(dtype)),
+                       None if capture is None else capture.pool)
 
     def download(self, x):
         """The elements of the contiguous view x, as a NumPy array (the host waits)."""

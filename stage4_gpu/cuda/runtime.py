@@ -217,7 +217,11 @@ class Runtime:
         self.enter()
         if nbytes:
             if self._recording():
-                ptr, hold = self._staged(ptr, nbytes), None
+                if hold is None:  # pageable: snapshot it (see _staged)
+                    ptr = self._staged(ptr, nbytes)
+                else:  # page-locked: each replay reads it, as in CUDA; the graph keeps it alive
+                    self.capture.held.append(hold)
+                    hold = None
             # a ctypes pointer, not an int: older CuPy reads the address from its .value
             arr.data.copy_from_host_async(ctypes.c_void_p(ptr), nbytes, self.stream)
             self._hold(hold)
