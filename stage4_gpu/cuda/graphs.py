@@ -23,11 +23,11 @@ discarded, the runtime stays usable): a host synchronization (``.item()``, ``.to
 ``synchronize()``), a read of device memory. Values the host computes are frozen into what
 is recorded: a scalar argument of a launch, a tensor the frontend makes on the host and
 copies over (``ones``, ``arange``: the copy is recorded from a snapshot of its bytes that
-the graph keeps), and equally an optimizer's bias correction from its step count or a
-learning rate schedule's next rate, which would be replayed unchanged; so capture only
-steps whose host-side values stay constant. The host-side bounds checks of indices and
-cross-entropy targets read back, so they are not made while capturing: a graph's caller
-keeps its indices in bounds.
+the graph keeps; a copy from page-locked memory reads that memory at every replay, as
+CUDA's), and equally an optimizer's bias correction from its step count, a learning rate
+schedule's next rate or a dropout mask, which would be replayed unchanged; so capture only
+steps whose host-side values stay constant. Index and cross-entropy target checks run in
+the kernels (``runtime.py``), so a replay checks them too.
 """
 import contextlib
 import gc

@@ -38,8 +38,9 @@ passed the copy, since CuPy's pinned pool would hand a freed block out again at 
 A CUDA graph (``graphs.py``) is captured on this same stream: ``capture_begin`` starts the
 driver's stream capture (CuPy's ``Stream.begin_capture``), so each launch, library call
 and copy queued until ``capture_end`` is recorded into the graph instead of run, and memory
-comes from the graph's private pool meanwhile. A copy from host memory is recorded from a
-page-locked snapshot the graph keeps (``_staged``). What would make the host wait for the
+comes from the graph's private pool meanwhile. A copy from pageable host memory is
+recorded from a page-locked snapshot the graph keeps (``_staged``); one from page-locked
+memory reads it at each replay. What would make the host wait for the
 device, or read device memory, cannot be recorded: it is refused while capturing
 (``_refuse_in_capture``), naming the operation, and ends the capture.
 """
