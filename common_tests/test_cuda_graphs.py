@@ -11,11 +11,6 @@ no timing is asserted. Without a cuda device every stage refuses graphs, as a CP
 PyTorch build does.
 """
 import argparse
-import json
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -23,8 +18,8 @@ import pytest
 
 from stagegrad import train
 
-REPO = Path(__file__).resolve().parents[1]
-EMULATION = REPO / "tools" / "cuda_on_host"
+from .emulation import run_emulated
+
 WORKER = Path(__file__).with_name("cuda_graphs_worker.py")
 CAPTURING = "operation not permitted when stream is capturing"
 NOT_CAPTURED = "no graph has been captured"
@@ -33,20 +28,7 @@ NOT_CAPTURED = "no graph has been captured"
 @pytest.fixture(scope="module")
 def emulated():
     """What the worker saw on stage 4's cuda device under the host emulation of CuPy."""
-    if shutil.which("g++") is None:
-        pytest.skip("g++ is not installed: the host emulation compiles the kernels with it")
-    try:
-        import stage4_gpu  # noqa: F401  (the worker runs stage 4)
-    except ImportError as e:
-        pytest.skip(f"stage4_gpu does not import here: {e}")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(EMULATION), str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
-    for name in ("STAGEGRAD_CUDA", "STAGEGRAD_CUDA_LAUNCH", "STAGEGRAD_CUDA_MATMUL"):
-        env.pop(name, None)  # the emulation's cuda device, as it comes, whatever the caller set
-    r = subprocess.run([sys.executable, str(WORKER)], cwd=REPO, env=env, capture_output=True, text=True,
-                       timeout=900, check=False)
-    assert r.returncode == 0, r.stderr[-4000:]
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    return run_emulated([str(WORKER)])
 
 
 def _seen(emulated, check):

@@ -10,18 +10,14 @@ static part checks that the kernels' error codes and the runtime's table agree, 
 sync debug mode's names on every stage.
 """
 import importlib
-import json
 import os
 import re
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-EMULATION = REPO / "tools" / "cuda_on_host"
+from .emulation import run_emulated
+
 WORKER = Path(__file__).with_name("cuda_sync_worker.py")
 ZOO = ("resnet18", "mobilenet_v2", "mnist_cnn", "gpt", "lstm_lm")  # the zoo's, and train's CNN
 pytestmark = pytest.mark.xdist_group("cuda_sync")  # one worker runs the emulated program once
@@ -31,20 +27,7 @@ SUFFIX = r" \(checked on the cuda device by a {} kernel queued before this synch
 @pytest.fixture(scope="module")
 def emulated():
     """What the worker saw on stage 4's cuda device under the host emulation of CuPy."""
-    if shutil.which("g++") is None:
-        pytest.skip("g++ is not installed: the host emulation compiles the kernels with it")
-    try:
-        import stage4_gpu  # noqa: F401  (the worker runs stage 4)
-    except ImportError as e:
-        pytest.skip(f"stage4_gpu does not import here: {e}")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(EMULATION), str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
-    for name in ("STAGEGRAD_CUDA", "STAGEGRAD_CUDA_LAUNCH"):  # the emulation runs every kernel here
-        env.pop(name, None)
-    r = subprocess.run([sys.executable, str(WORKER)], cwd=REPO, env=env, capture_output=True, text=True,
-                       timeout=900, check=False)
-    assert r.returncode == 0, r.stderr[-4000:]
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    return run_emulated([str(WORKER)])
 
 
 def _part(emulated, name):

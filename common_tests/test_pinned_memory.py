@@ -12,17 +12,12 @@ Every value is checked against NumPy; no timing is asserted (the bandwidth is
 ``stagegrad devices``'s to measure, on a real GPU).
 """
 import json
-import os
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-EMULATION = REPO / "tools" / "cuda_on_host"
+from .emulation import run_emulated
+
 NO_ACCELERATOR = "Cannot access accelerator device when none is available"
 LOADER_WARNING = "'pin_memory' argument is set as true but no accelerator is found"
 
@@ -167,19 +162,7 @@ def _numpy(dtype, values):
 @pytest.fixture(scope="module")
 def emulated():
     """What ``PROGRAM`` saw on stage 4's cuda device under the host emulation of CuPy."""
-    if shutil.which("g++") is None:
-        pytest.skip("g++ is not installed: the host emulation compiles the kernels with it")
-    try:
-        import stage4_gpu  # noqa: F401  (the emulated program runs stage 4)
-    except ImportError as e:
-        pytest.skip(f"stage4_gpu does not import here: {e}")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(EMULATION), str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
-    env.pop("STAGEGRAD_CUDA", None)  # the emulation is the device here, whatever the caller turned off
-    r = subprocess.run([sys.executable, "-c", PROGRAM, json.dumps(VALUES)], cwd=REPO, env=env,
-                       capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stderr[-4000:]
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    return run_emulated(["-c", PROGRAM, json.dumps(VALUES)], timeout=600)
 
 
 @pytest.mark.parametrize("dtype", list(VALUES))
