@@ -76,18 +76,24 @@ def step_replays():
             "capturing_inside": capturing, "capturing_after": sg.cuda.is_current_stream_capturing()}
 
 
+def _replayed(g, source, y):
+    """``{"seen": [[values, y after a replay], ...]}`` for two sets of values written into
+    ``source`` (the graph's input, or the memory it copies in from) before each replay."""
+    seen = []
+    for values in ([1.0, 2.0, 3.0, 4.0], [-5.0, 0.5, 8.0, 1e3]):
+        source.copy_(sg.tensor(values))
+        g.replay()
+        seen.append([values, y.tolist()])
+    return {"seen": seen}
+
+
 def new_data():
     """A replay after new values are copied into the static input computes on them."""
     x = sg.zeros(4, device="cuda")
     g = sg.cuda.CUDAGraph()
     with sg.cuda.graph(g):
         y = x * 2 + 1
-    seen = []
-    for values in ([1.0, 2.0, 3.0, 4.0], [-5.0, 0.5, 8.0, 1e3]):
-        x.copy_(sg.tensor(values))
-        g.replay()
-        seen.append([values, y.tolist()])
-    return {"seen": seen}
+    return _replayed(g, x, y)
 
 
 def private_pool():
@@ -137,12 +143,7 @@ def pinned_input():
     with sg.cuda.graph(g):
         x.copy_(pinned, non_blocking=True)
         y = x * 2
-    seen = []
-    for values in ([1.0, 2.0, 3.0, 4.0], [-5.0, 0.5, 8.0, 1e3]):
-        pinned.copy_(sg.tensor(values))
-        g.replay()
-        seen.append([values, y.tolist()])
-    return {"seen": seen}
+    return _replayed(g, pinned, y)
 
 
 def host_constants():
