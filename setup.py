@@ -150,12 +150,12 @@ def stage3_extensions():
 
 
 def stage4_extensions():
-    """Stage 4's compiled routing of a primitive to its device (on stage 2's buffers) and
-    the cuda device's kernel launcher."""
+    """Stage 4's compiled routing of a primitive to its device (on stage 2's buffers), and
+    the cuda device's kernel launcher and caching allocator."""
     opt = ["-O1", "-g"] if DEBUG else ["-O3", "-g0"]
     return [Extension(f"stage4_gpu.{name}", [f"stage4_gpu/{name}.pyx"],
                       extra_compile_args=["-fwrapv"] + opt + SANITIZE, extra_link_args=SANITIZE)
-            for name in ("_routing", "_launch")]
+            for name in ("_routing", "_strided", "_launch", "_device_memory", "_cuda_elementwise")]
 
 
 def frontend_extensions(stage):

@@ -20,7 +20,7 @@ ROOT = pathlib.Path(stage0_python.__file__).resolve().parent.parent
 STAGE2_COMPILED = ("_buffer", "_conv", "_convert", "_dlpack", "_elementwise", "_index", "_matmul", "_random",
                    "_reduce", "_sort", "_storage")
 STAGE3_COMPILED = ("_isa_*", "_kernels")  # one _isa_ module per ISA this machine's build has
-STAGE4_COMPILED = ("_launch", "_routing")  # the cuda launcher, the routing
+STAGE4_COMPILED = ("_cuda_elementwise", "_device_memory", "_launch", "_routing", "_strided")  # see docs/stage4.md
 FRONTEND = ("graph", "tensor_core")  # compiled by stages 3 and 4 from stage 0's source
 
 # every module that does not come from stage 0's folder, and the folder it comes from

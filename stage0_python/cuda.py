@@ -13,9 +13,9 @@ sys.modules[__name__ + ".amp"] = amp  # `from torch.cuda.amp import autocast` fi
 
 __all__ = ["CudaUnavailableError", "is_available", "device_count", "is_initialized", "is_bf16_supported",
            "get_arch_list", "manual_seed", "manual_seed_all", "seed", "seed_all", "empty_cache",
-           "memory_allocated", "max_memory_allocated", "memory_reserved", "synchronize", "current_device",
-           "set_device", "get_device_name", "get_device_capability", "get_device_properties", "mem_get_info",
-           "init", "amp", "CUDAGraph", "graph", "graph_pool_handle", "is_current_stream_capturing",
+           "memory_allocated", "max_memory_allocated", "reset_peak_memory_stats", "memory_reserved", "synchronize",
+           "current_device", "set_device", "get_device_name", "get_device_capability", "get_device_properties",
+           "mem_get_info", "init", "amp", "CUDAGraph", "graph", "graph_pool_handle", "is_current_stream_capturing",
            "make_graphed_callables", "set_sync_debug_mode", "get_sync_debug_mode"]
 
 # PyTorch's names of the sync debug modes, and their numbers
@@ -88,6 +88,10 @@ def memory_allocated(device=None):
 def max_memory_allocated(device=None):
     """0 bytes: nothing is allocated on a GPU."""
     return 0
+
+
+def reset_peak_memory_stats(device=None):
+    """Nothing to reset: nothing is allocated on a GPU."""
 
 
 def memory_reserved(device=None):

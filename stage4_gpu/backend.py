@@ -18,15 +18,16 @@ from stage3_simd import backend as _stage3
 from stage3_simd.backend import K, exports, gemm_for  # noqa: F401  (K, gemm_for: the cpu device's, as on stage 3)
 
 from . import dtypes
+from ._routing import Routed
+from .cuda import backend as _cuda
 from .cuda.buffer import Buffer as _CudaBuffer
 from .device import DeviceError, _to_host, device_of
-from ._routing import Routed
 from .gpu import backend as gpu
 from .webgpu.buffer import Buffer as _GpuBuffer
 
-# each device's buffer type and its primitive set: one for both, each reaching its buffers'
-# own driver
-_DEVICES = {_GpuBuffer: gpu, _CudaBuffer: gpu}
+# each device's buffer type and its primitive set: the device layer's, each primitive
+# reaching its buffers' own driver (cuda's with two compiled, cuda/backend.py)
+_DEVICES = {_GpuBuffer: gpu, _CudaBuffer: _cuda}
 
 
 class CpuBackend(_stage3.Backend):

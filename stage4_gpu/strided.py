@@ -5,34 +5,18 @@ device's ``buffer.py`` names the driver its buffers reach their memory and kerne
 through (``gpu/driver.py``); reading values back is the one place the host waits for the
 device."""
 from stage0_python.backend import view_layout
-from stage2_cython._buffer import BufferCore
+
+from ._strided import StridedCore
+from ._strided import row_major_strides as contiguous_strides
 
 
-def contiguous_strides(shape):
-    """Row-major strides of ``shape`` (a size-0 dim counts as 1, as in PyTorch)."""
-    strides, s = [], 1
-    for n in reversed(shape):
-        strides.append(s)
-        s *= max(n, 1)
-    return tuple(reversed(strides))
-
-
-class StridedBuffer(BufferCore):
+class StridedBuffer(StridedCore):
     """A strided view of a device storage; a device's Buffer sets ``driver`` (its
-    ``gpu.driver.Driver``), which also names the device. Its shape and dtype are
-    ``BufferCore``'s C fields, as a host buffer's, which stage 4's compiled frontend reads."""
-    __slots__ = ("storage", "strides", "offset", "numel", "__weakref__")
+    ``gpu.driver.Driver``), which also names the device. Its storage, shape, strides,
+    offset, dtype and numel are C fields (``_strided.pyx``), as a host buffer's, which
+    stage 4's compiled frontend reads."""
+    __slots__ = ()
     driver = None
-
-    def __init__(self, storage, shape, strides, offset, dtype):
-        self.storage = storage
-        self._describe(tuple(shape), dtype)
-        self.strides = strides
-        self.offset = offset
-        n = 1
-        for s in shape:
-            n *= s
-        self.numel = n
 
     def __reduce__(self):
         # the view's fields, as copy and pickle took them from __slots__ before the C base

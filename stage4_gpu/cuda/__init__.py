@@ -115,14 +115,21 @@ def empty_cache():
 
 
 def memory_allocated(device=None):
-    """Bytes of device memory held by live tensors (CuPy's pool: used bytes); 0 without a GPU."""
-    return runtime().pool.used_bytes() if is_available() else 0
+    """Bytes of device memory held by live tensors (the caching allocator's blocks in use,
+    outside CUDA graphs' pools); 0 without a GPU."""
+    return runtime().memory.allocated_bytes if is_available() else 0
 
 
 def max_memory_allocated(device=None):
-    """The pool's bytes in use now: CuPy's pool keeps no peak, so this is
-    ``memory_allocated()`` (0 without a GPU)."""
-    return memory_allocated(device)
+    """The most ``memory_allocated()`` has been since the device opened or
+    ``reset_peak_memory_stats()``; 0 without a GPU."""
+    return runtime().memory.peak_bytes if is_available() else 0
+
+
+def reset_peak_memory_stats(device=None):
+    """Start ``max_memory_allocated()`` again from what is allocated now."""
+    if is_available():
+        runtime().memory.reset_peak()
 
 
 def memory_reserved(device=None):
@@ -195,7 +202,7 @@ def mem_get_info(device=None):
 __all__ = ["LACKS", "CudaUnavailableError", "is_available", "unavailable_reason", "device_count",
            "is_initialized", "init", "is_bf16_supported", "get_arch_list", "manual_seed",
            "manual_seed_all", "seed", "seed_all", "synchronize", "empty_cache", "memory_allocated",
-           "max_memory_allocated", "memory_reserved", "current_device", "set_device",
+           "max_memory_allocated", "reset_peak_memory_stats", "memory_reserved", "current_device", "set_device",
            "get_device_name", "get_device_capability", "get_device_properties", "mem_get_info", "amp",
            "CUDAGraph", "graph", "graph_pool_handle", "is_current_stream_capturing", "make_graphed_callables",
            "set_sync_debug_mode", "get_sync_debug_mode"]

@@ -6,8 +6,9 @@ arguments, named here per kind of element type.
 from stage0_python.vocabulary import BOOL_RESULT
 
 from ..dtypes import bool_
+from ..gpu.elementwise import INT_DIVISIONS
 from .kernels import CTYPE
-from .memory import bfloat16_bits
+from .memory import _numpy, bfloat16_bits
 from .runtime import BLOCK, runtime
 
 _FLOAT_UNARY = {
@@ -91,6 +92,20 @@ def _instance(op, out, inputs):
             found = "unary", f"unary<{out.ctype}, {x.ctype}, {struct}>"
         _INSTANCES[key] = found
     return found
+
+
+def fast_kernel(op, dtype, arity):
+    """For the compiled path (``../_cuda_elementwise.pyx``): ``(kernel, output dtype, its
+    NumPy dtype)`` of ``op`` on operands of ``dtype``, or None where the op must take the
+    device layer's path (no kernel, to be refused there; an integer division or power,
+    whose operands the host checks first)."""
+    struct = operation(op, dtype, arity)
+    if struct is None or (_kind(dtype) == "int" and (op in INT_DIVISIONS or op == "pow")):
+        return None
+    out = bool_ if op in BOOL_RESULT else dtype
+    kernel = "unary" if arity == 1 else "binary"
+    instance = f"{kernel}<{CTYPE[out.name]}, {CTYPE[dtype.name]}, {struct}>"
+    return runtime().function(kernel, instance), out, _numpy(out)
 
 
 class ElementwiseKernels:

@@ -12,10 +12,10 @@ on the same addresses. Under the host emulation (``tools/cuda_on_host``) the emu
 stream records the launches the same way and its graph runs the records in order; in the
 null launch mode a graph holds only the count of its launches, and a replay counts them.
 
-Memory allocated during a capture comes from the graph's private pool (a CuPy
-``MemoryPool``): it stays the graph's while the graph or a tensor of the pool lives, and is
-never handed to an allocation outside a capture, so the addresses a replay writes are not
-another tensor's. Inputs and outputs are ordinary tensors: copy new data into the inputs
+Memory allocated during a capture comes from the graph's private pool (a caching
+allocator of its own over a CuPy ``MemoryPool``): it stays the graph's while the graph or a
+tensor of the pool lives, and is never handed to an allocation outside a capture, so the
+addresses a replay writes are not another tensor's. Inputs and outputs are ordinary tensors: copy new data into the inputs
 the capture read (``static.copy_(x)``) and read the outputs it wrote after a replay.
 
 What a capture cannot record is refused, naming it, and ends the capture (its graph is
@@ -46,14 +46,19 @@ def _gpu(op):
 class _GraphPool:
     """A graphs' private memory pool: the opaque token ``graph_pool_handle()`` and
     ``CUDAGraph.pool()`` return, which another capture may share (``pool=``). ``memory``
-    is its CuPy ``MemoryPool``."""
-    __slots__ = ("memory",)
+    is its CuPy ``MemoryPool``, ``allocator`` the caching allocator tensors get their memory
+    from while it captures (drawing on ``memory``: the runtime allocates under CuPy's
+    ``using_allocator`` while capturing)."""
+    __slots__ = ("allocator", "memory")
 
     def __init__(self):
-        self.memory = runtime().cp.cuda.MemoryPool()
+        from .._device_memory import CachingAllocator
+        rt = runtime()
+        self.memory = rt.cp.cuda.MemoryPool()
+        self.allocator = CachingAllocator(rt.raw_memory)
 
     def __repr__(self):
-        return f"<cuda graph pool at {id(self):#x}: {self.memory.used_bytes()} bytes in use>"
+        return f"<cuda graph pool at {id(self):#x}: {self.allocator.allocated_bytes} bytes in use>"
 
 
 def graph_pool_handle():
@@ -101,7 +106,7 @@ class CUDAGraph:
             raise TypeError(f"CUDAGraph.capture_begin: pool is a token from graph_pool_handle() or another "
                             f"graph's pool(), not {type(pool).__name__}")
         self._pool = pool if pool is not None else _GraphPool()
-        self._capture = runtime().capture_begin(self._pool.memory)
+        self._capture = runtime().capture_begin(self._pool)
 
     def capture_end(self):
         """End the capture: the graph holds the work queued since ``capture_begin``."""

@@ -1,7 +1,7 @@
-"""Tensors' memory on the CUDA device: a ``Storage`` owns one CuPy array (memory from
-CuPy's caching pool, back to it when the array dies), shared by every view of it;
-``Memory`` is the driver's part that allocates, uploads and downloads
-(``gpu/driver.py``).
+"""Tensors' memory on the CUDA device: a ``Storage`` (``../_device_memory.pyx``) holds one
+block of the runtime's caching allocator, shared by every view of it, and goes back to
+that allocator's free list when it dies; ``Memory`` is the driver's part that allocates,
+uploads and downloads (``gpu/driver.py``).
 
 Element types: bool (one byte, as on the host), int32, int64, float16, bfloat16, float32
 and float64, each the C type ``kernels.CTYPE`` names: unlike WGSL, CUDA has 64-bit floats,
@@ -16,22 +16,6 @@ pool when the storage dies); from or into such memory a copy need not block the 
 from ..capabilities import CapabilityError
 from .kernels import CTYPE
 from .runtime import runtime
-
-
-class Storage:
-    """One CuPy array, shared by every view of it, and ``ptr``, the device address of its
-    first element (what a launch passes). ``version`` counts in-place writes, as on the
-    host. ``pool``: the CUDA graph's private pool the array came from (None: CuPy's
-    pool), kept alive by the storage, since a CuPy pool frees every block it holds when it
-    dies."""
-    __slots__ = ("array", "ptr", "version", "pool", "__weakref__")
-
-    def __init__(self, array, pool=None):
-        self.array = array
-        self.ptr = array.data.ptr
-        self.version = 0
-        self.pool = pool
-
 
 _NUMPY = {}  # dtype -> its NumPy dtype (see _numpy)
 
@@ -67,18 +51,16 @@ class Memory:
         return dtype.itemsize
 
     def allocate(self, n, dtype):
-        """A storage for ``n`` elements, from CuPy's pool (while a CUDA graph is captured,
-        from the graph's)."""
-        rt = runtime()
-        capture = rt.capture
-        return Storage(rt.alloc(n, _numpy(dtype)), None if capture is None else capture.pool)
+        """A storage for ``n`` elements, from the runtime's caching allocator (while a CUDA
+        graph is captured, from the graph's pool)."""
+        return runtime().allocator().allocate(n, _numpy(dtype))
 
     def upload(self, raw, dtype):
         """A storage holding ``raw``, copied on the runtime's stream."""
         rt = runtime()
-        capture = rt.capture
-        return Storage(rt.upload(rt.np.frombuffer(raw, dtype=_numpy(dtype)), _numpy(dtype)),
-                       None if capture is None else capture.pool)
+        storage = self.allocate(len(raw) // dtype.itemsize, dtype)
+        rt.upload_into(storage.array, rt.np.frombuffer(raw, dtype=_numpy(dtype)))
+        return storage
 
     def download(self, x):
         """The elements of the contiguous view x, as a NumPy array (the host waits)."""

@@ -98,12 +98,16 @@ class Runtime:
         self.name = name.decode() if isinstance(name, bytes) else str(name)
         self.capability = (int(props["major"]), int(props["minor"]))
         self.pool = cupy.get_default_memory_pool()
+        from .._device_memory import CachingAllocator  # compiled, as the launcher
+        # tensors' memory: our caching allocator over CuPy's pool (see _device_memory.pyx)
+        self.memory = CachingAllocator(self.raw_memory, on_oom=self.pool.free_all_blocks)
         # a blocking stream: work queued on the legacy default stream (by another thread,
         # or by a library) stays ordered with ours
         self.stream = cupy.cuda.Stream(non_blocking=False)
         # per launch mode, name expression -> (its module, its _launch.Kernel)
         self._by_mode = {mode: {} for mode in LAUNCH_MODES}
         self._modules = self._by_mode["driver"]
+        self.fast_kernels = {}  # the compiled elementwise path's kernels (_cuda_elementwise.pyx)
         self._driver_entry = None  # the driver's cuLaunchKernel, found on first use
         from .. import _launch  # the compiled launcher: the device is unusable without it
         self.launcher = _launch.Launcher(self.stream.ptr)
@@ -137,6 +141,7 @@ class Runtime:
             self.synchronize()
             self.launcher.mode = mode
             self._modules = self._by_mode[mode]  # a null mode's kernels have no handle
+            self.fast_kernels.clear()
     def _probe(self):
         """Compile, launch and read back one small kernel, so that a GPU whose NVRTC or
         driver cannot run our kernels is reported unavailable, with why, here."""
@@ -160,18 +165,35 @@ class Runtime:
 
     # ------------------------------------------------------------ memory
 
+    def allocator(self):
+        """The caching allocator new tensors' memory comes from: the runtime's, or while a
+        CUDA graph is captured, the graph's pool's."""
+        return self.memory if self.capture is None else self.capture.pool.allocator
+
+    def raw_memory(self, nbytes):
+        """New device memory for a caching allocator: a 1-D uint8 CuPy array of ``nbytes``
+        from CuPy's pool (while capturing, the graph's)."""
+        self.enter()
+        return self.cp.empty(nbytes, dtype=self.np.uint8)
+
     def alloc(self, n, dtype):
-        """A new 1-D CuPy array of ``n`` elements of NumPy ``dtype`` from the pool (while
-        capturing, the graph's private pool)."""
+        """A new 1-D CuPy array of ``n`` elements of NumPy ``dtype`` from CuPy's pool, for
+        the runtime's own use (a tensor's memory comes from ``allocator()``)."""
         self.enter()
         return self.cp.empty(max(n, 1), dtype=dtype)
 
     def upload(self, host, dtype):
         """A new device array holding ``host`` (a NumPy array), copied on our stream."""
+        out = self.alloc(host.size, dtype)
+        self.upload_into(out, host)
+        return out
+
+    def upload_into(self, out, host):
+        """Copy the NumPy array ``host`` into the start of the device array ``out``, on our
+        stream."""
         self.enter()
-        out = self.cp.empty(max(host.size, 1), dtype=dtype)
         if host.size:
-            flat = self.np.ascontiguousarray(host, dtype=dtype).reshape(-1)
+            flat = self.np.ascontiguousarray(host, dtype=out.dtype).reshape(-1)
             if self._recording():
                 out.data.copy_from_host_async(ctypes.c_void_p(self._staged(flat.ctypes.data, flat.nbytes)),
                                               flat.nbytes, self.stream)
@@ -248,9 +270,11 @@ class Runtime:
         self._held.append((event, memory))
 
     def empty_cache(self):
-        """Return the pool's unused blocks to the driver (``sg.cuda.empty_cache()``)."""
+        """Return the caching allocator's free blocks, then CuPy's pool's, to the driver
+        (``sg.cuda.empty_cache()``)."""
         self._refuse_in_capture("empty_cache")
         self.synchronize()
+        self.memory.release_cached()
         self.pool.free_all_blocks()
 
     def synchronize(self, what=None):
@@ -309,13 +333,14 @@ class Runtime:
     def capture_begin(self, pool):
         """Start capturing: launches and library calls on the stream are recorded from now
         on, not run (in null mode only counted: there is nothing to record), and memory is
-        allocated from ``pool`` (a CuPy ``MemoryPool``, the graph's) on this thread. Returns
+        allocated from ``pool`` (the graph's ``graphs._GraphPool``: tensors from its caching
+        allocator, CuPy's own arrays from its CuPy ``MemoryPool``) on this thread. Returns
         the capture (``_Capture``)."""
         if self.capture is not None:
             raise RuntimeError("cuda: a CUDA graph is already being captured (one capture at a time: "
                                "capture_end it first)")
         self.enter()
-        allocating = self.cp.cuda.using_allocator(pool.malloc)
+        allocating = self.cp.cuda.using_allocator(pool.memory.malloc)
         allocating.__enter__()
         null = self.launcher.mode == "null"
         if not null:

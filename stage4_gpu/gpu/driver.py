@@ -84,7 +84,7 @@ class Driver:
 
     def elementwise(self, op, out, inputs, params):
         """``out = op(*inputs)``: a unary or binary op name, ``"where"`` (cond, a, b), or None
-        for a copy converting to out's dtype. ``params``: ``elementwise.layout_params``."""
+        for a copy converting to out's dtype. ``params``: ``_strided.elementwise_layout``."""
         self._missing()
 
     def fill(self, out, value):

@@ -1,9 +1,9 @@
 """Elementwise primitives on a device: ``unary``, ``binary``, ``where``, ``cast``, and the
 strided copy under every movement primitive, each one launch of the driver's elementwise
 kernel. Every operand is read through its own strides (a broadcast dimension has stride
-0), so no operand is copied first: ``run`` lays out the launch, the output's shape with
-its dimensions merged where they are contiguous in every operand, then each operand's
-offset and strides.
+0), so no operand is copied first: ``run`` lays out the launch (in compiled code,
+``_strided.elementwise_layout``), the output's shape with its dimensions merged where they
+are contiguous in every operand, then each operand's offset and strides.
 
 The host checks what the CPU stages refuse before the kernel could compute it wrongly:
 an integer division by zero, an integer to a negative power, a NaN or infinity made an
@@ -12,6 +12,7 @@ integer. Each check reads one number back, so the host waits there.
 from stage0_python.backend import broadcast_shapes
 from stage0_python.vocabulary import BOOL_RESULT
 
+from .._strided import elementwise_layout
 from ..capabilities import CapabilityError
 from ..dtypes import IntegerPowerError, bool_
 from ..strided import alias
@@ -21,43 +22,12 @@ from .reduce import reduce
 INT_DIVISIONS = ("floordiv", "remainder", "fmod")
 
 
-def layout_params(shape, views):
-    """The kernel's parameters for output ``shape`` and ``views`` (offset, strides) of the
-    output and each input, with size-1 dims dropped and dims contiguous in every operand
-    merged: [n, ndim, sizes..., then per operand: offset, strides...]; and n."""
-    dims = []
-    for d, n in enumerate(shape):
-        if n == 1:
-            continue
-        sts = [v[1][d] for v in views]
-        if dims and all(ps == s * n for ps, s in zip(dims[-1][1], sts)):
-            dims[-1] = (dims[-1][0] * n, sts)
-        else:
-            dims.append((n, sts))
-    n = 1
-    for s in shape:
-        n *= s
-    params = [n, len(dims)] + [size for size, _ in dims]
-    for k, (offset, _) in enumerate(views):
-        params.append(offset)
-        params.extend(sts[k] for _, sts in dims)
-    return params, n
-
-
-def strides_to(x, shape):
-    """x's strides read at ``shape`` (broadcast dims stride 0)."""
-    pad = len(shape) - len(x.shape)
-    return tuple(0 if d < pad or x.shape[d - pad] == 1 and shape[d] != 1 else x.strides[d - pad]
-                 for d in range(len(shape)))
-
-
 def run(op, out, inputs):
     """Write ``op`` over ``inputs`` (broadcast to ``out.shape``) into the view ``out`` (see
     ``Driver.elementwise`` for ``op``). An input sharing out's storage is copied first: the
     kernel would read what it has already written."""
     inputs = [x if x.storage is not out.storage else convert(x, x.dtype) for x in inputs]
-    views = [(out.offset, out.strides)] + [(x.offset, strides_to(x, out.shape)) for x in inputs]
-    params, n = layout_params(out.shape, views)
+    params, n = elementwise_layout(out, inputs)
     if n:
         out.driver.elementwise(op, out, inputs, params)
     return out
