@@ -1,0 +1,85 @@
+"""The deploy API's request and response bodies as JSON Schema, for its OpenAPI document: the
+handlers read and check bodies themselves (``app.py``, ``model.py``), and these schemas
+describe what they accept and answer, so that a client, or a fuzzer, knows the real shapes."""
+from .model import FLOAT32_MAX, IMAGE
+
+ERROR = {"type": "object", "required": ["detail"], "properties": {
+    "detail": {"anyOf": [{"type": "string"}, {"type": "array"}, {"type": "object"}]},
+    "request_id": {"type": "string", "description": "a 5xx's id, also in the server's log"}}}
+WHY = {400: "the body is not JSON, not an object, nested too deeply, or sent to the wrong endpoint",
+       404: "no model of that name here", 413: "the body, the instances or an image are too large",
+       422: "an instance or a setting is wrong: the detail says which", 500: "the server's own fault",
+       503: "the queue is full: retry after Retry-After seconds"}
+
+
+def responses(ok, *errors, ok_status=200):
+    """An operation's ``responses``: ``ok`` (the JSON Schema of its success, or a dict of media
+    types to schemas) and each error status in ``errors``, all answered as ``ERROR``."""
+    content = ok if "type" not in ok else {"application/json": ok}
+    out = {ok_status: {"description": "success", "content": {k: {"schema": v} for k, v in content.items()}}}
+    for status in (*errors, 500):
+        out[status] = {"description": WHY[status], "content": {"application/json": {"schema": ERROR}}}
+    return out
+
+
+def body(schema):
+    """An operation's ``openapi_extra`` for a required JSON body of ``schema``."""
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
+
+
+PIXEL = {"type": "number", "minimum": -FLOAT32_MAX, "maximum": FLOAT32_MAX}
+ROWS = {"type": "array", "minItems": IMAGE[1], "maxItems": IMAGE[1],
+        "items": {"type": "array", "minItems": IMAGE[2], "maxItems": IMAGE[2], "items": PIXEL}}
+PNG = {"type": "object", "required": ["b64"], "additionalProperties": False,
+       "properties": {"b64": {"type": "string", "contentEncoding": "base64",
+                              "description": "a 28 x 28 grey PNG, base64"}}}
+SAMPLING = {"max_tokens": {"type": "integer", "minimum": 1, "default": 100},
+            "temperature": {"type": "number", "default": 1.0},
+            "top_k": {"type": ["integer", "null"], "minimum": 1},
+            "seed": {"type": "integer", "minimum": 0, "maximum": 2 ** 63 - 1, "default": 0}}
+MODEL = {"type": "object", "required": ["name", "kind", "backend", "parameters", "sha256"], "properties": {
+    "name": {"type": "string"}, "kind": {"type": "string"}, "backend": {"type": "string"},
+    "parameters": {"type": "integer"}, "sha256": {"type": "string"},
+    "input": {"type": "array", "items": {"type": "integer"}}, "classes": {"type": "integer"},
+    "vocabulary": {"type": "string"}, "context": {"type": ["integer", "null"]}}}
+
+
+def predict_body(text, max_instances, max_tokens, min_temperature, max_temperature):
+    """The ``:predict`` body: images, or prompts with the sampling settings."""
+    if not text:
+        image = {"anyOf": [ROWS, {"type": "array", "minItems": 1, "maxItems": 1, "items": ROWS}, PNG]}
+        return {"type": "object", "required": ["instances"], "properties": {
+            "instances": {"type": "array", "minItems": 1, "maxItems": max_instances, "items": image}}}
+    return {"type": "object", "required": ["instances"], "properties": {
+        "instances": {"type": "array", "minItems": 1, "maxItems": max_instances, "items": {"type": "string"}},
+        **sampling(max_tokens, min_temperature, max_temperature)}}
+
+
+def sampling(max_tokens, min_temperature, max_temperature):
+    """The sampling settings' schemas, with the server's bounds."""
+    return dict(SAMPLING, max_tokens=dict(SAMPLING["max_tokens"], maximum=max_tokens),
+                temperature=dict(SAMPLING["temperature"], minimum=min_temperature, maximum=max_temperature))
+
+
+def generate_body(max_tokens, min_temperature, max_temperature):
+    """The ``:generate`` body."""
+    return {"type": "object", "properties": {
+        "prompt": {"type": "string", "default": ""}, "stream": {"type": "boolean", "default": False},
+        **sampling(max_tokens, min_temperature, max_temperature)}}
+
+
+def predictions(text):
+    """The ``:predict`` answer: each image's 10 class probabilities, or each prompt's text."""
+    each = {"type": "string"} if text else {"type": "array", "minItems": 10, "maxItems": 10,
+                                             "items": {"type": "number", "minimum": 0, "maximum": 1}}
+    return {"type": "object", "required": ["predictions"],
+            "properties": {"predictions": {"type": "array", "items": each}}}
+
+
+GENERATION = {"application/json": {"type": "object", "required": ["text"], "properties": {"text": {"type": "string"}}},
+              "text/event-stream": {"type": "string", "description": "a token event per character, then end"}}
+HEALTH = {"type": "object", "required": ["status"], "properties": {"status": {"const": "ok"}}}
+MODELS = {"type": "object", "required": ["models"], "properties": {"models": {"type": "array", "items": MODEL}}}
+STATUS = dict(MODEL, required=[*MODEL["required"], "ready"], properties=dict(MODEL["properties"],
+                                                                             ready={"type": "boolean"}))
+METRICS = {"text/plain": {"type": "string", "description": "Prometheus's text format"}}
