@@ -31,7 +31,9 @@ import threading
 import time
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI, HTTPException, Request
+from typing import Annotated
+
+from fastapi import FastAPI, HTTPException, Path, Request
 from fastapi.responses import PlainTextResponse, StreamingResponse
 
 from ..serve import guard
@@ -68,7 +70,9 @@ def create_app(served, max_batch=32, max_wait_ms=5.0, max_queue=64, max_body=MAX
     app.state.metrics = metrics
     guard.install(app, "stagegrad.deploy")
     most = MAX_PROMPTS if served.text else MAX_INSTANCES
-    predict_body = api.predict_body(served.text, most, max_tokens, *TEMPERATURES)
+    predict_body = api.predict_body(served, most, max_tokens, *TEMPERATURES)
+    # the one name served, as the schema says (any other is a 404)
+    Name = Annotated[str, Path(json_schema_extra={"enum": [served.name]})]
 
     async def body_of(request, route):
         try:
@@ -95,27 +99,27 @@ def create_app(served, max_batch=32, max_wait_ms=5.0, max_queue=64, max_body=MAX
             text.append(piece)
         return "".join(text)
 
-    @app.get("/healthz", responses=api.responses(api.HEALTH))
+    @app.get("/healthz", responses=guard.responses(api.HEALTH))
     def healthz():
         return {"status": "ok"}
 
-    @app.get("/v1/models", responses=api.responses(api.MODELS))
+    @app.get("/v1/models", responses=guard.responses(api.MODELS))
     def models():
         return {"models": [served.describe()]}
 
-    @app.get("/v1/models/{name}", responses=api.responses(api.STATUS, 404))
-    def model_status(name: str):
+    @app.get("/v1/models/{name}", responses=guard.responses(api.STATUS, 404))
+    def model_status(name: Name):
         if name != served.name:
             raise _fail(metrics, "status", 404, f"no model {name!r} here; this server serves {served.name!r}")
         return dict(served.describe(), ready=True)  # loaded before the server started: always ready
 
-    @app.get("/metrics", responses=api.responses(api.METRICS))
+    @app.get("/metrics", responses=guard.responses(api.METRICS))
     def prometheus():
         return PlainTextResponse(metrics.text(served.name), media_type="text/plain; version=0.0.4")
 
-    @app.post("/v1/models/{name}:predict", openapi_extra=api.body(predict_body),
-              responses=api.responses(api.predictions(served.text), 400, 404, 413, 422, 503))
-    async def predict(name: str, request: Request):
+    @app.post("/v1/models/{name}:predict", openapi_extra=guard.body(predict_body),
+              responses=guard.responses(api.predictions(served.text), 400, 404, 413, 422, 503))
+    async def predict(name: Name, request: Request):
         route, t0 = "predict", time.perf_counter()
         check_name(name, route)
         body = await body_of(request, route)
@@ -151,9 +155,9 @@ def create_app(served, max_batch=32, max_wait_ms=5.0, max_queue=64, max_body=MAX
         metrics.request(route, 200, time.perf_counter() - t0)
         return {"predictions": predictions}
 
-    @app.post("/v1/models/{name}:generate", openapi_extra=api.body(api.generate_body(max_tokens, *TEMPERATURES)),
-              responses=api.responses(api.GENERATION, 400, 404, 413, 422))
-    async def generate(name: str, request: Request):
+    @app.post("/v1/models/{name}:generate", openapi_extra=guard.body(api.generate_body(served, max_tokens, *TEMPERATURES)),
+              responses=guard.responses(api.GENERATION, 400, 404, 413, 422))
+    async def generate(name: Name, request: Request):
         route, t0 = "generate", time.perf_counter()
         check_name(name, route, wants_text=True)
         body = await body_of(request, route)

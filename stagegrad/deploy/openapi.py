@@ -3,30 +3,6 @@ handlers read and check bodies themselves (``app.py``, ``model.py``), and these 
 describe what they accept and answer, so that a client, or a fuzzer, knows the real shapes."""
 from .model import FLOAT32_MAX, IMAGE
 
-ERROR = {"type": "object", "required": ["detail"], "properties": {
-    "detail": {"anyOf": [{"type": "string"}, {"type": "array"}, {"type": "object"}]},
-    "request_id": {"type": "string", "description": "a 5xx's id, also in the server's log"}}}
-WHY = {400: "the body is not JSON, not an object, nested too deeply, or sent to the wrong endpoint",
-       404: "no model of that name here", 413: "the body, the instances or an image are too large",
-       422: "an instance or a setting is wrong: the detail says which", 500: "the server's own fault",
-       503: "the queue is full: retry after Retry-After seconds"}
-
-
-def responses(ok, *errors, ok_status=200):
-    """An operation's ``responses``: ``ok`` (the JSON Schema of its success, or a dict of media
-    types to schemas) and each error status in ``errors``, all answered as ``ERROR``."""
-    content = ok if "type" not in ok else {"application/json": ok}
-    out = {ok_status: {"description": "success", "content": {k: {"schema": v} for k, v in content.items()}}}
-    for status in (*errors, 500):
-        out[status] = {"description": WHY[status], "content": {"application/json": {"schema": ERROR}}}
-    return out
-
-
-def body(schema):
-    """An operation's ``openapi_extra`` for a required JSON body of ``schema``."""
-    return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
-
-
 PIXEL = {"type": "number", "minimum": -FLOAT32_MAX, "maximum": FLOAT32_MAX}
 ROWS = {"type": "array", "minItems": IMAGE[1], "maxItems": IMAGE[1],
         "items": {"type": "array", "minItems": IMAGE[2], "maxItems": IMAGE[2], "items": PIXEL}}
@@ -44,14 +20,24 @@ MODEL = {"type": "object", "required": ["name", "kind", "backend", "parameters",
     "vocabulary": {"type": "string"}, "context": {"type": ["integer", "null"]}}}
 
 
-def predict_body(text, max_instances, max_tokens, min_temperature, max_temperature):
+def prompt(served):
+    """A prompt's schema: characters of the model's vocabulary, at most its context (GPT)."""
+    if not served.text:
+        return {"type": "string"}
+    chars = "".join(f"\\u{ord(c):04x}" if ord(c) < 0x10000 else c for c in served.tokenizer.chars)
+    out = {"type": "string", "pattern": f"^[{chars}]*$"}
+    return out if served.kind != "gpt" else dict(out, maxLength=served.context)
+
+
+def predict_body(served, max_instances, max_tokens, min_temperature, max_temperature):
     """The ``:predict`` body: images, or prompts with the sampling settings."""
+    text = served.text
     if not text:
         image = {"anyOf": [ROWS, {"type": "array", "minItems": 1, "maxItems": 1, "items": ROWS}, PNG]}
         return {"type": "object", "required": ["instances"], "properties": {
             "instances": {"type": "array", "minItems": 1, "maxItems": max_instances, "items": image}}}
     return {"type": "object", "required": ["instances"], "properties": {
-        "instances": {"type": "array", "minItems": 1, "maxItems": max_instances, "items": {"type": "string"}},
+        "instances": {"type": "array", "minItems": 1, "maxItems": max_instances, "items": prompt(served)},
         **sampling(max_tokens, min_temperature, max_temperature)}}
 
 
@@ -61,10 +47,10 @@ def sampling(max_tokens, min_temperature, max_temperature):
                 temperature=dict(SAMPLING["temperature"], minimum=min_temperature, maximum=max_temperature))
 
 
-def generate_body(max_tokens, min_temperature, max_temperature):
+def generate_body(served, max_tokens, min_temperature, max_temperature):
     """The ``:generate`` body."""
     return {"type": "object", "properties": {
-        "prompt": {"type": "string", "default": ""}, "stream": {"type": "boolean", "default": False},
+        "prompt": dict(prompt(served), default=""), "stream": {"type": "boolean", "default": False},
         **sampling(max_tokens, min_temperature, max_temperature)}}
 
 

@@ -16,6 +16,15 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
 MAX_DEPTH = 32  # the deepest body either API reads is 5 levels (a batch of 1 x 28 x 28 images)
+# for the OpenAPI documents: every error is answered as ERROR
+ERROR = {"type": "object", "required": ["detail"], "properties": {
+    "detail": {"anyOf": [{"type": "string"}, {"type": "array"}, {"type": "object"}]},
+    "request_id": {"type": "string", "description": "a 5xx's id, also in the server's log"}}}
+WHY = {400: "the body is not JSON or not what the endpoint reads", 403: "a request from another origin",
+       404: "no such thing here", 409: "not now: the detail says why", 413: "too large: the detail says what",
+       415: "the body is not sent as JSON", 422: "a value is wrong: the detail says which",
+       500: "the server's own fault", 502: "the model's server did not answer",
+       503: "busy: retry after Retry-After seconds"}
 
 
 class BadBody(ValueError):
@@ -58,6 +67,22 @@ async def read_json(request, max_body, max_depth=MAX_DEPTH):
     if depth(value) > max_depth:
         raise BadBody(400, f"the body nests lists or objects more than {max_depth} deep")
     return value
+
+
+def responses(ok, *errors, ok_status=200):
+    """An operation's OpenAPI ``responses``: ``ok`` (the JSON Schema of its success, or a dict of
+    media types to schemas) and each status in ``errors`` (and 500), all answered as ``ERROR``."""
+    content = ok if "type" not in ok else {"application/json": ok}
+    out = {ok_status: {"description": "success", "content": {k: {"schema": v} for k, v in content.items()}}}
+    for status in (*errors, 500):
+        out[status] = {"description": WHY[status], "content": {"application/json": {"schema": ERROR}}}
+    return out
+
+
+def body(schema):
+    """An operation's ``openapi_extra`` for a required JSON body of ``schema``: the handlers read
+    their bodies themselves, and this says what they read."""
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
 
 
 def fault(request, status, detail, log, exc=None):
