@@ -102,7 +102,7 @@ def test_health_models_and_metrics(images):
 
 
 BAD = [
-    ("not json", b"{not json", 400, "not JSON"),
+    ("not json", b"{not json", 400, "not valid JSON"),
     ("not an object", b"[1, 2]", 400, "JSON object"),
     ("no instances", b"{}", 422, "non-empty list"),
     ("empty", b'{"instances": []}', 422, "non-empty list"),

@@ -63,7 +63,10 @@ def predictions(text):
 
 
 GENERATION = {"application/json": {"type": "object", "required": ["text"], "properties": {"text": {"type": "string"}}},
-              "text/event-stream": {"type": "string", "description": "a token event per character, then end"}}
+              # each event as OpenAPI describes a stream's: a token event per character, then end, each
+              # with {"text": ...} as its data
+              "text/event-stream": {"type": "object", "required": ["event", "data"], "properties": {
+                  "event": {"enum": ["token", "end"]}, "data": {"type": "string", "contentMediaType": "application/json"}}}}
 HEALTH = {"type": "object", "required": ["status"], "properties": {"status": {"const": "ok"}}}
 MODELS = {"type": "object", "required": ["models"], "properties": {"models": {"type": "array", "items": MODEL}}}
 STATUS = dict(MODEL, required=[*MODEL["required"], "ready"], properties=dict(MODEL["properties"],

@@ -63,7 +63,7 @@ async def read_json(request, max_body, max_depth=MAX_DEPTH):
     except RecursionError:  # the parser's own bound, below ours only when the stack is short
         raise BadBody(400, f"the body nests lists or objects more than {max_depth} deep") from None
     except ValueError as e:  # not JSON, not UTF-8, or a number of more digits than Python reads
-        raise BadBody(400, f"the body is not JSON ({e})") from None
+        raise BadBody(400, f"the body is not valid JSON ({e})") from None
     if depth(value) > max_depth:
         raise BadBody(400, f"the body nests lists or objects more than {max_depth} deep")
     return value
