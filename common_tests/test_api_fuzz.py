@@ -13,7 +13,8 @@ import zlib
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings, strategies as st
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
 
 from stagegrad.deploy.model import FLOAT32_MAX, BadInput, Served
 
@@ -117,7 +118,8 @@ def served(tmp_path_factory):
 PIXELS = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-2 ** 200, 2 ** 200),
                    st.floats(-FLOAT32_MAX, FLOAT32_MAX))
 JSON = st.recursive(st.none() | st.booleans() | PIXELS | st.text(max_size=4),
-                    lambda inner: st.lists(inner, max_size=30) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+                    lambda inner: st.lists(inner, max_size=30)
+                    | st.dictionaries(st.text(max_size=4), inner, max_size=3),
                     max_leaves=60)
 
 

@@ -30,7 +30,6 @@ import math
 import threading
 import time
 from contextlib import asynccontextmanager
-
 from typing import Annotated
 
 from fastapi import FastAPI, HTTPException, Path, Request
@@ -155,7 +154,9 @@ def create_app(served, max_batch=32, max_wait_ms=5.0, max_queue=64, max_body=MAX
         metrics.request(route, 200, time.perf_counter() - t0)
         return {"predictions": predictions}
 
-    @app.post("/v1/models/{name}:generate", openapi_extra=guard.body(api.generate_body(served, max_tokens, *TEMPERATURES)),
+    generate_body = api.generate_body(served, max_tokens, *TEMPERATURES)
+
+    @app.post("/v1/models/{name}:generate", openapi_extra=guard.body(generate_body),
               responses=guard.responses(api.GENERATION, 400, 404, 413, 422))
     async def generate(name: Name, request: Request):
         route, t0 = "generate", time.perf_counter()

@@ -66,7 +66,8 @@ GENERATION = {"application/json": {"type": "object", "required": ["text"], "prop
               # each event as OpenAPI describes a stream's: a token event per character, then end, each
               # with {"text": ...} as its data
               "text/event-stream": {"type": "object", "required": ["event", "data"], "properties": {
-                  "event": {"enum": ["token", "end"]}, "data": {"type": "string", "contentMediaType": "application/json"}}}}
+                  "event": {"enum": ["token", "end"]},
+                  "data": {"type": "string", "contentMediaType": "application/json"}}}}
 HEALTH = {"type": "object", "required": ["status"], "properties": {"status": {"const": "ok"}}}
 MODELS = {"type": "object", "required": ["models"], "properties": {"models": {"type": "array", "items": MODEL}}}
 STATUS = dict(MODEL, required=[*MODEL["required"], "ready"], properties=dict(MODEL["properties"],

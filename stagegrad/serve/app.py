@@ -42,7 +42,9 @@ from fastapi.staticfiles import StaticFiles
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from .. import STAGES, datafiles, installed_stages
-from . import architecture, guard, openapi as api, settings as settings_mod
+from . import architecture, guard
+from . import openapi as api
+from . import settings as settings_mod
 from .deployments import DeployError, Deployments
 from .jobs import Hub, Jobs
 from .store import FINAL, Store
