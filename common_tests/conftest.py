@@ -139,7 +139,8 @@ def pytest_report_header(config):
 
 # what the suite compares against or drives: a Python module, or a program on PATH
 ORACLE_MODULES = ("numpy", "torch", "hypothesis", "onnx", "onnxruntime", "safetensors", "torchinfo",
-                  "graphviz", "sphinx", "matplotlib", "asv", "wgpu", "fastapi", "uvicorn", "httpx", "mpi4py")
+                  "graphviz", "sphinx", "matplotlib", "asv", "wgpu", "fastapi", "uvicorn", "httpx", "mpi4py",
+                  "schemathesis")
 ORACLE_PROGRAMS = (("dot",), ("mpirun",), ("chromium", "chromium-browser", "google-chrome"),
                    *((("qemu-x86_64",),) if platform.machine() == "x86_64" else ()))
 

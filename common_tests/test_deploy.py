@@ -102,7 +102,7 @@ def test_health_models_and_metrics(images):
 
 
 BAD = [
-    ("not json", b"{not json", 400, "not JSON"),
+    ("not json", b"{not json", 400, "not valid JSON"),
     ("not an object", b"[1, 2]", 400, "JSON object"),
     ("no instances", b"{}", 422, "non-empty list"),
     ("empty", b'{"instances": []}', 422, "non-empty list"),
@@ -113,6 +113,11 @@ BAD = [
     ("NaN", json.dumps({"instances": [[[0.0] * 28] * 27 + [[0.0] * 27 + [float("nan")]]]}).encode(), 422,
      "not finite"),
     ("too many", json.dumps({"instances": [[[0.0] * 28] * 28] * 257}).encode(), 413, "at most 256"),
+    ("beyond float32", json.dumps({"instances": [[[1e308] * 28] * 28]}).encode(), 422, "beyond float32's range"),
+    ("huge integer", json.dumps({"instances": [[[10 ** 400] * 28] * 28]}).encode(), 422, "beyond float32's range"),
+    ("digits", b'{"instances": [' + b"9" * 5000 + b"]}", 400, "not valid JSON"),
+    ("deep", b'{"instances": ' + b"[" * 40 + b"]" * 40 + b"}", 400, "more than 32 deep"),
+    ("deeper than Python", b'{"instances": ' + b"[" * 100000 + b"]" * 100000 + b"}", 400, "more than 32 deep"),
 ]
 
 
@@ -132,7 +137,7 @@ def test_unknown_model_wrong_route_and_oversized_body(images):
         r = client.post("/v1/models/cnn:generate", json={"prompt": "a"})
         assert r.status_code == 400 and ":predict" in r.json()["detail"]
         r = client.post("/v1/models/cnn:predict", json={"instances": _batch(1).tolist()})
-        assert r.status_code == 413 and "at most 1000" in r.json()["detail"]
+        assert r.status_code == 413 and "at most 1,000" in r.json()["detail"]
 
 
 def test_batching_merges_concurrent_requests():
@@ -371,6 +376,11 @@ def test_png_instances_are_mnist_bytes(images):
         assert r.status_code == 200, r.text
         a, b = r.json()["predictions"]
         np.testing.assert_allclose(a, b, rtol=1e-6)  # the PNG reads as its bytes / 255
+        bomb = {"b64": base64_of(_png_header(20000, 20000))}  # decoded, 400 million pixels
+        r = client.post("/v1/models/cnn:predict", json={"instances": [bomb]})
+        assert r.status_code == 413 and "20000 x 20000 pixels, past the" in r.json()["detail"], r.text
+        r = client.post("/v1/models/cnn:predict", json={"instances": [{"b64": base64_of(_png_header(2000, 2000))}]})
+        assert r.status_code == 422 and "2000 x 2000 pixels" in r.json()["detail"], r.text
         for inst, words in ((_png(np.zeros((27, 28), np.uint8)), "28 x 27 pixels"),
                             ({"b64": "not base64!"}, "not a base64 PNG"),
                             ({"b64": base64_of(b"GIF89a...")}, "not a base64 PNG"),
@@ -382,3 +392,40 @@ def test_png_instances_are_mnist_bytes(images):
 def base64_of(data):
     import base64
     return base64.b64encode(data).decode()
+
+
+def _png_header(width, height):
+    """A PNG's signature and header chunk claiming ``width`` x ``height`` grey pixels, and no data."""
+    import struct
+    import zlib
+    ihdr = b"IHDR" + struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + ihdr + struct.pack(">I", zlib.crc32(ihdr))
+
+
+def test_pixels_that_overflow_inside_the_model_are_a_422(tmp_path):
+    served = Served(_checkpoint(tmp_path, "mlp"), backend="3")
+    with served.sg.no_grad():
+        for p in served.model.parameters():
+            p.fill_(1.0)  # 784 pixels of 3e38, summed by the first layer: infinity, then NaN
+    x = [[[3e38] * 28] * 28]
+    assert not np.isfinite(served.predict(served.images(x))).all()  # the model's own answer holds NaN
+    with _client(served) as client:
+        r = client.post("/v1/models/mlp:predict", json={"instances": [_batch(1)[0].tolist(), x]})
+        assert r.status_code == 422 and r.json()["detail"].startswith("instance 1: its pixels overflow float32")
+        assert client.post("/v1/models/mlp:predict", json={"instances": _batch(1).tolist()}).status_code == 200
+
+
+def test_a_fault_of_the_server_is_json_with_a_request_id_in_its_log(images, caplog):
+    served = Served(images, backend="3")
+
+    def broken(items):
+        raise RuntimeError("the model broke")
+    served.predict = broken
+    with TestClient(create_app(served), raise_server_exceptions=False) as client:
+        with caplog.at_level("ERROR", logger="stagegrad.deploy"):
+            r = client.post("/v1/models/cnn:predict", json={"instances": _batch(1).tolist()})
+    assert r.status_code == 500 and "its fault" in r.json()["detail"], r.text
+    request_id = r.json()["request_id"]
+    assert r.headers["x-request-id"] == request_id and len(request_id) == 32
+    logged = [rec for rec in caplog.records if request_id in rec.getMessage()]
+    assert logged and "the model broke" in str(logged[0].exc_info[1])  # the traceback, under the id

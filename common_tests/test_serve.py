@@ -400,6 +400,8 @@ BAD = [  # (settings, field, words the message must hold)
      "must be a list of layers, got str"),
     ({"model": "custom", "architecture": [{"type": "eval"}]}, "architecture",
      "layer 1: unknown layer type 'eval'"),
+    ({"model": "custom", "architecture": [{"type": {"a": 1}}]}, "architecture",  # unhashable: not a 500
+     "layer 1: unknown layer type {'a': 1}"),
     ({"model": "custom", "architecture": [{"type": "linear", "out_features": 10}]}, "architecture",
      "layer 1: linear needs a flat input"),
     ({"model": "custom", "architecture": [{"type": "flatten"}, {"type": "linear", "out_features": 7}]},
@@ -434,8 +436,14 @@ def test_bad_settings_are_refused_with_a_message_per_field(client, raw, field, w
 
 def test_bad_requests_are_refused(client, finished):
     run, _ = finished
+    JSON = {"content-type": "application/json"}
     r = client.post("/api/runs", content=b"{not json", headers={"content-type": "application/json"})
     assert r.status_code == 400 and "not valid JSON" in r.json()["detail"]
+    for depth in (33, 30000):  # nested past the bound, within Python's recursion limit and past it
+        r = client.post("/api/check", content=b"[" * depth + b"]" * depth, headers=JSON)
+        assert r.status_code == 400 and "more than 32 deep" in r.json()["detail"], r.text
+    r = client.post("/api/check", content=b'{"seed": ' + b"9" * 5000 + b"}", headers=JSON)
+    assert r.status_code == 400 and "not valid JSON" in r.json()["detail"], r.text  # past Python's int digits
     r = client.post("/api/runs", content=json.dumps(TINY), headers={"content-type": "text/plain"})
     assert r.status_code == 415  # what a form on another site could send without asking
     r = client.post("/api/runs", json=dict(TINY, pad="x" * 70000))
@@ -447,6 +455,7 @@ def test_bad_requests_are_refused(client, finished):
     assert client.get("/api/runs/999999").status_code == 404
     assert client.get("/api/runs/999999/events").status_code == 404
     assert client.get("/api/runs/abc").status_code == 422
+    assert client.get(f"/api/runs/{2 ** 63}").status_code == 422  # beyond SQLite's integers: no run
     for name in ("log.txt", "..%2f..%2fruns.sqlite", "model.safetensors"):
         assert client.get(f"/api/runs/{run['id']}/{name}").status_code == 404, name
     assert client.get("/static/../app.py").status_code == 404

@@ -6,6 +6,7 @@ import binascii
 import hashlib
 import io
 import math
+import struct
 import tempfile
 from pathlib import Path
 
@@ -15,6 +16,8 @@ from ..serve import architecture
 IMAGE = (1, 28, 28)  # the shape an image model takes (MNIST's)
 TEXT_KINDS = ("gpt", "lstm")
 PEERS = ("torch", "onnxruntime")  # runtimes that serve a checkpoint beside the stages
+FLOAT32_MAX = struct.unpack("<f", b"\xff\xff\x7f\x7f")[0]  # the models run in float32
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 class CheckpointError(ValueError):
@@ -22,7 +25,15 @@ class CheckpointError(ValueError):
 
 
 class BadInput(ValueError):
-    """A request's content is wrong; the message says what (a 400 or 422 for the client)."""
+    """A request's content is wrong; the message says what, ``status`` the 4xx to answer."""
+
+    status = 422
+
+
+class TooLarge(BadInput):
+    """An instance larger than the server reads (an image past Pillow's decompression-bomb limit)."""
+
+    status = 413
 
 
 class Served:
@@ -121,8 +132,8 @@ class Served:
     def images(self, instances):
         """Check ``instances`` and flatten them: a list of 784-float lists, or BadInput naming
         the first bad one. An instance is a 28 x 28 or 1 x 28 x 28 nested list of finite
-        numbers, or ``{"b64": ...}``: a base64 PNG of 28 x 28 grey pixels, read as MNIST's bytes
-        (divided by 255)."""
+        numbers that float32 holds, or ``{"b64": ...}``: a base64 PNG of 28 x 28 grey pixels, read
+        as MNIST's bytes (divided by 255)."""
         out = []
         for i, inst in enumerate(instances):
             if isinstance(inst, dict):
@@ -137,8 +148,12 @@ class Served:
             flat = [v for r in rows for v in r]
             if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in flat):
                 raise BadInput(f"instance {i}: every pixel must be a number")
-            if not all(math.isfinite(v) for v in flat):
+            if not all(math.isfinite(v) for v in flat if isinstance(v, float)):
                 raise BadInput(f"instance {i}: a pixel is not finite (NaN or infinity)")
+            # compared as they are: a JSON integer of hundreds of digits does not fit a float
+            if not all(-FLOAT32_MAX <= v <= FLOAT32_MAX for v in flat):
+                raise BadInput(f"instance {i}: a pixel is beyond float32's range (at most {FLOAT32_MAX:.7g} "
+                               f"in magnitude), in which the model runs")
             out.append(flat)
         return out
 
@@ -188,7 +203,8 @@ class Served:
 
 def _png_pixels(inst, i):
     """The 784 pixels in [0, 1] of a ``{"b64": PNG}`` instance, decoded by Pillow (never by
-    pickle), or BadInput."""
+    pickle) once its header says 28 x 28, or BadInput (TooLarge past Pillow's
+    decompression-bomb limit)."""
     if set(inst) != {"b64"} or not isinstance(inst["b64"], str):
         raise BadInput(f"instance {i}: an object instance must be {{\"b64\": \"<base64 PNG>\"}}")
     try:
@@ -197,15 +213,25 @@ def _png_pixels(inst, i):
         raise BadInput(f"instance {i}: PNG instances need Pillow on the server "
                        f"(pip install pillow)") from None
     try:
-        image = Image.open(io.BytesIO(base64.b64decode(inst["b64"], validate=True)), formats=["PNG"])
-        image.load()
-    except (binascii.Error, ValueError, OSError) as e:
+        data = base64.b64decode(inst["b64"], validate=True)
+    except (binascii.Error, ValueError) as e:
         raise BadInput(f"instance {i}: not a base64 PNG ({type(e).__name__}: {e})") from None
-    if image.size != (IMAGE[2], IMAGE[1]):
-        width, height = image.size
+    # the size is read from the header before Pillow decodes anything
+    if data[:8] != PNG_SIGNATURE or data[12:16] != b"IHDR" or len(data) < 24:
+        raise BadInput(f"instance {i}: not a base64 PNG (no PNG signature and header)")
+    width, height = struct.unpack(">II", data[16:24])
+    bound = Image.MAX_IMAGE_PIXELS
+    if bound is not None and width * height > bound:
+        raise TooLarge(f"instance {i}: the PNG claims {width} x {height} pixels, past the {bound:,} "
+                       f"that Pillow decodes (its decompression-bomb limit); expected 28 x 28")
+    if (width, height) != (IMAGE[2], IMAGE[1]):
         raise BadInput(f"instance {i}: the PNG is {width} x {height} pixels (width x height); "
                        f"expected 28 x 28")
-    return [v / 255 for v in image.convert("L").tobytes()]
+    try:
+        image = Image.open(io.BytesIO(data), formats=["PNG"])
+        return [v / 255 for v in image.convert("L").tobytes()]
+    except Exception as e:  # whatever the decoder raises on these bytes, they are the client's
+        raise BadInput(f"instance {i}: not a readable PNG ({type(e).__name__}: {e})") from None
 
 
 def _sha256(path):

@@ -18,25 +18,33 @@
   ``:generate`` body) to it, so the page can try the model without calling another origin.
 
 Requests that change something must be JSON (``Content-Type: application/json``) of at
-most ``MAX_BODY`` bytes, and a request from a page of another origin is refused: a web
-page elsewhere cannot start runs on this machine through the visitor's browser.
+most ``MAX_BODY`` bytes, nested at most ``guard.MAX_DEPTH`` deep, and a request from a page
+of another origin is refused: a web page elsewhere cannot start runs on this machine through
+the visitor's browser. A client's mistake is a 4xx with a message; a 5xx is the server's own
+fault, answered as JSON with a ``request_id`` that its log names (``guard``). The OpenAPI
+document (``/openapi.json``) describes every body (``openapi.py``).
 """
 import asyncio
 import importlib.util
 import json
+import logging
 import threading
 import urllib.error
 import urllib.request
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Annotated
 
 from fastapi import FastAPI, HTTPException, Request
+from fastapi import Path as PathParameter
 from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from .. import STAGES, datafiles, installed_stages
-from . import architecture, settings as settings_mod
+from . import architecture, guard
+from . import openapi as api
+from . import settings as settings_mod
 from .deployments import DeployError, Deployments
 from .jobs import Hub, Jobs
 from .store import FINAL, Store
@@ -49,6 +57,10 @@ POLL_S = 0.5  # how soon an event stream notices that the server is stopping
 DOWNLOADS = {"weights.safetensors": ("safetensors", "model.safetensors"),
              "model.onnx": ("onnx", "model.onnx"), "model.ckpt": ("checkpoint", "model.ckpt")}
 PEERS = {"torch": "PyTorch", "onnxruntime": "ONNX Runtime"}  # what serves a run beside the stages
+# a run's id as SQLite stores it: anything else is no run (a 422, before the database is asked)
+RunId = Annotated[int, PathParameter(ge=1, le=2 ** 63 - 1)]
+Download = Annotated[str, PathParameter(json_schema_extra={"enum": list(DOWNLOADS)})]
+LOG = logging.getLogger("stagegrad.serve")
 
 
 def _backends(stages):
@@ -121,6 +133,7 @@ def create_app(db, runs_dir=None, data_dir=None, max_runs=1, threads=None, trust
     app = FastAPI(title="stagegrad dashboard", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.store, app.state.jobs, app.state.deployments = store, jobs, deployments
     app.state.stopping = stopping = threading.Event()  # set when the server is asked to exit
+    guard.install(app, LOG.name)
     if trusted_hosts:
         app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(trusted_hosts))
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
@@ -134,15 +147,10 @@ def create_app(db, runs_dir=None, data_dir=None, max_runs=1, threads=None, trust
         same_origin(request)
         if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
             raise HTTPException(415, "send the settings as JSON (Content-Type: application/json)")
-        raw = b""
-        async for chunk in request.stream():  # read no further than the bound, whatever it claims
-            raw += chunk
-            if len(raw) > MAX_BODY:
-                raise HTTPException(413, f"the request is over {MAX_BODY:,} bytes, the most accepted")
         try:
-            return json.loads(raw)
-        except ValueError as e:
-            raise HTTPException(400, f"the request is not valid JSON: {e}") from None
+            return await guard.read_json(request, MAX_BODY)
+        except guard.BadBody as e:
+            raise HTTPException(e.status, str(e)) from None
 
     def checked(raw):
         try:
@@ -167,11 +175,14 @@ def create_app(db, runs_dir=None, data_dir=None, max_runs=1, threads=None, trust
     def page():
         return FileResponse(STATIC / "index.html")
 
-    @app.get("/api/options")
+    settings_body = guard.body(api.settings_body(stages))
+    changes = (400, 403, 413, 415, 422)  # what a body that changes something may be refused with
+
+    @app.get("/api/options", responses=guard.responses(api.OPTIONS))
     def options():
         return _options(stages, backends)
 
-    @app.post("/api/check")
+    @app.post("/api/check", openapi_extra=settings_body, responses=guard.responses(api.CHECKED, *changes))
     async def check(request: Request):
         out = checked(await body(request))
         info = {"settings": out}
@@ -181,30 +192,32 @@ def create_app(db, runs_dir=None, data_dir=None, max_runs=1, threads=None, trust
                         layers=sizes["layers"])
         return info
 
-    @app.post("/api/runs", status_code=201)
+    @app.post("/api/runs", status_code=201, openapi_extra=settings_body,
+              responses=guard.responses(api.RUN, *changes, ok_status=201))
     async def start(request: Request):
         out = checked(await body(request))
         run_id = jobs.submit(out)
         return store.run(run_id)
 
-    @app.get("/api/runs")
+    @app.get("/api/runs", responses=guard.responses(api.RUNS))
     def history():
         return store.runs()
 
-    @app.get("/api/runs/{run_id}")
-    def one(run_id: int):
+    @app.get("/api/runs/{run_id}", responses=guard.responses(api.ONE_RUN, 404, 422))
+    def one(run_id: RunId):
         return dict(get_run(run_id), points=store.points(run_id), deployment=deployments.status(run_id))
 
-    @app.post("/api/runs/{run_id}/cancel")
-    async def cancel(run_id: int, request: Request):
+    @app.post("/api/runs/{run_id}/cancel", responses=guard.responses(api.CANCELLING, 403, 404, 409, 422))
+    async def cancel(run_id: RunId, request: Request):
         same_origin(request)
         run = get_run(run_id)
         if not jobs.cancel(run_id):
             raise HTTPException(409, f"run {run_id} has already ended ({run['status']})")
         return {"id": run_id, "cancelling": True}
 
-    @app.post("/api/runs/{run_id}/deploy", status_code=201)
-    async def deploy(run_id: int, request: Request):
+    @app.post("/api/runs/{run_id}/deploy", status_code=201, openapi_extra=guard.body(api.deploy_body(backends)),
+              responses=guard.responses(api.DEPLOYMENT, *changes, 404, 409, ok_status=201))
+    async def deploy(run_id: RunId, request: Request):
         raw = await body(request)
         run = get_run(run_id)
         if run["status"] != "done":
@@ -222,16 +235,17 @@ def create_app(db, runs_dir=None, data_dir=None, max_runs=1, threads=None, trust
         except DeployError as e:
             raise HTTPException(409, str(e)) from None
 
-    @app.post("/api/runs/{run_id}/deploy/stop")
-    async def undeploy(run_id: int, request: Request):
+    @app.post("/api/runs/{run_id}/deploy/stop", responses=guard.responses(api.DEPLOYMENT, 403, 404, 409, 422))
+    async def undeploy(run_id: RunId, request: Request):
         same_origin(request)
         get_run(run_id)
         if not await asyncio.to_thread(deployments.stop, run_id):
             raise HTTPException(409, f"run {run_id} is not being served")
         return deployments.status(run_id)
 
-    @app.post("/api/runs/{run_id}/deploy/try")
-    async def try_it(run_id: int, request: Request):
+    @app.post("/api/runs/{run_id}/deploy/try", openapi_extra=guard.body(api.TRY_BODY),
+              responses=guard.responses(api.ANSWER, *changes, 404, 409, 502, 503))
+    async def try_it(run_id: RunId, request: Request):
         sent = await body(request)
         if isinstance(sent, dict) and sent.get("stream"):
             raise HTTPException(400, "the dashboard passes on whole answers: leave out \"stream\"")
@@ -242,10 +256,13 @@ def create_app(db, runs_dir=None, data_dir=None, max_runs=1, threads=None, trust
             state = f" ({served['state']})" if served else ""
             raise HTTPException(409, f"run {run_id} is not being served{state}")
         status, answer = await asyncio.to_thread(_forward, served["endpoint"], raw)
+        if status >= 500:  # the model's server failed, or did not answer: logged here with an id
+            return guard.fault(request, status, answer.get("detail", answer) if isinstance(answer, dict) else answer,
+                               LOG)
         return JSONResponse(answer, status_code=status)
 
-    @app.get("/api/runs/{run_id}/events")
-    async def events(run_id: int):
+    @app.get("/api/runs/{run_id}/events", responses=guard.responses(api.EVENTS, 404, 422))
+    async def events(run_id: RunId):
         get_run(run_id)
         return StreamingResponse(_stream(run_id), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-store"})
@@ -283,8 +300,8 @@ def create_app(db, runs_dir=None, data_dir=None, max_runs=1, threads=None, trust
         finally:
             hub.unsubscribe(run_id, queue)
 
-    @app.get("/api/runs/{run_id}/{name}")
-    def download(run_id: int, name: str):
+    @app.get("/api/runs/{run_id}/{name}", responses=guard.responses(api.FILE, 404, 422))
+    def download(run_id: RunId, name: Download):
         if name not in DOWNLOADS:
             raise HTTPException(404, f"no such download {name!r}; there are: {', '.join(DOWNLOADS)}")
         run = get_run(run_id)
@@ -294,12 +311,10 @@ def create_app(db, runs_dir=None, data_dir=None, max_runs=1, threads=None, trust
             why = files.get(f"{key}_error") or f"the run is {run['status']}"
             raise HTTPException(404, f"run {run_id} has no {key} file: {why}")
         path = jobs.runs_dir / str(run_id) / filename
+        if not path.is_file():  # removed from the run's folder since the run ended
+            raise HTTPException(404, f"run {run_id}'s {key} file is no longer in {path.parent}")
         model = run["model"] or "model"
         return FileResponse(path, media_type="application/octet-stream",
                             filename=f"run{run_id}-{model}.{name.rsplit('.', 1)[1]}")
-
-    @app.exception_handler(HTTPException)
-    async def http_error(request, exc):  # one shape for every error: {"detail": ...}
-        return JSONResponse({"detail": exc.detail}, status_code=exc.status_code)
 
     return app

@@ -126,8 +126,8 @@ def check(layers, batch_size=64):
         if not isinstance(spec, dict):
             raise ArchitectureError(f"expected an object such as {{\"type\": \"relu\"}}, got {spec!r}", index)
         kind = spec.get("type")
-        if kind not in LAYERS:
-            raise ArchitectureError(f"unknown layer type {kind!r}; expected one of {', '.join(LAYERS)}",
+        if not isinstance(kind, str) or kind not in LAYERS:  # a list or an object is no type either
+            raise ArchitectureError(f"unknown layer type {shown(kind)}; expected one of {', '.join(LAYERS)}",
                                     index)
         unknown = sorted(set(spec) - set(LAYERS[kind]) - {"type"})
         if unknown:
