@@ -134,7 +134,9 @@ def _buffer_from(data, dtype):
             raise TypeError(f"tensor: unsupported NumPy dtype {np_name}")
         if dtype is None:  # converting to a dtype named with dtype= is fine; keeping it is not
             src = _to_dtype(src)
-        flat = data.reshape(-1)  # C-contiguous (a copy when ``data`` is not)
+        flat = data.reshape(-1)  # a view where one stride reaches every element, else a copy
+        if not flat.flags.c_contiguous:  # sliced, reversed or broadcast: its bytes are not in order
+            flat = flat.copy()
         if (dtype is None or dtype is src) and src.name == np_name and flat.size:
             raw = memoryview(flat).cast("B")  # the bytes as they are: no per-element conversion
             buf = B.from_buffer(bytearray(raw) if raw.readonly else raw, src)
