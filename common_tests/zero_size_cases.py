@@ -51,47 +51,91 @@ def F(lib):
     return lib.nn.functional
 
 
+def _grown(lib, t, dim, n=1):
+    """``t`` with ``n`` slices of zeros appended along ``dim``."""
+    shape = list(t.shape)
+    shape[dim] = n
+    return lib.cat([t, lib.zeros(shape)], dim)
+
+
+def _cut(t, dim):
+    """``t`` with ``dim`` cut to size 0."""
+    return t[(slice(None),) * dim + (slice(0, 0),)]
+
+
+def _channels(op, n=1):
+    """PyTorch's answer for ``op(x, w, ...)`` with no input channels, which it either
+    refuses or answers with the bias dropped: one zero channel added to the input and the
+    filters (a product with zeros: the same empty sum), its gradients cut back by ``cat``."""
+    return lambda lib, x, w, *rest: op(lib, _grown(lib, x, 1, n), _grown(lib, w, 1), *rest)
+
+
+def _per_slice(op, dim, grow_dim=None, index=0):
+    """PyTorch's answer for ``op`` on an input empty along ``dim``, which it refuses though
+    the op works slice by slice: input ``index`` grown by one slice of zeros along
+    ``grow_dim`` (``dim`` by default), the output cut back along ``dim``."""
+    def run(lib, *args):
+        args = list(args)
+        args[index] = _grown(lib, args[index], dim if grow_dim is None else grow_dim)
+        return _cut(op(lib, *args), dim)
+    return run
+
+
+def _conv(name, **kw):
+    """``F.name(x, w[, b], **kw)``."""
+    return lambda lib, x, w, *b: getattr(F(lib), name)(x, w, *b, **kw)
+
+
+def _pool(name, *args, **kw):
+    return lambda lib, x: getattr(F(lib), name)(x, *args, **kw)
+
+
+# Where PyTorch refuses an empty dimension that the operation is well defined on (a sum
+# over no input channels is 0, plus the bias; no filters give no output channels; a pool or
+# unfold works channel by channel), the third element computes PyTorch's answer with the
+# dimension grown by zeros and cut back, and the stage must give that answer.
 CASES = {
     # convolutions: no images, no input channels (an empty sum: the bias alone), no filters
-    "conv1d batch 0": ([("f", (0, 3, 8)), ("f", (4, 3, 3)), ("f", (4,))], lambda lib, x, w, b: F(lib).conv1d(x, w, b)),
-    "conv1d channels 0": ([("f", (2, 0, 8)), ("f", (4, 0, 3)), ("f", (4,))],
-                          lambda lib, x, w, b: F(lib).conv1d(x, w, b)),
-    "conv1d filters 0": ([("f", (2, 3, 8)), ("f", (0, 3, 3))], lambda lib, x, w: F(lib).conv1d(x, w)),
-    "conv2d batch 0": ([("f", (0, 3, 5, 5)), ("f", (4, 3, 3, 3)), ("f", (4,))],
-                       lambda lib, x, w, b: F(lib).conv2d(x, w, b)),
-    "conv2d channels 0": ([("f", (1, 0, 5, 5)), ("f", (2, 0, 3, 3)), ("f", (2,))],
-                          lambda lib, x, w, b: F(lib).conv2d(x, w, b)),
-    "conv2d channels 0 no bias": ([("f", (2, 0, 5, 5)), ("f", (2, 0, 3, 3))], lambda lib, x, w: F(lib).conv2d(x, w)),
-    "conv2d channels 0 stride 2": ([("f", (3, 0, 7, 7)), ("f", (2, 0, 3, 3)), ("f", (2,))],
-                                   lambda lib, x, w, b: F(lib).conv2d(x, w, b, stride=2)),
-    "conv2d channels 0 pointwise": ([("f", (2, 0, 4, 4)), ("f", (3, 0, 1, 1)), ("f", (3,))],
-                                    lambda lib, x, w, b: F(lib).conv2d(x, w, b)),
-    "conv2d channels 0 padded 5x5": ([("f", (2, 0, 6, 6)), ("f", (3, 0, 5, 5))],
-                                     lambda lib, x, w: F(lib).conv2d(x, w, padding=2)),
-    "conv2d channels 0 3x3 padded": ([("f", (2, 0, 8, 8)), ("f", (40, 0, 3, 3))],
-                                     lambda lib, x, w: F(lib).conv2d(x, w, padding=1)),
-    "conv2d filters 0": ([("f", (2, 3, 5, 5)), ("f", (0, 3, 3, 3))], lambda lib, x, w: F(lib).conv2d(x, w)),
-    "conv2d filters 0 stride 2": ([("f", (2, 3, 5, 5)), ("f", (0, 3, 3, 3))],
-                                  lambda lib, x, w: F(lib).conv2d(x, w, stride=2)),
-    "conv2d groups, channels 0": ([("f", (2, 0, 5, 5)), ("f", (4, 0, 3, 3))],
-                                  lambda lib, x, w: F(lib).conv2d(x, w, groups=2)),
-    "conv2d depthwise batch 0": ([("f", (0, 4, 5, 5)), ("f", (4, 1, 3, 3))],
-                                 lambda lib, x, w: F(lib).conv2d(x, w, groups=4)),
-    "conv3d batch 0": ([("f", (0, 2, 4, 4, 4)), ("f", (3, 2, 3, 3, 3))], lambda lib, x, w: F(lib).conv3d(x, w)),
-    "conv3d channels 0": ([("f", (1, 0, 4, 4, 4)), ("f", (3, 0, 3, 3, 3)), ("f", (3,))],
-                          lambda lib, x, w, b: F(lib).conv3d(x, w, b)),
-    "conv_transpose1d batch 0": ([("f", (0, 3, 5)), ("f", (3, 2, 3))],
-                                 lambda lib, x, w: F(lib).conv_transpose1d(x, w)),
-    "conv_transpose1d channels 0": ([("f", (2, 0, 5)), ("f", (0, 2, 3)), ("f", (2,))],
-                                    lambda lib, x, w, b: F(lib).conv_transpose1d(x, w, b, stride=2)),
-    "conv_transpose2d batch 0": ([("f", (0, 3, 4, 4)), ("f", (3, 2, 3, 3))],
-                                 lambda lib, x, w: F(lib).conv_transpose2d(x, w, stride=2)),
-    "conv_transpose2d channels 0": ([("f", (1, 0, 4, 4)), ("f", (0, 2, 3, 3)), ("f", (2,))],
-                                    lambda lib, x, w, b: F(lib).conv_transpose2d(x, w, b)),
-    "conv_transpose2d outputs 0": ([("f", (1, 3, 4, 4)), ("f", (3, 0, 3, 3))],
-                                   lambda lib, x, w: F(lib).conv_transpose2d(x, w)),
-    "unfold batch 0": ([("f", (0, 2, 4, 4))], lambda lib, x: F(lib).unfold(x, 2)),
-    "unfold channels 0": ([("f", (2, 0, 4, 4))], lambda lib, x: F(lib).unfold(x, 2)),
+    "conv1d batch 0": ([("f", (0, 3, 8)), ("f", (4, 3, 3)), ("f", (4,))], _conv("conv1d")),
+    "conv1d channels 0": ([("f", (2, 0, 8)), ("f", (4, 0, 3)), ("f", (4,))], _conv("conv1d"),
+                          _channels(_conv("conv1d"))),
+    "conv1d filters 0": ([("f", (2, 3, 8)), ("f", (0, 3, 3))], _conv("conv1d"),
+                         _per_slice(_conv("conv1d"), 1, 0, index=1)),
+    "conv2d batch 0": ([("f", (0, 3, 5, 5)), ("f", (4, 3, 3, 3)), ("f", (4,))], _conv("conv2d")),
+    "conv2d channels 0": ([("f", (1, 0, 5, 5)), ("f", (2, 0, 3, 3)), ("f", (2,))], _conv("conv2d"),
+                          _channels(_conv("conv2d"))),
+    "conv2d channels 0 no bias": ([("f", (2, 0, 5, 5)), ("f", (2, 0, 3, 3))], _conv("conv2d"),
+                                  _channels(_conv("conv2d"))),
+    "conv2d channels 0 stride 2": ([("f", (3, 0, 7, 7)), ("f", (2, 0, 3, 3)), ("f", (2,))], _conv("conv2d", stride=2),
+                                   _channels(_conv("conv2d", stride=2))),
+    "conv2d channels 0 pointwise": ([("f", (2, 0, 4, 4)), ("f", (3, 0, 1, 1)), ("f", (3,))], _conv("conv2d"),
+                                    _channels(_conv("conv2d"))),
+    "conv2d channels 0 padded 5x5": ([("f", (2, 0, 6, 6)), ("f", (3, 0, 5, 5))], _conv("conv2d", padding=2),
+                                     _channels(_conv("conv2d", padding=2))),
+    "conv2d channels 0 3x3 padded": ([("f", (2, 0, 8, 8)), ("f", (40, 0, 3, 3))], _conv("conv2d", padding=1),
+                                     _channels(_conv("conv2d", padding=1))),
+    "conv2d filters 0": ([("f", (2, 3, 5, 5)), ("f", (0, 3, 3, 3))], _conv("conv2d"),
+                         _per_slice(_conv("conv2d"), 1, 0, index=1)),
+    "conv2d filters 0 stride 2": ([("f", (2, 3, 5, 5)), ("f", (0, 3, 3, 3))], _conv("conv2d", stride=2),
+                                  _per_slice(_conv("conv2d", stride=2), 1, 0, index=1)),
+    "conv2d groups, channels 0": ([("f", (2, 0, 5, 5)), ("f", (4, 0, 3, 3))], _conv("conv2d", groups=2),
+                                  _channels(_conv("conv2d", groups=2), n=2)),
+    "conv2d depthwise batch 0": ([("f", (0, 4, 5, 5)), ("f", (4, 1, 3, 3))], _conv("conv2d", groups=4)),
+    "conv3d batch 0": ([("f", (0, 2, 4, 4, 4)), ("f", (3, 2, 3, 3, 3))], _conv("conv3d")),
+    "conv3d channels 0": ([("f", (1, 0, 4, 4, 4)), ("f", (3, 0, 3, 3, 3)), ("f", (3,))], _conv("conv3d"),
+                          _channels(_conv("conv3d"))),
+    "conv_transpose1d batch 0": ([("f", (0, 3, 5)), ("f", (3, 2, 3))], _conv("conv_transpose1d")),
+    "conv_transpose1d channels 0": (
+        [("f", (2, 0, 5)), ("f", (0, 2, 3)), ("f", (2,))], _conv("conv_transpose1d", stride=2),
+        lambda lib, x, w, b: F(lib).conv_transpose1d(_grown(lib, x, 1), _grown(lib, w, 0), b, stride=2)),
+    "conv_transpose2d batch 0": ([("f", (0, 3, 4, 4)), ("f", (3, 2, 3, 3))], _conv("conv_transpose2d", stride=2)),
+    "conv_transpose2d channels 0": (
+        [("f", (1, 0, 4, 4)), ("f", (0, 2, 3, 3)), ("f", (2,))], _conv("conv_transpose2d"),
+        lambda lib, x, w, b: F(lib).conv_transpose2d(_grown(lib, x, 1), _grown(lib, w, 0), b)),
+    "conv_transpose2d outputs 0": ([("f", (1, 3, 4, 4)), ("f", (3, 0, 3, 3))], _conv("conv_transpose2d"),
+                                   _per_slice(_conv("conv_transpose2d"), 1, index=1)),
+    "unfold batch 0": ([("f", (0, 2, 4, 4))], _pool("unfold", 2)),
+    "unfold channels 0": ([("f", (2, 0, 4, 4))], _pool("unfold", 2), _per_slice(_pool("unfold", 2), 1)),
     # products
     "linear batch 0": ([("f", (0, 4)), ("f", (3, 4)), ("f", (3,))], lambda lib, x, w, b: F(lib).linear(x, w, b)),
     "linear in 0": ([("f", (5, 0)), ("f", (3, 0)), ("f", (3,))], lambda lib, x, w, b: F(lib).linear(x, w, b)),
@@ -101,32 +145,44 @@ CASES = {
     "bmm batch 0": ([("f", (0, 2, 3)), ("f", (0, 3, 4))], lambda lib, a, b: lib.bmm(a, b)),
     "bmm inner 0": ([("f", (2, 3, 0)), ("f", (2, 0, 4))], lambda lib, a, b: lib.bmm(a, b)),
     "bilinear in 0": ([("f", (3, 0)), ("f", (3, 2)), ("f", (4, 0, 2)), ("f", (4,))],
-                      lambda lib, a, b, w, bias: F(lib).bilinear(a, b, w, bias)),
+                      lambda lib, a, b, w, bias: F(lib).bilinear(a, b, w, bias),
+                      lambda lib, a, b, w, bias: F(lib).bilinear(_grown(lib, a, 1), b, _grown(lib, w, 1), bias)),
     # pooling
     "max_pool1d batch 0": ([("f", (0, 2, 6))], lambda lib, x: F(lib).max_pool1d(x, 2)),
     "max_pool2d batch 0": ([("f", (0, 3, 6, 6))], lambda lib, x: F(lib).max_pool2d(x, 2)),
-    "max_pool2d channels 0": ([("f", (2, 0, 6, 6))], lambda lib, x: F(lib).max_pool2d(x, 3, stride=2, padding=1)),
-    "max_pool3d channels 0": ([("f", (1, 0, 4, 4, 4))], lambda lib, x: F(lib).max_pool3d(x, 2)),
-    "avg_pool1d channels 0": ([("f", (2, 0, 6))], lambda lib, x: F(lib).avg_pool1d(x, 3)),
+    "max_pool2d channels 0": ([("f", (2, 0, 6, 6))], _pool("max_pool2d", 3, stride=2, padding=1),
+                              _per_slice(_pool("max_pool2d", 3, stride=2, padding=1), 1)),
+    "max_pool3d channels 0": ([("f", (1, 0, 4, 4, 4))], _pool("max_pool3d", 2), _per_slice(_pool("max_pool3d", 2), 1)),
+    "avg_pool1d channels 0": ([("f", (2, 0, 6))], _pool("avg_pool1d", 3), _per_slice(_pool("avg_pool1d", 3), 1)),
     "avg_pool2d batch 0": ([("f", (0, 3, 6, 6))], lambda lib, x: F(lib).avg_pool2d(x, 2)),
-    "avg_pool2d channels 0": ([("f", (2, 0, 6, 6))], lambda lib, x: F(lib).avg_pool2d(x, 3, padding=1)),
+    "avg_pool2d channels 0": ([("f", (2, 0, 6, 6))], _pool("avg_pool2d", 3, padding=1),
+                              _per_slice(_pool("avg_pool2d", 3, padding=1), 1)),
     "avg_pool3d batch 0": ([("f", (0, 2, 4, 4, 4))], lambda lib, x: F(lib).avg_pool3d(x, 2)),
-    "adaptive_avg_pool2d channels 0": ([("f", (2, 0, 5, 5))], lambda lib, x: F(lib).adaptive_avg_pool2d(x, 2)),
+    "adaptive_avg_pool2d channels 0": ([("f", (2, 0, 5, 5))], _pool("adaptive_avg_pool2d", 2),
+                                       _per_slice(_pool("adaptive_avg_pool2d", 2), 1)),
     "adaptive_avg_pool1d batch 0": ([("f", (0, 3, 5))], lambda lib, x: F(lib).adaptive_avg_pool1d(x, 2)),
     "adaptive_max_pool2d batch 0": ([("f", (0, 3, 5, 5))], lambda lib, x: F(lib).adaptive_max_pool2d(x, 2)),
-    "adaptive_max_pool1d channels 0": ([("f", (2, 0, 5))], lambda lib, x: F(lib).adaptive_max_pool1d(x, 2)),
+    "adaptive_max_pool1d channels 0": ([("f", (2, 0, 5))], _pool("adaptive_max_pool1d", 2),
+                                       _per_slice(_pool("adaptive_max_pool1d", 2), 1)),
     "interpolate batch 0": ([("f", (0, 2, 3, 3))], lambda lib, x: F(lib).interpolate(x, scale_factor=2)),
-    "interpolate bilinear channels 0": ([("f", (1, 0, 3, 3))],
-                                        lambda lib, x: F(lib).interpolate(x, size=(5, 4), mode="bilinear")),
+    "interpolate bilinear channels 0": ([("f", (1, 0, 3, 3))], _pool("interpolate", size=(5, 4), mode="bilinear"),
+                                        _per_slice(_pool("interpolate", size=(5, 4), mode="bilinear"), 1)),
     "pad batch 0": ([("f", (0, 2, 3))], lambda lib, x: F(lib).pad(x, (1, 2))),
-    "pixel_shuffle batch 0": ([("f", (0, 4, 2, 2))], lambda lib, x: F(lib).pixel_shuffle(x, 2)),
+    "pixel_shuffle batch 0": ([("f", (0, 4, 2, 2))], _pool("pixel_shuffle", 2), _per_slice(_pool("pixel_shuffle", 2), 0)),
     # normalization
     "batch_norm batch 0 eval": ([("f", (0, 3, 4)), ("c", (3,)), ("p", (3,)), ("f", (3,)), ("f", (3,))],
                                 lambda lib, x, m, v, w, b: F(lib).batch_norm(x, m, v, w, b, training=False)),
+    "batch_norm batch 0 training": ([("f", (0, 3, 4)), ("c", (3,)), ("p", (3,)), ("f", (3,)), ("f", (3,))],
+                                    lambda lib, x, m, v, w, b: (F(lib).batch_norm(x, m, v, w, b, training=True), m, v)),
+    # PyTorch fails inside its kernel here (index 0 out of range): per channel, as with one
     "batch_norm channels 0": ([("f", (2, 0, 4)), ("c", (0,)), ("p", (0,)), ("f", (0,)), ("f", (0,))],
-                              lambda lib, x, m, v, w, b: F(lib).batch_norm(x, m, v, w, b, training=True)),
+                              lambda lib, x, m, v, w, b: F(lib).batch_norm(x, m, v, w, b, training=True),
+                              lambda lib, x, *per_channel: _cut(F(lib).batch_norm(
+                                  _grown(lib, x, 1), *(_grown(lib, t, 0) for t in per_channel), training=True), 1)),
     "batch_norm2d channels 0": ([("f", (2, 0, 3, 3)), ("f", (0,)), ("f", (0,))],
-                                lambda lib, x, w, b: F(lib).batch_norm(x, None, None, w, b, training=True)),
+                                lambda lib, x, w, b: F(lib).batch_norm(x, None, None, w, b, training=True),
+                                lambda lib, x, w, b: _cut(F(lib).batch_norm(
+                                    _grown(lib, x, 1), None, None, _grown(lib, w, 0), _grown(lib, b, 0), training=True), 1)),
     "layer_norm batch 0": ([("f", (0, 5)), ("f", (5,)), ("f", (5,))],
                            lambda lib, x, w, b: F(lib).layer_norm(x, (5,), w, b)),
     "layer_norm sequence 0": ([("f", (2, 0, 5)), ("f", (5,)), ("f", (5,))],
@@ -134,8 +190,11 @@ CASES = {
     "rms_norm batch 0": ([("f", (0, 5)), ("f", (5,))], lambda lib, x, w: F(lib).rms_norm(x, (5,), w)),
     "group_norm batch 0": ([("f", (0, 4, 3)), ("f", (4,)), ("f", (4,))],
                            lambda lib, x, w, b: F(lib).group_norm(x, 2, w, b)),
+    # PyTorch's weight gradient here is NaN (0 times the mean of nothing); a sum over no
+    # elements is 0
     "group_norm spatial 0": ([("f", (2, 4, 0)), ("f", (4,)), ("f", (4,))],
-                             lambda lib, x, w, b: F(lib).group_norm(x, 2, w, b)),
+                             lambda lib, x, w, b: F(lib).group_norm(x, 2, w, b),
+                             _per_slice(lambda lib, x, w, b: F(lib).group_norm(x, 2, w, b), 2)),
     "instance_norm batch 0": ([("f", (0, 3, 4))], lambda lib, x: F(lib).instance_norm(x)),
     # embeddings
     "embedding no indices": ([("i", (0,), 10), ("f", (10, 3))], lambda lib, i, w: F(lib).embedding(i, w)),
@@ -249,12 +308,12 @@ def _run(lib, specs, fn, device):
 
 def compare(sg, torch, name, device=None):
     """'ok', or what the stage does differently from PyTorch on case ``name``."""
-    specs, fn = CASES[name]
-    want = _run(torch, specs, fn, None)
+    specs, fn, *oracle = CASES[name]
+    want = _run(torch, specs, oracle[0] if oracle else fn, None)
     got = _run(sg, specs, fn, device)
     if isinstance(want, Exception) or isinstance(got, Exception):
         if isinstance(want, Exception) and isinstance(got, Exception):
-            return "ok"
+            return "refused, as by PyTorch"
         if isinstance(got, Exception):
             return f"raised {type(got).__name__}: {got}"[:300]
         return f"answered where PyTorch raises {type(want).__name__}: {want}"[:300]
