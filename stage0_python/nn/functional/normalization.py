@@ -60,13 +60,14 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
                        weight=weight, bias=bias)
     shape = (C,) + (1,) * (input.ndim - 2)
     dims = (0,) + tuple(range(2, input.ndim))
-    if training and input.shape[0] * math.prod(input.shape[2:]) == 1:
+    n = input.shape[0] * math.prod(input.shape[2:])  # values per channel
+    if training and n == 1:
         raise ValueError(f"batch_norm: expected more than 1 value per channel when training, "
                          f"got input of shape {tuple(input.shape)}")
     if not training and (running_mean is None or running_var is None):
         raise ValueError("batch_norm: running_mean and running_var are required when training=False")
     if input.numel() == 0:  # no batch or no channels: nothing to normalise, no statistics to update
-        return _scale_shift(input, weight, bias, shape)
+        return _ACTIVATIONS[act](_scale_shift(input, weight, bias, shape))
     if _fits_batch_norm(input, weight, bias, running_mean, running_var):
         return BatchNorm.apply(input, weight, bias, running_mean, running_var, training, float(momentum),
                                float(eps), act)
