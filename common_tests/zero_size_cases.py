@@ -168,7 +168,8 @@ CASES = {
     "interpolate bilinear channels 0": ([("f", (1, 0, 3, 3))], _pool("interpolate", size=(5, 4), mode="bilinear"),
                                         _per_slice(_pool("interpolate", size=(5, 4), mode="bilinear"), 1)),
     "pad batch 0": ([("f", (0, 2, 3))], lambda lib, x: F(lib).pad(x, (1, 2))),
-    "pixel_shuffle batch 0": ([("f", (0, 4, 2, 2))], _pool("pixel_shuffle", 2), _per_slice(_pool("pixel_shuffle", 2), 0)),
+    "pixel_shuffle batch 0": ([("f", (0, 4, 2, 2))], _pool("pixel_shuffle", 2),
+                              _per_slice(_pool("pixel_shuffle", 2), 0)),
     # normalization
     "batch_norm batch 0 eval": ([("f", (0, 3, 4)), ("c", (3,)), ("p", (3,)), ("f", (3,)), ("f", (3,))],
                                 lambda lib, x, m, v, w, b: F(lib).batch_norm(x, m, v, w, b, training=False)),
@@ -182,7 +183,8 @@ CASES = {
     "batch_norm2d channels 0": ([("f", (2, 0, 3, 3)), ("f", (0,)), ("f", (0,))],
                                 lambda lib, x, w, b: F(lib).batch_norm(x, None, None, w, b, training=True),
                                 lambda lib, x, w, b: _cut(F(lib).batch_norm(
-                                    _grown(lib, x, 1), None, None, _grown(lib, w, 0), _grown(lib, b, 0), training=True), 1)),
+                                    _grown(lib, x, 1), None, None, _grown(lib, w, 0), _grown(lib, b, 0),
+                                    training=True), 1)),
     "layer_norm batch 0": ([("f", (0, 5)), ("f", (5,)), ("f", (5,))],
                            lambda lib, x, w, b: F(lib).layer_norm(x, (5,), w, b)),
     "layer_norm sequence 0": ([("f", (2, 0, 5)), ("f", (5,)), ("f", (5,))],
