@@ -8,12 +8,12 @@ import hashlib
 import json
 import math
 import os
+import queue
 import re
 import socket
 import subprocess
 import sys
 import threading
-import time
 import urllib.request
 from pathlib import Path
 
@@ -165,34 +165,59 @@ def test_a_lone_request_does_not_wait_for_the_window():
 
 
 def test_a_full_queue_answers_503(images):
+    """One request in the model, one in the queue (it holds one), two more refused: each
+    step waits for the one before it, observed rather than slept for."""
     served = Served(images, backend="3")
-    gate = threading.Event()
-    predict = served.predict
-    served.predict = lambda items: (gate.wait(5), predict(items))[1]  # the model busy until released
-    results = []
+    taken, gate, read = threading.Event(), threading.Event(), queue.Queue()
+    predict, decode = served.predict, served.images
+
+    def busy(items):  # the model busy until released
+        taken.set()
+        gate.wait(30)
+        return predict(items)
+
+    def noted(instances):
+        # the handler submits right after this, with no await between: the event loop runs
+        # no other request's handler before this one is queued
+        out = decode(instances)
+        read.put(len(instances))
+        return out
+    served.predict, served.images = busy, noted
+    results = {}
     with _client(served, max_queue=1, max_wait_ms=0) as client:
         body = {"instances": _batch(1).tolist()}
-        def ask():
-            results.append(client.post("/v1/models/cnn:predict", json=body))
-        workers = [threading.Thread(target=ask) for _ in range(4)]
-        for w in workers:
-            w.start()
-            time.sleep(0.2)  # the first is taken by the worker, the second waits, the rest find it full
-        gate.set()
-        for w in workers:
-            w.join(10)
-    codes = sorted(r.status_code for r in results)
-    assert codes.count(200) >= 2 and 503 in codes
-    busy = next(r for r in results if r.status_code == 503)
+
+        def ask(n):
+            results[n] = client.post("/v1/models/cnn:predict", json=body)
+        workers = [threading.Thread(target=ask, args=(n,)) for n in range(4)]
+        try:
+            workers[0].start()
+            assert taken.wait(30) and read.get(timeout=30)  # the first is in the model
+            workers[1].start()
+            assert read.get(timeout=30)  # the second is in the queue
+            for w in workers[2:]:  # the rest find it full, while the model is still busy
+                w.start()
+                w.join(30)
+        finally:
+            gate.set()
+        for w in workers[:2]:
+            w.join(30)
+    assert [results[n].status_code for n in range(4)] == [200, 200, 503, 503]
+    busy = results[2]
     assert busy.headers["retry-after"] == "1" and "busy" in busy.json()["detail"]
 
 
 def test_batcher_refuses_beyond_its_queue():
-    gate = threading.Event()
-    batcher = Batcher(lambda items: (gate.wait(5), items)[1], max_batch=1, max_wait_s=0, max_queue=1)
+    taken, gate = threading.Event(), threading.Event()
+
+    def run(items):
+        taken.set()
+        gate.wait(30)
+        return items
+    batcher = Batcher(run, max_batch=1, max_wait_s=0, max_queue=1)
     try:
         batcher.submit([1])
-        time.sleep(0.2)  # taken by the worker
+        assert taken.wait(30)  # the first is in the worker's hands, the queue empty
         batcher.submit([2])
         with pytest.raises(QueueFull):
             batcher.submit([3])

@@ -6,6 +6,7 @@ from . import backend as B
 from . import dtypes as D
 from . import random as R
 from . import shapes
+from .capabilities import CapabilityError
 from .dtypes import int64
 from .device import check_device, place
 from .shapes import ShapeError
@@ -47,7 +48,20 @@ def as_tensor(data, dtype=None, device=None):
 
 
 def from_numpy(array):
-    """A copy of a NumPy array (interop only: stage 0 cannot share NumPy's memory)."""
+    """A tensor over a NumPy array's memory, as torch.from_numpy: on the stages that share
+    memory (those whose ``LACKS`` omits "dlpack") a writable array is shared with its shape,
+    dtype and strides (a sliced, transposed, Fortran-ordered or reversed array becomes a
+    strided view), and writes through either side are seen by the other. Elsewhere the
+    array is copied, with the same shape, dtype and values: on stages 0 and 1, which cannot
+    share memory; for a read-only array (a broadcast one included), since stagegrad tensors
+    are always writable (PyTorch shares it and warns); and for a misaligned one. The tensor
+    is on the CPU, whatever the default device."""
+    flags = getattr(array, "flags", None)
+    if flags is not None and flags.writeable and flags.aligned and hasattr(array, "__dlpack__"):
+        try:
+            return Tensor._make(B.from_dlpack(array))
+        except (CapabilityError, BufferError):  # no shared memory here, or none NumPy exports
+            pass
     return Tensor._infer(array)
 
 

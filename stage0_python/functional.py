@@ -27,8 +27,9 @@ def _rows_fused(name, t):
 
 
 def _shift(x, dim):
-    # a row whose max is infinite becomes NaN (inf - inf), as in PyTorch
-    return x - x.amax(dim=dim, keepdim=True)
+    # a row whose max is infinite becomes NaN (inf - inf), as in PyTorch; an empty tensor
+    # has no rows to shift (and an empty dim no maximum)
+    return x - x.amax(dim=dim, keepdim=True) if x.numel() else x
 
 
 class LogSoftmax(Function):

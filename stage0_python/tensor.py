@@ -134,7 +134,9 @@ def _buffer_from(data, dtype):
             raise TypeError(f"tensor: unsupported NumPy dtype {np_name}")
         if dtype is None:  # converting to a dtype named with dtype= is fine; keeping it is not
             src = _to_dtype(src)
-        flat = data.reshape(-1)  # C-contiguous (a copy when ``data`` is not)
+        flat = data.reshape(-1)  # a view where one stride reaches every element, else a copy
+        if not flat.flags.c_contiguous:  # sliced, reversed or broadcast: its bytes are not in order
+            flat = flat.copy()
         if (dtype is None or dtype is src) and src.name == np_name and flat.size:
             raw = memoryview(flat).cast("B")  # the bytes as they are: no per-element conversion
             buf = B.from_buffer(bytearray(raw) if raw.readonly else raw, src)
@@ -992,14 +994,17 @@ class Tensor(TensorCore, ContractionMethods, MathMethods, RearrangingMethods, Sa
         return ops.Extreme.apply(self, "min", axes, keepdim)
 
     def _arg(self, op, dim, keepdim):
-        if self.numel() == 0:
-            raise ValueError(f"{op}: cannot reduce an empty tensor of shape {list(self.shape)}")
         if dim is None:
+            if self.numel() == 0:
+                raise ValueError(f"{op}: cannot reduce an empty tensor of shape {list(self.shape)}")
             out = Tensor._make(B.arg_reduce(op, B.reshape(self._data, (self.numel(),)), 0, False))
             return out.reshape((1,) * self.ndim) if keepdim else out
         if not self.ndim:
             return Tensor._make(place(B.full((), 0, int64), self.device))
-        return Tensor._make(B.arg_reduce(op, self._data, self._dim(dim, op), keepdim))
+        d = self._dim(dim, op)
+        if self.shape[d] == 0:  # only the reduced dim must hold something: (0, 4) over dim 1 is (0,)
+            raise ValueError(f"{op}: cannot reduce dim {d} of size 0 (shape {list(self.shape)})")
+        return Tensor._make(B.arg_reduce(op, self._data, d, keepdim))
 
     @accepts_axis
     def argmax(self, dim=None, keepdim=False):
@@ -1034,7 +1039,9 @@ class Tensor(TensorCore, ContractionMethods, MathMethods, RearrangingMethods, Sa
         """``log(sum(exp(x)))`` over ``dim``, computed stably; see torch.logsumexp."""
         x = self if self.dtype.is_floating_point else self.to(D.get_default_dtype())
         axes = x._dims(dim, "logsumexp")
-        m = x.detach().amax(dim=axes, keepdim=True)
+        # over an empty dim the sum is 0 and its log -inf: no shift (a 0 of the kept shape)
+        m = x.detach()
+        m = m.amax(dim=axes, keepdim=True) if all(x.shape[d] for d in axes) else m.sum(dim=axes, keepdim=True)
         m = where(m.abs() == math.inf, 0.0, m)  # all -inf (or inf) rows: no shift
         out = (x - m).exp().sum(dim=axes, keepdim=True).log() + m
         return out if keepdim else out.squeeze(axes)

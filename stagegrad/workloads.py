@@ -60,10 +60,9 @@ class Impl:
             if requires_grad:
                 raise Unsupported("NumPy has no autograd")
             return array.copy()
-        if self.name == "torch":
-            t = self.lib.from_numpy(array.copy())
-        else:
-            t = self.lib.from_numpy(array)
+        # from_numpy shares memory (PyTorch's, and the stages' that can): a copy, so that an
+        # in-place update never reaches the array the next implementation is given
+        t = self.lib.from_numpy(array.copy())
         return t.requires_grad_() if requires_grad else t
 
 

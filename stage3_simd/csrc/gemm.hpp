@@ -56,8 +56,10 @@ struct gemm_problem {
 inline constexpr std::int64_t ceil_div(std::int64_t x, std::int64_t y) { return (x + y - 1) / y; }
 
 // Split `total` into the fewest blocks of at most `block`, all of about equal size, rounded up
-// to a multiple of `step`: the step to use in a blocked loop over `total`.
+// to a multiple of `step`: the step to use in a blocked loop over `total`. An empty `total`
+// (a zero-size dimension) is no blocks, and any step will do.
 inline constexpr std::int64_t balanced_step(std::int64_t total, std::int64_t block, std::int64_t step) {
+    if (total <= 0) return step;
     const std::int64_t pieces = ceil_div(total, block);
     return std::max<std::int64_t>(step, ceil_div(ceil_div(total, pieces), step) * step);
 }

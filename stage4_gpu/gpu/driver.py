@@ -70,7 +70,9 @@ class Driver:
         """Write the view ``x``'s elements into the new contiguous host buffer ``dst`` (same
         shape and dtype). Here through their bytes, waiting for the device; a driver that can
         copy into the host's memory directly overrides it (and may honour ``non_blocking``)."""
-        memoryview(dst).cast("B")[:] = x.host_bytes()
+        view = memoryview(dst)
+        if view.nbytes:  # an empty view with a 0 in its shape cannot be cast, and holds nothing
+            view.cast("B")[:] = x.host_bytes()
 
     def data_ptr(self, x):
         """The number ``data_ptr()`` reports for the view ``x``."""

@@ -28,7 +28,7 @@ class _Embedding(Function):
     def backward(ctx, g):
         (flat,) = ctx.saved_tensors
         D = g.shape[-1]
-        g = g.reshape(-1, D)
+        g = g.reshape(flat.shape[0], D)  # not -1: rows of width 0 leave it ambiguous
         if ctx.padding_idx is not None:
             g = g * (flat != ctx.padding_idx).to(g.dtype).unsqueeze(1)
         if ctx.scale:

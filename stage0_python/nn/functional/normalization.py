@@ -60,12 +60,14 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
                        weight=weight, bias=bias)
     shape = (C,) + (1,) * (input.ndim - 2)
     dims = (0,) + tuple(range(2, input.ndim))
-    n = input.numel() // C if C else 0
-    if training and n <= 1:
+    n = input.shape[0] * math.prod(input.shape[2:])  # values per channel
+    if training and n == 1:
         raise ValueError(f"batch_norm: expected more than 1 value per channel when training, "
                          f"got input of shape {tuple(input.shape)}")
     if not training and (running_mean is None or running_var is None):
         raise ValueError("batch_norm: running_mean and running_var are required when training=False")
+    if input.numel() == 0:  # no batch or no channels: nothing to normalise, no statistics to update
+        return _ACTIVATIONS[act](_scale_shift(input, weight, bias, shape))
     if _fits_batch_norm(input, weight, bias, running_mean, running_var):
         return BatchNorm.apply(input, weight, bias, running_mean, running_var, training, float(momentum),
                                float(eps), act)
@@ -142,7 +144,8 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     if num_groups < 1 or C % num_groups:
         raise ShapeError(f"group_norm: {C} channels of input {tuple(input.shape)} cannot be split "
                          f"into {num_groups} groups")
-    y = _normalize(input.reshape(N, num_groups, -1), (2,), eps)[0].reshape(input.shape)
+    group = C // num_groups * math.prod(input.shape[2:])  # not -1, which an empty batch leaves ambiguous
+    y = _normalize(input.reshape(N, num_groups, group), (2,), eps)[0].reshape(input.shape)
     shape = (C,) + (1,) * (input.ndim - 2)
     return _scale_shift(y, weight, bias, shape)
 
