@@ -218,16 +218,8 @@ def _nest(list flat, tuple shape):
 @cython.auto_pickle(False)
 cdef class BufferCore:
     """The shape and dtype every device's buffer has. A host ``Buffer`` is made by the
-    backend's functions; a device's buffer class (stage 4's ``StridedBuffer``) subclasses
-    this one and sets them with ``_describe``."""
-
-    def _describe(self, tuple shape, dtype):
-        """Set a device buffer's shape and dtype (refused for a host Buffer: its kernels
-        trust them to match its storage)."""
-        if isinstance(self, Buffer):
-            raise TypeError("a host Buffer's shape and dtype are fixed when it is made")
-        self.shape = shape
-        self.dtype = dtype
+    backend's functions; a device's view (stage 4's ``_strided.StridedCore``) subclasses
+    this one and sets them in compiled code."""
 
 
 cdef class Buffer(BufferCore):
