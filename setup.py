@@ -66,6 +66,13 @@ class BuildExt(build_ext):
     compiled module in ``COMPILED/<stage>/``, which the stage's ``__init__`` adds to its
     ``__path__``, instead of beside the sources. A wheel keeps its modules in the package."""
 
+    def finalize_options(self):
+        super().finalize_options()
+        # every core, whoever runs the command: pip's editable and wheel builds make it anew,
+        # without the options setup() was given, and built one extension at a time
+        if not self.parallel:
+            self.parallel = os.cpu_count() or 1
+
     def _get_inplace_equivalent(self, build_py, ext):
         inplace_file, regular_file = super()._get_inplace_equivalent(build_py, ext)
         folder = COMPILED.joinpath(*self.get_ext_fullname(ext.name).split(".")[:-1])
@@ -192,8 +199,9 @@ def extensions():
     # the frontend of stages 3 and 4: one source each, so one C file per stage
     for stage in ("stage3_simd", "stage4_gpu") if stage3 else ():
         out += cythonize(frontend_extensions(stage), build_dir=str(GENERATED / stage), **options)
-    return out
+    # the parallel build takes them in order: stage 3's kernels per ISA (a minute of compiling
+    # each, the rest seconds) first, so that no core waits for one at the end
+    return sorted(out, key=lambda e: not e.name.startswith("stage3_simd._isa_"))
 
 
-setup(ext_modules=extensions(), cmdclass={"build_ext": BuildExt},
-      options={"build_ext": {"parallel": os.cpu_count() or 1}})
+setup(ext_modules=extensions(), cmdclass={"build_ext": BuildExt})

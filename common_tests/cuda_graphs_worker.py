@@ -286,9 +286,11 @@ def graphed_callables():
 
 
 def train_cli():
-    """``stagegrad train --cuda-graph`` on the bundled MNIST slice (SGD, constant rate):
-    72 images in batches of 16 for two epochs (three eager steps, the capture, replays, and
-    a last batch of 8 stepped eagerly each epoch) against the same run on the cpu device."""
+    """``stagegrad train --cuda-graph`` on the bundled MNIST slice, against the same run on
+    the cpu device: 72 images in batches of 16 for two epochs (three eager steps, the
+    capture, replays, and a last batch of 8 stepped eagerly each epoch), with SGD at a
+    constant rate (the whole step captured) and with AdamW on the cosine schedule (forward
+    and backward captured, the optimizer stepping eagerly)."""
     import argparse
 
     from stagegrad import train
@@ -302,19 +304,23 @@ def train_cli():
         return counted
     for name in calls:  # counted, to see the graph made once and replayed for the rest
         setattr(sg.cuda.CUDAGraph, name, counting(name, getattr(sg.cuda.CUDAGraph, name)))
+    optimizers = {"sgd": ["--optimizer", "sgd", "--constant-lr", "--lr", "0.05"], "adamw": ["--lr", "0.002"]}
     with tempfile.TemporaryDirectory() as tmp:
-        for name, graphed in (("eager", False), ("graphed", True)):
-            p = argparse.ArgumentParser()
-            train.add_arguments(p)
-            save = str(Path(tmp) / f"{name}.ckpt")
-            argv = ["--stage", "stage4_gpu", "--data", str(DATA), "--subset", "72", "--test-subset", "40",
-                    "--batch-size", "16", "--epochs", "2", "--optimizer", "sgd", "--constant-lr",
-                    "--lr", "0.05", "--save", save] + (["--cuda-graph"] if graphed else [])
-            summary = train.run(p.parse_args(argv))
-            ckpt = sg.load(save, format="stagegrad")
-            out[name] = {"final_loss": summary["final_loss"], "test_accuracy": summary["test_accuracy"],
-                         "seen": summary["train_images_seen"], "graph_calls": dict(calls),
-                         "weights": {k: t.cpu().reshape(-1).tolist() for k, t in ckpt["model"].items()}}
+        for optimizer, options in optimizers.items():
+            out[optimizer] = {}
+            for name, graphed in (("eager", False), ("graphed", True)):
+                calls.update(dict.fromkeys(calls, 0))
+                p = argparse.ArgumentParser()
+                train.add_arguments(p)
+                save = str(Path(tmp) / f"{optimizer}-{name}.ckpt")
+                argv = ["--stage", "stage4_gpu", "--data", str(DATA), "--subset", "72", "--test-subset", "40",
+                        "--batch-size", "16", "--epochs", "2", "--save", save, *options]
+                summary = train.run(p.parse_args(argv + (["--cuda-graph"] if graphed else [])))
+                ckpt = sg.load(save, format="stagegrad")
+                out[optimizer][name] = {
+                    "final_loss": summary["final_loss"], "test_accuracy": summary["test_accuracy"],
+                    "seen": summary["train_images_seen"], "graph_calls": dict(calls),
+                    "weights": {k: t.cpu().reshape(-1).tolist() for k, t in ckpt["model"].items()}}
     return out
 
 

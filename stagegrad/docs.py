@@ -5,8 +5,11 @@ from ``docs/_generated/``. By default this command first measures a quick journe
 it (on one thread, as the journey's default), so the site shows numbers from the machine
 that built it and the build stays fast, and its landing page says that they come from a
 quick run; ``--from DIR`` takes a report already written by ``stagegrad journey --out DIR``
-(a full run) instead.
+(a full run) instead. ``--skip`` leaves some of the stages' own tables unmeasured (each
+page then names the command that measures it), for a build that checks the site rather
+than the machine.
 """
+import os
 import shutil
 import subprocess
 import sys
@@ -34,6 +37,10 @@ def add_arguments(p):
                         "(default: measure a quick one)")
     p.add_argument("--stages", default=None,
                    help="comma-separated stages for the quick journey (default: every installed stage)")
+    p.add_argument("--skip", default="", metavar="TABLES",
+                   help="comma-separated tables of the stages' own measurements not to measure, by "
+                        "file name (devices, distributed, systems, loadtest, gemm_ladder, simd, profile, "
+                        "stage1_views): each page says which command measures it (default: none)")
 
 
 def run(args):
@@ -62,6 +69,7 @@ def run(args):
     cmd = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-E", "-q", "-b", "html",
            str(DOCS), str(out), "-d", str(out.parent / ".doctrees")]
     print("building the site: " + " ".join(cmd), file=sys.stderr)
-    if subprocess.run(cmd, cwd=ROOT, check=False).returncode != 0:
+    env = dict(os.environ, STAGEGRAD_DOCS_SKIP=args.skip)  # read by docs/_ext/stagegrad_docs.py
+    if subprocess.run(cmd, cwd=ROOT, env=env, check=False).returncode != 0:
         raise RuntimeError("the documentation build failed (warnings are errors; see above)")
     print(f"site written to {out / 'index.html'}")

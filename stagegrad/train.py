@@ -23,12 +23,13 @@ samples/s times the whole loop, data loading included: PyTorch's ``DataLoader`` 
 collates sample by sample, where a stage's MNIST hands over whole batches (``get_batch``).
 
 ``--cuda-graph`` trains on the cuda device and, after ``WARMUP_STEPS`` eager steps, captures
-the whole training step (forward, backward, optimizer step) into one CUDA graph and replays
-it for every batch of the captured size, each batch first copied into the step's static
-input tensors (a smaller last batch steps eagerly). A replay repeats what the host computed
-at capture, so the step must not change from batch to batch: AdamW's bias correction (from
-its step count) and the cosine schedule's rate do, and ``--cuda-graph`` asks for
-``--optimizer sgd --constant-lr``.
+the training step into one CUDA graph and replays it for every batch of the captured size,
+each batch first copied into the step's static input tensors (a smaller last batch steps
+eagerly). A replay repeats the values the host computed at capture, so what the graph holds
+depends on the optimizer: with ``--optimizer sgd --constant-lr`` the whole step (forward,
+backward, optimizer step); otherwise forward and backward, and the optimizer steps eagerly
+after each replay (one launch per parameter group), since AdamW's bias correction (from its
+step count) and the cosine schedule's rate change every step.
 
 ``--nproc N`` trains on N processes of this machine, each on one thread: the command
 starts itself again under ``mpirun`` (``stagegrad.mpi``), and each process (rank) trains
@@ -108,9 +109,10 @@ def add_arguments(p):
     p.add_argument("--constant-lr", action="store_true",
                    help="keep --lr for the whole run instead of a cosine schedule down to 0")
     p.add_argument("--cuda-graph", action="store_true",
-                   help=f"train on the cuda device, the whole training step captured into a CUDA graph "
-                        f"after {WARMUP_STEPS} eager steps and replayed for each batch; needs --optimizer "
-                        f"sgd --constant-lr, whose step stays the same from batch to batch")
+                   help=f"train on the cuda device, the training step captured into a CUDA graph after "
+                        f"{WARMUP_STEPS} eager steps and replayed for each batch: the whole step with "
+                        f"--optimizer sgd --constant-lr, else forward and backward, the optimizer stepping "
+                        f"eagerly (its bias correction and scheduled rate change every step)")
     p.add_argument("--subset", type=_count, default=6000,
                    help="train on the first N training images, or 'all' (default: 6000, which "
                         "keeps the pure-Python stages to about a minute per epoch)")
@@ -372,12 +374,15 @@ def evaluate(sg, model, dataset, batch_size=500, dist=None, quiet=False, device=
 class CapturedStep:
     """``--cuda-graph``'s training step: eager on the cuda device for the first
     ``WARMUP_STEPS`` batches, then captured once into a CUDA graph (forward, cross-entropy,
-    backward, optimizer step) and replayed for every batch of the captured shape, each
-    copied into the static inputs the capture read; a batch of another shape (a smaller last
-    one) steps eagerly, on the same parameters and optimizer state. Returns (logits, loss)
-    on the device; a replay's are the graph's static outputs, overwritten by the next."""
+    backward and, with ``whole``, the optimizer step) and replayed for every batch of the
+    captured shape, each copied into the static inputs the capture read. Without ``whole``
+    the optimizer steps eagerly after each replay, from the gradients the replay wrote: its
+    host-computed values (a bias correction, a scheduled rate) change every step. A batch
+    of another shape (a smaller last one) steps eagerly, on the same parameters and
+    optimizer state. Returns (logits, loss) on the device; a replay's are the graph's
+    static outputs, overwritten by the next."""
 
-    def __init__(self, sg, model, opt, device="cuda"):
+    def __init__(self, sg, model, opt, device="cuda", whole=True):
         # a dropout mask is drawn on the host: a capture would freeze it, and every replay
         # would drop the same units
         dropping = sorted({type(m).__name__ for m in model.modules()
@@ -387,7 +392,7 @@ class CapturedStep:
                              f"for it at capture, but the model's {', '.join(dropping)} draws a new mask every step "
                              f"(on the host), so every replay would drop the same units; train this model "
                              f"without --cuda-graph")
-        self.sg, self.model, self.opt, self.device = sg, model, opt, device
+        self.sg, self.model, self.opt, self.device, self.whole = sg, model, opt, device, whole
         self.graph = None
         self.eager = 0
 
@@ -395,7 +400,8 @@ class CapturedStep:
         if self.graph is None and self.eager >= WARMUP_STEPS:
             self._capture(x, y)
         if self.graph is not None and tuple(x.shape) == tuple(self.x.shape):
-            # the captured loss cannot check its targets (a capture reads nothing back): here, on the host
+            # the graph checks the targets too, but raises at the next wait, after the step: the
+            # host's batch is checked here, before it
             low, high = y.min().item(), y.max().item()
             if low < 0 or high >= self.classes:
                 raise IndexError(f"cross_entropy: target {low if low < 0 else high} is out of bounds for "
@@ -403,6 +409,11 @@ class CapturedStep:
             self.x.copy_(x)
             self.y.copy_(y)
             self.graph.replay()
+            if not self.whole:
+                # the gradients the replay wrote (an eager step since may have set others)
+                for p, g in self.grads:
+                    p.grad = g
+                self.opt.step()
             return self.logits, self.loss
         self.eager += 1
         x, y = x.to(self.device), y.to(self.device)
@@ -416,7 +427,8 @@ class CapturedStep:
     def _capture(self, x, y):
         """Capture the step on static copies of the batch (x, y), allocated before the
         capture; the gradients are dropped first, so the captured backward writes new ones
-        (from the graph's pool) rather than adding to the last eager step's."""
+        (from the graph's pool), which each replay overwrites, rather than adding to the last
+        eager step's."""
         sg = self.sg
         self.x, self.y = x.to(self.device), y.to(self.device)
         self.opt.zero_grad(set_to_none=True)
@@ -425,21 +437,21 @@ class CapturedStep:
             self.logits = self.model(self.x)
             self.loss = sg.nn.functional.cross_entropy(self.logits, self.y)
             self.loss.backward()
-            self.opt.step()
+            if self.whole:
+                self.opt.step()
+        # the gradients the captured backward writes (nothing ran yet: the first replay runs it)
+        self.grads = [(p, p.grad) for p in self.model.parameters() if p.grad is not None]
         self.classes = self.logits.shape[-1]
 
 
+def _captures_whole_step(args):
+    """Whether ``--cuda-graph`` captures the optimizer step too: only when the values the
+    host computes for it stay the same from step to step (SGD at a constant rate)."""
+    return args.optimizer == "sgd" and args.constant_lr
+
+
 def _check_capturable(sg, args):
-    """``--cuda-graph``'s refusals: a step whose host-computed values change from batch to
-    batch (a replay would repeat the captured ones), a stage without a cuda device."""
-    changing = [what for frozen, what in (
-        (args.optimizer == "adamw", "AdamW's bias correction, computed on the host from its step count,"),
-        (not args.constant_lr, "the cosine schedule's learning rate")) if frozen]
-    if changing:
-        verb = "changes" if len(changing) == 1 else "change"
-        raise ValueError(f"--cuda-graph replays the training step with the values the host computed for it "
-                         f"at capture, but {' and '.join(changing)} {verb} every step, so every replay "
-                         f"would repeat the captured step's; train with --optimizer sgd --constant-lr")
+    """``--cuda-graph``'s refusal: a stage without a cuda device."""
     if not sg.cuda.is_available():
         why = getattr(sg.cuda, "unavailable_reason", lambda: "")()
         raise ValueError(f"--cuda-graph trains on the cuda device, which {sg.__name__} cannot use here"
@@ -582,7 +594,8 @@ def _train(sg, args, dist):
         f"({sum(p.numel() for p in model.parameters()):,} parameters), {len(train_set):,} "
         f"training images, batch {args.batch_size}{' per process' if ranks else ''}, "
         f"{'SGD' if sgd else 'AdamW'} lr {args.lr:g} ({'constant' if constant else 'cosine to 0'})"
-        f"{', on cuda, the step captured into a CUDA graph' if graphed else ''}")
+        + (f", on cuda, {'the whole step' if _captures_whole_step(args) else 'forward and backward'} "
+           f"captured into a CUDA graph" if graphed else ""))
     wall = time.perf_counter()
 
     def checkpoint(epoch):
@@ -595,7 +608,8 @@ def _train(sg, args, dist):
 
     seen, train_time, loss_value = fit(sg, net, opt, schedule, loader, args.epochs, start_epoch,
                                        on_epoch=checkpoint, sampler=sampler, world=world, quiet=quiet,
-                                       step=CapturedStep(sg, model, opt) if graphed else None)
+                                       step=CapturedStep(sg, model, opt, whole=_captures_whole_step(args))
+                                       if graphed else None)
     accuracy = evaluate(sg, model, test_set, dist=dist, quiet=quiet, device=device)
     wall = time.perf_counter() - wall
     summary = {"stage": sg.__name__, "model": args.model, "train_images_seen": seen,

@@ -12,6 +12,7 @@ in progress or planned says so at its top.
 import importlib
 import inspect
 import json
+import os
 import re
 import subprocess
 import sys
@@ -55,11 +56,30 @@ def ensure_report(gen):
     return json.loads(path.read_text())
 
 
+def skipped():
+    """The tables ``stagegrad docs --skip`` leaves unmeasured (its ``STAGEGRAD_DOCS_SKIP``), by
+    file name; an unknown name stops the build, naming the known ones."""
+    names = [n.strip() for n in os.environ.get("STAGEGRAD_DOCS_SKIP", "").split(",") if n.strip()]
+    known = [Path(f).stem for f in (*STAGE_RUNS, *TOOL_RUNS)]
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ValueError(f"stagegrad docs --skip: no table named {', '.join(unknown)} (the tables: "
+                         f"{', '.join(known)})")
+    return {f"{n}.md" for n in names}
+
+
 def ensure_measurements(gen):
     """Stage 1's views table, stage 3's GEMM ladder, SIMD-path and profile tables, stage 4's
     devices table and the distributed training table: measured here when absent, or a note
-    that the stage does not import where the site was built. Stage 3's real-model and
-    convolution-ladder tables come from the journey's folder, or a note says so."""
+    that the stage does not import where the site was built, or that the build skipped it.
+    Stage 3's real-model and convolution-ladder tables come from the journey's folder, or a
+    note says so."""
+    skip = skipped()
+    for name in skip:
+        if not (gen / name).exists():
+            command = f"stagegrad {STAGE_RUNS[name][1][0]}" if name in STAGE_RUNS else f"python {TOOL_RUNS[name][1][0]}"
+            (gen / name).write_text(f"*Not in this build: the site was built with `stagegrad docs --skip "
+                                    f"{Path(name).stem}`; `{command}` measures this table.*\n")
     failed = {}
     for pkg in dict.fromkeys(pkg for pkg, _ in (*STAGE_RUNS.values(), *TOOL_RUNS.values())):
         try:

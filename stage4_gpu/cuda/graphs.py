@@ -15,8 +15,9 @@ null launch mode a graph holds only the count of its launches, and a replay coun
 Memory allocated during a capture comes from the graph's private pool (a caching
 allocator of its own over a CuPy ``MemoryPool``): it stays the graph's while the graph or a
 tensor of the pool lives, and is never handed to an allocation outside a capture, so the
-addresses a replay writes are not another tensor's. Inputs and outputs are ordinary tensors: copy new data into the inputs
-the capture read (``static.copy_(x)``) and read the outputs it wrote after a replay.
+addresses a replay writes are not another tensor's. Inputs and outputs are ordinary
+tensors: copy new data into the inputs the capture read (``static.copy_(x)``) and read the
+outputs it wrote after a replay.
 
 What a capture cannot record is refused, naming it, and ends the capture (its graph is
 discarded, the runtime stays usable): a host synchronization (``.item()``, ``.tolist()``,

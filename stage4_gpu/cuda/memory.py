@@ -58,8 +58,9 @@ class Memory:
     def upload(self, raw, dtype):
         """A storage holding ``raw``, copied on the runtime's stream."""
         rt = runtime()
-        storage = self.allocate(len(raw) // dtype.itemsize, dtype)
-        rt.upload_into(storage.array, rt.np.frombuffer(raw, dtype=_numpy(dtype)))
+        host = rt.np.frombuffer(raw, dtype=_numpy(dtype))
+        storage = self.allocate(host.size, dtype)
+        rt.upload_into(storage.array, host)
         return storage
 
     def download(self, x):

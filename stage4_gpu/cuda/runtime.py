@@ -142,6 +142,7 @@ class Runtime:
             self.launcher.mode = mode
             self._modules = self._by_mode[mode]  # a null mode's kernels have no handle
             self.fast_kernels.clear()
+
     def _probe(self):
         """Compile, launch and read back one small kernel, so that a GPU whose NVRTC or
         driver cannot run our kernels is reported unavailable, with why, here."""
