@@ -140,24 +140,39 @@ def pytest_report_header(config):
 # what the suite compares against or drives: a Python module, or a program on PATH
 ORACLE_MODULES = ("numpy", "torch", "hypothesis", "onnx", "onnxruntime", "safetensors", "torchinfo",
                   "graphviz", "sphinx", "matplotlib", "asv", "wgpu", "fastapi", "uvicorn", "httpx", "mpi4py",
-                  "schemathesis")
+                  "schemathesis", "PIL")
 ORACLE_PROGRAMS = (("dot",), ("mpirun",), ("chromium", "chromium-browser", "google-chrome"),
-                   *((("qemu-x86_64",),) if platform.machine() == "x86_64" else ()))
+                   *((("qemu-x86_64",),) if platform.machine() == "x86_64" else ()),
+                   # as root, the tests of refused permissions drop root's privileges with it
+                   *((("setpriv",),) if hasattr(os, "geteuid") and os.geteuid() == 0 else ()))
+
+
+def _importable(name):
+    """Whether module ``name`` is installed and imports: one that is found but fails to import
+    would turn each of its comparisons into a skip."""
+    if importlib.util.find_spec(name) is None:
+        return False
+    try:
+        importlib.import_module(name)
+    except Exception:
+        return False
+    return True
 
 
 def missing_oracles():
-    """The oracles of ``ORACLE_MODULES`` and ``ORACLE_PROGRAMS`` this machine lacks."""
-    missing = [m for m in ORACLE_MODULES if importlib.util.find_spec(m) is None]
+    """The oracles of ``ORACLE_MODULES`` and ``ORACLE_PROGRAMS`` this machine lacks (a module
+    that does not import counts as missing)."""
+    missing = [m for m in ORACLE_MODULES if not _importable(m)]
     return missing + [names[0] for names in ORACLE_PROGRAMS if not any(map(shutil.which, names))]
 
 
 def untested_stages(config):
-    """The stages of a default run that cannot be tested here, with the reason: every stage
-    package and the webgpu device, and the cuda device where an NVIDIA driver is present."""
-    if config.getoption("--stages") or os.environ.get("STAGEGRAD_STAGES"):
-        return {}  # a chosen subset: what was left out was left out on purpose
+    """The stages that cannot be tested here, with the reason: of a default run, every stage
+    package and the webgpu device, and the cuda device where an NVIDIA driver is present; of
+    a run that chooses its stages (``--stages``, ``STAGEGRAD_STAGES``), every one chosen."""
     _selected(config)
-    exempt = () if shutil.which("nvidia-smi") else ("stage4_gpu[cuda]",)
+    chosen = config.getoption("--stages") or os.environ.get("STAGEGRAD_STAGES")
+    exempt = () if chosen or shutil.which("nvidia-smi") else ("stage4_gpu[cuda]",)
     return {name: why for name, why in _missing.items() if name not in exempt}
 
 
