@@ -379,12 +379,12 @@ RECURRENT_CASES = [(layer, case) for layer in RECURRENT for case in SEQUENCES
                    if layer == "LSTM" or "projection" not in case]
 
 
-def _recurrent_run(lib, cls, options, case, arrays, weights, fused=True):
+def _recurrent_run(lib, cls, options, case, arrays, weights, fused=True, hidden=7):
     """The layer's outputs and final states, then the gradients of the input, the initial
     states and every weight, from ``sum(outputs * fixed weights)``."""
     ctx = contextlib.nullcontext() if fused or lib.__name__ == "torch" else composite(lib)
     with ctx:
-        m = getattr(lib.nn, cls)(5, 7, num_layers=2, **options).to(getattr(lib, str(arrays[0].dtype)))
+        m = getattr(lib.nn, cls)(5, hidden, num_layers=2, **options).to(getattr(lib, str(arrays[0].dtype)))
         with lib.no_grad():
             for name, p in m.named_parameters():
                 p.copy_(lib.tensor(weights[name]))
@@ -432,6 +432,30 @@ def test_recurrent_layer(fsg, layer, case, dtype):
     assert len(fused) == len(comp) == len(ref)
     for f, c, r in zip(fused, comp, ref):
         _close(f, c, dtype)
+        _close(f, r, dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("hidden", [1, 16, 33, 64])
+@pytest.mark.parametrize("layer", ["LSTM", "GRU", "RNN_tanh"])
+def test_recurrent_layer_at_every_vector_width(fsg, layer, hidden, dtype):
+    """Hidden sizes that reach each branch of the recurrent kernels' loads and stores (with
+    7 above): less than a vector, whole vectors of every ISA's width (16 float32 lanes at
+    most) and whole vectors with a tail; outputs, final states and gradients against
+    PyTorch."""
+    if not importlib.import_module(fsg.__name__ + ".nn.rnn")._takes("recurrent", fsg.zeros(1)):
+        pytest.skip(f"{fsg.__name__} offers no recurrent kernel: its layers are composites, checked above")
+    cls, kind = RECURRENT[layer]
+    torch = need_torch()
+    reference = getattr(torch.nn, cls)(5, hidden, num_layers=2, **kind)
+    weights = {name: _data(tuple(p.shape), dtype, 10 + k) * 0.5 for k, (name, p) in
+               enumerate(reference.named_parameters())}
+    states = [_data((2, 3, hidden), dtype, 1 + k) for k in range(2 if cls == "LSTM" else 1)]
+    arrays = [_data((6, 3, 5), dtype)] + states
+    fused = _recurrent_run(fsg, cls, kind, "padded", arrays, weights, hidden=hidden)
+    ref = _recurrent_run(torch, cls, kind, "padded", arrays, weights, hidden=hidden)
+    assert len(fused) == len(ref)
+    for f, r in zip(fused, ref):
         _close(f, r, dtype)
 
 
