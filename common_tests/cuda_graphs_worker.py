@@ -206,6 +206,15 @@ def sync_refused():
         y = x * 6
     g.replay()
     out["after_reset"] = y.tolist()
+    # an optimizer whose step computes values from its count is refused, as PyTorch refuses one
+    # that is not capturable; SGD's step is captured
+    w = sg.ones(4, device="cuda", requires_grad=True)
+    (w * 2).sum().backward()
+    for name, opt in (("adamw", sg.optim.AdamW([w], lr=0.1)), ("sgd", sg.optim.SGD([w], lr=0.1))):
+        def step():
+            with sg.cuda.graph(sg.cuda.CUDAGraph()):
+                opt.step()
+        out[f"{name}_step"] = [_refusal(step), sg.cuda.is_current_stream_capturing()]
     return out
 
 

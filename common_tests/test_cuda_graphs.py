@@ -85,7 +85,8 @@ def test_a_host_synchronization_inside_a_capture_is_refused_and_the_runtime_reco
     """``.item()``, ``synchronize()`` and ``.cpu()`` inside ``with sg.cuda.graph(g):`` raise
     RuntimeError naming the operation; the capture is over, the graph holds nothing to
     replay, and eager work and a new capture run right after. Captured by hand,
-    ``capture_end`` says the capture was ended early."""
+    ``capture_end`` says the capture was ended early. An AdamW step is refused inside a
+    capture (its bias correction comes from its step count), an SGD step is not."""
     out = _seen(emulated, "sync_refused")
     for op, named in (("item", ".item()"), ("synchronize", "synchronize"), ("cpu", "device to host memory")):
         seen = out[op]
@@ -98,6 +99,9 @@ def test_a_host_synchronization_inside_a_capture_is_refused_and_the_runtime_reco
     assert NOT_CAPTURED in out["replay_before_capture"]
     assert "captures do not nest" in out["nested"][0] and out["nested"][1] is False
     assert "already holds a capture" in out["capture_twice"]
+    refused, capturing = out["adamw_step"]
+    assert "graph capture of step() for an instance of AdamW" in refused and "step count" in refused
+    assert capturing is False and out["sgd_step"] == [None, False]
 
 
 def test_in_null_mode_each_replay_counts_the_launches_of_an_eager_step(emulated):

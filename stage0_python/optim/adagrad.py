@@ -11,6 +11,8 @@ class Adagrad(Optimizer):
     names them all); a group added later gets its state at its first step. Either way the
     sum starts at the constructor's ``initial_accumulator_value``."""
 
+    _STEP_COUNTED = True  # a bias correction or a decayed rate from the step count
+
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
                  foreach=None, *, maximize=False, differentiable=False, fused=None):
         defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,

@@ -9,6 +9,8 @@ class Adam(Optimizer):
     ``decoupled_weight_decay`` shrinks the parameter directly (AdamW). ``amsgrad`` keeps the
     running maximum of the second moment."""
 
+    _STEP_COUNTED = True  # a bias correction or a decayed rate from the step count
+
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False,
                  *, foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
                  decoupled_weight_decay=False):

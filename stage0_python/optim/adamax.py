@@ -6,6 +6,8 @@ class Adamax(Optimizer):
     """Adamax (Kingma & Ba, section 7): Adam with the infinity norm. ``exp_inf =
     max(beta2 * exp_inf, |g| + eps)``; ``p -= lr / (1 - beta1**step) * exp_avg / exp_inf``."""
 
+    _STEP_COUNTED = True  # a bias correction or a decayed rate from the step count
+
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, foreach=None, *,
                  maximize=False, differentiable=False, capturable=False):
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, maximize=maximize,

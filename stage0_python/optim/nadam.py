@@ -16,6 +16,8 @@ class NAdam(Optimizer):
     The state's ``mu_product`` (the product of every ``mu`` so far) is a Python float
     rounded to float32 after each product, as PyTorch's float32 tensor holds it."""
 
+    _STEP_COUNTED = True  # a bias correction or a decayed rate from the step count
+
     _scalar_state = ("mu_product",)
 
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, momentum_decay=4e-3,

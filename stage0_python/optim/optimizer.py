@@ -61,8 +61,10 @@ def path_options(**options):
     each group as PyTorch keeps them, so state dicts match key for key. A stage always picks
     its own path: stage 3 and stage 4's devices run a fused step where the backend has one
     (stage 3 a whole group in one call, ``cuda`` in one launch), the others loop over
-    parameters, so ``foreach``, ``fused`` and ``capturable`` change nothing here. A step
-    never records autograd history, so ``differentiable=True`` is refused, not ignored."""
+    parameters, so ``foreach``, ``fused`` and ``capturable`` change nothing here (an optimizer
+    whose step depends on its count is refused in a CUDA graph capture either way:
+    ``Optimizer._refuse_capture``). A step never records autograd history, so
+    ``differentiable=True`` is refused, not ignored."""
     for name in ("foreach", "fused"):
         value = options.get(name)
         if value is not None and not isinstance(value, bool):
@@ -137,6 +139,10 @@ class Optimizer:
     """Base class. Subclasses pass their hyperparameter ``defaults`` and implement ``_update``
     (and ``_state_keys`` when they keep per-parameter state)."""
 
+    # whether a step computes values on the host from its step count (a bias correction, a
+    # decayed rate): a CUDA graph would freeze them, so such a step is not captured
+    _STEP_COUNTED = False
+
     def __init__(self, params, defaults):
         self.defaults = dict(defaults)
         self._check_group(self.defaults, "the defaults")
@@ -206,6 +212,8 @@ class Optimizer:
     def step(self, closure=None):
         """One update of every parameter that has a gradient (``closure`` re-evaluates the
         loss first, with grad mode on, and its value is returned)."""
+        if self._STEP_COUNTED:
+            self._refuse_capture()
         loss = None
         if closure is not None:
             with enable_grad():
@@ -218,6 +226,18 @@ class Optimizer:
                     for p in params:
                         self._update(p, group)
         return loss
+
+    def _refuse_capture(self):
+        """Refuse a step while a CUDA graph is captured, as PyTorch refuses one that is not
+        ``capturable``: its replays would repeat the values computed from this step's count.
+        (No optimizer here keeps its step count on the device, so ``capturable=True`` does
+        not make it capturable either.)"""
+        from .. import cuda  # the stage's: stage 0's says nothing is ever captured
+        if cuda.is_current_stream_capturing():
+            raise RuntimeError(f"Attempting CUDA graph capture of step() for an instance of {type(self).__name__}, "
+                               f"whose step computes values on the host from its step count (a bias correction, "
+                               f"a decayed rate), which every replay would repeat; capture forward and backward, "
+                               f"and step the optimizer after each replay (capturable=True is not supported)")
 
     def _update(self, p, group):
         """The rule: update ``p`` in place from ``p.grad`` and its state."""

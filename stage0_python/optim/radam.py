@@ -7,6 +7,8 @@ class RAdam(Optimizer):
     adaptive rate is intractable (``rho_t <= 5``), Adam scaled by the rectification term
     after; ``decoupled_weight_decay`` shrinks the parameter directly (RAdamW)."""
 
+    _STEP_COUNTED = True  # a bias correction or a decayed rate from the step count
+
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False):
