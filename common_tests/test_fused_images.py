@@ -29,7 +29,8 @@ def pytest_generate_tests(metafunc):
 
 DTYPES = ["float32", "float64"]
 
-# (N, C, H, W, O, kernel, stride, padding, dilation, groups)
+# (N, C, H, W, O, kernel, stride, padding, dilation, groups); kernel, stride, padding and
+# dilation each a number or a (height, width) pair
 CONVOLUTIONS = [
     (2, 3, 7, 9, 4, 3, 1, 1, 1, 1),
     (1, 5, 8, 8, 6, 3, 2, 1, 1, 1),      # batch 1, stride 2
@@ -47,12 +48,22 @@ CONVOLUTIONS = [
     (2, 5, 6, 6, 5, 5, 1, 2, 2, 5),      # depthwise, dilation
     (2, 3, 5, 5, 6, 3, 1, 3, 1, 3),      # depthwise, padding past the adjoint's reach
     (0, 3, 6, 6, 4, 3, 1, 1, 1, 1),      # empty batch
+    # rectangular kernels, and stride, padding and dilation that differ along height and width
+    (2, 3, 7, 9, 4, (3, 5), (1, 2), (1, 2), 1, 1),
+    (2, 4, 9, 8, 5, (1, 3), (2, 1), (0, 1), (1, 2), 1),
+    (2, 6, 7, 8, 6, (2, 3), 1, (1, 0), (2, 1), 1),
+    (2, 4, 8, 9, 4, (5, 3), (2, 1), (2, 1), 1, 4),   # depthwise
 ]
+
+
+def _case_id(case):
+    return "x".join(str(v).replace(", ", "-").strip("()") for v in case)
 
 
 def _conv_arrays(case, dtype):
     N, C, H, W, O, k, _, _, _, g = case
-    return [_data((N, C, H, W), dtype), _data((O, C // g, k, k), dtype, 1), _data((O,), dtype, 2)]
+    kh, kw = k if isinstance(k, tuple) else (k, k)
+    return [_data((N, C, H, W), dtype), _data((O, C // g, kh, kw), dtype, 1), _data((O,), dtype, 2)]
 
 
 def _conv(case):
@@ -61,7 +72,7 @@ def _conv(case):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("case", CONVOLUTIONS, ids=lambda c: "x".join(map(str, c)))
+@pytest.mark.parametrize("case", CONVOLUTIONS, ids=_case_id)
 def test_conv2d(fsg, case, dtype):
     check(fsg, _conv(case), _conv_arrays(case, dtype), dtype)
 
