@@ -14,20 +14,20 @@ says which (op, dtype) pairs may take this path, and with which kernel.
 """
 from ._strided cimport StridedCore, contiguous_strides
 
-cdef enum:
-    BLOCK = 256  # runtime.BLOCK: threads per block of the one-thread-per-element kernels
-
 
 cdef class ElementwisePath:
     """``binary(op, a, b, dtype)`` and ``unary(op, x, dtype=None)`` as the device layer's
     (``general_binary``, ``general_unary``), with the common case compiled (see the
     module's design). ``runtime()`` gives the opened runtime; ``kernel_for(op, dtype,
-    arity)`` a ``(kernel, output dtype, its NumPy dtype)`` for this path, or None."""
+    arity)`` a ``(kernel, output dtype, its NumPy dtype)`` for this path, or None; ``block``
+    the threads per block of the one-thread-per-element kernels."""
     cdef object runtime, kernel_for, general_binary, general_unary
+    cdef Py_ssize_t block
 
-    def __init__(self, runtime, kernel_for, general_binary, general_unary):
+    def __init__(self, runtime, kernel_for, general_binary, general_unary, Py_ssize_t block):
         self.runtime, self.kernel_for = runtime, kernel_for
         self.general_binary, self.general_unary = general_binary, general_unary
+        self.block = block
 
     cdef tuple _kernel(self, rt, str op, dtype, int arity):
         """``(kernel, output dtype, its NumPy dtype)`` of this path for ``op`` on ``dtype``, or None."""
@@ -43,10 +43,9 @@ cdef class ElementwisePath:
         """A new row-major buffer shaped as ``first``, written by ``found``'s kernel over
         ``inputs`` (each of first's shape, row-major)."""
         kernel, out_dtype, out_numpy = found
-        allocator = rt.memory if rt.capture is None else rt.capture.pool.allocator
         cdef Py_ssize_t n = first.numel
         cdef StridedCore out = type(first).__new__(type(first))
-        out.set_view(allocator.allocate(n, out_numpy), first.shape, first.strides, 0, out_dtype)
+        out.set_view(rt.allocator().allocate(n, out_numpy), first.shape, first.strides, 0, out_dtype)
         if n == 0:
             return out
         cdef list params = [n, 1, n, 0, 1]
@@ -55,11 +54,12 @@ cdef class ElementwisePath:
         for x in inputs:
             params += (x.offset, 1)
             args.append(x.storage.ptr)
-        blocks = (n + BLOCK - 1) // BLOCK
+        block = self.block
+        blocks = (n + block - 1) // block
         try:
-            kernel.launch(blocks, BLOCK, args)
+            kernel.launch(blocks, block, args)
         except Exception as e:
-            rt._retried(e, lambda: kernel.launch(blocks, BLOCK, args))
+            rt._retried(e, lambda: kernel.launch(blocks, block, args))
         return out
 
     def binary(self, str op, a, b, dtype):

@@ -33,17 +33,12 @@ cdef enum:
     BIG_GRAIN = 2 << 20
 
 
-cdef Py_ssize_t size_class(Py_ssize_t nbytes):
-    """The bytes a request of ``nbytes`` is given (at least one grain)."""
+cpdef Py_ssize_t rounded(Py_ssize_t nbytes):
+    """The size class of a request of ``nbytes``: the bytes it is given (at least one grain)."""
     cdef Py_ssize_t grain = GRAIN if nbytes <= LARGE else BIG_GRAIN
     if nbytes < 1:
         nbytes = 1
     return (nbytes + grain - 1) // grain * grain
-
-
-def rounded(nbytes):
-    """The size class of a request of ``nbytes``: the bytes it is given."""
-    return size_class(nbytes)
 
 
 # Blocks and storages hold nothing that refers back to them, so the cycle collector need
@@ -77,7 +72,7 @@ cdef class CachingAllocator:
         """A new storage of ``count`` elements (at least one is given) of the NumPy
         ``dtype``, from a free block of its size class when there is one."""
         cdef Py_ssize_t itemsize = dtype.itemsize
-        cdef Py_ssize_t size = size_class((count if count > 0 else 1) * itemsize)
+        cdef Py_ssize_t size = rounded((count if count > 0 else 1) * itemsize)
         cdef list blocks = self.free.get(size)
         cdef Block block
         if blocks:

@@ -49,8 +49,8 @@ cdef class Routed:
 
     def __init__(self, name, positions, on_cpu, on_device, general):
         self.positions = tuple(positions)
-        if len(self.positions) > MAX_POSITIONS:
-            raise ValueError(f"{name}: at most {MAX_POSITIONS} buffer positions are routed")
+        if len(self.positions) > MAX_POSITIONS or not all(0 <= i < MAX_POSITIONS for i in self.positions):
+            raise ValueError(f"{name}: buffer positions are at most {MAX_POSITIONS} of the first {MAX_POSITIONS}")
         self._count = len(self.positions)
         for k, i in enumerate(self.positions):
             self._at[k] = i

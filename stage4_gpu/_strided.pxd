@@ -14,4 +14,4 @@ cdef class StridedCore(BufferCore):
                        object dtype) noexcept
 
 
-cdef tuple contiguous_strides(tuple shape)
+cpdef tuple contiguous_strides(shape)

@@ -9,7 +9,7 @@ cuda device's elementwise path) read a view without a Python attribute lookup.
 """
 
 
-cdef tuple contiguous_strides(tuple shape):
+cpdef tuple contiguous_strides(shape):
     """Row-major strides of ``shape`` (a size-0 dim counts as 1, as in PyTorch)."""
     cdef Py_ssize_t k, n = len(shape), s = 1, d
     cdef list out = [0] * n
@@ -18,11 +18,6 @@ cdef tuple contiguous_strides(tuple shape):
         d = shape[k]
         s *= d if d > 1 else 1
     return tuple(out)
-
-
-def row_major_strides(shape):
-    """Row-major strides of ``shape`` (a size-0 dim counts as 1, as in PyTorch)."""
-    return contiguous_strides(tuple(shape))
 
 
 cdef class StridedCore(BufferCore):
@@ -73,20 +68,15 @@ def elementwise_layout(StridedCore out, list inputs):
             x = inputs[k - 1]
             pad = nd - len(x.shape)
             st[k] = 0 if d < pad or <Py_ssize_t>x.shape[d - pad] == 1 else <Py_ssize_t>x.strides[d - pad]
-        merge = dims > 0
+        merge = dims > 0  # into the last dimension, where each operand steps past this one whole
         for k in range(nops):
-            if not merge or strides[k][dims - 1] != st[k] * size:
-                merge = False
-                break
-        if merge:
-            sizes[dims - 1] *= size
-            for k in range(nops):
-                strides[k][dims - 1] = st[k]
-        else:
-            sizes[dims] = size
-            for k in range(nops):
-                strides[k][dims] = st[k]
+            merge = merge and strides[k][dims - 1] == st[k] * size
+        if not merge:
+            sizes[dims] = 1
             dims += 1
+        sizes[dims - 1] *= size
+        for k in range(nops):
+            strides[k][dims - 1] = st[k]
     cdef list params = [n, dims]
     for d in range(dims):
         params.append(sizes[d])

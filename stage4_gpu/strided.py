@@ -6,8 +6,7 @@ through (``gpu/driver.py``); reading values back is the one place the host waits
 device."""
 from stage0_python.backend import view_layout
 
-from ._strided import StridedCore
-from ._strided import row_major_strides as contiguous_strides
+from ._strided import StridedCore, contiguous_strides
 
 
 class StridedBuffer(StridedCore):

@@ -6,7 +6,7 @@ from .._cuda_elementwise import ElementwisePath
 from ..gpu import backend as _device_layer
 from ..gpu.backend import *  # noqa: F403  (every other primitive, as the device layer's)
 from .elementwise import fast_kernel
-from .runtime import runtime
+from .runtime import BLOCK, runtime
 
-_PATH = ElementwisePath(runtime, fast_kernel, _device_layer.binary, _device_layer.unary)
+_PATH = ElementwisePath(runtime, fast_kernel, _device_layer.binary, _device_layer.unary, BLOCK)
 binary, unary = _PATH.binary, _PATH.unary
