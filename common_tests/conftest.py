@@ -140,7 +140,9 @@ def pytest_report_header(config):
 # what the suite compares against or drives: a Python module, or a program on PATH
 ORACLE_MODULES = ("numpy", "torch", "hypothesis", "onnx", "onnxruntime", "safetensors", "torchinfo",
                   "graphviz", "sphinx", "matplotlib", "asv", "wgpu", "fastapi", "uvicorn", "httpx", "mpi4py",
-                  "schemathesis", "PIL")
+                  "schemathesis", "PIL",
+                  # NVRTC (a wheel with no macOS build) compiles the cuda kernels with no GPU
+                  *(("cuda.bindings.nvrtc",) if platform.system() != "Darwin" else ()))
 ORACLE_PROGRAMS = (("dot",), ("mpirun",), ("chromium", "chromium-browser", "google-chrome"),
                    *((("qemu-x86_64",),) if platform.machine() == "x86_64" else ()),
                    # as root, the tests of refused permissions drop root's privileges with it
@@ -150,9 +152,9 @@ ORACLE_PROGRAMS = (("dot",), ("mpirun",), ("chromium", "chromium-browser", "goog
 def _importable(name):
     """Whether module ``name`` is installed and imports: one that is found but fails to import
     would turn each of its comparisons into a skip."""
-    if importlib.util.find_spec(name) is None:
-        return False
     try:
+        if importlib.util.find_spec(name) is None:
+            return False
         importlib.import_module(name)
     except Exception:
         return False

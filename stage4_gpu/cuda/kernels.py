@@ -13,7 +13,7 @@ sizes, strides and offsets, up to PARAMS_MAX int64 words, by value), ``hyper``
 (common.cuh's ``TensorList``: the tensors of a multi-tensor launch, one ``(elements, end
 block, addresses, constants)`` row each, by value). Templated kernels
 are launched by name expression (``unary<float, float, Exp>``); ``instances()`` lists
-every one the modules can launch, so the test compiles each with nvcc.
+every one the modules can launch, so the suite compiles each with NVRTC (no GPU needed).
 """
 import os
 import re
