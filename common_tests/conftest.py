@@ -38,6 +38,7 @@ import importlib.util
 import os
 import platform
 import shutil
+import subprocess
 import types
 from pathlib import Path
 
@@ -149,6 +150,27 @@ ORACLE_PROGRAMS = (("dot",), ("mpirun",), ("chromium", "chromium-browser", "goog
                    *((("setpriv",),) if hasattr(os, "geteuid") and os.geteuid() == 0 else ()))
 
 
+# the compiler's runtime libraries a slow test preloads (the sanitized build's): oracles of a
+# run that keeps the slow tests (``-m slow``), found as gcc finds them
+SLOW_ORACLE_LIBRARIES = ("libasan.so",)
+
+
+def compiler_runtime(name):
+    """The path of one of gcc's runtime libraries (``libasan.so``, ``libstdc++.so``), or None."""
+    try:
+        path = subprocess.run(["gcc", f"-print-file-name={name}"], capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return path if os.path.isabs(path) and os.path.exists(path) else None
+
+
+def _keeps_slow(config):
+    """Whether the run's marker expression keeps the slow tests (the default, ``-m 'not
+    slow'``, deselects them)."""
+    return "not slow" not in " ".join((config.getoption("markexpr", "") or "").split())
+
+
 def _importable(name):
     """Whether module ``name`` is installed and imports: one that is found but fails to import
     would turn each of its comparisons into a skip."""
@@ -161,11 +183,15 @@ def _importable(name):
     return True
 
 
-def missing_oracles():
+def missing_oracles(config):
     """The oracles of ``ORACLE_MODULES`` and ``ORACLE_PROGRAMS`` this machine lacks (a module
-    that does not import counts as missing)."""
+    that does not import counts as missing), and of ``SLOW_ORACLE_LIBRARIES`` where the run
+    keeps the slow tests."""
     missing = [m for m in ORACLE_MODULES if not _importable(m)]
-    return missing + [names[0] for names in ORACLE_PROGRAMS if not any(map(shutil.which, names))]
+    missing += [names[0] for names in ORACLE_PROGRAMS if not any(map(shutil.which, names))]
+    if _keeps_slow(config):
+        missing += [lib for lib in SLOW_ORACLE_LIBRARIES if compiler_runtime(lib) is None]
+    return missing
 
 
 def untested_stages(config):
@@ -189,7 +215,7 @@ def pytest_sessionstart(session):
     config = session.config
     if not _in_ci() or hasattr(config, "workerinput"):  # the controller checks, once
         return
-    problems = [f"oracle missing: {name}" for name in missing_oracles()]
+    problems = [f"oracle missing: {name}" for name in missing_oracles(config)]
     problems += [f"stage not tested: {name} ({why})" for name, why in untested_stages(config).items()]
     if problems:
         pytest.exit("CI=true and the run would prove less than it claims:\n  " + "\n  ".join(problems)
@@ -202,7 +228,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         terminalreporter.write_line(f"tested:     {name}")
     for name, why in _missing.items():
         terminalreporter.write_line(f"not tested: {name} ({why})")
-    missing = missing_oracles()
+    missing = missing_oracles(config)
     if missing:
         terminalreporter.write_line(f"warning: oracles missing, their comparisons were skipped: "
                                     f"{', '.join(missing)} (under CI=true this fails the run)")

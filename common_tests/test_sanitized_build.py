@@ -14,21 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from .conftest import compiler_runtime
+
 ROOT = Path(__file__).resolve().parent.parent
 COMPILED = ("stage2_cython", "stage3_simd", "stage4_gpu")
 SUITES = ["common_tests/test_kernels.py", "common_tests/test_hostile_input.py",
           "common_tests/test_properties.py", "common_tests/test_fused_images.py",
           "common_tests/test_fused.py::test_recurrent_layer", "common_tests/test_fused.py::test_attention"]
-
-
-def _runtime(name):
-    """The path of one of the compiler's runtime libraries, or None."""
-    try:
-        path = subprocess.run(["gcc", f"-print-file-name={name}"], capture_output=True, text=True,
-                              check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    return path if os.path.isabs(path) and os.path.exists(path) else None
 
 
 def _copy_sources(dest):
@@ -47,7 +39,7 @@ def _copy_sources(dest):
 
 @pytest.mark.slow
 def test_compiled_stages_run_clean_under_address_sanitizer(tmp_path):
-    asan, cxx = _runtime("libasan.so"), _runtime("libstdc++.so")
+    asan, cxx = compiler_runtime("libasan.so"), compiler_runtime("libstdc++.so")
     if asan is None or cxx is None:
         pytest.skip("gcc's AddressSanitizer runtime (libasan) is not installed on this machine")
     _copy_sources(tmp_path)
