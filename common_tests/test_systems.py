@@ -70,6 +70,19 @@ def test_counter_reader_counts_or_says_why():
         assert counts["instructions"] > 100000  # at least one instruction per addition
 
 
+def test_the_transposed_copy_misses_the_cache_more_often():
+    """What the counters section shows, asserted where the CPU's counters reach this process:
+    a 4096 x 4096 float32 copy (64 MiB, past the last-level cache) read down its columns
+    misses that cache more often than one read along its rows."""
+    sg = pytest.importorskip("stage3_simd")
+    try:
+        counts = K.copy_counts(sg, 4096)
+    except K.Unavailable as e:
+        pytest.skip(f"no hardware counters here: {e}")
+    rows, columns = counts.values()
+    assert columns["cache misses"] > rows["cache misses"], counts
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the probe builds with gcc on Linux")
 def test_compiler_builds_answer_as_ieee_says():
     with tempfile.TemporaryDirectory() as folder:

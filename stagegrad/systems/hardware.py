@@ -81,6 +81,22 @@ def read_counters(fn, events=HARDWARE):
             os.close(fd)
 
 
+def copy_counts(sg, side):
+    """The counters of copying a ``side`` x ``side`` float32 matrix of stage ``sg`` on this
+    thread, along its rows (``clone``) and down its columns (``t().contiguous()``): label ->
+    counts, or Unavailable."""
+    x = sg.ones(side, side)
+    out = {}
+    for label, fn in (("rows (clone)", lambda: x.clone()),
+                      ("columns (t().contiguous())", lambda: x.t().contiguous())):
+        fn()  # warm: the pages of the result are the allocator's already
+        counts = out[label] = read_counters(fn)
+        if not counts["cycles"]:
+            raise Unavailable("the counters opened but count nothing: this virtual machine passes "
+                              "none through")
+    return out
+
+
 @titled("Hardware counters: a copy read along rows and down columns")
 def counters(quick, out=None):
     """Stage 3 copies a square float32 matrix twice on one thread: row by row
@@ -89,19 +105,10 @@ def counters(quick, out=None):
     own counters, read through Linux's ``perf_event_open``, count what each did: instructions,
     cycles, last-level cache misses, branches and branch misses. Where the kernel or a virtual
     machine exposes no counters, the reason is shown instead of a number."""
-    sg = stage3()
     side = 1024 if quick else 4096
-    x = sg.ones(side, side)
-    rows = []
-    for label, fn in (("rows (clone)", lambda: x.clone()),
-                      ("columns (t().contiguous())", lambda: x.t().contiguous())):
-        fn()
-        counts = read_counters(fn)
-        if not counts["cycles"]:
-            raise Unavailable("the counters opened but count nothing: this virtual machine passes "
-                              "none through")
-        rows.append([label] + [f"{counts[k]:,}" for k in HARDWARE] +
-                    [f"{counts['instructions'] / counts['cycles']:.2f}"])
+    rows = [[label] + [f"{counts[k]:,}" for k in HARDWARE] +
+            [f"{counts['instructions'] / counts['cycles']:.2f}"]
+            for label, counts in copy_counts(stage3(), side).items()]
     return {"head": ["copy of a %dx%d matrix" % (side, side)] + list(HARDWARE) + ["instructions per cycle"],
             "rows": rows}
 
