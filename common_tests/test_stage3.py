@@ -7,6 +7,7 @@ instruction of a higher ISA leaks into a lower path (the lower paths run under Q
 emulation of CPUs without AVX2 and without AVX-512), and both GEMMs pass the suite and an
 exhaustive set of ragged, transposed and strided shapes against a float64 reference.
 """
+import json
 import os
 import shutil
 import subprocess
@@ -371,20 +372,31 @@ NOT_PRODUCTS = ("test_journey", "test_cli", "test_gpu_devices", "test_stage3", "
 
 
 @pytest.mark.slow
-def test_each_gemm_passes_the_suite():
+def test_each_gemm_passes_the_suite(tmp_path):
     """The default ("auto": each product on the faster GEMM for its shape, OpenBLAS for the
-    small ones the suite mostly has) runs the whole suite with everything else; each GEMM
-    forced runs it again here, less the files that compute nothing a GEMM could change (the
-    command line, servers, devices, CI's own checks: two thirds of the time) and the site's
-    build, which writes docs/_generated while the outer run's own build is using it."""
-    for name in ("blas", "own"):
+    small ones the suite mostly has) runs the whole suite with everything else. Here our GEMM
+    forced runs it again, less the files that compute nothing a GEMM could change (the
+    command line, servers, devices, CI's own checks) and the site's build, which writes
+    docs/_generated while the outer run's own build is using it; ``gemm_reach`` records which
+    tests had products ``auto`` sends to OpenBLAS, and which to ours. OpenBLAS forced then
+    reruns only the tests it could change: those with a product ``auto`` sends to ours, or
+    that start a process."""
+    reach, only = tmp_path / "reach.json", tmp_path / "only.json"
+
+    def suite(gemm, **env):
         r = subprocess.run([sys.executable, "-m", "pytest", "-o", "addopts=", "-q", "-p", "no:cacheprovider",
-                            "--stages=stage3_simd", "-m", "not slow",
+                            "-p", "common_tests.gemm_reach", "--stages=stage3_simd", "-m", "not slow",
                             *(f"--ignore=common_tests/{f}.py" for f in NOT_PRODUCTS), "common_tests"],
                            cwd=ROOT, capture_output=True, text=True,
-                           env=dict(os.environ, STAGEGRAD_GEMM=name),
-                           timeout=1800)
-        assert r.returncode == 0, name + ": " + r.stdout[-4000:] + r.stderr[-2000:]
+                           env=dict(os.environ, STAGEGRAD_GEMM=gemm, **env), timeout=1800)
+        assert r.returncode == 0, gemm + ": " + r.stdout[-4000:] + r.stderr[-2000:]
+
+    suite("own", STAGEGRAD_GEMM_REACH=str(reach))
+    reached = json.loads(reach.read_text())
+    assert any("blas" in g for g in reached.values()) and any("own" in g for g in reached.values()), \
+        "the tracer saw no product of one GEMM: it no longer sees the products"
+    only.write_text(json.dumps(sorted(t for t, g in reached.items() if "own" in g or "child" in g)))
+    suite("blas", STAGEGRAD_GEMM_ONLY=str(only))  # (gemm_reach refuses an id it does not collect)
 
 
 # ---------------------------------------------------------------- threads
@@ -448,7 +460,6 @@ def test_profile_command_adds_stage_3s_rewrites_one_at_a_time(tmp_path):
     r = subprocess.run([sys.executable, "-m", "stagegrad", "profile", "--stages", "3", "--steps", "5",
                         "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
-    import json
     from stagegrad.profile import BUCKETS, STAGE3_REWRITES
     rows = json.loads((tmp_path / "profile.json").read_text())
     stage3 = [row for row in rows if row["package"] == "stage3_simd"]

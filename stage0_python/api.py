@@ -133,7 +133,8 @@ def __getattr__(name):
         return getattr(importlib.import_module(".serialization", __package__), name)
     if name in ("save_safetensors", "load_safetensors", "safetensors_metadata"):
         return getattr(importlib.import_module(".safetensors_io", __package__), name)
-    raise AttributeError(f"module {__package__!r} has no attribute {name!r}")
+    from .missing_names import no_attribute
+    raise no_attribute(__package__, name)
 
 
 def provenance():

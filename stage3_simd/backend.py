@@ -63,8 +63,11 @@ def set_gemm(name):
 
 def gemm_for(n, k, m):
     """The GEMM a product of (n x k) by (k x m) runs on."""
-    if _gemm[0] != "auto":
-        return _gemm[0]
+    return _gemm[0] if _gemm[0] != "auto" else auto_gemm(n, k, m)
+
+
+def auto_gemm(n, k, m):
+    """The GEMM ``auto`` picks for a product of (n x k) by (k x m), whatever is forced."""
     if min(n, k, m) >= OWN_FROM or (n >= OWN_ROWS and m >= OWN_COLUMNS and n * k * m >= OWN_WORK):
         return "own"
     return "blas"

@@ -26,3 +26,10 @@ from .summary import summary
 from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder,
                           TransformerEncoderLayer)
 from .upsampling import PixelShuffle, PixelUnshuffle, Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
+
+from . import modules  # noqa: E402  (torch.nn.modules and its files, there after `import torch` as in PyTorch)
+
+
+def __getattr__(name):
+    from ..missing_names import no_attribute
+    raise no_attribute(__name__, name)

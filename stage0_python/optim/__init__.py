@@ -21,3 +21,8 @@ from .sgd import SGD
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adamax", "NAdam", "RAdam", "Adadelta",
            "LBFGS", "lr_scheduler"]
+
+
+def __getattr__(name):
+    from ..missing_names import no_attribute
+    raise no_attribute(__name__, name)

@@ -2,10 +2,10 @@
 
 Each model file reads as plain PyTorch (``import torch``, ``from torch import nn``) and
 uses only PyTorch's public API. ``models(sg)`` executes the files with ``torch`` resolved
-to ``sg`` (a stage, or PyTorch itself), so the very same text builds the model on every
-stage and on PyTorch: copying weights between them and comparing outputs is a
-``load_state_dict`` away. Parameter names follow the reference definitions people load
-checkpoints from (torchvision's ResNet and MobileNetV2).
+to ``sg`` (a stage, through ``stagegrad run``'s import hook, or PyTorch itself), so the
+very same text builds the model on every stage and on PyTorch: copying weights between
+them and comparing outputs is a ``load_state_dict`` away. Parameter names follow the
+reference definitions people load checkpoints from (torchvision's ResNet and MobileNetV2).
 
 - ``resnet.resnet18``: ResNet-18 (basic blocks), with a small-image stem for 28x28 inputs;
 - ``mobilenet.mobilenet_v2``: MobileNetV2 (inverted residuals, depthwise convolutions);
@@ -13,13 +13,14 @@ checkpoints from (torchvision's ResNet and MobileNetV2).
   queries, learned or rotary positions, weight tying, a KV cache for decoding);
 - ``lstm_lm.LSTMLanguageModel``: an embedding, a multi-layer LSTM and a tied read-out.
 """
+import contextlib
 import importlib.util
-import sys
 import threading
 import types
 
+from ..as_torch import torch_is
+
 FILES = ("resnet", "mobilenet", "gpt", "lstm_lm")
-_TORCH_MODULES = ("torch", "torch.nn", "torch.nn.functional")
 _cache = {}
 _lock = threading.Lock()
 
@@ -37,14 +38,8 @@ def models(sg):
     file (``models(sg).gpt.GPT(...)``). Cached per framework."""
     with _lock:
         if sg.__name__ not in _cache:
-            saved = {k: sys.modules.get(k) for k in _TORCH_MODULES}
-            sys.modules.update({"torch": sg, "torch.nn": sg.nn, "torch.nn.functional": sg.nn.functional})
-            try:
+            # PyTorch itself as it is; a stage through stagegrad run's import hook, for the
+            # files' imports only (a real PyTorch imported elsewhere gets its modules back)
+            with contextlib.nullcontext() if sg.__name__ == "torch" else torch_is(sg):
                 _cache[sg.__name__] = types.SimpleNamespace(**{f: _load(f, sg) for f in FILES})
-            finally:  # a real PyTorch imported elsewhere in the process gets its modules back
-                for k, v in saved.items():
-                    if v is None:
-                        sys.modules.pop(k, None)
-                    else:
-                        sys.modules[k] = v
         return _cache[sg.__name__]

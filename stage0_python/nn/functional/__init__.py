@@ -50,3 +50,8 @@ __all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d", 
            "scaled_dot_product_attention", "selu", "sigmoid", "silu", "smooth_l1_loss", "softmax", "softmin",
            "softplus", "softshrink", "softsign", "tanh", "tanhshrink", "threshold", "unfold", "upsample",
            "upsample_bilinear", "upsample_nearest"]
+
+
+def __getattr__(name):
+    from ...missing_names import no_attribute
+    raise no_attribute(__name__, name)
