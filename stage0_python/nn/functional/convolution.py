@@ -189,21 +189,21 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
     return y if batched else y.squeeze(0)
 
 
-def _fold3d(cols, O, size, full, kernel, d, s):
+def _fold3d(cols, C, size, full, kernel, d, s):
     """col2im in 3-D as two 2-D folds, since the sum is separable: fold each (depth tap,
     input depth) pair's columns over height and width, then fold the depth taps over depth
-    (as a height-1 image). ``cols`` is (N, O * kd*kh*kw, D*H*W); the result (N, O, *full)."""
+    (as a height-1 image). ``cols`` is (N, C * kd*kh*kw, D*H*W); the result (N, C, *full)."""
     N = cols.shape[0]
     (kd, kh, kw), (D, H, W) = kernel, size
-    # (o, kd, khw) x (D, HW) -> (o, kd, D, khw) x (HW): one 2-D fold per (o, kd, D)
-    c = cols.reshape(N, O, kd, kh * kw, D, H * W).permute(0, 1, 2, 4, 3, 5)
-    c = c.reshape(N, O * kd * D * kh * kw, H * W)
+    # (c, kd, khw) x (D, HW) -> (c, kd, D, khw) x (HW): one 2-D fold per (c, kd, D)
+    c = cols.reshape(N, C, kd, kh * kw, D, H * W).permute(0, 1, 2, 4, 3, 5)
+    c = c.reshape(N, C * kd * D * kh * kw, H * W)
     hw = _Fold.apply(c, tuple(full[1:]), (kh, kw), tuple(d[1:]), (0, 0), tuple(s[1:]))
-    # (o, kd, D, y, x) -> (o, y, x, kd) x (D): one 1-D fold per (o, y, x)
+    # (c, kd, D, y, x) -> (c, y, x, kd) x (D): one 1-D fold per (c, y, x)
     area = full[1] * full[2]
-    c = hw.reshape(N, O, kd, D, area).permute(0, 1, 4, 2, 3).reshape(N, O * area * kd, D)
+    c = hw.reshape(N, C, kd, D, area).permute(0, 1, 4, 2, 3).reshape(N, C * area * kd, D)
     y = _Fold.apply(c, (1, full[0]), (1, kd), (1, d[0]), (0, 0), (1, s[0]))
-    return y.reshape(N, O, full[1], full[2], full[0]).permute(0, 1, 4, 2, 3)
+    return y.reshape(N, C, full[1], full[2], full[0]).permute(0, 1, 4, 2, 3)
 
 
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
