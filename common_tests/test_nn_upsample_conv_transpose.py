@@ -159,6 +159,14 @@ CT2 = [
     ((3, 4, 5), (3, 2, 2, 3), dict(stride=1)),  # unbatched 2-D input: (C, H, W)
 ]
 
+CT3 = [
+    # non-cubic kernels; tuple stride/padding/dilation; groups=2 with output_padding
+    ((1, 2, 3, 2, 3), (2, 3, 2, 3, 1), {}),
+    ((1, 4, 2, 3, 2), (4, 1, 3, 2, 2), dict(stride=(2, 1, 3), padding=(1, 0, 1), output_padding=(1, 0, 2),
+                                            groups=2, dilation=(1, 2, 1))),
+    ((4, 2, 2, 3), (4, 2, 2, 1, 3), dict(stride=2, padding=1, dilation=2, groups=2, output_padding=1)),  # unbatched
+]
+
 CT1 = [
     ((2, 3, 5), (3, 2, 3), {}),
     ((1, 2, 4), (2, 3, 4), dict(stride=3, padding=2, output_padding=1)),
@@ -169,8 +177,9 @@ CT1 = [
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("bias", [True, False])
-@pytest.mark.parametrize("nd,xs,ws,kw", [(2, *c) for c in CT2] + [(1, *c) for c in CT1],
-                         ids=[f"2d{i}" for i in range(len(CT2))] + [f"1d{i}" for i in range(len(CT1))])
+@pytest.mark.parametrize("nd,xs,ws,kw", [(2, *c) for c in CT2] + [(1, *c) for c in CT1] + [(3, *c) for c in CT3],
+                         ids=[f"2d{i}" for i in range(len(CT2))] + [f"1d{i}" for i in range(len(CT1))]
+                         + [f"3d{i}" for i in range(len(CT3))])
 def test_conv_transpose_functional_matches_torch(sg, nd, xs, ws, kw, bias, dtype):
     groups = kw.get("groups", 1)
     inputs = [rand(xs, dtype, seed=1), rand(ws, dtype, seed=2)]
@@ -197,6 +206,9 @@ def test_conv_transpose_is_the_adjoint_of_conv(sg):
     ("ct1d_groups", lambda nn: nn.ConvTranspose1d(4, 6, 2, groups=2, bias=False, dilation=2), (1, 4, 3)),
     ("ct2d", lambda nn: nn.ConvTranspose2d(2, 3, (3, 2), stride=(2, 1), padding=(1, 0)), (2, 2, 3, 4)),
     ("ct2d_unbatched", lambda nn: nn.ConvTranspose2d(2, 2, 2, stride=2), (2, 3, 3)),
+    ("ct3d", lambda nn: nn.ConvTranspose3d(4, 2, (2, 3, 1), stride=(1, 2, 2), padding=(0, 1, 0),
+                                           output_padding=(0, 1, 1), groups=2), (1, 4, 2, 3, 2)),
+    ("ct3d_nobias", lambda nn: nn.ConvTranspose3d(2, 3, 2, bias=False, dilation=(2, 1, 1)), (2, 2, 2, 2)),
 ])
 def test_conv_transpose_layers_match_torch(sg, name, make, shape, dtype):
     ours, theirs = same_layer(sg, _converted(sg, make, dtype))
@@ -245,6 +257,8 @@ def test_conv_transpose_errors(sg):
         F.conv_transpose2d(x, w, sg.zeros(2))
     with pytest.raises(sg.ShapeError, match="conv_transpose1d: weight must be 3-D"):
         F.conv_transpose1d(sg.zeros(1, 2, 3), w)
+    with pytest.raises(sg.ShapeError, match="conv_transpose3d: weight must be 5-D"):
+        F.conv_transpose3d(sg.zeros(1, 2, 3, 3, 3), w)
     with pytest.raises(ValueError, match="output_padding"):
         F.conv_transpose2d(x, w, stride=2, output_padding=2)
     with pytest.raises(ValueError, match="stride must be positive"):

@@ -6,7 +6,7 @@ from .activation import (CELU, ELU, GELU, GLU, SELU, Hardshrink, Hardsigmoid, Ha
                          Softmax, Softmin, Softplus, Softshrink, Softsign, Tanh, Tanhshrink, Threshold)
 from .attention import MultiheadAttention
 from .container import ModuleDict, ModuleList, Sequential
-from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .distance import CosineSimilarity, PairwiseDistance
 from .dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d
 from .flatten import Flatten, Unflatten

@@ -1,4 +1,4 @@
-"""``Conv1d``, ``Conv2d``, ``Conv3d`` and the transposes ``ConvTranspose1d``/``2d``: cross-correlation
+"""``Conv1d``, ``Conv2d``, ``Conv3d`` and the transposes ``ConvTranspose1d``/``2d``/``3d``: cross-correlation
 with stride, padding, dilation and groups, and its adjoint (``nn.functional`` does the work)."""
 import math
 
@@ -184,3 +184,9 @@ class ConvTranspose2d(_ConvTransposeNd):
     """See torch.nn.ConvTranspose2d: weight (C_in, C_out/groups, kh, kw)."""
     _nd = 2
     _conv = staticmethod(F.conv_transpose2d)
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """See torch.nn.ConvTranspose3d: weight (C_in, C_out/groups, kd, kh, kw)."""
+    _nd = 3
+    _conv = staticmethod(F.conv_transpose3d)

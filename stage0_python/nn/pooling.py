@@ -92,7 +92,7 @@ class AvgPool2d(Module):
 
 
 class AvgPool3d(AvgPool2d):
-    """See torch.nn.AvgPool3d (``F.avg_pool3d``'s limits)."""
+    """See torch.nn.AvgPool3d."""
     def forward(self, input):
         _check(self, input, 3)
         return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,

@@ -21,7 +21,7 @@ from .activations import (celu, elu, glu, hardshrink, hardsigmoid, hardswish, ha
 from .linear_maps import bilinear, linear
 from .im2col import fold, unfold
 from .padding import pad
-from .convolution import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d
+from .convolution import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d
 from .pooling import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d, adaptive_max_pool2d,
                       avg_pool1d, avg_pool2d, avg_pool3d, max_pool1d, max_pool2d, max_pool3d, max_unpool1d,
                       max_unpool2d)
@@ -39,7 +39,8 @@ __all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d", 
            "alpha_dropout", "avg_pool1d", "avg_pool2d", "avg_pool3d", "batch_norm", "bilinear",
            "binary_cross_entropy",
            "binary_cross_entropy_with_logits", "celu", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
-           "conv_transpose2d", "cosine_similarity", "cross_entropy", "dropout", "dropout1d", "dropout2d",
+           "conv_transpose2d", "conv_transpose3d", "cosine_similarity", "cross_entropy", "dropout", "dropout1d",
+           "dropout2d",
            "elu", "embedding", "embedding_bag", "fold", "gelu", "glu", "group_norm", "hardshrink",
            "hardsigmoid", "hardswish", "hardtanh", "huber_loss", "instance_norm", "interpolate", "kl_div",
            "l1_loss", "layer_norm", "leaky_relu", "linear", "local_response_norm", "log_softmax",

@@ -1,7 +1,7 @@
 """Convolution and its adjoint: ``conv1d``/``conv2d`` on the backend's convolution kernels where
 it offers them (groups 1 or depthwise), else as im2col and one matmul per group; ``conv3d`` as
 a sum of ``conv2d``s over depth;
-``conv_transpose1d``/``conv_transpose2d`` as a matmul to columns and col2im."""
+``conv_transpose1d``/``2d``/``3d`` as a matmul to columns and col2im (in 3-D, two 2-D col2ims)."""
 import math
 
 from ... import shapes
@@ -168,6 +168,8 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
                          f"that is not positive")
     shapes.check((N, O * math.prod(kernel), math.prod(size)), name, x.dtype)
     shapes.check((N, O, *full), name, x.dtype)
+    if nd == 3:
+        shapes.check((N, O * kernel[0] * size[0], *full[1:]), name, x.dtype)
     K, L = math.prod(kernel), math.prod(size)
     Cg = C // groups
     # weight (C, O/g, *k) -> per group (O/g * K, C/g): the transpose of conv's filter matrix
@@ -175,6 +177,8 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
     cols = w.matmul(x.reshape(N, groups, Cg, L)).reshape(N, O * K, L)
     if nd == 1:  # fold is 2-D: a 1-D signal is a height-1 image
         y = _Fold.apply(cols, (1, full[0]), (1, kernel[0]), (1, d[0]), (0, 0), (1, s[0])).squeeze(2)
+    elif nd == 3:
+        y = _fold3d(cols, O, size, full, kernel, d, s)
     else:
         y = _Fold.apply(cols, tuple(full), tuple(kernel), tuple(d), (0, 0), tuple(s))
     crop = [v for pi, o in zip(reversed(p), reversed(op)) for v in (-pi, o - pi)]
@@ -183,6 +187,23 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
     if bias is not None:
         y = y + bias.reshape(O, *([1] * nd))
     return y if batched else y.squeeze(0)
+
+
+def _fold3d(cols, C, size, full, kernel, d, s):
+    """col2im in 3-D as two 2-D folds, since the sum is separable: fold each (depth tap,
+    input depth) pair's columns over height and width, then fold the depth taps over depth
+    (as a height-1 image). ``cols`` is (N, C * kd*kh*kw, D*H*W); the result (N, C, *full)."""
+    N = cols.shape[0]
+    (kd, kh, kw), (D, H, W) = kernel, size
+    # (c, kd, khw) x (D, HW) -> (c, kd, D, khw) x (HW): one 2-D fold per (c, kd, D)
+    c = cols.reshape(N, C, kd, kh * kw, D, H * W).permute(0, 1, 2, 4, 3, 5)
+    c = c.reshape(N, C * kd * D * kh * kw, H * W)
+    hw = _Fold.apply(c, tuple(full[1:]), (kh, kw), tuple(d[1:]), (0, 0), tuple(s[1:]))
+    # (c, kd, D, y, x) -> (c, y, x, kd) x (D): one 1-D fold per (c, y, x)
+    area = full[1] * full[2]
+    c = hw.reshape(N, C, kd, D, area).permute(0, 1, 4, 2, 3).reshape(N, C * area * kd, D)
+    y = _Fold.apply(c, (1, full[0]), (1, kd), (1, d[0]), (0, 0), (1, s[0]))
+    return y.reshape(N, C, full[1], full[2], full[0]).permute(0, 1, 4, 2, 3)
 
 
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
@@ -195,3 +216,9 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     """See torch.nn.functional.conv_transpose2d: weight (C_in, C_out/groups, kh, kw)."""
     return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 2,
                            "conv_transpose2d")
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """See torch.nn.functional.conv_transpose3d: weight (C_in, C_out/groups, kd, kh, kw)."""
+    return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 3,
+                           "conv_transpose3d")

@@ -173,10 +173,11 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 
 # ------------------------------------------------------------------ adaptive pooling
 
-def _over_depth(input, name, kernel_size, stride, padding, fill, pool2d, combine):
+def _over_depth(input, name, kernel_size, stride, padding, fill, pool2d, combine, ceil_mode=False):
     """A 3-D pool as 2-D pools of depth slices: each output depth combines (``combine``:
     max, or a sum) ``pool2d`` of the depth slices its window covers, the depth padded with
-    ``fill``. Runs on the 2-D pools' kernels and backward; D_out x kd of them."""
+    ``fill`` (and, in ``ceil_mode``, by the last window's overhang). Runs on the 2-D pools'
+    kernels and backward; D_out x kd of them."""
     if input.ndim not in (4, 5):
         raise ShapeError(f"{name}: expected a 4-D (unbatched) or 5-D (batched) input, got shape "
                          f"{tuple(input.shape)}")
@@ -187,11 +188,12 @@ def _over_depth(input, name, kernel_size, stride, padding, fill, pool2d, combine
     _check_geometry(name, k, (1, 1, 1), p, s)
     if any(pi > ki // 2 for pi, ki in zip(p, k)):
         raise ShapeError(f"{name}: padding {p} should be at most half of the kernel size {k}")
-    if p[0]:
-        x = pad(x, (0, 0, 0, 0, p[0], p[0]), value=fill)
-    depth = (x.shape[2] - k[0]) // s[0] + 1
+    depth = _pool_out(x.shape[2], k[0], s[0], p[0], 1, ceil_mode)
     if depth < 1:
         raise ShapeError(f"{name}: input of shape {tuple(input.shape)} is smaller than the kernel {k}")
+    extra = max(0, (depth - 1) * s[0] + k[0] - (x.shape[2] + 2 * p[0]))
+    if p[0] or extra:
+        x = pad(x, (0, 0, 0, 0, p[0], p[0] + extra), value=fill)
     slices = []
     for od in range(depth):
         out = None
@@ -214,16 +216,23 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
-    """See torch.nn.functional.avg_pool3d: the mean of each window, padding counted (as PyTorch
-    by default), or the sum over ``divisor_override``; ceil_mode, and leaving padding out of
-    the count, raise NotImplementedError."""
+    """See torch.nn.functional.avg_pool3d: each window's sum (2-D sums of depth slices, added
+    over depth) over its count, by avg_pool2d's rule on each axis (padding counted when
+    ``count_include_pad``, ceil_mode's overhang never), or over ``divisor_override``."""
     k = _ntuple(kernel_size, 3, "avg_pool3d", "kernel_size")
-    if ceil_mode or (not count_include_pad and any(_ntuple(padding, 3, "avg_pool3d", "padding"))):
-        raise NotImplementedError("avg_pool3d: ceil_mode, and count_include_pad=False with padding, are not "
-                                  "supported")
+    if divisor_override is not None and not divisor_override:
+        raise ValueError("avg_pool3d: divisor_override must be non-zero")
     total = _over_depth(input, "avg_pool3d", k, stride, padding, 0.0,
-                        lambda x, k2, s, p: avg_pool2d(x, k2, s, p, divisor_override=1), lambda a, b: a + b)
-    return total / (divisor_override or k[0] * k[1] * k[2])
+                        lambda x, k2, s, p: avg_pool2d(x, k2, s, p, ceil_mode, divisor_override=1),
+                        lambda a, b: a + b, ceil_mode)
+    if divisor_override is not None:
+        return total / divisor_override
+    s = k if _default_stride(stride) else _ntuple(stride, 3, "avg_pool3d", "stride")
+    p = _ntuple(padding, 3, "avg_pool3d", "padding")
+    out = total.shape[-3:]
+    cd, ch, cw = (_avg_counts(n, *g, o, count_include_pad)
+                  for n, g, o in zip(input.shape[-3:], zip(k, s, p), out))
+    return total / _const([a * b * c for a in cd for b in ch for c in cw], tuple(out), total)
 
 
 def _adaptive_weights(n_in, n_out, like):
