@@ -39,3 +39,7 @@ def test_lists_every_public_name_of_each_stage(sg):
     assert {n for n in dir(sg.Tensor) if not n.startswith("_")} <= tensor
     text = coverage.markdown(tables)
     assert "| `cross_entropy` |" in text and "## `Tensor`" in text
+    # each known difference from PyTorch names a public name, and the table says it
+    for (title, name), note in coverage.DIFFERENCES.items():
+        assert name in {row[0] for row in tables[title]}, (title, name)
+        assert f"| `{name}` (differs, below) |" in text and f"- `{name}` differs from PyTorch: {note}" in text

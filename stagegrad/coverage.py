@@ -101,6 +101,15 @@ def compared_names(oracle, tests=TESTS):
     return found
 
 
+# where a stage knowingly answers differently from PyTorch, with the reason (namespace title,
+# name) -> the note the table prints under the namespace
+DIFFERENCES = {
+    ("sg.optim", "LBFGS"): "in float32 the trajectory may leave PyTorch's (its line search branches on "
+                           "float32 comparisons whose last bits depend on each reduction's order); in "
+                           "float64 it matches step for step. See `stage0_python/optim/lbfgs.py`.",
+}
+
+
 def table():
     """``{namespace: [(name, {stage: bool}, in_torch or None, {oracle: compared})]}``."""
     stages = {pkg: importlib.import_module(pkg) for pkg in installed_stages()}
@@ -137,10 +146,14 @@ def markdown(tables=None):
         head = ["name", *(f"stage {number[s]}" for s in stages), "in PyTorch",
                 *(f"vs {o}" for o in ORACLES)]
         lines += [f"## `{title}`", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        notes = []
         for name, where, in_torch, compared in namespace:
             cells = ["yes" if where[s] else "**missing**" for s in stages]
             cells.append("-" if in_torch is None else "yes" if in_torch else "no (ours only)")
             cells += ["yes" if compared[o] else "**no**" for o in ORACLES]
-            lines.append(f"| `{name}` | " + " | ".join(cells) + " |")
-        lines.append("")
+            note = DIFFERENCES.get((title, name))
+            if note:
+                notes.append(f"- `{name}` differs from PyTorch: {note}")
+            lines.append(f"| `{name}`{' (differs, below)' if note else ''} | " + " | ".join(cells) + " |")
+        lines += ["", *notes, ""] if notes else [""]
     return "\n".join(lines)
