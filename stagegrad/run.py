@@ -17,7 +17,7 @@ def add_arguments(p):
                    help=f"the stage that 'import torch' gives: {installed_text()}; or 'torch' for PyTorch "
                         "itself (default 3)")
     p.add_argument("-m", dest="module", metavar="MODULE",
-                   help="run a module as 'python -m MODULE' would, instead of SCRIPT")
+                   help="run a module as 'python -m MODULE' would, instead of SCRIPT (default: none, SCRIPT runs)")
     p.add_argument("script", nargs="?", metavar="SCRIPT", help="the program's file")
     p.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS", help="the program's own arguments")
 
