@@ -1,8 +1,11 @@
 """PyTorch ``.pt`` files for ``load``: PyTorch reads them, stagegrad converts what it read.
 
 PyTorch's format is pickle, so the file is handed to ``torch.load(..., map_location="cpu",
-weights_only=True)``, whose unpickler builds only tensors, containers and plain values and
-never runs code from the file. What it returns is converted: each torch tensor becomes a
+weights_only=...)``. With ``weights_only=True`` (``load``'s default) its unpickler builds only
+tensors, containers, plain values and the globals this stage's ``add_safe_globals`` or
+``safe_globals`` allowed (handed on to PyTorch's), and never runs other code from the
+file; what it refuses raises ``WeightsOnlyError`` with PyTorch's advice. Only
+``weights_only=False`` unpickles freely, as PyTorch then does. What it returns is converted: each torch tensor becomes a
 fresh tensor of this stage with the same dtype, shape, values and ``requires_grad``; dicts
 (an ``OrderedDict`` state_dict included) become dicts, lists and tuples stay lists and
 tuples, and numbers, strings and None pass through, so a checkpoint such as
@@ -10,14 +13,16 @@ tuples, and numbers, strings and None pass through, so a checkpoint such as
 them. PyTorch is imported only here, only when such a file is loaded.
 """
 import io
+import pickle  # for its exception class: PyTorch's loader raises it
 
 from .capabilities import CapabilityError, lacking
 from . import dtypes
 from .dtypes import BY_NAME
-from .serialization import MAX_DEPTH, CheckpointError, _describe, _tensor_from_values
+from .checkpoint_objects import get_safe_globals
+from .serialization import MAX_DEPTH, CheckpointError, WeightsOnlyError, _describe, _tensor_from_values
 
 
-def load_pt(blob, name):
+def load_pt(blob, name, weights_only=True):
     """The object in ``blob``, a file ``torch.save`` wrote, with its tensors converted."""
     try:
         import torch
@@ -25,7 +30,13 @@ def load_pt(blob, name):
         raise ModuleNotFoundError(f"load: {name} looks like a PyTorch .pt file, and reading one "
                                   "needs PyTorch (pip install torch)", name="torch") from None
     try:
-        obj = torch.load(io.BytesIO(blob), map_location="cpu", weights_only=True)
+        with torch.serialization.safe_globals(get_safe_globals()):
+            obj = torch.load(io.BytesIO(blob), map_location="cpu", weights_only=weights_only)
+    except pickle.UnpicklingError as e:
+        if weights_only and "Weights only load failed" in str(e):
+            raise WeightsOnlyError(f"{name}: {e}") from None
+        raise CheckpointError(f"{name}: PyTorch could not load it ({_describe(blob)}): "
+                              f"{type(e).__name__}: {e}") from e
     except Exception as e:  # noqa: BLE001  (any failure means: not a file PyTorch can read safely)
         raise CheckpointError(f"{name}: PyTorch could not load it ({_describe(blob)}): "
                               f"{type(e).__name__}: {e}") from e
