@@ -125,16 +125,21 @@ class WeightsOnlyError(CheckpointError, pickle.UnpicklingError):
 
 # ------------------------------------------------------------------ save
 
-FORMATS = ("stagegrad", "safetensors")  # what save writes; load also reads "torch"
+FORMATS = ("stagegrad", "safetensors", "torch")  # what save writes
 
 
 def save(obj, f, *, format="stagegrad"):  # noqa: A002  (PyTorch-style keyword)
     """Write ``obj`` to ``f`` (a path, written atomically, or a binary file object), as
     torch.save. ``format="safetensors"`` writes a flat dict of str -> Tensor as
-    ``save_safetensors`` does; the default, ``"stagegrad"``, holds any nesting."""
+    ``save_safetensors`` does; ``format="torch"`` writes the file ``torch.save`` would, for
+    ``torch.load`` to read (tensors, NumPy arrays and plain data; needs PyTorch, see
+    ``torch_checkpoint``); the default, ``"stagegrad"``, holds any nesting."""
     if format == "safetensors":
         from .safetensors_io import save_safetensors  # here: it imports this module
         return save_safetensors(obj, f)
+    if format == "torch":
+        from .torch_checkpoint import save_pt
+        return _write(f, [save_pt(obj)])
     if format != "stagegrad":
         raise ValueError(f"save: format must be one of {FORMATS}, got {format!r}")
     plan = _Plan()
