@@ -1,0 +1,168 @@
+"""Checkpoints of NumPy arrays, whole modules and custom objects, as PyTorch 2.13 writes and
+reads them: for each payload and each way of loading, PyTorch's own answer (accepted or
+refused, and the value) is computed live and every writer/reader pairing must give it."""
+import contextlib
+import importlib
+import io
+import pickle
+
+import numpy as np
+import pytest
+
+from .oracle import need_torch_at_least
+
+
+class Point:
+    """A user's class, found again by its name, as pickle and the checkpoint save it."""
+
+    def __init__(self):
+        self.x, self.label, self.items = 1.5, "p", [1, (2, None)]
+
+
+def _numpy_globals(*arrays):
+    """What PyTorch's loader asks to be allowed before it rebuilds these arrays."""
+    return [np.zeros(1).__reduce__()[0], np.ndarray, np.dtype, *{type(a.dtype) for a in arrays}]
+
+
+def _module(lib):
+    """A whole module with the same weights in either library."""
+    m = lib.nn.Sequential(lib.nn.Linear(2, 3), lib.nn.Dropout(0.25))
+    rng = np.random.default_rng(0)
+    m.load_state_dict({"0.weight": lib.tensor(rng.standard_normal((3, 2)).astype(np.float32)),
+                       "0.bias": lib.tensor(rng.standard_normal(3).astype(np.float32))})
+    return m
+
+
+def _payload(name, lib):
+    """``(object, the globals a weights_only load must be allowed)`` for ``lib``."""
+    a, b, c = np.arange(6, dtype=np.float32).reshape(2, 3), np.array([1, 2]), np.array(True)
+    if name == "ndarray":
+        return a, _numpy_globals(a)
+    if name == "dict_of_arrays":
+        return {"a": a, "b": b}, _numpy_globals(a, b)
+    if name == "list_and_tuple":
+        return [a, (c, 1.5, "s")], _numpy_globals(a, c)
+    if name == "tensors":
+        return {"w": lib.tensor([[1.5, -2.0]]), "n": [lib.tensor([1, 2]), (lib.tensor(True),)]}, []
+    if name == "module":
+        m = _module(lib)
+        return m, [type(m), type(m[0]), type(m[1])]
+    return Point(), [Point]
+
+
+def _plain(x):
+    """``x`` as plain Python values, alike whichever library made it."""
+    if hasattr(x, "detach"):  # a tensor of either library
+        return ("tensor", str(x.dtype).rpartition(".")[2], x.detach().cpu().tolist(), bool(x.requires_grad))
+    if isinstance(x, np.ndarray):
+        return ("ndarray", x.dtype.str, x.shape, x.tolist())
+    if isinstance(x, dict):
+        return {k: _plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return (type(x).__name__, [_plain(v) for v in x])
+    if hasattr(x, "state_dict"):
+        return ("module", type(x).__name__, x.training, [(type(m).__name__, getattr(m, "p", None)) for m in x.children()],
+                [(k, type(p).__name__, _plain(p)) for k, p in x.named_parameters()])
+    if isinstance(x, Point):
+        return ("Point", _plain(vars(x)))
+    return x
+
+
+@contextlib.contextmanager
+def _allowing(ser, mode, allowed):
+    """Run a load under ``mode``: the ``load`` arguments it takes, with the library's
+    allowlist set as the mode says, and restored afterwards."""
+    if mode == "safe_globals":
+        with ser.safe_globals(allowed):
+            yield {}
+        return
+    before = ser.get_safe_globals()
+    if mode == "add_safe_globals":
+        ser.add_safe_globals(allowed)
+    try:
+        yield {"weights_only": False} if mode == "weights_only_false" else {}
+    finally:
+        ser.clear_safe_globals()
+        ser.add_safe_globals(before)
+
+
+def _outcome(save, load, ser, obj, mode, allowed):
+    """``("ok", plain value)`` or ``("refused", message)`` for one save and load."""
+    buf = io.BytesIO()
+    save(obj, buf)
+    buf.seek(0)
+    with _allowing(ser, mode, allowed) as kwargs:
+        try:
+            return "ok", _plain(load(buf, **kwargs))
+        except pickle.UnpicklingError as e:
+            return "refused", str(e)
+
+
+PAYLOADS = ["ndarray", "dict_of_arrays", "list_and_tuple", "tensors", "module", "custom"]
+MODES = ["default", "weights_only_false", "add_safe_globals", "safe_globals"]
+
+
+@pytest.mark.needs_torch
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("payload", PAYLOADS)
+def test_save_and_load_as_pytorch(sg, payload, mode):
+    torch = need_torch_at_least("2.6", "weights_only loading by default and safe_globals")
+    theirs, their_globals = _payload(payload, torch)
+    ours, our_globals = _payload(payload, sg)
+    tser, oser = torch.serialization, sg.serialization
+    expected = _outcome(torch.save, torch.load, tser, theirs, mode, their_globals)
+    pairs = {"sg -> sg": _outcome(sg.save, sg.load, oser, ours, mode, our_globals),
+             # a PyTorch file names PyTorch's classes: those are what the stage's allowlist must hold
+             "torch -> sg": _outcome(torch.save, sg.load, oser, theirs, mode, their_globals)}
+    if payload in ("module", "custom"):  # PyTorch's format would pickle the stage's classes
+        with pytest.raises(TypeError, match="format='torch' holds tensors, NumPy arrays and plain data"):
+            sg.save(ours, io.BytesIO(), format="torch")
+    else:
+        pairs["sg -> torch"] = _outcome(lambda o, f: sg.save(o, f, format="torch"), torch.load, tser, ours, mode,
+                                        our_globals)
+    for pair, (status, value) in pairs.items():
+        assert status == expected[0], (pair, value)
+        if status == "ok":
+            assert value == expected[1], pair
+        else:  # PyTorch's advice, with this library's names
+            assert "weights_only" in value and "add_safe_globals" in value and "safe_globals" in value, pair
+    assert expected[0] == ("ok" if mode != "default" or payload == "tensors" else "refused")
+
+
+def test_weights_only_load_imports_nothing_from_the_file(sg, monkeypatch):
+    buf = io.BytesIO()
+    sg.save({"p": Point(), "f": np.sum}, buf)
+
+    def refuse(*a, **k):
+        raise AssertionError("a weights_only load imported a module the file names")
+    monkeypatch.setattr(importlib, "import_module", refuse)
+    buf.seek(0)
+    with pytest.raises(sg.serialization.WeightsOnlyError, match=r"add_safe_globals\(\[common_tests\.\S*Point"):
+        sg.load(buf)
+    buf.seek(0)
+    with sg.serialization.safe_globals([Point, np.sum]):  # built from the allowlist itself
+        back = sg.load(buf)
+    assert type(back["p"]) is Point and vars(back["p"]) == vars(Point()) and back["f"] is np.sum
+    assert sg.serialization.get_safe_globals() == []  # the context left nothing behind
+
+
+def test_whole_module_keeps_shared_parts_and_runs(sg):
+    torch = need_torch_at_least("2.6", "weights_only loading by default and safe_globals")
+    m = _module(sg).eval()
+    holder = sg.nn.ModuleDict({"a": m, "b": m})  # one module in two places, as tied weights are
+    buf = io.BytesIO()
+    sg.save(holder, buf)
+    buf.seek(0)
+    back = sg.load(buf, weights_only=False)
+    assert back["a"] is back["b"] and isinstance(back["a"][0].weight, sg.nn.Parameter)
+    assert not back["a"].training
+    x = np.random.default_rng(1).standard_normal((4, 2)).astype(np.float32)
+    expected = _module(torch).eval()(torch.tensor(x)).detach().numpy()
+    np.testing.assert_allclose(np.asarray(back["a"](sg.tensor(x)).tolist()), expected, rtol=1e-6, atol=1e-6)
+
+
+def test_what_no_load_can_read_is_refused_at_save(sg):
+    for bad, why in ((lambda: 0, "lambda"), (np.array([object()]), "dtype object"),
+                     (frozenset([1]), "frozenset")):
+        with pytest.raises(TypeError, match=why):
+            sg.save({"x": bad}, io.BytesIO())
