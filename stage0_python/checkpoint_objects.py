@@ -156,8 +156,8 @@ def encode_numpy(obj, np, where):
     if dt.kind not in _NUMPY_KINDS or dt.fields is not None or dt.subdtype is not None:
         raise TypeError(f"save: {where} is a NumPy {type(obj).__name__} of dtype {dt}; a checkpoint holds "
                         "NumPy arrays and scalars of numbers and bools")
-    arr = np.ascontiguousarray(obj)
-    return {"dtype": dt.str, "shape": list(arr.shape), "scalar": isinstance(obj, np.generic)}, arr.tobytes()
+    return ({"dtype": dt.str, "shape": list(np.shape(obj)), "scalar": isinstance(obj, np.generic)},
+            obj.tobytes(order="C"))
 
 
 def numpy_globals(np, dtype, scalar, nbytes):
@@ -188,6 +188,16 @@ def decode_numpy(body, raw, resolver):
 # ------------------------------------------------------------------ objects and globals
 
 _GLOBAL_KINDS = (type, types.FunctionType, types.BuiltinFunctionType)
+
+
+def is_global(obj):
+    """Whether ``obj`` is saved by its name: a function or class, or another object (NumPy's
+    function dispatchers) found again under its ``__module__`` and ``__qualname__``."""
+    if isinstance(obj, _GLOBAL_KINDS):
+        return True
+    module, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+    return (isinstance(module, str) and isinstance(qualname, str) and module in sys.modules
+            and _import(module, qualname) is obj)
 
 
 def encode_global(obj, where):

@@ -256,7 +256,7 @@ def _encode(obj, plan, where, active):
             return {kind: [_encode(v, plan, f"{where}[{i}]", active) for i, v in enumerate(items)]}
         finally:
             active.discard(id(obj))
-    if isinstance(obj, objects._GLOBAL_KINDS):
+    if objects.is_global(obj):
         return {"global": objects.encode_global(obj, where)}
     module = type(obj).__module__
     if module == "builtins":
