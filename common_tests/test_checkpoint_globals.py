@@ -169,3 +169,29 @@ def test_what_no_load_can_read_is_refused_at_save(sg):
                      (frozenset([1]), "frozenset")):
         with pytest.raises(TypeError, match=why):
             sg.save({"x": bad}, io.BytesIO())
+
+
+@pytest.mark.needs_torch
+@pytest.mark.parametrize("payload", PAYLOADS)
+def test_unsafe_globals_in_checkpoint_as_pytorch(sg, payload):
+    torch = need_torch_at_least("2.6", "get_unsafe_globals_in_checkpoint")
+    (theirs, _), (ours, our_globals) = _payload(payload, torch), _payload(payload, sg)
+    files = {}
+    for lib, obj in ((torch, theirs), (sg, ours)):
+        files[lib] = io.BytesIO()
+        lib.save(obj, files[lib])
+        files[lib].seek(0)
+    expected = torch.serialization.get_unsafe_globals_in_checkpoint(files[torch])
+    got = sg.serialization.get_unsafe_globals_in_checkpoint(io.BytesIO(files[sg].getvalue()))
+    # PyTorch's static scan misses the dtype classes, which its loader asks for all the same
+    dtype_classes = {f"{g.__module__}.{g.__qualname__}" for g in our_globals
+                     if isinstance(g, type) and issubclass(g, np.dtype) and g is not np.dtype}
+    # the same classes, each under its own library's module
+    assert sorted(n.rpartition(".")[2] for n in set(got) - dtype_classes) == sorted(
+        n.rpartition(".")[2] for n in expected)
+    assert set(got) >= dtype_classes and got == sorted(got)
+    with sg.serialization.safe_globals(our_globals):
+        assert sg.serialization.get_unsafe_globals_in_checkpoint(io.BytesIO(files[sg].getvalue())) == []
+    # a PyTorch file goes to PyTorch's scan
+    assert sorted(sg.serialization.get_unsafe_globals_in_checkpoint(io.BytesIO(files[torch].getvalue()))) == sorted(
+        expected)

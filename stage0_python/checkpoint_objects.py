@@ -169,6 +169,32 @@ def numpy_globals(np, dtype, scalar, nbytes):
     return [sample.__reduce__()[0], np.ndarray, np.dtype, type(dtype)] + ([bytes] if nbytes == 0 else [])
 
 
+def globals_in(root):
+    """The dotted names of every global the header node ``root`` asks a load to build."""
+    names, stack = set(), [root]
+    while stack:  # a loop, not recursion: the header is not trusted yet to be shallow
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, dict) and len(node) == 1:
+            (kind, body), = node.items()
+            if kind in ("object", "global") and isinstance(body, list) and len(body) >= 2:
+                names.add(f"{body[0]}.{body[1]}")
+                stack.extend(body[2:])
+            elif kind == "ndarray" and isinstance(body, dict):
+                import numpy as np  # only a header with an array gets here
+                needed = numpy_globals(np, np.dtype(body["dtype"]), body.get("scalar"), body.get("nbytes"))
+                names.update(global_name(o) for o in needed)
+            elif kind != "tensor":
+                stack.append(body)
+    return names
+
+
+def unsafe_globals(root):
+    """Those of ``globals_in(root)`` that no allowlisted global stands for, sorted."""
+    return sorted(globals_in(root) - set(_allowed()))
+
+
 def decode_numpy(body, raw, resolver):
     """The NumPy array or scalar an ndarray node stands for."""
     try:

@@ -69,6 +69,7 @@ raises) for one holding what ``weights_only`` loading was not allowed to build.
 import base64
 import errno
 import hashlib
+import io
 import json
 import math
 import os
@@ -475,6 +476,29 @@ def load(f, map_location=None, weights_only=None, *, format=None):  # noqa: A002
         from .torch_checkpoint import load_pt
         root = load_pt(blob, name, weights_only is not False)
     return root if relocate is None else _relocated(root, relocate)
+
+
+def get_unsafe_globals_in_checkpoint(f):
+    """The ``module.name`` of each class and function the checkpoint ``f`` would have
+    ``load(weights_only=True)`` build that the allowlist (``add_safe_globals``,
+    ``safe_globals``) does not hold, as torch.serialization.get_unsafe_globals_in_checkpoint.
+    For a NumPy array it also names the dtype's class, which PyTorch asks for while
+    loading but its static scan of the pickle does not see. A PyTorch file is scanned by
+    PyTorch."""
+    blob, name = _read_all(f)
+    kind = _sniff(blob)
+    if kind == "safetensors":
+        return []
+    if kind == "torch":
+        from .torch_checkpoint import _torch
+        torch = _torch(f"get_unsafe_globals_in_checkpoint: {name} looks like a PyTorch .pt file", "reading one")
+        with torch.serialization.safe_globals(get_safe_globals()):
+            return torch.serialization.get_unsafe_globals_in_checkpoint(io.BytesIO(blob))
+    header, _ = _verified_sections(blob, name)
+    try:
+        return objects.unsafe_globals(json.loads(header.decode("utf-8"))["root"])
+    except (ValueError, KeyError, TypeError, RecursionError) as e:
+        raise CheckpointError(f"{name}: malformed checkpoint header ({type(e).__name__}: {e})") from None
 
 
 def _read_all(f):
