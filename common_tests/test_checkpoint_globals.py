@@ -61,7 +61,8 @@ def _plain(x):
     if isinstance(x, (list, tuple)):
         return (type(x).__name__, [_plain(v) for v in x])
     if hasattr(x, "state_dict"):
-        return ("module", type(x).__name__, x.training, [(type(m).__name__, getattr(m, "p", None)) for m in x.children()],
+        return ("module", type(x).__name__, x.training,
+                [(type(m).__name__, getattr(m, "p", None)) for m in x.children()],
                 [(k, type(p).__name__, _plain(p)) for k, p in x.named_parameters()])
     if isinstance(x, Point):
         return ("Point", _plain(vars(x)))

@@ -116,6 +116,7 @@ class Resolver:
         from .serialization import WeightsOnlyError  # here: serialization imports this module
         listed = ", ".join(names)
         ser = f"{self.stage}.serialization"
+        verdict = "is not an allowed global" if len(names) == 1 else "are not allowed globals"
         return WeightsOnlyError(
             "Weights only load failed. This file can still be loaded, to do so you have two options, "
             "do those steps only if you trust the source of the checkpoint.\n"
@@ -123,7 +124,7 @@ class Resolver:
             "result in arbitrary code execution. Do it only if you got the file from a trusted source.\n"
             "\t(2) Alternatively, to load with `weights_only=True` please check the recommended steps in "
             "the following error message.\n"
-            f"\tUnsupported global: {listed} {'is not an allowed global' if len(names) == 1 else 'are not allowed globals'} "
+            f"\tUnsupported global: {listed} {verdict} "
             f"by default. Please use `{ser}.add_safe_globals([{listed}])` or the "
             f"`{ser}.safe_globals([{listed}])` context manager to allowlist "
             f"{'this global' if len(names) == 1 else 'these globals'} if you trust this class/function.")

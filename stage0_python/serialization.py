@@ -1,10 +1,11 @@
-"""``save(obj, path)`` and ``load(path)``: checkpoints that never unpickle anything.
+"""``save(obj, path)`` and ``load(path)``: checkpoints that never unpickle anything
+(unless a PyTorch file is loaded with ``weights_only=False``).
 
 Three formats, told apart by ``load`` from a file's first bytes (``format=`` insists on
 one): stagegrad's own checkpoint, described below, the default for ``save``; safetensors
 (``save(..., format="safetensors")``, ``save_safetensors``: a flat dict of tensors, see
-``safetensors_io``); and, for ``load`` only, PyTorch's ``.pt`` files, which PyTorch itself
-reads with ``weights_only=True`` (see ``torch_checkpoint``; PyTorch must be installed).
+``safetensors_io``); and PyTorch's ``.pt`` files, which PyTorch itself reads and writes
+(``save(..., format="torch")``; see ``torch_checkpoint``; PyTorch must be installed).
 The rest of this docstring is about the stagegrad format.
 
 What can be saved: tensors, ``None``, bools, ints, floats (including inf and nan),
@@ -16,10 +17,10 @@ when asked (``weights_only=False``, or ``add_safe_globals``/``safe_globals``): N
 and scalars, objects (a whole ``nn.Module``) as their class and attributes, and functions
 and classes by name; the file still holds no pickle (see ``checkpoint_objects``). Other
 values (a frozenset, a lambda, an object that reduces itself its own way) are refused.
-Containers nest up to ``MAX_DEPTH`` (200) deep: ``save`` refuses deeper
-objects and ``load`` deeper headers, so that neither runs into Python's recursion limit. A tensor is saved as its values, dtype,
-shape and ``requires_grad``; it loads as a fresh, contiguous tensor of the loading stage,
-so a checkpoint written by one stage loads in any other.
+Containers nest up to ``MAX_DEPTH`` (200) deep: ``save`` refuses deeper objects and
+``load`` deeper headers, so that neither runs into Python's recursion limit. A tensor is
+saved as its values, dtype, shape and ``requires_grad``; it loads as a fresh, contiguous
+tensor of the loading stage, so a checkpoint written by one stage loads in any other.
 
 File layout (version 1; all integers little-endian)::
 

@@ -6,10 +6,11 @@ tensors, containers, plain values and the globals this stage's ``add_safe_global
 ``safe_globals`` allowed (handed on to PyTorch's), and never runs other code from the
 file; what it refuses raises ``WeightsOnlyError`` with PyTorch's advice. Only
 ``weights_only=False`` unpickles freely, as PyTorch then does. What it returns is
-converted: each torch tensor becomes a fresh tensor of this stage with the same dtype, shape, values and ``requires_grad``; dicts
-(an ``OrderedDict`` state_dict included) become dicts, lists and tuples stay lists and
-tuples, and numbers, strings and None pass through, so a checkpoint such as
-``{"model": state_dict, "epoch": 3}`` loads whole. Other values are left as PyTorch made
+converted: each torch tensor becomes a fresh tensor of this stage with the same dtype,
+shape, values and ``requires_grad`` (a Parameter stays one); dicts (an ``OrderedDict``
+state_dict included) become dicts, lists and tuples stay lists and tuples, and numbers,
+strings and None pass through, so a checkpoint such as ``{"model": state_dict, "epoch": 3}``
+loads whole. Other values are left as PyTorch made
 them. PyTorch is imported only here, only when such a file is loaded or written.
 
 ``save_pt`` writes such a file for ``save(..., format="torch")``: it makes a torch tensor
@@ -20,11 +21,10 @@ values, and lets ``torch.save`` write the result, which ``torch.load`` reads wit
 import io
 import pickle  # for its exception class: PyTorch's loader raises it
 
-from .capabilities import CapabilityError, lacking
 from . import dtypes
-from .dtypes import BY_NAME
+from .capabilities import CapabilityError, lacking
 from .checkpoint_objects import get_safe_globals
-from .dtypes import DType
+from .dtypes import BY_NAME, DType
 from .serialization import MAX_DEPTH, CheckpointError, WeightsOnlyError, _describe, _tensor_bytes, _tensor_from_values
 from .tensor import Size, Tensor
 
