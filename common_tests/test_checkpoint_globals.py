@@ -43,7 +43,8 @@ def _payload(name, lib):
     if name == "list_and_tuple":
         return [a, (c, 1.5, "s")], _numpy_globals(a, c)
     if name == "tensors":
-        return {"w": lib.tensor([[1.5, -2.0]]), "n": [lib.tensor([1, 2]), (lib.tensor(True),)]}, []
+        return {"w": lib.tensor([[1.5, -2.0]]), "n": [lib.tensor([1, 2]), (lib.tensor(True),)],
+                "at": lib.device("cpu")}, []
     if name == "module":
         m = _module(lib)
         return m, [type(m), type(m[0]), type(m[1])]
@@ -56,6 +57,8 @@ def _plain(x):
         return ("tensor", str(x.dtype).rpartition(".")[2], x.detach().cpu().tolist(), bool(x.requires_grad))
     if isinstance(x, np.ndarray):
         return ("ndarray", x.dtype.str, x.shape, x.tolist())
+    if type(x).__name__ == "device":
+        return ("device", str(x))
     if isinstance(x, dict):
         return {k: _plain(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):

@@ -9,7 +9,7 @@ one): stagegrad's own checkpoint, described below, the default for ``save``; saf
 The rest of this docstring is about the stagegrad format.
 
 What can be saved: tensors, ``None``, bools, ints, floats (including inf and nan),
-complex numbers, strings, bytes, dtypes, shapes (``Size``), and lists, tuples, dicts,
+complex numbers, strings, bytes, dtypes, shapes (``Size``), devices, and lists, tuples, dicts,
 ``OrderedDict``s and sets of these (dict keys: str, int, float, bool or None): what
 PyTorch's ``weights_only`` loading accepts by default, and what covers module and optimizer
 state dicts. Beside them, what ``torch.save`` pickles and PyTorch's loader reads back only
@@ -41,7 +41,7 @@ number (finite floats are written with ``repr``, so they read back exactly) or s
 standing for itself, or an object with exactly one key saying what it is:
 ``{"list": [NODE...]}``, ``{"tuple": [NODE...]}``, ``{"dict": [[KEY NODE, NODE]...]}``
 (order kept), ``{"ordered_dict": ...}`` (as dict), ``{"set": [NODE...]}``,
-``{"size": [int...]}``, ``{"complex": [NODE, NODE]}``,
+``{"size": [int...]}``, ``{"device": "cpu"}``, ``{"complex": [NODE, NODE]}``,
 ``{"bytes": "<base64>"}``, ``{"float": "inf" | "-inf" | "nan"}``, ``{"dtype": "float32"}`` and
 ``{"tensor": {"dtype": "float32", "shape": [2, 3], "offset": 0, "nbytes": 24,
 "requires_grad": false}}`` (``offset`` counts from the start of the data section; a
@@ -236,6 +236,8 @@ def _encode(obj, plan, where, active):
         return {"bytes": base64.b64encode(bytes(obj)).decode("ascii")}
     if isinstance(obj, Size):
         return {"size": [int(n) for n in obj]}
+    if isinstance(obj, device):  # PyTorch's weights_only loading accepts a torch.device too
+        return {"device": str(obj)}
     if isinstance(obj, (list, tuple, dict, set)):
         if id(obj) in active:
             raise ValueError(f"save: {where} contains itself; cyclic structures cannot be saved")
@@ -658,6 +660,8 @@ def _decode(node, data, depth):
         return _SPECIAL_FLOATS[body]
     if kind == "dtype":
         return _dtype(body)
+    if kind == "device":
+        return device(body)
     if kind == "tensor":
         t = _decode_tensor(body, data.data)
         if body.get("parameter"):

@@ -24,6 +24,7 @@ import pickle  # for its exception class: PyTorch's loader raises it
 from . import dtypes
 from .capabilities import CapabilityError, lacking
 from .checkpoint_objects import get_safe_globals
+from .device import device
 from .dtypes import BY_NAME, DType
 from .serialization import MAX_DEPTH, CheckpointError, WeightsOnlyError, _describe, _tensor_bytes, _tensor_from_values
 from .tensor import Size, Tensor
@@ -74,6 +75,8 @@ def _to_torch(obj, torch, where, depth):
         return t.requires_grad_(obj.requires_grad)
     if isinstance(obj, DType):
         return getattr(torch, obj.name)
+    if isinstance(obj, device):
+        return torch.device(str(obj))
     if isinstance(obj, (list, tuple, set, dict)):
         if depth >= MAX_DEPTH:
             raise ValueError(f"save: obj nests containers more than {MAX_DEPTH} deep")
@@ -93,6 +96,8 @@ def _convert(obj, torch, where, depth, name):
         return _tensor(obj, torch, where, name)
     if isinstance(obj, torch.dtype):
         return BY_NAME.get(str(obj).rpartition(".")[2], obj)
+    if isinstance(obj, torch.device):
+        return device(str(obj))
     if isinstance(obj, (dict, list, tuple)):
         if depth >= MAX_DEPTH:
             raise CheckpointError(f"{name}: containers nested more than {MAX_DEPTH} deep")
