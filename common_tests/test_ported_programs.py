@@ -186,9 +186,7 @@ def test_save_keeps_what_weights_only_loading_accepts(sg, tmp_path):
         assert type(ours[k]) is type(v) and ours[k] == v, k
     assert type(ours["size"]) is sg.Size and ours["size"] == (2, 3)
     assert list(ours["order"]) == ["b", "a"]
-    with pytest.raises(TypeError, match="numpy.ndarray .*from_numpy"):  # weights_only refuses these too
-        sg.save({"a": np.ones(2)}, tmp_path / "n.sg")
-    with pytest.raises(TypeError, match="frozenset"):
+    with pytest.raises(TypeError, match="frozenset"):  # torch.save pickles it; a checkpoint holds no pickle
         sg.save({"a": frozenset()}, tmp_path / "n.sg")
 
 

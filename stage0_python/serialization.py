@@ -1,22 +1,26 @@
-"""``save(obj, path)`` and ``load(path)``: checkpoints that never unpickle anything.
+"""``save(obj, path)`` and ``load(path)``: checkpoints that never unpickle anything
+(unless a PyTorch file is loaded with ``weights_only=False``).
 
 Three formats, told apart by ``load`` from a file's first bytes (``format=`` insists on
 one): stagegrad's own checkpoint, described below, the default for ``save``; safetensors
 (``save(..., format="safetensors")``, ``save_safetensors``: a flat dict of tensors, see
-``safetensors_io``); and, for ``load`` only, PyTorch's ``.pt`` files, which PyTorch itself
-reads with ``weights_only=True`` (see ``torch_checkpoint``; PyTorch must be installed).
+``safetensors_io``); and PyTorch's ``.pt`` files, which PyTorch itself reads and writes
+(``save(..., format="torch")``; see ``torch_checkpoint``; PyTorch must be installed).
 The rest of this docstring is about the stagegrad format.
 
 What can be saved: tensors, ``None``, bools, ints, floats (including inf and nan),
-complex numbers, strings, bytes, dtypes, shapes (``Size``), and lists, tuples, dicts,
+complex numbers, strings, bytes, dtypes, shapes (``Size``), devices, and lists, tuples, dicts,
 ``OrderedDict``s and sets of these (dict keys: str, int, float, bool or None): what
-PyTorch's ``weights_only`` loading accepts, nothing that needs unpickling (a NumPy array or
-a frozenset is refused, as ``weights_only`` refuses them), nested up to ``MAX_DEPTH`` (200)
-containers deep: ``save`` refuses deeper
-objects and ``load`` deeper headers, so that neither runs into Python's recursion limit.
-That covers module and optimizer state dicts. A tensor is saved as its values, dtype,
-shape and ``requires_grad``; it loads as a fresh, contiguous tensor of the loading stage,
-so a checkpoint written by one stage loads in any other.
+PyTorch's ``weights_only`` loading accepts by default, and what covers module and optimizer
+state dicts. Beside them, what ``torch.save`` pickles and PyTorch's loader reads back only
+when asked (``weights_only=False``, or ``add_safe_globals``/``safe_globals``): NumPy arrays
+and scalars, objects (a whole ``nn.Module``) as their class and attributes, and functions
+and classes by name; the file still holds no pickle (see ``checkpoint_objects``). Other
+values (a frozenset, a lambda, an object that reduces itself its own way) are refused.
+Containers nest up to ``MAX_DEPTH`` (200) deep: ``save`` refuses deeper objects and
+``load`` deeper headers, so that neither runs into Python's recursion limit. A tensor is
+saved as its values, dtype, shape and ``requires_grad``; it loads as a fresh, contiguous
+tensor of the loading stage, so a checkpoint written by one stage loads in any other.
 
 File layout (version 1; all integers little-endian)::
 
@@ -37,10 +41,12 @@ number (finite floats are written with ``repr``, so they read back exactly) or s
 standing for itself, or an object with exactly one key saying what it is:
 ``{"list": [NODE...]}``, ``{"tuple": [NODE...]}``, ``{"dict": [[KEY NODE, NODE]...]}``
 (order kept), ``{"ordered_dict": ...}`` (as dict), ``{"set": [NODE...]}``,
-``{"size": [int...]}``, ``{"complex": [NODE, NODE]}``,
+``{"size": [int...]}``, ``{"device": "cpu"}``, ``{"complex": [NODE, NODE]}``,
 ``{"bytes": "<base64>"}``, ``{"float": "inf" | "-inf" | "nan"}``, ``{"dtype": "float32"}`` and
 ``{"tensor": {"dtype": "float32", "shape": [2, 3], "offset": 0, "nbytes": 24,
-"requires_grad": false}}`` (``offset`` counts from the start of the data section).
+"requires_grad": false}}`` (``offset`` counts from the start of the data section; a
+``"parameter": true`` member makes it an ``nn.Parameter``), and the ``ndarray``,
+``object``, ``global`` and ``same`` nodes of ``checkpoint_objects``.
 
 ``save`` writes to a temporary file in the target's directory, fsyncs it and renames it
 over the target (``os.replace``), so a crash leaves either the old file or the new one,
@@ -58,14 +64,17 @@ anything else in the directory.
 
 ``load`` checks the magic, version, lengths and checksum before it decodes anything, and
 raises ``CheckpointError`` (a ``ValueError``) for a foreign, truncated, corrupted or
-malformed file.
+malformed file, and ``WeightsOnlyError`` (also a ``pickle.UnpicklingError``, as PyTorch
+raises) for one holding what ``weights_only`` loading was not allowed to build.
 """
 import base64
 import errno
 import hashlib
+import io
 import json
 import math
 import os
+import pickle  # for its exception class only: nothing here pickles or unpickles
 import re
 import socket
 import stat
@@ -77,8 +86,10 @@ from array import array
 from collections import OrderedDict
 
 from . import backend as B
+from . import checkpoint_objects as objects
 from . import dtypes
 from .capabilities import lacking
+from .checkpoint_objects import add_safe_globals, clear_safe_globals, get_safe_globals, safe_globals  # noqa: F401
 from .device import CPU, check_device, device
 from .dtypes import BY_NAME, DType
 from .tensor import Size, Tensor
@@ -109,18 +120,28 @@ class CheckpointError(ValueError):
     """The file is not a readable stagegrad checkpoint: foreign, truncated or corrupted."""
 
 
+class WeightsOnlyError(CheckpointError, pickle.UnpicklingError):
+    """``load(weights_only=True)`` met a global (a class, a function, NumPy's array
+    constructors) that ``add_safe_globals`` did not allow; PyTorch raises UnpicklingError."""
+
+
 # ------------------------------------------------------------------ save
 
-FORMATS = ("stagegrad", "safetensors")  # what save writes; load also reads "torch"
+FORMATS = ("stagegrad", "safetensors", "torch")  # what save writes
 
 
 def save(obj, f, *, format="stagegrad"):  # noqa: A002  (PyTorch-style keyword)
     """Write ``obj`` to ``f`` (a path, written atomically, or a binary file object), as
     torch.save. ``format="safetensors"`` writes a flat dict of str -> Tensor as
-    ``save_safetensors`` does; the default, ``"stagegrad"``, holds any nesting."""
+    ``save_safetensors`` does; ``format="torch"`` writes the file ``torch.save`` would, for
+    ``torch.load`` to read (tensors, NumPy arrays and plain data; needs PyTorch, see
+    ``torch_checkpoint``); the default, ``"stagegrad"``, holds any nesting."""
     if format == "safetensors":
         from .safetensors_io import save_safetensors  # here: it imports this module
         return save_safetensors(obj, f)
+    if format == "torch":
+        from .torch_checkpoint import save_pt
+        return _write(f, [save_pt(obj)])
     if format != "stagegrad":
         raise ValueError(f"save: format must be one of {FORMATS}, got {format!r}")
     plan = _Plan()
@@ -140,18 +161,30 @@ def _write(f, chunks):
 
 
 class _Plan:
-    """The tensors to write, in order, and where the next one starts in the data section."""
+    """The tensors (or NumPy arrays' bytes) to write, in order, where the next one starts in
+    the data section, and the tensors, arrays and objects met so far (``{"same": k}``)."""
 
     def __init__(self):
         self.tensors = []
         self.end = 0
+        self.memo = {}  # id -> its number among the memoized, in encoding order
+        self.kept = []  # the memoized objects themselves, so that no id is reused meanwhile
 
-    def add(self, t):
+    def add(self, t, nbytes=None):
         offset = _aligned(self.end)
-        nbytes = _numel(t.shape) * _ITEMSIZE[t.dtype.name]
+        if nbytes is None:
+            nbytes = _numel(t.shape) * _ITEMSIZE[t.dtype.name]
         self.tensors.append((t, nbytes))
         self.end = offset + nbytes
         return offset, nbytes
+
+    def seen(self, obj):
+        """``{"same": k}`` if ``obj`` was encoded before; else None, and it is remembered."""
+        if id(obj) in self.memo:
+            return {"same": self.memo[id(obj)]}
+        self.memo[id(obj)] = len(self.kept)
+        self.kept.append(obj)
+        return None
 
 
 def _numel(shape):
@@ -167,6 +200,14 @@ def _aligned(n):
 
 def _encode(obj, plan, where, active):
     """The JSON node for ``obj``; tensors are added to ``plan`` in data order."""
+    np = objects.numpy_of(obj)  # first: NumPy's float64 and bool_ pass for Python's float and bool
+    if np is not None:
+        body, raw = objects.encode_numpy(obj, np, where)
+        same = plan.seen(obj) if isinstance(obj, np.ndarray) else None
+        if same:
+            return same
+        body["offset"], body["nbytes"] = plan.add(raw, len(raw))
+        return {"ndarray": body}
     if obj is None or isinstance(obj, (bool, str)):
         return obj
     if isinstance(obj, int):
@@ -178,9 +219,15 @@ def _encode(obj, plan, where, active):
     if isinstance(obj, Tensor):
         if obj.dtype.name not in _ITEMSIZE:
             raise TypeError(f"save: {where} has dtype {obj.dtype}, which checkpoints cannot hold")
+        same = plan.seen(obj)
+        if same:
+            return same
         offset, nbytes = plan.add(obj)
-        return {"tensor": {"dtype": obj.dtype.name, "shape": list(obj.shape), "offset": offset,
-                           "nbytes": nbytes, "requires_grad": bool(obj.requires_grad)}}
+        spec = {"dtype": obj.dtype.name, "shape": list(obj.shape), "offset": offset,
+                "nbytes": nbytes, "requires_grad": bool(obj.requires_grad)}
+        if type(obj).__name__ == "Parameter":
+            spec["parameter"] = True
+        return {"tensor": spec}
     if isinstance(obj, DType) and obj.name in _ITEMSIZE:
         return {"dtype": obj.name}
     if isinstance(obj, complex):
@@ -189,6 +236,8 @@ def _encode(obj, plan, where, active):
         return {"bytes": base64.b64encode(bytes(obj)).decode("ascii")}
     if isinstance(obj, Size):
         return {"size": [int(n) for n in obj]}
+    if isinstance(obj, device):  # PyTorch's weights_only loading accepts a torch.device too
+        return {"device": str(obj)}
     if isinstance(obj, (list, tuple, dict, set)):
         if id(obj) in active:
             raise ValueError(f"save: {where} contains itself; cyclic structures cannot be saved")
@@ -211,12 +260,32 @@ def _encode(obj, plan, where, active):
             return {kind: [_encode(v, plan, f"{where}[{i}]", active) for i, v in enumerate(items)]}
         finally:
             active.discard(id(obj))
+    if objects.is_global(obj):
+        return {"global": objects.encode_global(obj, where)}
     module = type(obj).__module__
-    kind = type(obj).__name__ if module == "builtins" else f"{module}.{type(obj).__name__}"
-    hint = " (convert a NumPy array with from_numpy first)" if kind.startswith("numpy.") else ""
-    raise TypeError(f"save: {where} is a {kind}{hint}; a checkpoint holds tensors, numbers, strings, bytes, "
-                    "None, bools, dtypes, shapes and lists/tuples/dicts/sets of them, what PyTorch's "
-                    "weights_only loading accepts")
+    if module == "builtins":
+        raise TypeError(f"save: {where} is a {type(obj).__name__}; a checkpoint holds tensors, NumPy arrays, "
+                        "numbers, strings, bytes, None, bools, dtypes, shapes, lists/tuples/dicts/sets of "
+                        "them, and objects as their class and attributes")
+    return _encode_object(obj, plan, where, active)
+
+
+def _encode_object(obj, plan, where, active):
+    """An object node: its class by name and its attributes, as pickle's default protocol
+    would save them (``checkpoint_objects``)."""
+    same = plan.seen(obj)
+    if same:
+        return same
+    state = objects.object_state(obj, where)
+    if len(active) >= MAX_DEPTH:
+        raise ValueError(f"save: obj nests objects and containers more than {MAX_DEPTH} deep; "
+                         "a checkpoint holds at most that many levels")
+    active.add(id(obj))
+    try:
+        cls = type(obj)
+        return {"object": [cls.__module__, cls.__qualname__, _encode(state, plan, f"{where}.__dict__", active)]}
+    finally:
+        active.discard(id(obj))
 
 
 # the sequence kinds, each with its node name (tuple before list: a Size is a tuple)
@@ -238,7 +307,7 @@ def _chunks(header, plan):
     pos = 0
     for t, nbytes in plan.tensors:
         yield emit(bytes(_aligned(pos) - pos))
-        raw = _tensor_bytes(t)
+        raw = t if isinstance(t, bytes) else _tensor_bytes(t)
         if len(raw) != nbytes:  # the tensor was resized while being saved
             raise RuntimeError(f"save: a tensor changed size during the save ({len(raw)} != {nbytes} bytes)")
         pos = _aligned(pos) + len(raw)
@@ -382,9 +451,15 @@ def load(f, map_location=None, weights_only=None, *, format=None):  # noqa: A002
     locations to targets (``{"cuda:0": "cpu"}``: a saved tensor's location is ``"cpu"``);
     a callable is called as ``fn(tensor, "cpu")`` for each tensor (the tensor standing for
     PyTorch's storage) and its result is loaded in its place. A map to any other device
-    raises DeviceError naming it. ``weights_only`` is accepted for PyTorch programs and
-    changes nothing: the file holds data only, never code, so every load is as safe as
-    PyTorch's ``weights_only=True``.
+    raises DeviceError naming it.
+
+    ``weights_only`` is PyTorch 2.13's: ``None`` or ``True`` (the default) loads tensors and
+    plain data, and NumPy arrays, objects and globals only where ``add_safe_globals`` or
+    ``safe_globals`` allowed what PyTorch would ask for (``checkpoint_objects``); else it
+    raises ``WeightsOnlyError`` saying how to load the file. ``weights_only=False`` loads
+    everything, importing the classes and functions the file names (as unpickling does: do
+    it only for a file you trust). A PyTorch ``.pt`` file is handed to ``torch.load`` with
+    the same ``weights_only`` and this stage's allowed globals.
     """
     if weights_only not in (None, True, False):
         raise TypeError(f"load: weights_only must be a bool or None, got {weights_only!r}")
@@ -395,14 +470,38 @@ def load(f, map_location=None, weights_only=None, *, format=None):  # noqa: A002
     blob, name = _read_all(f)
     kind = format or _sniff(blob)
     if kind == "stagegrad":
-        root = _decode_checkpoint(blob, name)
+        resolver = objects.Resolver(weights_only is not False, __name__.rpartition(".")[0])
+        root = _decode_checkpoint(blob, name, resolver)
     elif kind == "safetensors":
         from .safetensors_io import decode  # here: it imports this module
         root = decode(blob, name)[0]
     else:
         from .torch_checkpoint import load_pt
-        root = load_pt(blob, name)
+        root = load_pt(blob, name, weights_only is not False)
     return root if relocate is None else _relocated(root, relocate)
+
+
+def get_unsafe_globals_in_checkpoint(f):
+    """The ``module.name`` of each class and function the checkpoint ``f`` would have
+    ``load(weights_only=True)`` build that the allowlist (``add_safe_globals``,
+    ``safe_globals``) does not hold, as torch.serialization.get_unsafe_globals_in_checkpoint.
+    For a NumPy array it also names the dtype's class, which PyTorch asks for while
+    loading but its static scan of the pickle does not see. A PyTorch file is scanned by
+    PyTorch."""
+    blob, name = _read_all(f)
+    kind = _sniff(blob)
+    if kind == "safetensors":
+        return []
+    if kind == "torch":
+        from .torch_checkpoint import _torch
+        torch = _torch(f"get_unsafe_globals_in_checkpoint: {name} looks like a PyTorch .pt file", "reading one")
+        with torch.serialization.safe_globals(get_safe_globals()):
+            return torch.serialization.get_unsafe_globals_in_checkpoint(io.BytesIO(blob))
+    header, _ = _verified_sections(blob, name)
+    try:
+        return objects.unsafe_globals(json.loads(header.decode("utf-8"))["root"])
+    except (ValueError, KeyError, TypeError, RecursionError) as e:
+        raise CheckpointError(f"{name}: malformed checkpoint header ({type(e).__name__}: {e})") from None
 
 
 def _read_all(f):
@@ -426,13 +525,13 @@ def _sniff(blob):
     return "stagegrad"
 
 
-def _decode_checkpoint(blob, name):
+def _decode_checkpoint(blob, name, resolver):
     header, data = _verified_sections(blob, name)
     try:
         doc = json.loads(header.decode("utf-8"))
         if not isinstance(doc, dict) or doc.get("format") != "stagegrad":
             raise ValueError("the header does not name the stagegrad format")
-        root = _decode(doc["root"], data, 0)
+        root = _decode(doc["root"], _Reader(data, resolver), 0)
     except CheckpointError:
         raise
     except RecursionError:  # json's parser, on a header nested far deeper than MAX_DEPTH
@@ -517,13 +616,34 @@ _SPECIAL_FLOATS = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
 _CONTAINERS = {"list": list, "tuple": tuple, "dict": dict, "ordered_dict": OrderedDict, "set": set}
 
 
+class _Reader:
+    """What decoding needs beside the header: the data section, the tensors, arrays and
+    objects decoded so far (for ``{"same": k}``), and what ``weights_only`` allows."""
+
+    def __init__(self, data, resolver):
+        self.data, self.resolver, self.memo = data, resolver, []
+
+    def remember(self, obj):
+        self.memo.append(obj)
+        return obj
+
+    def section(self, spec, what):
+        """The bytes ``spec``'s offset and nbytes name, checked to lie in the data section."""
+        offset, nbytes = spec["offset"], spec["nbytes"]
+        if not (isinstance(offset, int) and isinstance(nbytes, int) and nbytes >= 0
+                and 0 <= offset <= len(self.data) - nbytes):
+            raise ValueError(f"{what} does not fit the data section (offset {offset}, {nbytes} bytes, "
+                             f"section of {len(self.data)} bytes)")
+        return self.data[offset:offset + nbytes]
+
+
 def _decode(node, data, depth):
     if node is None or isinstance(node, (bool, int, float, str)):
         return node
     if not isinstance(node, dict) or len(node) != 1:
         raise ValueError(f"unknown node {node!r:.80}")
     (kind, body), = node.items()
-    if kind in _CONTAINERS and depth >= MAX_DEPTH:
+    if (kind in _CONTAINERS or kind == "object") and depth >= MAX_DEPTH:
         raise ValueError(f"containers nested more than {MAX_DEPTH} deep")
     if kind in ("dict", "ordered_dict"):
         return _CONTAINERS[kind]((_decode(k, data, depth + 1), _decode(v, data, depth + 1)) for k, v in body)
@@ -540,8 +660,32 @@ def _decode(node, data, depth):
         return _SPECIAL_FLOATS[body]
     if kind == "dtype":
         return _dtype(body)
+    if kind == "device":
+        return device(body)
     if kind == "tensor":
-        return _decode_tensor(body, data)
+        t = _decode_tensor(body, data.data)
+        if body.get("parameter"):
+            from .nn.module import Parameter  # here: nn imports much of the stage
+            t = Parameter(t, t.requires_grad)
+        return data.remember(t)
+    if kind == "same":
+        if not (isinstance(body, int) and 0 <= body < len(data.memo)):
+            raise ValueError(f"reference to object {body!r}, of {len(data.memo)} met so far")
+        return data.memo[body]
+    if kind == "ndarray":
+        raw = data.section(body, f"NumPy array of shape {body.get('shape')}")
+        arr = objects.decode_numpy(body, raw, data.resolver)
+        return arr if body.get("scalar") else data.remember(arr)
+    if kind == "global":
+        return data.resolver.resolve(*body)
+    if kind == "object":
+        module, qualname, state = body
+        cls = data.resolver.resolve(module, qualname)
+        if not isinstance(cls, type):
+            raise ValueError(f"{module}.{qualname} is not a class")
+        obj = data.remember(cls.__new__(cls))
+        objects.restore_object(obj, _decode(state, data, depth + 1))
+        return obj
     raise ValueError(f"unknown node kind {kind!r}")
 
 
