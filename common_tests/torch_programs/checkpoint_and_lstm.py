@@ -1,5 +1,5 @@
-"""An LSTM reached through torch.nn.modules.rnn, saved with torch.save (its state dict, and a
-dict around it) and loaded back into a fresh model; DistributedDataParallel imported as a
+"""An LSTM reached through torch.nn.modules.rnn, saved with torch.save (its state dict in a
+dict, and the whole module) and loaded back; DistributedDataParallel imported as a
 data-parallel program does."""
 import os
 import sys
@@ -39,6 +39,10 @@ def main(folder):
     fresh.load_state_dict(loaded["model"])
     again, _ = fresh(batch)
     print("reloaded", loaded["epoch"], loaded["note"], bool(torch.equal(again, out)), sorted(loaded["model"])[:2])
+    whole = os.path.join(folder, "model.pt")
+    torch.save(lstm, whole)  # the whole module, as the word-language-model example saves it
+    model = torch.load(whole, weights_only=False)
+    print("whole module", type(model).__name__, bool(torch.equal(model(batch)[0], out)))
     print("data parallel", DistributedDataParallel.__name__, issubclass(DistributedDataParallel, torch.nn.Module))
 
 
