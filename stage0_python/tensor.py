@@ -14,6 +14,8 @@ lists among its bases: ``MathMethods`` (math_ops.py), ``ContractionMethods``
 import math
 import operator
 
+from stage0_python.vocabulary import ArgumentError
+
 from . import backend as B
 from . import dtypes as D
 from . import printing, shapes
@@ -711,7 +713,7 @@ class Tensor(TensorCore, ContractionMethods, MathMethods, RearrangingMethods, Sa
             q = self // other  # integers stay integers (and division by zero is refused)
             # floor and trunc differ only for an inexact negative quotient: one step up
             return q + ((q * other != self) & ((self < 0) != (other < 0)))
-        raise ValueError(f"div: rounding_mode must be None, 'floor' or 'trunc', got {rounding_mode!r}")
+        raise ArgumentError(f"div: rounding_mode must be None, 'floor' or 'trunc', got {rounding_mode!r}")
 
     def pow(self, other):
         """``self ** other``; see torch.pow."""
@@ -855,7 +857,7 @@ class Tensor(TensorCore, ContractionMethods, MathMethods, RearrangingMethods, Sa
         """Limit every element to ``[min, max]`` (either may be None, not both); see torch.clamp. ``clip``
         is the same function."""
         if min is None and max is None:
-            raise ValueError("clamp: at least one of min and max must be given")
+            raise ArgumentError("clamp: at least one of min and max must be given")
         dtype = D.result_type(*(v for v in (self, min, max) if v is not None))
         x = self.to(dtype)
         lo = None if min is None else (min.to(dtype) if isinstance(min, Tensor) else self._scalar(min, dtype))
@@ -1342,7 +1344,7 @@ class Tensor(TensorCore, ContractionMethods, MathMethods, RearrangingMethods, Sa
             raise ShapeError(f"unfold: size {size} exceeds dimension {d} of size {n} "
                              f"(shape {list(self.shape)})")
         if step <= 0:
-            raise ValueError(f"unfold: step must be positive, got {step}")
+            raise ArgumentError(f"unfold: step must be positive, got {step}")
         return ops.Windows.apply(self, d, size, step)
 
     @accepts_axis
