@@ -737,17 +737,28 @@ class Tensor(TensorCore, ContractionMethods, MathMethods, RearrangingMethods, Sa
 
     def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
         """Elementwise ``|self - other| <= atol + rtol * |other|``, as ``torch.isclose``:
-        equal values (equal infinities included) are close, NaN only with ``equal_nan``."""
+        equal values (equal infinities included) are close, NaN only with ``equal_nan``, an
+        infinite difference never. Both tensors have one dtype (DTypeMismatchError else);
+        integers and bools are compared in the default float dtype, as in PyTorch."""
         if not isinstance(other, Tensor):
             raise TypeError(f"isclose: expected a Tensor as other, got {type(other).__name__}")
+        if self.dtype is not other.dtype:
+            raise D.DTypeMismatchError(f"isclose: cannot compare tensors of different dtypes "
+                                       f"{self.dtype.name} and {other.dtype.name}")
+        for name, tol in (("rtol", rtol), ("atol", atol)):
+            if not tol >= 0:
+                raise ArgumentError(f"isclose: {name} must be greater than or equal to zero, got {tol}")
         close = self == other
-        if self.dtype is bool_ and other.dtype is bool_:
-            return close
-        if equal_nan:
+        if equal_nan and self.dtype.is_floating_point:
             close = close | (self.isnan() & other.isnan())
-        err = (self - other).abs()
+        if rtol == 0 and atol == 0:  # only equality is close: inf - inf would not be
+            return close
+        a, b = self, other
+        if not a.dtype.is_floating_point:  # a uint8 difference would wrap
+            a, b = a.to(D.get_default_dtype()), b.to(D.get_default_dtype())
+        err = (a - b).abs()
         # an infinite error is never within tolerance, though inf <= atol + rtol * inf holds
-        return close | ((err <= atol + rtol * other.abs()) & (err < math.inf))
+        return close | (err.isfinite() & (err <= atol + (b * rtol).abs()))
 
     def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
         """True when every element of ``self`` is ``isclose`` to ``other``'s."""
