@@ -1,5 +1,6 @@
 """Elementwise ops: values against NumPy, dtypes and gradients against PyTorch,
 gradients again against finite differences in float64."""
+import itertools
 import operator
 
 import numpy as np
@@ -553,3 +554,32 @@ def test_isclose_infinities_and_nan_as_torch(sg, equal_nan):
         assert T(sg, x).allclose(T(sg, y), equal_nan=equal_nan) is want, (x, y)
     want = torch.allclose(TT(a), TT(b), equal_nan=equal_nan)
     assert sg.allclose(T(sg, a), T(sg, b), equal_nan=equal_nan) is want
+
+
+_CLOSE_VALUES = {
+    "float": [0.0, 1.0, -1.0, 1.0 + 1e-6, 1e-9, 5.5, float("inf"), -float("inf"), float("nan")],
+    "int": [0, 1, 3, 2, 100, -7],
+    "uint8": [0, 1, 3, 250, 255],  # a difference in uint8 would wrap
+    "bool": [True, False],
+}
+_TOLERANCES = [(1e-5, 1e-8), (0.0, 0.0), (0.5, 0.0), (0.0, 1.0), (float("inf"), 0.0), (0.0, float("inf")),
+               (1e-5, 2.0)]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "int32", "uint8", "bool"])
+def test_isclose_and_allclose_grid_as_torch(sg, dtype):
+    """Every pair of values (infinities and NaN among the floats), by broadcasting a column
+    against a row, at each tolerance, with and without equal_nan, against PyTorch."""
+    torch = need_torch()
+    kind = "float" if dtype.startswith("float") else dtype if dtype in ("uint8", "bool") else "int"
+    values = np.array(_CLOSE_VALUES[kind]).astype(dtype)
+    a, b = values[:, None], values
+    for (rtol, atol), equal_nan in itertools.product(_TOLERANCES, (False, True)):
+        kw = dict(rtol=rtol, atol=atol, equal_nan=equal_nan)
+        want = torch.isclose(TT(a), TT(b), **kw)
+        assert sg.isclose(T(sg, a), T(sg, b), **kw).tolist() == want.tolist(), kw
+        assert T(sg, b).isclose(T(sg, a), **kw).tolist() == torch.isclose(TT(b), TT(a), **kw).tolist(), kw
+        for x, y in ((a, b), (a[1:2], b[:2]), (b[:1], b[:1])):  # all pairs, then fewer
+            want_all = torch.allclose(TT(x), TT(y), **kw)
+            assert sg.allclose(T(sg, x), T(sg, y), **kw) is want_all, (kw, x, y)
+            assert T(sg, x).allclose(T(sg, y), **kw) is want_all, (kw, x, y)

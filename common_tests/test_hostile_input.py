@@ -454,8 +454,10 @@ def test_calls_that_once_crashed_now_raise_clean_errors(sg):
     outcomes = run_isolated(sg.__name__, cases)
     for name, _ in cases:
         out = outcomes[name]
-        # ShapeError is the stages' ValueError for shapes (also a RuntimeError, as PyTorch's)
-        assert re.match(r"(ValueError|ShapeError|MemoryError|IndexError|TypeError): ", out), f"{name}: {out}"
+        # ShapeError and ArgumentError are the stages' ValueErrors for shapes and arguments (also
+        # RuntimeErrors, as PyTorch's)
+        assert re.match(r"(ValueError|ShapeError|ArgumentError|MemoryError|IndexError|TypeError): ", out), \
+            f"{name}: {out}"
 
 
 @pytest.mark.capability("buffer_protocol")

@@ -100,14 +100,22 @@ def numel(t):
     return t.numel()
 
 
+def _both_tensors(op, a, b):
+    for name, t in (("input", a), ("other", b)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op}: expected a Tensor as {name}, got {type(t).__name__}")
+
+
 def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     """True when every element of ``a`` is close to ``b``'s (see ``isclose``)."""
+    _both_tensors("allclose", a, b)
     return a.allclose(b, rtol, atol, equal_nan)
 
 
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     """Elementwise ``|a - b| <= atol + rtol * |b|``; equal infinities are close, NaN only
-    with ``equal_nan``, as ``torch.isclose``."""
+    with ``equal_nan``, as ``torch.isclose`` (see ``Tensor.isclose``)."""
+    _both_tensors("isclose", a, b)
     return a.isclose(b, rtol, atol, equal_nan)
 
 

@@ -8,6 +8,8 @@ else needs, then contracts the operands left to right, each pair as one batched 
 """
 import math
 
+from stage0_python.vocabulary import ArgumentError
+
 from .autocast import lower as _lower
 from .dtypes import int64
 from .shapes import ShapeError
@@ -28,7 +30,7 @@ def _parse(equation, operands):
     lhs, arrow, rhs = eq.partition("->")
     terms = lhs.split(",")
     if len(terms) != len(operands):
-        raise ValueError(f"einsum: the equation {equation!r} names {len(terms)} operands, "
+        raise ArgumentError(f"einsum: the equation {equation!r} names {len(terms)} operands, "
                          f"{len(operands)} were given")
     labels, ellipsis_dims = [], 0
     for term, op in zip(terms, operands):
@@ -36,7 +38,7 @@ def _parse(equation, operands):
             raise TypeError(f"einsum: operands must be Tensors, got {type(op).__name__}")
         named = term.replace("...", "")
         if not all(c.isalpha() for c in named) or term.count("...") > 1:
-            raise ValueError(f"einsum: invalid subscripts {term!r} in {equation!r} (letters and one '...')")
+            raise ArgumentError(f"einsum: invalid subscripts {term!r} in {equation!r} (letters and one '...')")
         if "..." in term:
             k = op.ndim - len(named)
             if k < 0:
@@ -52,13 +54,13 @@ def _parse(equation, operands):
     dots = [chr(0x3000 - ellipsis_dims + i) for i in range(ellipsis_dims)]
     if arrow:
         if rhs.count("...") > 1 or not all(c.isalpha() for c in rhs.replace("...", "")):
-            raise ValueError(f"einsum: invalid output subscripts {rhs!r}")
+            raise ArgumentError(f"einsum: invalid output subscripts {rhs!r}")
         out = list(rhs.replace("...", "".join(dots)))
         if len(set(out)) != len(out):
-            raise ValueError(f"einsum: output subscripts {rhs!r} repeat a label")
+            raise ArgumentError(f"einsum: output subscripts {rhs!r} repeat a label")
         missing = [c for c in out if c not in sum(labels, [])]
         if missing:
-            raise ValueError(f"einsum: output label {missing[0]!r} appears in no operand")
+            raise ArgumentError(f"einsum: output label {missing[0]!r} appears in no operand")
     else:  # implicit: the ellipsis, then the labels used once, in alphabetical order
         counts = {}
         for ls in labels:

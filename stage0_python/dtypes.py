@@ -37,6 +37,12 @@ class DTypeMismatchError(TypeError, RuntimeError):
     raises)."""
 
 
+class DTypeNotImplementedError(TypeError, NotImplementedError):
+    """An operation that has no meaning for its operands' dtype: shifts and bitwise ops on
+    floats, hypot on integers (a TypeError, and the NotImplementedError PyTorch raises, which
+    is a RuntimeError)."""
+
+
 def refuse_bool_subtraction(op, a, b):
     """PyTorch refuses ``-`` with a bool operand, tensor or Python bool, whatever the other's
     dtype (``~`` inverts a mask): so do the stages, rather than compute ``x - True``."""

@@ -8,6 +8,8 @@ gradient in one pass each (``CrossEntropy``); the composites stay the reference.
 """
 import math
 
+from stage0_python.vocabulary import ArgumentError
+
 from . import backend as B
 from . import shapes
 from .autocast import float32 as _float32
@@ -179,11 +181,11 @@ def one_hot(tensor, num_classes=-1):
     if tensor.numel():
         lo, hi = tensor.min().item(), tensor.max().item()
         if lo < 0:
-            raise ValueError(f"one_hot: class values must be non-negative, got {lo}")
+            raise ArgumentError(f"one_hot: class values must be non-negative, got {lo}")
         if num_classes == -1:
             num_classes = hi + 1
         elif hi >= num_classes:
-            raise ValueError(f"one_hot: class value {hi} is out of range for num_classes={num_classes}")
+            raise ArgumentError(f"one_hot: class value {hi} is out of range for num_classes={num_classes}")
     elif num_classes == -1:
         raise ValueError("one_hot: cannot infer the number of classes from an empty tensor")
     shapes.check((*tensor.shape, num_classes), "one_hot", int64)

@@ -57,7 +57,7 @@ def _float_binary(self, other, op, fn, ints):
         if not ints:
             names = " and ".join(t.dtype.name if isinstance(t, TensorCore) else type(t).__name__
                                  for t in (self, other))
-            raise TypeError(f"{op}: not implemented for {names} operands (floating point only)")
+            raise D.DTypeNotImplementedError(f"{op}: not implemented for {names} operands (floating point only)")
         a = self.to(D.get_default_dtype())
         if isinstance(other, TensorCore):
             b = other.to(D.get_default_dtype())
@@ -79,8 +79,8 @@ def _bitwise(self, other, op, reverse=False):
     if dtype is bool_ or dtype.is_floating_point:
         names = " and ".join(t.dtype.name if isinstance(t, TensorCore) else type(t).__name__
                              for t in (self, other))
-        raise TypeError(f"{op}: not implemented for {names} operands (result {dtype.name}); it "
-                        f"takes integer{' or bool' if op in _LOGICAL else ''} tensors")
+        raise D.DTypeNotImplementedError(f"{op}: not implemented for {names} operands (result {dtype.name}); "
+                                         f"it takes integer{' or bool' if op in _LOGICAL else ''} tensors")
     return self._binary(other, op, None, reverse)
 
 
@@ -91,7 +91,7 @@ def _bitwise_method(op):
             raise TypeError(f"{op}: other must be a Tensor or a Python int, got {type(other).__name__}")
         return out
     method.__name__ = op
-    method.__doc__ = f"See torch.{op}: integer and bool tensors only (TypeError for floats)."
+    method.__doc__ = f"See torch.{op}: integer and bool tensors only (floats: DTypeNotImplementedError)."
     return method
 
 
@@ -175,7 +175,7 @@ class MathMethods:
         divisor (ZeroDivisionError)."""
         _operand(other, "fmod")
         if D.result_type(self, other) is bool_:
-            raise TypeError("fmod: not implemented for two bool operands")
+            raise D.DTypeNotImplementedError("fmod: not implemented for two bool operands")
         return self._binary(other, "fmod", ops.Fmod)
 
     fmod_ = inplace_form("fmod")

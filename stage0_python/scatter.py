@@ -6,6 +6,8 @@ index selects, and one backend primitive: ``put``, which writes, adds, multiplie
 the larger or smaller value there. ``ScatterReduce`` is the one new Function; the index
 forms are scatters with an expanded index, so their gradients come from it.
 """
+from stage0_python.vocabulary import ArgumentError
+
 from . import backend as B
 from .device import place
 from .dtypes import bool_, int64
@@ -122,7 +124,7 @@ class ScatterReduce(Function):
 
 def _check_reduce(reduce, op, allowed=REDUCES):
     if reduce not in allowed:
-        raise ValueError(f"{op}: reduce must be one of {', '.join(map(repr, allowed))}, got {reduce!r}")
+        raise ArgumentError(f"{op}: reduce must be one of {', '.join(map(repr, allowed))}, got {reduce!r}")
 
 
 def _along(self, dim, index, op, source_shape=None):

@@ -14,6 +14,8 @@ lists among its bases: ``MathMethods`` (math_ops.py), ``ContractionMethods``
 import math
 import operator
 
+from stage0_python.vocabulary import ArgumentError
+
 from . import backend as B
 from . import dtypes as D
 from . import printing, shapes
@@ -711,7 +713,7 @@ class Tensor(TensorCore, ContractionMethods, MathMethods, RearrangingMethods, Sa
             q = self // other  # integers stay integers (and division by zero is refused)
             # floor and trunc differ only for an inexact negative quotient: one step up
             return q + ((q * other != self) & ((self < 0) != (other < 0)))
-        raise ValueError(f"div: rounding_mode must be None, 'floor' or 'trunc', got {rounding_mode!r}")
+        raise ArgumentError(f"div: rounding_mode must be None, 'floor' or 'trunc', got {rounding_mode!r}")
 
     def pow(self, other):
         """``self ** other``; see torch.pow."""
@@ -735,17 +737,28 @@ class Tensor(TensorCore, ContractionMethods, MathMethods, RearrangingMethods, Sa
 
     def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
         """Elementwise ``|self - other| <= atol + rtol * |other|``, as ``torch.isclose``:
-        equal values (equal infinities included) are close, NaN only with ``equal_nan``."""
+        equal values (equal infinities included) are close, NaN only with ``equal_nan``, an
+        infinite difference never. Both tensors have one dtype (DTypeMismatchError else);
+        integers and bools are compared in the default float dtype, as in PyTorch."""
         if not isinstance(other, Tensor):
             raise TypeError(f"isclose: expected a Tensor as other, got {type(other).__name__}")
+        if self.dtype is not other.dtype:
+            raise D.DTypeMismatchError(f"isclose: cannot compare tensors of different dtypes "
+                                       f"{self.dtype.name} and {other.dtype.name}")
+        for name, tol in (("rtol", rtol), ("atol", atol)):
+            if not tol >= 0:
+                raise ArgumentError(f"isclose: {name} must be greater than or equal to zero, got {tol}")
         close = self == other
-        if self.dtype is bool_ and other.dtype is bool_:
-            return close
-        if equal_nan:
+        if equal_nan and self.dtype.is_floating_point:
             close = close | (self.isnan() & other.isnan())
-        err = (self - other).abs()
+        if rtol == 0 and atol == 0:  # only equality is close: inf - inf would not be
+            return close
+        a, b = self, other
+        if not a.dtype.is_floating_point:  # a uint8 difference would wrap
+            a, b = a.to(D.get_default_dtype()), b.to(D.get_default_dtype())
+        err = (a - b).abs()
         # an infinite error is never within tolerance, though inf <= atol + rtol * inf holds
-        return close | ((err <= atol + rtol * other.abs()) & (err < math.inf))
+        return close | (err.isfinite() & (err <= atol + (b * rtol).abs()))
 
     def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
         """True when every element of ``self`` is ``isclose`` to ``other``'s."""
@@ -855,7 +868,7 @@ class Tensor(TensorCore, ContractionMethods, MathMethods, RearrangingMethods, Sa
         """Limit every element to ``[min, max]`` (either may be None, not both); see torch.clamp. ``clip``
         is the same function."""
         if min is None and max is None:
-            raise ValueError("clamp: at least one of min and max must be given")
+            raise ArgumentError("clamp: at least one of min and max must be given")
         dtype = D.result_type(*(v for v in (self, min, max) if v is not None))
         x = self.to(dtype)
         lo = None if min is None else (min.to(dtype) if isinstance(min, Tensor) else self._scalar(min, dtype))
@@ -1342,7 +1355,7 @@ class Tensor(TensorCore, ContractionMethods, MathMethods, RearrangingMethods, Sa
             raise ShapeError(f"unfold: size {size} exceeds dimension {d} of size {n} "
                              f"(shape {list(self.shape)})")
         if step <= 0:
-            raise ValueError(f"unfold: step must be positive, got {step}")
+            raise ArgumentError(f"unfold: step must be positive, got {step}")
         return ops.Windows.apply(self, d, size, step)
 
     @accepts_axis

@@ -1,6 +1,7 @@
 """The vocabulary every stage and device shares, defined once: the dtypes with the codes
 compiled kernels know them by, the elementwise, reduction and scan ops with their facts,
-the error a stage raises for what it lacks, and ``device`` with its error.
+the error a stage raises for what it lacks, the errors for arguments PyTorch refuses
+at run time, and ``device`` with its error.
 
 Stages reach this module by its absolute name, ``stage0_python.vocabulary``, never
 through a stage's ``__path__``: so there is one ``float32`` object and one
@@ -73,6 +74,18 @@ class CapabilityError(NotImplementedError):
     """An operation needs a capability this stage lacks (its ``LACKS`` names it): a dtype it
     does not compute in, or a view on a stage that copies. A ``NotImplementedError``, as
     PyTorch raises for a dtype an operation does not implement."""
+
+
+class ArgumentError(ValueError, RuntimeError):
+    """An argument whose value the operation refuses: an unknown rounding mode or reduction,
+    malformed einsum subscripts, a step or window below 1, clamp without bounds. A
+    ``ValueError``, as this project's bad arguments are, and the ``RuntimeError`` PyTorch
+    raises for them, so that ``except RuntimeError`` written for PyTorch catches it."""
+
+
+class UnknownModeError(ValueError, NotImplementedError):
+    """A mode the operation does not have (``pad``'s). A ``ValueError``, and the
+    ``NotImplementedError`` (a ``RuntimeError``) PyTorch raises for it."""
 
 
 # ---------------------------------------------------------------- devices

@@ -5,6 +5,8 @@ kernel (``FUSED``: stage 3), ``_Attention`` runs forward and backward without th
 score matrix, and the composite is the reference it is tested against."""
 import math
 
+from stage0_python.vocabulary import ArgumentError
+
 from ... import backend as B
 from ...autograd import Function, is_grad_enabled
 from ...creation import cat, ones, zeros
@@ -169,7 +171,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if not 0.0 <= dropout_p <= 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
     if is_causal and attn_mask is not None:
-        raise ValueError(f"{op}: an explicit attn_mask should not be set when is_causal=True")
+        raise ArgumentError(f"{op}: an explicit attn_mask should not be set when is_causal=True")
     if attn_mask is not None:
         _check_mask_dtype(op, "attn_mask", attn_mask, query)
     if scale is None:

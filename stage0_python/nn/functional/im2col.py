@@ -2,6 +2,8 @@
 ``Function`` pair whose backwards are each other, on which convolution and pooling build."""
 import math
 
+from stage0_python.vocabulary import ArgumentError
+
 from ... import backend as B
 from ... import shapes
 from ...autograd import Function
@@ -48,7 +50,7 @@ def _check_geometry(name, kernel, dilation, padding, stride):
                                 ("stride", stride, 1), ("padding", padding, 0)):
         if min(values) < least:
             rule = "positive" if least else "non-negative"
-            raise ValueError(f"{name}: {what} must be {rule}, got {tuple(values)}")
+            raise ArgumentError(f"{name}: {what} must be {rule}, got {tuple(values)}")
 
 
 def _im2col_shape(name, x, kernel, dilation, padding, stride):
@@ -57,7 +59,7 @@ def _im2col_shape(name, x, kernel, dilation, padding, stride):
     _check_geometry(name, kernel, dilation, padding, stride)
     out = [_out_size(n, *g) for n, g in zip(x.shape[2:], zip(kernel, dilation, padding, stride))]
     if min(out) < 1:
-        raise ValueError(f"{name}: kernel {tuple(kernel)} with dilation {tuple(dilation)} does not fit "
+        raise ShapeError(f"{name}: kernel {tuple(kernel)} with dilation {tuple(dilation)} does not fit "
                          f"input of shape {tuple(x.shape)} padded by {tuple(padding)}")
     cols = (x.shape[0], x.shape[1] * math.prod(kernel), math.prod(out))
     return shapes.check(cols, name, x.dtype), out

@@ -1,4 +1,6 @@
 """``pad``: constant, reflect, replicate and circular padding of the last dims."""
+from stage0_python.vocabulary import ArgumentError, UnknownModeError
+
 from ... import shapes
 from ...creation import cat
 from ...dtypes import int64
@@ -52,12 +54,12 @@ def pad(input, pad, mode="constant", value=None):
     second_last_left, ...). Modes: constant, reflect, replicate, circular."""
     pad = tuple(pad)
     if len(pad) % 2 or len(pad) // 2 > input.ndim:
-        raise ValueError(f"pad: padding length must be even and at most twice the number of "
+        raise ArgumentError(f"pad: padding length must be even and at most twice the number of "
                          f"dimensions ({input.ndim}), got {pad}")
     if mode not in ("constant", "reflect", "replicate", "circular"):
-        raise ValueError(f"pad: unknown mode {mode!r}")
+        raise UnknownModeError(f"pad: unknown mode {mode!r}")
     if mode != "constant" and value not in (None, 0):
-        raise ValueError(f"pad: a padding value is only valid with mode 'constant', got mode {mode!r}")
+        raise ArgumentError(f"pad: a padding value is only valid with mode 'constant', got mode {mode!r}")
     out = list(input.shape)
     for i in range(len(pad) // 2):
         lo, hi = pad[2 * i], pad[2 * i + 1]

@@ -51,7 +51,7 @@ def _pool_setup(input, name, k, s, p, d, ceil_mode):
     N, C, H, W = x.shape
     out = [_pool_out(n, *g, ceil_mode) for n, g in zip((H, W), zip(k, s, p, d))]
     if min(out) < 1:
-        raise ValueError(f"{name}: kernel {k} with dilation {d} and padding {p} does not fit input "
+        raise ShapeError(f"{name}: kernel {k} with dilation {d} and padding {p} does not fit input "
                          f"of shape {tuple(input.shape)}")
     shapes.check((N * C, k[0] * k[1], out[0] * out[1]), name, x.dtype)
     extra = [max(0, (o - 1) * si + di * (ki - 1) + 1 - (n + 2 * pi))
