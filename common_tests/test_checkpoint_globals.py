@@ -165,7 +165,9 @@ def test_whole_module_keeps_shared_parts_and_runs(sg):
     assert not back["a"].training
     x = np.random.default_rng(1).standard_normal((4, 2)).astype(np.float32)
     expected = _module(torch).eval()(torch.tensor(x)).detach().numpy()
-    np.testing.assert_allclose(np.asarray(back["a"](sg.tensor(x)).tolist()), expected, rtol=1e-6, atol=1e-6)
+    where = back["a"][0].weight.device  # a checkpoint loads on the CPU (load's map_location), any default
+    np.testing.assert_allclose(np.asarray(back["a"](sg.tensor(x, device=where)).tolist()), expected,
+                               rtol=1e-6, atol=1e-6)
 
 
 def test_what_no_load_can_read_is_refused_at_save(sg):
