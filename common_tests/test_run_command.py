@@ -77,6 +77,17 @@ def test_one_module_object_per_torch_name(sg):
                 assert getattr(module.__spec__, "name", module.__name__) == module.__name__, name
 
 
+def test_nn_modules_is_there_after_the_import_alone(sg):
+    """As after ``import torch``: ``torch.nn.modules.dropout.Dropout`` with no import of
+    ``nn.modules`` (a fresh process, where nothing else has imported it)."""
+    stage = sg.__name__
+    code = f"import {stage}; print({stage}.nn.modules.dropout.Dropout is {stage}.nn.Dropout)"
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, PYTHONPATH=os.pathsep.join(
+                           p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)))
+    assert r.returncode == 0 and r.stdout.strip() == "True", r.stderr[-2000:]
+
+
 def test_what_the_stage_lacks_is_refused_naming_it(sg):
     tensor = sg.tensor
     with torch_is(sg) as torch:
