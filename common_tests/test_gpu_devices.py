@@ -21,7 +21,6 @@ import os
 import re
 import subprocess
 import sys
-import types
 from collections import defaultdict
 from pathlib import Path
 
