@@ -642,9 +642,11 @@ def _nvrtc_compile(nvrtc, name, code, instances, options):
             ok(nvrtc.nvrtcAddNameExpression(prog, instance.encode()))
         opts = [o.encode() for o in options]
         (compiled,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
-        log = b" " * ok(nvrtc.nvrtcGetProgramLogSize(prog))
+        # NVRTC writes into the buffer it is given: a bytearray, never bytes (``b" " * 1`` is
+        # Python's one cached b" ", which the write would change for the whole process)
+        log = bytearray(ok(nvrtc.nvrtcGetProgramLogSize(prog)))
         ok(nvrtc.nvrtcGetProgramLog(prog, log))
-        log = log.rstrip(b"\0 ").decode(errors="replace")
+        log = bytes(log).rstrip(b"\0 ").decode(errors="replace")
         if compiled != nvrtc.nvrtcResult.NVRTC_SUCCESS:
             return log or str(compiled), None
         for instance in instances:  # each instantiation exists under a lowered name
@@ -652,9 +654,9 @@ def _nvrtc_compile(nvrtc, name, code, instances, options):
         ptx = options[-1].startswith("--gpu-architecture=compute_")
         size, get = ((nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX) if ptx
                      else (nvrtc.nvrtcGetCUBINSize, nvrtc.nvrtcGetCUBIN))
-        binary = b" " * ok(size(prog))
+        binary = bytearray(ok(size(prog)))
         ok(get(prog, binary))
-        return log, binary
+        return log, bytes(binary)
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
 
