@@ -14,6 +14,7 @@ import pytest
 
 from stagegrad.as_torch import torch_is
 
+from .environment import cpu_neutral_env
 from .oracle import need_torch
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -21,11 +22,14 @@ PROGRAMS = sorted(p.name for p in (ROOT / "common_tests" / "torch_programs").glo
 NUMBER = re.compile(r"-?\d+(\.\d+)?(e-?\d+)?$")
 
 
+def _env():
+    """The caller's environment, less what pins a CPU path, with this checkout importable."""
+    return cpu_neutral_env(PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
+
+
 def _run(stage, *args, cwd=ROOT):
-    env = {k: v for k, v in os.environ.items() if k not in ("STAGEGRAD_SIMD", "STAGEGRAD_GEMM")}
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
     return subprocess.run([sys.executable, "-m", "stagegrad", "run", "--stage", stage, *args], cwd=cwd,
-                          env=env, capture_output=True, text=True, timeout=300)
+                          env=_env(), capture_output=True, text=True, timeout=300)
 
 
 @functools.lru_cache(maxsize=None)
@@ -83,8 +87,7 @@ def test_nn_modules_is_there_after_the_import_alone(sg):
     stage = sg.__name__
     code = f"import {stage}; print({stage}.nn.modules.dropout.Dropout is {stage}.nn.Dropout)"
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
-                       env=dict(os.environ, PYTHONPATH=os.pathsep.join(
-                           p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)))
+                       env=_env())
     assert r.returncode == 0 and r.stdout.strip() == "True", r.stderr[-2000:]
 
 

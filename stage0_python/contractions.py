@@ -31,7 +31,7 @@ def _parse(equation, operands):
     terms = lhs.split(",")
     if len(terms) != len(operands):
         raise ArgumentError(f"einsum: the equation {equation!r} names {len(terms)} operands, "
-                         f"{len(operands)} were given")
+                            f"{len(operands)} were given")
     labels, ellipsis_dims = [], 0
     for term, op in zip(terms, operands):
         if not isinstance(op, TensorCore):

@@ -637,7 +637,7 @@ class _Reader:
         return self.data[offset:offset + nbytes]
 
 
-def _decode(node, data, depth):
+def _decode(node, reader, depth):
     if node is None or isinstance(node, (bool, int, float, str)):
         return node
     if not isinstance(node, dict) or len(node) != 1:
@@ -646,11 +646,11 @@ def _decode(node, data, depth):
     if (kind in _CONTAINERS or kind == "object") and depth >= MAX_DEPTH:
         raise ValueError(f"containers nested more than {MAX_DEPTH} deep")
     if kind in ("dict", "ordered_dict"):
-        return _CONTAINERS[kind]((_decode(k, data, depth + 1), _decode(v, data, depth + 1)) for k, v in body)
+        return _CONTAINERS[kind]((_decode(k, reader, depth + 1), _decode(v, reader, depth + 1)) for k, v in body)
     if kind in _CONTAINERS:
-        return _CONTAINERS[kind](_decode(v, data, depth + 1) for v in body)
+        return _CONTAINERS[kind](_decode(v, reader, depth + 1) for v in body)
     if kind == "complex":
-        re_, im = (_decode(v, data, depth) for v in body)
+        re_, im = (_decode(v, reader, depth) for v in body)
         return complex(re_, im)
     if kind == "bytes":
         return base64.b64decode(body.encode("ascii"), validate=True)
@@ -663,28 +663,28 @@ def _decode(node, data, depth):
     if kind == "device":
         return device(body)
     if kind == "tensor":
-        t = _decode_tensor(body, data.data)
+        t = _decode_tensor(body, reader)
         if body.get("parameter"):
             from .nn.module import Parameter  # here: nn imports much of the stage
             t = Parameter(t, t.requires_grad)
-        return data.remember(t)
+        return reader.remember(t)
     if kind == "same":
-        if not (isinstance(body, int) and 0 <= body < len(data.memo)):
-            raise ValueError(f"reference to object {body!r}, of {len(data.memo)} met so far")
-        return data.memo[body]
+        if not (isinstance(body, int) and 0 <= body < len(reader.memo)):
+            raise ValueError(f"reference to object {body!r}, of {len(reader.memo)} met so far")
+        return reader.memo[body]
     if kind == "ndarray":
-        raw = data.section(body, f"NumPy array of shape {body.get('shape')}")
-        arr = objects.decode_numpy(body, raw, data.resolver)
-        return arr if body.get("scalar") else data.remember(arr)
+        raw = reader.section(body, f"NumPy array of shape {body.get('shape')}")
+        arr = objects.decode_numpy(body, raw, reader.resolver)
+        return arr if body.get("scalar") else reader.remember(arr)
     if kind == "global":
-        return data.resolver.resolve(*body)
+        return reader.resolver.resolve(*body)
     if kind == "object":
         module, qualname, state = body
-        cls = data.resolver.resolve(module, qualname)
+        cls = reader.resolver.resolve(module, qualname)
         if not isinstance(cls, type):
             raise ValueError(f"{module}.{qualname} is not a class")
-        obj = data.remember(cls.__new__(cls))
-        objects.restore_object(obj, _decode(state, data, depth + 1))
+        obj = reader.remember(cls.__new__(cls))
+        objects.restore_object(obj, _decode(state, reader, depth + 1))
         return obj
     raise ValueError(f"unknown node kind {kind!r}")
 
@@ -697,16 +697,15 @@ def _dtype(name):
     return BY_NAME[name]
 
 
-def _decode_tensor(spec, data):
+def _decode_tensor(spec, reader):
     name, shape = spec["dtype"], tuple(spec["shape"])
-    offset, nbytes = spec["offset"], spec["nbytes"]
     _dtype(name)  # refuses an unknown one
     if not all(isinstance(s, int) and s >= 0 for s in shape):
         raise ValueError(f"bad tensor shape {list(shape)}")
-    if nbytes != _numel(shape) * _ITEMSIZE[name] or not 0 <= offset <= len(data) - nbytes:
-        raise ValueError(f"tensor of shape {list(shape)} and dtype {name} does not fit the data section "
-                         f"(offset {offset}, {nbytes} bytes, section of {len(data)} bytes)")
-    t = _tensor_from_bytes(data[offset:offset + nbytes], name, shape)
+    what = f"tensor of shape {list(shape)} and dtype {name}"
+    if spec["nbytes"] != _numel(shape) * _ITEMSIZE[name]:
+        raise ValueError(f"{what} does not fit the data section ({spec['nbytes']} bytes)")
+    t = _tensor_from_bytes(reader.section(spec, what), name, shape)
     if spec.get("requires_grad"):
         t.requires_grad_(True)
     return t

@@ -55,7 +55,7 @@ def pad(input, pad, mode="constant", value=None):
     pad = tuple(pad)
     if len(pad) % 2 or len(pad) // 2 > input.ndim:
         raise ArgumentError(f"pad: padding length must be even and at most twice the number of "
-                         f"dimensions ({input.ndim}), got {pad}")
+                            f"dimensions ({input.ndim}), got {pad}")
     if mode not in ("constant", "reflect", "replicate", "circular"):
         raise UnknownModeError(f"pad: unknown mode {mode!r}")
     if mode != "constant" and value not in (None, 0):
