@@ -42,7 +42,7 @@ class FusedKernels:
         """cross_entropy_backward.cu, one thread per logit."""
         rt = runtime()
         rt.launch("cross_entropy_backward", f"cross_entropy_backward<{target.ctype}>",
-                  -(-probs.numel // BLOCK), BLOCK,
+                  rt.grid(probs.numel), BLOCK,
                   [list(probs.shape), gx.storage.ptr, _at(probs), _at(target), _at(weight), _at(scale),
                    _at(wsum), ignore_index, label_smoothing])
 

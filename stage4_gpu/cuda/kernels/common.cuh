@@ -97,6 +97,30 @@ __device__ __forceinline__ void for_each_listed(const TensorList& l, i64 chunk, 
   }
 }
 
+// ---------------------------------------------------------------- 16-byte vectors
+// V elements of T moved as one load or store (ld.global.v4 and the like): a bandwidth-bound
+// kernel needs the fewest, widest memory instructions to reach the memory's speed. A pack
+// is at most 16 bytes (the widest access), so V is 16 over the larger of the two types a
+// kernel reads and writes; its address must be a multiple of its size (is_aligned).
+template <typename T, int V> struct alignas(sizeof(T) * V) Pack { T v[V]; };
+template <typename O, typename T> __device__ constexpr int pack_width() {
+  return 16 / (sizeof(O) > sizeof(T) ? sizeof(O) : sizeof(T));
+}
+template <typename T, int V> __device__ __forceinline__ bool is_aligned(const T* p) {
+  return ((unsigned long long)p) % (sizeof(T) * V) == 0;
+}
+template <typename T, int V> __device__ __forceinline__ Pack<T, V> load_pack(const T* p, i64 i) {
+  return reinterpret_cast<const Pack<T, V>*>(p)[i];
+}
+template <typename T, int V> __device__ __forceinline__ void store_pack(T* p, i64 i, const Pack<T, V>& v) {
+  reinterpret_cast<Pack<T, V>*>(p)[i] = v;
+}
+template <typename T, int V> __device__ __forceinline__ Pack<T, V> splat(T x) {
+  Pack<T, V> r;
+  for (int j = 0; j < V; j++) r.v[j] = x;
+  return r;
+}
+
 // the offset of row-major position i in a strided view: sizes[nd], strides[nd], offset
 __device__ __forceinline__ i64 offset_of(i64 i, int nd, const i64* sizes, const i64* strides,
                                          i64 offset) {

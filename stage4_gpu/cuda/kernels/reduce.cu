@@ -6,8 +6,15 @@
 // reductions carry (value, position) pairs through the same tree, the first extreme
 // winning, a NaN counting as the extreme.
 //
+// Few outputs over long runs (a whole tensor's sum: one output) would leave all but a few
+// SMs idle, so the host splits each run into `splits` parts (cuda/reduce.py): this kernel
+// then writes each part's partial result in A, output o's parts at o * splits onwards, and
+// a second launch of it, over those partials, folds each output's parts. A run of one
+// reduced dimension (the host merges dimensions that follow one another) is read at
+// base + j * stride, with no index division.
+//
 // Parameters `p` (int64): [n out, inner, n kept, n reduced, offset,
-//                          kept sizes, kept strides, reduced sizes, reduced strides].
+//                          kept sizes, kept strides, reduced sizes, reduced strides, splits].
 #include "common.cuh"
 
 #define REDUCE_THREADS 256
@@ -55,12 +62,20 @@ template <typename O, typename A, typename T, typename Op>
 __global__ void reduce(const Params p, O* __restrict__ out, const T* __restrict__ x) {
   __shared__ A vals[REDUCE_THREADS];
   const i64 nout = p[0], inner = p[1];
+  const int nk = (int)p[2], nr = (int)p[3];
+  const i64 splits = p[5 + 2 * nk + 2 * nr], part = (inner + splits - 1) / splits;
+  const i64 stride = nr == 1 ? p[5 + 2 * nk + 1] : 0;  // a run of one dimension's step
   const int t = threadIdx.x;
-  for (i64 o = blockIdx.x; o < nout; o += gridDim.x) {
-    const i64 base = kept_offset(p, o);
+  for (i64 o = blockIdx.x; o < nout * splits; o += gridDim.x) {
+    const i64 base = kept_offset(p, o / splits);
+    const i64 lo = (o % splits) * part, hi = lo + part < inner ? lo + part : inner;
     A acc = Op::template identity<A>();
-    for (i64 j = t; j < inner; j += REDUCE_THREADS)
-      acc = Op::combine(acc, (A)x[base + reduced_offset(p, j)]);
+    if (nr == 1) {
+      for (i64 j = lo + t; j < hi; j += REDUCE_THREADS) acc = Op::combine(acc, (A)x[base + j * stride]);
+    } else {
+      for (i64 j = lo + t; j < hi; j += REDUCE_THREADS)
+        acc = Op::combine(acc, (A)x[base + reduced_offset(p, j)]);
+    }
     vals[t] = acc;
     __syncthreads();
     for (int half = REDUCE_THREADS / 2; half > 0; half >>= 1) {
