@@ -72,6 +72,10 @@ class _MemoryPointer:
         else:
             ctypes.memmove(dst, src, size)
 
+    def copy_from_device_async(self, src, size, stream=None):
+        """Copy ``size`` bytes from the device pointer ``src`` here."""
+        ctypes.memmove(self.ptr, src.ptr, size)
+
     def copy_to_host_async(self, mem, size, stream=None):
         """Copy ``size`` bytes from here to host address ``mem``."""
         ctypes.memmove(getattr(mem, "value", mem), self.ptr, size)
