@@ -12,6 +12,22 @@
 
 #define ROW_THREADS 256
 
+// fn(j, row[j]) for each element j of a row of `cols` that this thread takes: read in
+// 16-byte packs where the row allows (cols a multiple of the pack, the row aligned; a whole
+// tensor of such rows then has every row aligned), else one element at a time
+template <typename T, typename Fn>
+__device__ __forceinline__ void each_of_row(const T* row, i64 cols, Fn fn) {
+  constexpr int V = 16 / sizeof(T);
+  if (cols % V == 0 && is_aligned<T, V>(row)) {
+    for (i64 q = threadIdx.x; q < cols / V; q += ROW_THREADS) {
+      const Pack<T, V> v = load_pack<T, V>(row, q);
+      for (int k = 0; k < V; k++) fn(q * V + k, v.v[k]);
+    }
+  } else {
+    for (i64 j = threadIdx.x; j < cols; j += ROW_THREADS) fn(j, row[j]);
+  }
+}
+
 #ifdef __CUDA_ARCH__
 #define ROW_WARPS (ROW_THREADS / 32)
 // the fold of v over the block by `op`, shuffles within each warp, then across the warps
