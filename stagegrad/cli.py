@@ -5,7 +5,8 @@ import sys
 
 from .deploy import loadtest
 from . import (bench_site, conv_ladder, cuda_bandwidth, cuda_ladder, deploy, devices, distributed, docs,
-               gemm_ladder, installed_text, journey, models_bench, profile, serve, simd_paths, systems, train, train_text)
+               gemm_ladder, installed_text, journey, models_bench, profile, serve, simd_paths, systems, train,
+               train_text)
 from . import run as run_program
 
 

@@ -62,6 +62,7 @@ def _cases(sg, n):
     """(kernel, version, bytes moved at least, the call on the device, a function giving the
     device's result and the CPU's) for each row."""
     import numpy as np
+
     from stage4_gpu.cuda import reduce as cuda_reduce
     from stage4_gpu.cuda.runtime import BLOCK, runtime
     from stage4_gpu.gpu import fused
@@ -156,6 +157,7 @@ def measure(n=SIZE, stream=None):
     if not report["available"]:
         return report
     import cupy
+
     from stage4_gpu.cuda.runtime import runtime
     rt = runtime()
     rt.enter()

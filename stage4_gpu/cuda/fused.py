@@ -25,7 +25,7 @@ class FusedKernels:
     def rows(self, mode, out, x, y, rows, cols):
         """softmax.cu in ``mode``, one block per row."""
         rt = runtime()
-        rt.launch("softmax", f"softmax<{x.ctype}, {_MODES[mode]}>", rows, ROW_THREADS,
+        rt.launch("softmax", f"softmax<{x.ctype}, {_MODES[mode]}>", rt.grid(rows, 1), ROW_THREADS,
                   [[rows, cols], out.storage.ptr, _at(x), _at(y)])
 
     def cross_entropy(self, loss, wrow, probs, x, target, weight, ignore_index, label_smoothing):
@@ -67,19 +67,19 @@ class FusedKernels:
                 addresses = [_at(param), _at(grad)] + [0 if s is None else _at(s) for s in states]
                 own = [h[k] for k in own_hyper] + [f[name] for name in own_flags]
                 rows.append((param.numel, end, addresses, own))
-            rt.launch(kernel, kernel, end, BLOCK, [params, hyper, rows])
+            rt.launch(kernel, kernel, rt.grid(end, 1), BLOCK, [params, hyper, rows])
 
     def layer_norm(self, y, mean, rstd, x, w, b, rows, cols, eps):
         """layer_norm.cu's forward, one block per row."""
         rt = runtime()
-        rt.launch("layer_norm_forward", "layer_norm_forward", rows, ROW_THREADS,
+        rt.launch("layer_norm_forward", "layer_norm_forward", rt.grid(rows, 1), ROW_THREADS,
                   [[rows, cols, int(w is not None), int(b is not None)], y.storage.ptr, mean.storage.ptr,
                    rstd.storage.ptr, _at(x), _at(w or x), _at(b or x), eps])
 
     def layer_norm_backward(self, gx, mean, rstd, x, g, w, rows, cols):
         """layer_norm.cu's backward (the input's gradient), one block per row."""
         rt = runtime()
-        rt.launch("layer_norm_backward", "layer_norm_backward", rows, ROW_THREADS,
+        rt.launch("layer_norm_backward", "layer_norm_backward", rt.grid(rows, 1), ROW_THREADS,
                   [[rows, cols, int(w is not None), 0], gx.storage.ptr, _at(mean), _at(rstd),
                    _at(x), _at(g), _at(w or x)])
 

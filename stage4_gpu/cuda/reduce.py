@@ -69,21 +69,21 @@ class ReduceKernels:
         parts = splits(nout, inner, rt.resident_blocks)
         layout = [nout, inner, len(kept[0]), len(red[0]), offset, *kept[0], *kept[1], *red[0], *red[1], parts]
         if parts == 1:
-            rt.launch("reduce", f"reduce<{o}, {a}, {x.ctype}, {struct}>", nout, _THREADS,
+            rt.launch("reduce", f"reduce<{o}, {a}, {x.ctype}, {struct}>", rt.grid(nout, 1), _THREADS,
                       [layout, out.storage.ptr, x.storage.ptr])
             return
         partial = rt.allocator().allocate(nout * parts, rt.np.dtype(_NUMPY[a]))
-        rt.launch("reduce", f"reduce<{a}, {a}, {x.ctype}, {struct}>", nout * parts, _THREADS,
+        rt.launch("reduce", f"reduce<{a}, {a}, {x.ctype}, {struct}>", rt.grid(nout * parts, 1), _THREADS,
                   [layout, partial.ptr, x.storage.ptr])
         # each output's parts, one after another: a run of one dimension
-        rt.launch("reduce", f"reduce<{o}, {a}, {a}, {struct}>", nout, _THREADS,
+        rt.launch("reduce", f"reduce<{o}, {a}, {a}, {struct}>", rt.grid(nout, 1), _THREADS,
                   [[nout, parts, 1, 1, 0, nout, parts, parts, 1, 1], out.storage.ptr, partial.ptr])
 
     def arg_reduce(self, op, out, x, params):
         """reduce.cu's ``arg_reduce``: the first extreme wins."""
         rt = runtime()
         rt.launch("arg_reduce", f"arg_reduce<{x.ctype}, {'ArgMax' if op == 'argmax' else 'ArgMin'}>",
-                  out.numel, _THREADS, [params, out.storage.ptr, x.storage.ptr])
+                  rt.grid(out.numel, 1), _THREADS, [params, out.storage.ptr, x.storage.ptr])
 
 
 def instances():

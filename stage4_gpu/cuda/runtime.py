@@ -479,11 +479,12 @@ class Runtime:
         except (ImportError, AttributeError):  # the host emulation
             return None
 
-    def grid(self, n):
-        """Blocks of BLOCK threads for a grid-stride kernel over ``n`` elements: one thread
-        each up to what the GPU holds at once (``resident_blocks``), since more blocks than
-        that only queue behind the first wave and each pays its start."""
-        return min(-(-n // BLOCK), self.resident_blocks)
+    def grid(self, n, per_block=BLOCK):
+        """Blocks for a grid-stride kernel over ``n`` items, ``per_block`` to a block (the
+        elements of BLOCK threads, a row, a reduction's output): one block per
+        ``per_block`` up to what the GPU holds at once (``resident_blocks``), since more
+        blocks than that only queue behind the first wave and each pays its start."""
+        return min(-(-n // per_block), self.resident_blocks)
 
     def launch(self, kernel, instance, blocks, threads, args):
         """Queue ``instance`` of ``kernel`` over ``blocks`` blocks (at most MAX_BLOCKS: the
