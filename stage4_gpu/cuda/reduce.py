@@ -27,6 +27,13 @@ def _accumulator(op, out_ctype):
 _NUMPY = {"bool": "bool", "int": "int32", "long long": "int64", "float": "float32", "double": "float64",
           "half_t": "float16", "bf16_t": "uint16"}
 SPLIT_RUN = 16 * _THREADS  # the fewest elements of a run one block of a split reduction takes
+SHORT_RUN = 32  # reduce.cu's: runs up to this long take a thread each, not a block
+
+
+def _blocks(rt, nout, inner):
+    """The grid of a reduction of ``nout`` runs of ``inner``: a thread per short run, else
+    a block per run, at most a wave either way."""
+    return rt.grid(nout) if inner <= SHORT_RUN else rt.grid(nout, 1)
 
 
 def merged(sizes, strides):
@@ -69,21 +76,21 @@ class ReduceKernels:
         parts = splits(nout, inner, rt.resident_blocks)
         layout = [nout, inner, len(kept[0]), len(red[0]), offset, *kept[0], *kept[1], *red[0], *red[1], parts]
         if parts == 1:
-            rt.launch("reduce", f"reduce<{o}, {a}, {x.ctype}, {struct}>", rt.grid(nout, 1), _THREADS,
+            rt.launch("reduce", f"reduce<{o}, {a}, {x.ctype}, {struct}>", _blocks(rt, nout, inner), _THREADS,
                       [layout, out.storage.ptr, x.storage.ptr])
             return
         partial = rt.allocator().allocate(nout * parts, rt.np.dtype(_NUMPY[a]))
         rt.launch("reduce", f"reduce<{a}, {a}, {x.ctype}, {struct}>", rt.grid(nout * parts, 1), _THREADS,
                   [layout, partial.ptr, x.storage.ptr])
         # each output's parts, one after another: a run of one dimension
-        rt.launch("reduce", f"reduce<{o}, {a}, {a}, {struct}>", rt.grid(nout, 1), _THREADS,
+        rt.launch("reduce", f"reduce<{o}, {a}, {a}, {struct}>", _blocks(rt, nout, parts), _THREADS,
                   [[nout, parts, 1, 1, 0, nout, parts, parts, 1, 1], out.storage.ptr, partial.ptr])
 
     def arg_reduce(self, op, out, x, params):
         """reduce.cu's ``arg_reduce``: the first extreme wins."""
         rt = runtime()
         rt.launch("arg_reduce", f"arg_reduce<{x.ctype}, {'ArgMax' if op == 'argmax' else 'ArgMin'}>",
-                  rt.grid(out.numel, 1), _THREADS, [params, out.storage.ptr, x.storage.ptr])
+                  _blocks(rt, out.numel, params[1]), _THREADS, [params, out.storage.ptr, x.storage.ptr])
 
 
 def instances():
