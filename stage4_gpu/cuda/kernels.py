@@ -45,13 +45,16 @@ KERNELS = {
     "put": Kernel("put", _P + ("ptr", "ptr", "ptr", "ptr")),
     "unfold": Kernel("unfold", _P + ("ptr", "ptr")),
     "fold": Kernel("fold", _P + ("ptr", "ptr")),
-    # matmul.cu (any dtype, strided), hgemm.cu (the 2-byte floats' tensor-core tier) and the
-    # float32 ladder
+    # matmul.cu (any dtype, strided), hgemm.cu and hgemm_ladder.cu (the 2-byte floats'
+    # tensor-core tiers) and the float32 ladder
     "matmul": Kernel("matmul", _P + ("ptr", "ptr", "ptr")),
     "hgemm": Kernel("hgemm", _P + ("ptr", "ptr", "ptr")),
+    **{name: Kernel("hgemm_ladder", _P + ("ptr", "ptr", "ptr"))
+       for name in ("hgemm_ldmatrix", "hgemm_cp_async", "hgemm_wide")},
     **{name: Kernel("sgemm_ladder", ("i64", "i64", "i64", "ptr", "ptr", "ptr"))
        for name in ("sgemm_naive", "sgemm_coalesced", "sgemm_shared", "sgemm_blocktile_1d",
-                    "sgemm_blocktile_2d", "sgemm_vectorized", "sgemm_warptile")},
+                    "sgemm_blocktile_2d", "sgemm_vectorized", "sgemm_warptile", "sgemm_double_buffer",
+                    "sgemm_swizzled", "sgemm_autotuned")},
     # the fused kernels
     "softmax": Kernel("softmax", _P + ("ptr", "ptr", "ptr")),
     "cross_entropy": Kernel("cross_entropy", _P + ("ptr",) * 7 + ("i64", "f64")),  # 7th: error words
