@@ -268,7 +268,7 @@ def attention(q, k, v, mask, causal, scale):
     log-sum-exp (n, L)), without the L x S scores in memory."""
     q, k, v = whole(q), whole(k), whole(v)
     mask = None if mask is None else whole(mask)
-    (n, L, _), (_, S, Ev) = q.shape, v.shape
+    n, L, Ev = q.shape[0], q.shape[1], v.shape[2]
     new = type(q).empty
     out, lse = new((n, L, Ev), q.dtype), new((n, L), q.dtype)
     if n * L:
