@@ -6,7 +6,7 @@
 //   * Tiles. A block of THREADS threads owns a TILE x TILE tile of a product: thread t holds
 //     row t / 8 and columns t % 8 + 8 j (j < PER) in registers, so a row's 8 threads read
 //     distinct shared-memory banks (each tile row is padded to TILE + 1). Every product runs
-//     over its inner dim TILE columns at a time through two shared tiles (`dot`), so no head
+//     over its inner dim TILE columns at a time through two shared tiles (`att_dot`), so no head
 //     dim is too large; an accumulator as wide as a head (the output, dQ, dK, dV) is held in
 //     registers CH chunks of TILE columns at a time, one pass for heads up to CH * TILE = 128
 //     wide, more passes (recomputing the scores) beyond.
@@ -57,7 +57,7 @@ __device__ __forceinline__ void att_load(T (*s)[ATT_PAD], const T* src, i64 rows
 // acc[j] += row a (this thread's, t / 8) of A . row b_j (t % 8 + 8 j) of B, both `width`
 // wide with row strides lda and ldb, TILE columns at a time through the shared tiles sa, sb
 template <typename T>
-__device__ void dot(T (&acc)[ATT_PER], const T* a, i64 a_rows, i64 lda, const T* b, i64 b_rows, i64 ldb,
+__device__ void att_dot(T (&acc)[ATT_PER], const T* a, i64 a_rows, i64 lda, const T* b, i64 b_rows, i64 ldb,
                     i64 width, T (*sa)[ATT_PAD], T (*sb)[ATT_PAD]) {
   const int ra = threadIdx.x / 8, cb = threadIdx.x % 8;
   for (i64 d0 = 0; d0 < width; d0 += ATT_TILE) {
@@ -76,7 +76,7 @@ __device__ void dot(T (&acc)[ATT_PER], const T* a, i64 a_rows, i64 lda, const T*
 // `width`, row stride ld), loaded through the shared tile sb: a probability or score tile
 // times values, queries, keys or output gradients
 template <typename T>
-__device__ void times(T (&acc)[ATT_PER], T (*w)[ATT_PAD], const T* src, i64 rows, i64 ld, i64 c0, i64 width,
+__device__ void att_times(T (&acc)[ATT_PER], T (*w)[ATT_PAD], const T* src, i64 rows, i64 ld, i64 c0, i64 width,
                       T (*sb)[ATT_PAD]) {
   const int ra = threadIdx.x / 8, cb = threadIdx.x % 8;
   att_load(sb, src, rows, ld, c0, width);
@@ -136,7 +136,7 @@ __global__ void attention_forward(const Params p, T* __restrict__ out, T* __rest
       __syncthreads();
       for (i64 j0 = 0; j0 < keys; j0 += ATT_TILE) {
         T s[ATT_PER] = {};
-        dot(s, qn, rows, a.E, kn + j0 * a.E, a.S - j0, a.E, a.E, sa, sb);  // Q K^T
+        att_dot(s, qn, rows, a.E, kn + j0 * a.E, a.S - j0, a.E, a.E, sa, sb);  // Q K^T
         for (int j = 0; j < ATT_PER; j++)
           sp[ra][cb + 8 * j] = att_score(a, s[j], problem, i0 + ra, j0 + cb + 8 * j, mask, scale);
         __syncthreads();
@@ -160,7 +160,7 @@ __global__ void attention_forward(const Params p, T* __restrict__ out, T* __rest
           const i64 col = e0 + c * ATT_TILE;
           if (col >= a.Ev) break;  // the same for every thread
           for (int j = 0; j < ATT_PER; j++) acc[c][j] *= sc[ra];
-          times(acc[c], sp, vn + j0 * a.Ev, a.S - j0, a.Ev, col, a.Ev, sb);  // O += P V
+          att_times(acc[c], sp, vn + j0 * a.Ev, a.S - j0, a.Ev, col, a.Ev, sb);  // O += P V
         }
       }
       const i64 i = i0 + ra;
@@ -218,8 +218,8 @@ __global__ void attention_backward_dq(const Params p, T* __restrict__ dq, T* __r
         for (int j = 0; j < ATT_PER; j++) acc[c][j] = T(0);
       for (i64 j0 = 0; j0 < keys; j0 += ATT_TILE) {
         T s[ATT_PER] = {}, dp[ATT_PER] = {};
-        dot(s, q + at * a.E, rows, a.E, kn + j0 * a.E, a.S - j0, a.E, a.E, sa, sb);       // Q K^T
-        dot(dp, gn, rows, a.Ev, vn + j0 * a.Ev, a.S - j0, a.Ev, a.Ev, sa, sb);            // dO V^T
+        att_dot(s, q + at * a.E, rows, a.E, kn + j0 * a.E, a.S - j0, a.E, a.E, sa, sb);       // Q K^T
+        att_dot(dp, gn, rows, a.Ev, vn + j0 * a.Ev, a.S - j0, a.Ev, a.Ev, sa, sb);            // dO V^T
         for (int j = 0; j < ATT_PER; j++) {
           const T x = att_score(a, s[j], problem, i0 + ra, j0 + cb + 8 * j, mask, scale);
           sds[ra][cb + 8 * j] = att_exp(x, slse[ra]) * (dp[j] - sd[ra]) * scale;
@@ -228,7 +228,7 @@ __global__ void attention_backward_dq(const Params p, T* __restrict__ dq, T* __r
         for (int c = 0; c < ATT_CH; c++) {
           const i64 col = e0 + c * ATT_TILE;
           if (col >= a.E) break;
-          times(acc[c], sds, kn + j0 * a.E, a.S - j0, a.E, col, a.E, sb);  // dQ += dS K
+          att_times(acc[c], sds, kn + j0 * a.E, a.S - j0, a.E, col, a.E, sb);  // dQ += dS K
         }
       }
       const i64 i = i0 + ra;
@@ -279,8 +279,8 @@ __global__ void attention_backward_dkdv(const Params p, T* __restrict__ dk, T* _
           }
           // here a thread's row is a key (ra) and its columns queries (cb + 8 j)
           T s[ATT_PER] = {}, dp[ATT_PER] = {};
-          dot(s, kt, keys, a.E, qt, rows, a.E, a.E, sa, sb);       // (Q K^T)^T
-          dot(dp, vt, keys, a.Ev, gt, rows, a.Ev, a.Ev, sa, sb);   // (dO V^T)^T
+          att_dot(s, kt, keys, a.E, qt, rows, a.E, a.E, sa, sb);       // (Q K^T)^T
+          att_dot(dp, vt, keys, a.Ev, gt, rows, a.Ev, a.Ev, sa, sb);   // (dO V^T)^T
           __syncthreads();  // slse and sd written (the products may have had no columns)
           for (int j = 0; j < ATT_PER; j++) {
             const int r = cb + 8 * j;
@@ -292,8 +292,8 @@ __global__ void attention_backward_dkdv(const Params p, T* __restrict__ dk, T* _
           __syncthreads();
           for (int c = 0; c < ATT_CH; c++) {
             const i64 col = e0 + c * ATT_TILE;
-            if (col < a.Ev) times(gv[c], sp, gt, rows, a.Ev, col, a.Ev, sb);   // dV += P^T dO
-            if (col < a.E) times(gk[c], sds, qt, rows, a.E, col, a.E, sb);     // dK += dS^T Q
+            if (col < a.Ev) att_times(gv[c], sp, gt, rows, a.Ev, col, a.Ev, sb);   // dV += P^T dO
+            if (col < a.E) att_times(gk[c], sds, qt, rows, a.E, col, a.E, sb);     // dK += dS^T Q
           }
         }
       }
