@@ -61,6 +61,9 @@ KERNELS = {
     "cross_entropy_backward": Kernel("cross_entropy_backward", _P + ("ptr",) * 6 + ("i64", "f64")),
     "layer_norm_forward": Kernel("layer_norm", _P + ("ptr",) * 6 + ("f64",)),
     "layer_norm_backward": Kernel("layer_norm", _P + ("ptr",) * 6),
+    "attention_forward": Kernel("attention", _P + ("ptr",) * 6 + ("f64",)),  # the mask: last pointer
+    "attention_backward_dq": Kernel("attention", _P + ("ptr",) * 9 + ("f64",)),
+    "attention_backward_dkdv": Kernel("attention", _P + ("ptr",) * 9 + ("f64",)),
     **{name: Kernel("optim", _P + ("hyper", "tensors"))
        for name in ("adam_step", "sgd_step", "rmsprop_step")},
 }

@@ -175,6 +175,15 @@ class Driver:
         """The input's gradient of ``layer_norm``, one row per launch group."""
         self._missing()
 
+    def attention(self, out, lse, q, k, v, mask, causal, scale):
+        """Scaled dot-product attention (``gpu/fused.py``'s shapes): out and each row's
+        log-sum-exp; only a driver whose ``fused_dtypes`` names ``attention`` has it."""
+        self._missing()
+
+    def attention_backward(self, gq, gk, gv, g, q, k, v, out, lse, mask, causal, scale):
+        """The gradients of ``attention``'s q, k and v from the output's gradient g."""
+        self._missing()
+
     # ---------------------------------------------------------------- products
 
     def matmul(self, out, a, b, sizes, layout):
