@@ -14,13 +14,18 @@ from .elementwise import binary
 from .movement import copy, permute, reshape
 from .reduce import reduce
 
-FUSED = frozenset({"softmax", "log_softmax", "cross_entropy", "layer_norm", "adam", "sgd", "rmsprop"})
+FUSED = frozenset({"softmax", "log_softmax", "cross_entropy", "layer_norm", "adam", "sgd", "rmsprop",
+                   "conv2d"})
+# the fused kernels a driver offers only where its ``fused_dtypes`` names them (webgpu has
+# none of these)
+NAMED_ONLY = frozenset({"conv2d"})
 
 
 def takes(name, driver, bufs):
     """Whether ``driver``'s fused kernel ``name`` takes these buffers: the dtypes it is
-    written for (``Driver.fused_dtypes``), float32 where the driver names none."""
-    dtypes = driver.fused_dtypes.get(name, ("float32",))
+    written for (``Driver.fused_dtypes``), float32 where the driver names none (none for
+    ``NAMED_ONLY``)."""
+    dtypes = driver.fused_dtypes.get(name, () if name in NAMED_ONLY else ("float32",))
     return name in FUSED and all(b.dtype.name in dtypes for b in bufs)
 
 
