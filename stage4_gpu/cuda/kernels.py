@@ -66,6 +66,14 @@ KERNELS = {
     "attention_backward_dkdv": Kernel("attention", _P + ("ptr",) * 9 + ("f64",)),
     **{name: Kernel("optim", _P + ("hyper", "tensors"))
        for name in ("adam_step", "sgd_step", "rmsprop_step")},
+    # conv.cu: groups 1 as implicit GEMM, depthwise direct (out, then the two operands; the
+    # forward's last pointer is the bias)
+    "conv2d_forward": Kernel("conv", _P + ("ptr",) * 4),
+    "conv2d_input_grad": Kernel("conv", _P + ("ptr",) * 3),
+    "conv2d_weight_grad": Kernel("conv", _P + ("ptr",) * 3),
+    "depthwise_forward": Kernel("conv", _P + ("ptr",) * 4),
+    "depthwise_input_grad": Kernel("conv", _P + ("ptr",) * 3),
+    "depthwise_weight_grad": Kernel("conv", _P + ("ptr",) * 3),
 }
 
 # dtype name -> the C type of its elements on the device (a bool is one byte, as on the host;
@@ -102,8 +110,8 @@ def source(name):
 
 def instances():
     """Every (kernel, name expression) this folder's modules can launch."""
-    from . import elementwise, fused, index, ladder, matmul, reduce
+    from . import conv, elementwise, fused, index, ladder, matmul, reduce
     out = []
-    for module in (elementwise, reduce, index, matmul, fused, ladder):
+    for module in (elementwise, reduce, index, matmul, fused, ladder, conv):
         out.extend(module.instances())
     return out

@@ -16,9 +16,9 @@ from .movement import copy, permute, reshape
 from .reduce import reduce
 
 FUSED = frozenset({"softmax", "log_softmax", "cross_entropy", "layer_norm", "adam", "sgd", "rmsprop",
-                   "attention"})
+                   "attention", "conv2d"})
 # the fused kernels a driver has only where its ``fused_dtypes`` names them (WebGPU has none)
-NAMED_ONLY = frozenset({"attention"})
+NAMED_ONLY = frozenset({"attention", "conv2d"})
 
 
 def takes(name, driver, bufs):
