@@ -34,14 +34,23 @@ class ReduceKernels:
                   out.numel, _THREADS, [params, out.storage.ptr, x.storage.ptr])
 
 
+# the 1- and 2-byte integers: the frontend sums and multiplies them as int64 (cast first, as
+# PyTorch widens them) or in the explicit dtype asked for (cast first too), so their own
+# reductions keep their dtype
+_SMALL = ("uint8", "int8", "int16")
+
+
 def instances():
     """Every reduction this module can launch: each op over each input and output type the
-    frontend asks for (a sum may widen: int32 to int64, bool to int64)."""
+    frontend asks for (a sum may widen: int32 to int64, bool to int64; a small integer's
+    sum or product keeps its dtype, see _SMALL)."""
     out = []
     names = list(CTYPE)
+    wide = [n for n in names if n not in _SMALL]
     for op, struct in _OPS.items():
         for i in names:
-            outs = {"any": ["bool"], "all": ["bool"], "max": [i], "min": [i]}.get(op, names)
+            sums = [i] if i in _SMALL else wide
+            outs = {"any": ["bool"], "all": ["bool"], "max": [i], "min": [i]}.get(op, sums)
             for o in outs:
                 t_in, t_out = CTYPE[i], CTYPE[o]
                 out.append(("reduce", f"reduce<{t_out}, {_accumulator(op, t_out)}, {t_in}, {struct}>"))

@@ -26,6 +26,8 @@ MATH1(m_log2, log2f, log2) MATH1(m_log10, log10f, log10) MATH1(m_fabs, fabsf, fa
 MATH2(m_pow, powf, pow) MATH2(m_atan2, atan2f, atan2) MATH2(m_copysign, copysignf, copysign)
 MATH2(m_fmod, fmodf, fmod) MATH2(m_hypot, hypotf, hypot)
 
+// the unsigned type an integer's wrapping arithmetic runs in: unsigned int for the 1- to
+// 4-byte integers (the narrowing store keeps the low bits)
 template <typename T> struct unsigned_of { typedef unsigned int type; };
 template <> struct unsigned_of<long long> { typedef unsigned long long type; };
 template <> struct unsigned_of<bool> { typedef unsigned int type; };
@@ -42,7 +44,7 @@ struct Neg {
 struct Abs {
   template <typename T> static __device__ T f(T x) {
     if constexpr (is_float<T>::value) return m_fabs(x);
-    else if constexpr (is_bool<T>::value) return x;
+    else if constexpr (is_bool<T>::value || is_unsigned<T>::value) return x;
     else return x < 0 ? Neg::f(x) : x;
   }
 };
@@ -140,7 +142,7 @@ struct Minimum {
 // an integer divisor of -1: the quotient is -a (wrapping at the lowest value, where C++'s
 // division is undefined) and the remainder 0
 template <typename T> __device__ __forceinline__ bool minus_one(T b) {
-  if constexpr (is_float<T>::value) return false; else return b == T(-1);
+  if constexpr (is_float<T>::value || is_unsigned<T>::value) return false; else return b == T(-1);
 }
 
 // Python's remainder: the sign of the divisor (the host refuses an integer zero divisor)
