@@ -243,6 +243,12 @@ template <typename O, typename T> __device__ __forceinline__ O cast_to(T v) {
   }
 }
 
+// v < 0, never a comparison of an unsigned value with zero (which NVRTC warns of, and the
+// suite compiles with warnings as errors)
+template <typename T> __device__ __forceinline__ bool negative(T v) {
+  if constexpr (is_unsigned<T>::value) return false; else return v < T(0);
+}
+
 template <typename T> __device__ __forceinline__ bool nan_of(T v) {
   if constexpr (is_float<T>::value) return v != v;
   else return false;

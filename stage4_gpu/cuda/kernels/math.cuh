@@ -52,10 +52,10 @@ struct Abs {
 struct Sign {
   template <typename T> static __device__ T f(T x) {
     if (nan_of(x)) return x;
-    return x > T(0) ? T(1) : (x < T(0) ? T(-1) : T(0));
+    return x > T(0) ? T(1) : (negative(x) ? T(-1) : T(0));
   }
 };
-struct Relu { template <typename T> static __device__ T f(T x) { return x < T(0) ? T(0) : x; } };
+struct Relu { template <typename T> static __device__ T f(T x) { return negative(x) ? T(0) : x; } };
 struct BitwiseNot {
   template <typename T> static __device__ T f(T x) {
     if constexpr (is_bool<T>::value) return !x; else return ~x;
@@ -151,7 +151,7 @@ struct Remainder {
     if (minus_one(b)) return T(0);
     T r;
     if constexpr (is_float<T>::value) r = m_fmod(a, b); else r = a % b;
-    if (r != T(0) && ((r < T(0)) != (b < T(0)))) r += b;
+    if (r != T(0) && (negative(r) != negative(b))) r += b;
     return r;
   }
 };
@@ -170,7 +170,7 @@ struct FloorDiv {
     } else {
       if (minus_one(b)) return Neg::f(a);
       T q = a / b;
-      if (a % b != 0 && ((a < 0) != (b < 0))) q -= 1;
+      if (a % b != 0 && (negative(a) != negative(b))) q -= 1;
       return q;
     }
   }
@@ -216,13 +216,13 @@ struct BitwiseXor { template <typename T> static __device__ T f(T a, T b) { retu
 // shifts past the width give 0 (or -1 for a negative number shifted right), as on the CPU
 struct LeftShift {
   template <typename T> static __device__ T f(T a, T s) {
-    if (s < 0 || s >= T(8 * sizeof(T))) return 0;
+    if (negative(s) || s >= T(8 * sizeof(T))) return 0;
     return (T)((typename unsigned_of<T>::type)a << s);
   }
 };
 struct RightShift {
   template <typename T> static __device__ T f(T a, T s) {
-    if (s < 0 || s >= T(8 * sizeof(T))) return a < 0 ? T(-1) : T(0);
+    if (negative(s) || s >= T(8 * sizeof(T))) return negative(a) ? T(-1) : T(0);
     return a >> s;
   }
 };
