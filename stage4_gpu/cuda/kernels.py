@@ -76,10 +76,12 @@ KERNELS = {
     "depthwise_weight_grad": Kernel("conv", _P + ("ptr",) * 3),
 }
 
-# dtype name -> the C type of its elements on the device (a bool is one byte, as on the host;
-# the 2-byte floats are common.cuh's structs over their bits)
+# dtype name -> the C type of its elements on the device (a bool and the 1- and 2-byte
+# integers take their own size, as on the host; the 2-byte floats are common.cuh's structs
+# over their bits)
 CTYPE = {"bool": "bool", "int32": "int", "int64": "long long", "float32": "float",
-         "float64": "double", "float16": "half_t", "bfloat16": "bf16_t"}
+         "float64": "double", "float16": "half_t", "bfloat16": "bf16_t", "uint8": "unsigned char",
+         "int8": "signed char", "int16": "short"}
 
 _INCLUDE = re.compile(r'^#include "([^"]+)"\s*$', re.M)
 _SOURCES = {}
