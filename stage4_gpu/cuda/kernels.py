@@ -60,6 +60,8 @@ KERNELS = {
     "layer_norm_backward": Kernel("layer_norm", _P + ("ptr",) * 6),
     **{name: Kernel("optim", _P + ("hyper", "tensors"))
        for name in ("adam_step", "sgd_step", "rmsprop_step")},
+    "recurrent_forward": Kernel("recurrent", _P + ("ptr",) * 11),
+    "recurrent_backward": Kernel("recurrent", _P + ("ptr",) * 12),
 }
 
 # dtype name -> the C type of its elements on the device (a bool is one byte, as on the host;
