@@ -29,6 +29,7 @@ def _ladder(sg):
 class SgemmLadder(Benchmark):
     """C = A B, float32 square, by each tier of the ladder and by cuBLAS (CuPy), waited for."""
     params = [["naive", "coalesced", "shared", "blocktile_1d", "blocktile_2d", "vectorized", "warptile",
+               "double_buffer", "swizzled", "autotuned",
                "cuBLAS"], [1024, 2048, 4096, 8192]]
     param_names = ["kernel", "n"]
 

@@ -324,6 +324,11 @@ ATTENTION = {  # name: (query shape, key shape, value shape, options)
     "one query": ((3, 1, 16), (3, 40, 16), (3, 40, 16), {}),
     "gqa": ((2, 4, 5, 8), (2, 2, 6, 8), (2, 2, 6, 8), {"enable_gqa": True, "is_causal": True}),
     "empty batch": ((0, 2, 5, 8), (0, 2, 6, 8), (0, 2, 6, 8), {}),
+    # more than one tile of queries, keys and head dims (a device kernel's tiles are 32 wide),
+    # and heads wider than one pass of its accumulators (128)
+    "several tiles, gqa": ((1, 4, 40, 36), (1, 2, 70, 36), (1, 2, 70, 20), {"enable_gqa": True}),
+    "several tiles, causal": ((2, 45, 8), (2, 70, 8), (2, 70, 8), {"is_causal": True}),
+    "wide heads": ((1, 5, 140), (1, 6, 140), (1, 6, 130), {}),
 }
 
 

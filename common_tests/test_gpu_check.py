@@ -112,3 +112,28 @@ def test_the_zoo_table_sets_each_sides_counts_and_times_side_by_side():
     assert cells["MNIST CNN"] == ["256", "2.00", "4.00", "0.50x", "41 / 37", "0 / 1", "2.30000 / 2.30000"]
     assert cells["LSTM 2x256"][2:6] == ["RuntimeError: boom", "-", "- / 90", "- / 0"]
     assert cells["GPT 4x128"][3] == "1.00x" and cells["GPT 4x128"][6].endswith("WRONG")
+
+
+def test_the_bandwidth_command_checks_every_kernel_then_rates_it_against_the_roof(tmp_path):
+    """``stagegrad cuda-bandwidth`` on a small size under the host emulation (its times mean
+    nothing there; the checks and the arithmetic do): every kernel and version agrees with
+    stage 3 on the host, and each row's GB/s and share of the roof follow from its bytes
+    and its time."""
+    from stagegrad.cuda_bandwidth import TOLERANCE
+
+    from .emulation import run_emulated
+    code = ("import json, sys\nfrom stagegrad import cuda_bandwidth as cb\n"
+            "r = cb.measure(5000)\nprint(json.dumps(r))\n")
+    report = run_emulated(["-c", code], timeout=600)
+    assert report["available"], report["reason"]
+    versions = {(r["kernel"], r["version"]) for r in report["rows"]}
+    assert {("add", "one run, 16-byte packs"), ("add", "general strided loop"), ("sum", "split over the SMs"),
+            ("sum", "one block per output"), ("softmax", "rows of 4096"), ("layer norm", "rows of 4096"),
+            ("cross-entropy", "rows of 4096")} <= versions
+    assert len(versions) == len(report["rows"]) == 11
+    for r in report["rows"]:
+        assert r["error"] <= TOLERANCE, r
+        assert r["seconds"] > 0 and r["gbs"] == pytest.approx(r["bytes"] / r["seconds"] / 1e9)
+        assert r["of_roof"] == pytest.approx(r["gbs"] / report["roof_gbs"])
+    from stagegrad.cuda_bandwidth import markdown
+    assert report["gpu"] in markdown(report)

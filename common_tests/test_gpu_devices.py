@@ -1004,6 +1004,50 @@ class TestCuda(OnEveryDevice):
             got = cupy.asnumpy(ladder.sgemm(tier, da, db))
             np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=tier)
 
+    def test_every_autotuned_configuration_matches_cublas(self, gpu):
+        """Each instantiated tile configuration of the autotuned tier, forced, on sizes that
+        are not multiples of any tile (K and N multiples of 4, as the float4 tiers need), with
+        a batch of two."""
+        import cupy
+        ladder = importlib.import_module(gpu.__name__ + ".cuda.ladder")
+        rng = np.random.default_rng(16)
+        a = rng.standard_normal((2, 70, 36)).astype(np.float32)
+        b = rng.standard_normal((2, 36, 52)).astype(np.float32)
+        want = a.astype(np.float64) @ b.astype(np.float64)
+        da, db = cupy.asarray(a), cupy.asarray(b)
+        for config in ladder.CONFIGS:
+            got = cupy.asnumpy(ladder.sgemm("autotuned", da, db, config=config))
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=config.instance)
+
+    @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+    @pytest.mark.parametrize("m,n,k", [(70, 50, 36), (72, 56, 40), (1, 3, 2)])
+    def test_every_tensor_core_tier_matches_a_wide_product(self, gpu, dtype, m, n, k):
+        """Each tensor-core tier, float16 and bfloat16, with a batch of two, on sizes that are
+        not multiples of the tiles: K and N not multiples of 8 (every copy element by element)
+        and multiples of 8 (the 16-byte copies, edges element by element). The oracle: the
+        float64 product of the rounded operands; float32 accumulation and one rounding to the
+        dtype keep each element within one of its ulps."""
+        import cupy
+        ladder = importlib.import_module(gpu.__name__ + ".cuda.ladder")
+        rng = np.random.default_rng(17)
+        a32 = rng.standard_normal((2, m, k)).astype(np.float32)
+        b32 = rng.standard_normal((2, k, n)).astype(np.float32)
+        if dtype == "float16":
+            a, b = a32.astype(np.float16), b32.astype(np.float16)
+            wide, ctype, ulp = (lambda x: np.asarray(x).astype(np.float64)), "half_t", 2.0 ** -10
+        else:  # bfloat16 as its bits: float32's top half, rounded to nearest even
+            def bits(x):
+                u = x.view(np.uint32).astype(np.uint64)
+                return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+            a, b = bits(a32), bits(b32)
+            wide = lambda x: (np.asarray(x).astype(np.uint32) << 16).view(np.float32).astype(np.float64)  # noqa: E731
+            ctype, ulp = "bf16_t", 2.0 ** -7
+        want = wide(a) @ wide(b)
+        for tier in ladder.TENSOR_TIERS:
+            out = cupy.empty((2, m, n), dtype=a.dtype)
+            ladder.tensor_core(tier, cupy.asarray(a), cupy.asarray(b), out, ctype)
+            np.testing.assert_allclose(wide(cupy.asnumpy(out)), want, rtol=ulp, atol=1e-3, err_msg=tier)
+
     def test_matmul_engine_takes_any_float32_shape(self, gpu, same):
         """float32 products run the ladder's best tier, or the general tier where K or N is not
         a multiple of 4; every other dtype the strided kernel."""
@@ -1050,7 +1094,7 @@ class TestCuda(OnEveryDevice):
             assert report["reason"].startswith("cuda: ") and report["reason"] in text
             return
         tiers = [row for row in report["rows"] if row["kind"] == "tier"]
-        assert len(tiers) == 2 * (7 + 2)  # the SGEMM tiers, and the tensor cores in float16 and bfloat16
+        assert len(tiers) == 2 * (10 + 2 * 4)  # the SGEMM tiers, and the tensor-core tiers in float16 and bfloat16
         for row in report["rows"]:
             half = row["dtype"] != "float32"
             assert row["error"] is not None and row["error"] <= (1e-2 if half else 1e-4), row

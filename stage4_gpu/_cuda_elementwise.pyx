@@ -55,7 +55,7 @@ cdef class ElementwisePath:
             params += (x.offset, 1)
             args.append(x.storage.ptr)
         block = self.block
-        blocks = (n + block - 1) // block
+        blocks = min((n + block - 1) // block, rt.resident_blocks)  # as Runtime.grid
         try:
             kernel.launch(blocks, block, args)
         except Exception as e:

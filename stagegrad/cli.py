@@ -4,8 +4,9 @@ import os
 import sys
 
 from .deploy import loadtest
-from . import (bench_site, conv_ladder, cuda_ladder, deploy, devices, distributed, docs, gemm_ladder,
-               installed_text, journey, models_bench, profile, serve, simd_paths, systems, train, train_text)
+from . import (bench_site, conv_ladder, cuda_bandwidth, cuda_ladder, deploy, devices, distributed, docs,
+               gemm_ladder, installed_text, journey, models_bench, profile, serve, simd_paths, systems, train,
+               train_text)
 from . import run as run_program
 
 
@@ -71,6 +72,14 @@ COMMANDS = (
      "Time each tier of stage 4's CUDA matrix product on an NVIDIA GPU, each checked against and "
      "timed next to cuBLAS and PyTorch. Needs an NVIDIA GPU and CuPy (without them the report "
      "says why). Writes a table and JSON to --out."),
+    ("cuda-bandwidth", cuda_bandwidth.add_arguments, cuda_bandwidth.run,
+     "stage 4's bandwidth-bound kernels on an NVIDIA GPU, each in GB/s and as a share of the device "
+     "copy's bandwidth",
+     "Measure the device's copy bandwidth (the roof), then time each of stage 4's bandwidth-bound "
+     "kernels (elementwise, sum, softmax, layer norm, cross-entropy, the Adam step; one row per "
+     "version), each checked against stage 3 on the host first, in GB/s and as a share of the roof. "
+     "Needs an NVIDIA GPU and CuPy (without them the report says why). Writes a table and JSON to "
+     "--out."),
     ("distributed", distributed.add_arguments, distributed.run,
      "data-parallel training on MPI: the MNIST MLP's and CNN's step on 1 and N ranks, the all-reduce, "
      "and what overlapping it bought",

@@ -1,9 +1,12 @@
 """``stagegrad cuda-ladder``: stage 4's SGEMM ladder and its float16/bfloat16 tensor-core
-kernel on an NVIDIA GPU, next to cuBLAS and PyTorch CUDA.
+ladder on an NVIDIA GPU, next to cuBLAS and PyTorch CUDA.
 
 Each tier is the one before plus one idea (``stage4_gpu/cuda/kernels/sgemm_ladder.cu``):
 naive, coalesced, shared-memory tiling, 1-D and 2-D register blocking, float4 loads,
-warp tiling. For every square size (1024 to 8192 by default) each tier's product is first
+warp tiling, double buffering, a swizzled (bank-conflict-free) A tile, autotuned tile
+sizes; then the tensor-core tiers (``hgemm.cu``, ``hgemm_ladder.cu``): mma.sync with
+element loads, ldmatrix, a cp.async 3-stage pipeline, 64 x 64 warp tiles, each in float16
+and bfloat16 against cuBLAS's float16. For every square size (1024 to 8192 by default) each tier's product is first
 checked against cuBLAS's (CuPy's matmul, the same operands): a tier that disagrees is
 reported as wrong and its time is not shown. Then each is timed with CUDA events on the
 device's stream, best of up to five calls within the budget, as GFLOP/s and as a
@@ -57,8 +60,8 @@ def _best(call, stream, budget):
 
 
 def _two_byte_rows(ladder, rt, torch, a, b, n, budget):
-    """float16 and bfloat16 at size ``n``: cuBLAS (float16 only: CuPy has no bfloat16), our
-    tensor-core kernel and PyTorch CUDA, each checked against a float32 product of the
+    """float16 and bfloat16 at size ``n``: cuBLAS (float16 only: CuPy has no bfloat16), each
+    of our tensor-core tiers and PyTorch CUDA, each checked against a float32 product of the
     rounded operands (the output's own rounding, 2**-9 of |C| at most, sits far below)."""
     import cupy
     from stage4_gpu.cuda.memory import bfloat16_bits
@@ -80,13 +83,15 @@ def _two_byte_rows(ladder, rt, torch, a, b, n, budget):
             error = float(cupy.abs(result().reshape(n, n) - ref).max()) / scale
             seconds = _best(call, rt.stream, budget) if error <= TOLERANCE_HALF else None
             return {"size": n, "label": label, "dtype": dtype, "error": error, "seconds": seconds,
-                    "kind": "tier" if label == "tensor cores" else "peer"}
+                    "kind": "tier" if label.startswith("tensor cores") else "peer"}
 
         if dtype == "float16":
             out.append(row("cuBLAS (CuPy)", lambda: cupy.matmul(a2, b2, out=c2[0]), lambda: widen(c2)))
         ctype = "half_t" if dtype == "float16" else "bf16_t"
-        out.append(row("tensor cores", lambda: ladder.hgemm(a2[None], b2[None], c2, ctype),
-                       lambda: widen(c2)))
+        for tier in ladder.TENSOR_TIERS:
+            out.append(row(f"tensor cores: {tier}",
+                           lambda t=tier: ladder.tensor_core(t, a2[None], b2[None], c2, ctype),
+                           lambda: widen(c2)))
         if torch is not None:
             ta, tb = (torch.as_tensor(x, device="cuda").to(getattr(torch, dtype)) for x in wide)
             got = {}
@@ -113,7 +118,7 @@ def measure(sizes=SIZES, budget=3.0, stream=None):
     report["gpu"] = rt.name
     report["capability"] = list(rt.capability)
     report["torch"] = torch.__version__ if torch is not None else None
-    two_byte = 3 + 2 * (torch is not None)  # the rows _two_byte_rows makes
+    two_byte = 1 + 2 * len(ladder.TENSOR_TIERS) + 2 * (torch is not None)  # the rows _two_byte_rows makes
     bar = Progress(len(sizes) * (len(ladder.TIERS) + 1 + (torch is not None) + two_byte), "cuda-ladder",
                    stream=stream)
     done = 0
@@ -137,6 +142,9 @@ def measure(sizes=SIZES, budget=3.0, stream=None):
                 row["error"] = float(cupy.abs(out - ref).max()) / scale
                 if row["error"] <= TOLERANCE:
                     row["seconds"] = _best(lambda t=tier: ladder.sgemm(t, a, b, out), rt.stream, budget)
+                if tier == "autotuned":  # the configuration its first call chose for this size
+                    c = ladder.chosen(n, n, n, lambda c: ladder.sgemm(tier, a, b, out, c))
+                    row["label"] += f" {c.bm}x{c.bn}x{c.bk} warp {c.wm}x{c.wn} thread {c.tm}x{c.tn}"
             rows.append(row)
             done += 1
             bar.update(done, now=f"{tier} {n}")

@@ -19,10 +19,10 @@ class Cuda(Memory, ElementwiseKernels, ReduceKernels, IndexKernels, FusedKernels
     device = _device("cuda", 0)
     offsets = True
     checks_indices = True  # gather, scatter_add, put and cross_entropy check on the device
-    # the softmaxes and the recurrent layers are written for float64 too; other dtypes take
-    # the composite
+    # the softmaxes, attention and the recurrent layers are written for float64 too; other
+    # dtypes take the composite
     fused_dtypes = {"softmax": ("float32", "float64"), "log_softmax": ("float32", "float64"),
-                    "recurrent": ("float32", "float64")}
+                    "attention": ("float32", "float64"), "recurrent": ("float32", "float64")}
     dlpack_refusal = ("__dlpack__: sharing cuda memory through DLPack is not implemented yet, so the "
                       "cuda device lacks dlpack (t.cpu() copies it to the host)")
 

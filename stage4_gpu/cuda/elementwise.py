@@ -121,8 +121,9 @@ class ElementwiseKernels:
         kernel, instance = _instance(op, out, inputs)
         # an output whose elements share memory (an unfold with overlapping windows) is
         # written by one thread in element order, so the last write wins, as on the CPU
-        grid, block = (1, 1) if may_overlap(out.shape, out.strides) else (-(-params[0] // BLOCK), BLOCK)
-        runtime().launch(kernel, instance, grid, block,
+        rt = runtime()
+        grid, block = (1, 1) if may_overlap(out.shape, out.strides) else (rt.grid(params[0]), BLOCK)
+        rt.launch(kernel, instance, grid, block,
                          [params, out.storage.ptr] + [x.storage.ptr for x in inputs])
 
     def fill(self, out, value):
@@ -135,7 +136,7 @@ class ElementwiseKernels:
                 host = bfloat16_bits(rt.np, host)
             raw = host.astype(out.array.dtype).tobytes()
             bits = int.from_bytes(raw.ljust(8, b"\0"), "little", signed=True)
-            rt.launch("fill", f"fill<{out.ctype}>", -(-out.numel // BLOCK), BLOCK,
+            rt.launch("fill", f"fill<{out.ctype}>", rt.grid(out.numel), BLOCK,
                       [out.address, out.numel, bits])
 
 

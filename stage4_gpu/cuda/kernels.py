@@ -45,19 +45,25 @@ KERNELS = {
     "put": Kernel("put", _P + ("ptr", "ptr", "ptr", "ptr")),
     "unfold": Kernel("unfold", _P + ("ptr", "ptr")),
     "fold": Kernel("fold", _P + ("ptr", "ptr")),
-    # matmul.cu (any dtype, strided), hgemm.cu (the 2-byte floats' tensor-core tier) and the
-    # float32 ladder
+    # matmul.cu (any dtype, strided), hgemm.cu and hgemm_ladder.cu (the 2-byte floats'
+    # tensor-core tiers) and the float32 ladder
     "matmul": Kernel("matmul", _P + ("ptr", "ptr", "ptr")),
     "hgemm": Kernel("hgemm", _P + ("ptr", "ptr", "ptr")),
+    **{name: Kernel("hgemm_ladder", _P + ("ptr", "ptr", "ptr"))
+       for name in ("hgemm_ldmatrix", "hgemm_cp_async", "hgemm_wide")},
     **{name: Kernel("sgemm_ladder", ("i64", "i64", "i64", "ptr", "ptr", "ptr"))
        for name in ("sgemm_naive", "sgemm_coalesced", "sgemm_shared", "sgemm_blocktile_1d",
-                    "sgemm_blocktile_2d", "sgemm_vectorized", "sgemm_warptile")},
+                    "sgemm_blocktile_2d", "sgemm_vectorized", "sgemm_warptile", "sgemm_double_buffer",
+                    "sgemm_swizzled", "sgemm_autotuned")},
     # the fused kernels
     "softmax": Kernel("softmax", _P + ("ptr", "ptr", "ptr")),
     "cross_entropy": Kernel("cross_entropy", _P + ("ptr",) * 7 + ("i64", "f64")),  # 7th: error words
     "cross_entropy_backward": Kernel("cross_entropy_backward", _P + ("ptr",) * 6 + ("i64", "f64")),
     "layer_norm_forward": Kernel("layer_norm", _P + ("ptr",) * 6 + ("f64",)),
     "layer_norm_backward": Kernel("layer_norm", _P + ("ptr",) * 6),
+    "attention_forward": Kernel("attention", _P + ("ptr",) * 6 + ("f64",)),  # the mask: last pointer
+    "attention_backward_dq": Kernel("attention", _P + ("ptr",) * 9 + ("f64",)),
+    "attention_backward_dkdv": Kernel("attention", _P + ("ptr",) * 9 + ("f64",)),
     **{name: Kernel("optim", _P + ("hyper", "tensors"))
        for name in ("adam_step", "sgd_step", "rmsprop_step")},
     "recurrent_forward": Kernel("recurrent", _P + ("ptr",) * 11),

@@ -1,10 +1,18 @@
-"""The GPU GEMM ladder: our SGEMM tiers of ``kernels/sgemm_ladder.cu`` (the kernel file
+"""The GPU GEMM ladders: our SGEMM tiers of ``kernels/sgemm_ladder.cu`` (the kernel file
 says what each tier changes) and how each is launched, the 2-byte floats' tensor-core
-kernel (``hgemm``), and cuBLAS through CuPy as the peer. ``sgemm(tier, a, b)`` multiplies
-two float32 CuPy arrays (a batch of row-major matrices, ``(..., M, K) @ (..., K, N)``)
-with one tier; ``stagegrad cuda-ladder`` and
+tiers (``hgemm.cu``, then ``hgemm_ladder.cu``: ``TENSOR_TIERS``), and cuBLAS through CuPy
+as the peer. ``sgemm(tier, a, b)`` multiplies two float32 CuPy arrays (a batch of
+row-major matrices, ``(..., M, K) @ (..., K, N)``) with one tier, ``tensor_core(tier, a,
+b, out)`` two float16 or bfloat16 ones; ``stagegrad cuda-ladder`` and
 ``benchmarks/bench_cuda.py`` time every tier against cuBLAS and check each result
 against it.
+
+The autotuned tier is a template over its tile sizes, instantiated for each of
+``CONFIGS``: on a GPU the first product of a shape class (each of M, N, K rounded up to a
+power of two) times every configuration once, after a first call that compiles it, and
+keeps the fastest for that class (``chosen``). In null launch mode, under the host
+emulation (whose times mean nothing) and while a CUDA graph is captured (nothing may
+wait there), the first configuration is taken without timing.
 """
 from collections import namedtuple
 
@@ -21,7 +29,35 @@ TIERS = {
     "blocktile_2d": Tier("sgemm_blocktile_2d", (256, 1), (128, 128), False),
     "vectorized": Tier("sgemm_vectorized", (256, 1), (128, 128), True),
     "warptile": Tier("sgemm_warptile", (256, 1), (128, 128), True),
+    "double_buffer": Tier("sgemm_double_buffer", (256, 1), (128, 128), True),
+    "swizzled": Tier("sgemm_swizzled", (256, 1), (128, 128), True),
+    # block and tile here are the default configuration's: see CONFIGS
+    "autotuned": Tier("sgemm_autotuned", (256, 1), (128, 128), True),
 }
+
+
+class Config(namedtuple("Config", "bm bn bk wm wn tm tn")):
+    """One instantiation of the autotuned tier: block tile BM x BN, K step BK, warp tile
+    WM x WN, a lane's TM x TN outputs per sub-tile."""
+
+    @property
+    def instance(self):
+        """The kernel's name expression."""
+        return f"sgemm_autotuned<{', '.join(map(str, self))}>"
+
+    @property
+    def threads(self):
+        return (self.bm // self.wm) * (self.bn // self.wn) * 32
+
+
+CONFIGS = (  # the first is the default: tier 9's tiles
+    Config(128, 128, 16, 64, 32, 8, 4),
+    Config(128, 128, 8, 64, 64, 8, 8),
+    Config(128, 64, 16, 64, 32, 8, 4),
+    Config(64, 128, 16, 32, 64, 8, 8),
+    Config(64, 64, 16, 32, 32, 8, 4),
+)
+_CHOSEN = {}  # shape class -> the fastest Config, measured on this GPU
 MAX_GRID_YZ = 65535  # CUDA's limit on a grid's second and third dimensions
 
 
@@ -33,9 +69,39 @@ def fits(tier, m, n, k, *arrays):
     return k % 4 == 0 and n % 4 == 0 and all(a.data.ptr % 16 == 0 for a in arrays)
 
 
-def sgemm(tier, a, b, out=None):
+def shape_class(m, n, k):
+    """The autotuner's key: each size rounded up to a power of two."""
+    return tuple(max(int(x) - 1, 0).bit_length() for x in (m, n, k))
+
+
+def chosen(m, n, k, run):
+    """The autotuned tier's configuration for these sizes: the default where nothing can be
+    timed (see the module's note), else the fastest of ``CONFIGS`` for the shape class,
+    each timed once by ``run(config)`` on the device's stream after a first call."""
+    rt = runtime()
+    key = shape_class(m, n, k)
+    if key in _CHOSEN:
+        return _CHOSEN[key]
+    if (rt.launcher.mode == "null" or rt.capture is not None
+            or str(getattr(rt.cp, "__version__", "")).endswith("host-emulation")):
+        return CONFIGS[0]
+    cuda, times = rt.cp.cuda, []
+    for config in CONFIGS:
+        run(config)  # compiled, and the caches warm
+        start, end = cuda.Event(), cuda.Event()
+        start.record(rt.stream)
+        run(config)
+        end.record(rt.stream)
+        end.synchronize()
+        times.append(cuda.get_elapsed_time(start, end))
+    _CHOSEN[key] = CONFIGS[times.index(min(times))]
+    return _CHOSEN[key]
+
+
+def sgemm(tier, a, b, out=None, config=None):
     """``a @ b`` for float32 CuPy arrays with one tier: a (batch..., M, K), b (batch..., K,
-    N), contiguous, equal batch dims; ``out`` (batch..., M, N) when given."""
+    N), contiguous, equal batch dims; ``out`` (batch..., M, N) when given. The autotuned
+    tier runs ``config`` (one of ``CONFIGS``) when given, else the one ``chosen``."""
     rt = runtime()
     np = rt.np
     *batch, m, k = a.shape
@@ -49,6 +115,10 @@ def sgemm(tier, a, b, out=None):
         raise ValueError(f"sgemm {tier}: needs K and N multiples of 4 and aligned operands "
                          f"(got M={m}, N={n}, K={k})")
     t = TIERS[tier]
+    if tier == "autotuned":
+        if config is None:
+            config = chosen(m, n, k, lambda c: sgemm(tier, a, b, out, c))
+        t = Tier(config.instance, (config.threads, 1), (config.bm, config.bn), True)
     rows, cols = -(-m // t.tile[0]), -(-n // t.tile[1])
     # the naive tier maps blockIdx.x to rows of C, every other tier to columns
     grid_x, grid_y = (rows, cols) if tier == "naive" else (cols, rows)
@@ -58,24 +128,40 @@ def sgemm(tier, a, b, out=None):
     a2, b2, c2 = (x.reshape(count, *x.shape[-2:]) for x in (a, b, out))
     for start in range(0, count, MAX_GRID_YZ):  # a batch beyond the grid's z limit, in parts
         part = min(MAX_GRID_YZ, count - start)
-        rt.launch_grid(t.kernel, t.kernel, (grid_x, grid_y, part), t.block + (1,),
+        rt.launch_grid(TIERS[tier].kernel, t.kernel, (grid_x, grid_y, part), t.block + (1,),
                        [m, n, k, a2[start:], b2[start:], c2[start:]])
     return out
 
 
-HGEMM_THREADS, HGEMM_TILE = 128, 64  # hgemm.cu's HG_THREADS and HG_TILE
+# the tensor-core tiers, in ladder order (what each changes: hgemm.cu's and hgemm_ladder.cu's
+# Design notes): the kernel, threads per block, and the side of the square tile of C a
+# block computes. Every one takes any sizes.
+TensorTier = namedtuple("TensorTier", "kernel threads tile")
+TENSOR_TIERS = {
+    "hgemm": TensorTier("hgemm", 128, 64),
+    "ldmatrix": TensorTier("hgemm_ldmatrix", 128, 64),
+    "cp_async": TensorTier("hgemm_cp_async", 128, 64),
+    "wide": TensorTier("hgemm_wide", 128, 128),
+}
+TENSOR_CTYPES = ("half_t", "bf16_t")
+
+
+def tensor_core(tier, a, b, out, ctype="half_t"):
+    """``a @ b`` on the tensor cores with one of ``TENSOR_TIERS`` for contiguous (count, M,
+    K) and (count, K, N) CuPy arrays of float16, or of bfloat16 bits (uint16) with ``ctype``
+    ``bf16_t``, into ``out`` (count, M, N); float32 accumulation, any sizes."""
+    rt = runtime()
+    t = TENSOR_TIERS[tier]
+    count, m, k = a.shape
+    n = b.shape[-1]
+    tiles = count * -(-m // t.tile) * -(-n // t.tile)
+    rt.launch(t.kernel, f"{t.kernel}<{ctype}>", tiles, t.threads, [[m, k, n, count], out, a, b])
+    return out
 
 
 def hgemm(a, b, out, ctype="half_t"):
-    """``a @ b`` on the tensor cores (``kernels/hgemm.cu``) for contiguous (count, M, K) and
-    (count, K, N) CuPy arrays of float16, or of bfloat16 bits (uint16) with ``ctype``
-    ``bf16_t``, into ``out`` (count, M, N); float32 accumulation, any sizes."""
-    rt = runtime()
-    count, m, k = a.shape
-    n = b.shape[-1]
-    tiles = count * -(-m // HGEMM_TILE) * -(-n // HGEMM_TILE)
-    rt.launch("hgemm", f"hgemm<{ctype}>", tiles, HGEMM_THREADS, [[m, k, n, count], out, a, b])
-    return out
+    """The first tensor-core tier (``kernels/hgemm.cu``): ``tensor_core("hgemm", ...)``."""
+    return tensor_core("hgemm", a, b, out, ctype)
 
 
 def cublas(a, b, out=None):
@@ -90,5 +176,10 @@ def cublas(a, b, out=None):
 
 
 def instances():
-    """The ladder's kernels (extern "C": each is its own name)."""
-    return [(t.kernel, t.kernel) for t in TIERS.values()]
+    """The ladder's kernels: the SGEMM tiers (extern "C": each is its own name), every
+    autotuned configuration, and the tensor-core tiers after hgemm (matmul.py lists it) in
+    both 2-byte floats."""
+    return ([(t.kernel, t.kernel) for name, t in TIERS.items() if name != "autotuned"]
+            + [("sgemm_autotuned", c.instance) for c in CONFIGS]
+            + [(t.kernel, f"{t.kernel}<{c}>") for name, t in TENSOR_TIERS.items() if name != "hgemm"
+               for c in TENSOR_CTYPES])

@@ -1,19 +1,31 @@
-"""The CUDA driver's products. Dense float32 goes to cuBLAS (CuPy's matmul), chosen by the
-measured ladder: on an H100 and an H200 our best SGEMM tier (``warptile``,
-``kernels/sgemm_ladder.cu``) reached 65-67% of cuBLAS at 4096 (``docs/hardware``);
-``STAGEGRAD_CUDA_MATMUL=warptile`` (or another tier) runs ours in a whole program, the
-register-blocked tier where K or N is not a multiple of 4. float16 and bfloat16 go to our
-tensor-core kernel (``kernels/hgemm.cu``; CuPy has no bfloat16 for cuBLAS), every other
-dtype to ``kernels/matmul.cu``'s tiled kernel, which reads its operands through their
-strides.
+"""The CUDA driver's products, each dtype's engine an explicit choice that an environment
+variable overrides for a whole program:
+
+- float32: ``STAGEGRAD_CUDA_MATMUL``, default ``cublas`` (CuPy's matmul). The measured
+  ladder chose it: on an H100 and an H200 our best tier then (``warptile``,
+  ``kernels/sgemm_ladder.cu``) reached 65-67% of cuBLAS at 4096 (``docs/hardware``).
+  ``best`` names our best tier (``BEST``, the autotuned one), any tier name that tier;
+  where K or N is not a multiple of 4 the register-blocked tier runs instead.
+- float16 and bfloat16: ``STAGEGRAD_CUDA_HALF_MATMUL``, default ``best``, our best
+  tensor-core tier (``BEST_HALF``, ``kernels/hgemm_ladder.cu``; every tier takes any
+  sizes), so that autocast's products do not fall back to float32 speed; any tier of
+  ``ladder.TENSOR_TIERS`` by name, or ``cublas`` for float16 (CuPy has no bfloat16, which
+  then stays on ``BEST_HALF``). Whether that default beats float32's cuBLAS is a GPU
+  measurement (``stagegrad cuda-ladder``).
+
+Every other dtype, and strided operands, go to ``kernels/matmul.cu``'s tiled kernel, which
+reads its operands through their strides.
 """
 import os
 
 from .kernels import CTYPE
-from .ladder import cublas, fits, hgemm, sgemm
+from .ladder import cublas, fits, sgemm, tensor_core
 from .runtime import BLOCK, runtime
 
+BEST = "autotuned"  # the float32 ladder's best tier
+BEST_HALF = "wide"  # the tensor-core ladder's
 ENGINE = os.environ.get("STAGEGRAD_CUDA_MATMUL", "cublas")
+HALF_ENGINE = os.environ.get("STAGEGRAD_CUDA_HALF_MATMUL", "best")
 FALLBACK = "blocktile_2d"  # any sizes: scalar, bounds-checked loads
 _TILE = 16  # matmul.cu's MM_TILE
 
@@ -37,19 +49,23 @@ class MatmulKernels:
                   [[n, k, m, count, *layout], out.storage.ptr, a.storage.ptr, b.storage.ptr])
 
     def dense(self, out, a, b, sizes):
-        """Contiguous operands: the tensor-core kernel for the 2-byte floats; for float32,
-        cuBLAS or the ladder's tier ``ENGINE`` names."""
+        """Contiguous operands: each dtype's engine (see the module's note)."""
         n, k, m, count = sizes
         da, db, dc = _dense(a, (count, n, k)), _dense(b, (count, k, m)), _dense(out, (count, n, m))
         if a.dtype.name != "float32":
-            hgemm(da, db, dc, a.ctype)
+            if HALF_ENGINE == "cublas" and a.dtype.name == "float16":
+                cublas(da, db, dc)
+            else:
+                tier = BEST_HALF if HALF_ENGINE in ("best", "cublas") else HALF_ENGINE
+                tensor_core(tier, da, db, dc, a.ctype)
         elif ENGINE == "cublas":
             cublas(da, db, dc)
         else:
-            sgemm(ENGINE if fits(ENGINE, n, m, k, da, db, dc) else FALLBACK, da, db, dc)
+            tier = BEST if ENGINE == "best" else ENGINE
+            sgemm(tier if fits(tier, n, m, k, da, db, dc) else FALLBACK, da, db, dc)
 
 
 def instances():
-    """The generic matmul's and the tensor-core kernel's instantiations."""
+    """The generic matmul's and the first tensor-core kernel's instantiations."""
     return ([("matmul", f"matmul<{CTYPE[n]}>") for n in ("int32", "int64", "float32", "float64")]
             + [("hgemm", f"hgemm<{CTYPE[n]}>") for n in ("float16", "bfloat16")])

@@ -97,6 +97,10 @@ class Runtime:
         name = props["name"]
         self.name = name.decode() if isinstance(name, bytes) else str(name)
         self.capability = (int(props["major"]), int(props["minor"]))
+        # the blocks of BLOCK threads the GPU holds at once: a grid-stride kernel's grid is
+        # at most this (``grid``), one wave over every SM, its threads then striding on
+        self.sm_count = int(props.get("multiProcessorCount", 1))
+        self.resident_blocks = self.sm_count * max(int(props.get("maxThreadsPerMultiProcessor", 2048)) // BLOCK, 1)
         self.pool = cupy.get_default_memory_pool()
         from .._device_memory import CachingAllocator  # compiled, as the launcher
         # tensors' memory: our caching allocator over CuPy's pool (see _device_memory.pyx)
@@ -474,6 +478,13 @@ class Runtime:
             return nvrtc.getVersion()
         except (ImportError, AttributeError):  # the host emulation
             return None
+
+    def grid(self, n, per_block=BLOCK):
+        """Blocks for a grid-stride kernel over ``n`` items, ``per_block`` to a block (the
+        elements of BLOCK threads, a row, a reduction's output): one block per
+        ``per_block`` up to what the GPU holds at once (``resident_blocks``), since more
+        blocks than that only queue behind the first wave and each pays its start."""
+        return min(-(-n // per_block), self.resident_blocks)
 
     def launch(self, kernel, instance, blocks, threads, args):
         """Queue ``instance`` of ``kernel`` over ``blocks`` blocks (at most MAX_BLOCKS: the

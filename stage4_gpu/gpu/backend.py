@@ -5,8 +5,9 @@ are the host's: the frontend moves what they make (``Buffer.upload``)."""
 from ..capabilities import CapabilityError
 from .elementwise import binary, cast, unary, where  # noqa: F401
 from .fused import (  # noqa: F401
-    adam_step, cross_entropy, cross_entropy_backward, layer_norm, layer_norm_backward, log_softmax,
-    recurrent, recurrent_backward, rmsprop_step, sgd_step, softmax, softmax_backward)
+    adam_step, attention, attention_backward, cross_entropy, cross_entropy_backward, layer_norm,
+    layer_norm_backward, log_softmax, recurrent, recurrent_backward, rmsprop_step, sgd_step, softmax,
+    softmax_backward)
 from .index import fold, gather, put, scan, scatter_add, sort, take, unfold  # noqa: F401
 from .matmul import matmul  # noqa: F401
 from .movement import (  # noqa: F401

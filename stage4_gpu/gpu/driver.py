@@ -175,6 +175,15 @@ class Driver:
         """The input's gradient of ``layer_norm``, one row per launch group."""
         self._missing()
 
+    def attention(self, out, lse, q, k, v, mask, causal, scale):
+        """Scaled dot-product attention (``gpu/fused.py``'s shapes): out and each row's
+        log-sum-exp; only a driver whose ``fused_dtypes`` names ``attention`` has it."""
+        self._missing()
+
+    def attention_backward(self, gq, gk, gv, g, q, k, v, out, lse, mask, causal, scale):
+        """The gradients of ``attention``'s q, k and v from the output's gradient g."""
+        self._missing()
+
     def recurrent(self, mode, reverse, sizes, out, h, c, saved, hprev, pre, gi, w, b, w_hr):
         """One recurrent layer and direction's time loop over packed rows (``sizes``: each
         step's rows, int64), in one launch: out, hprev, saved written; h and c (None but for

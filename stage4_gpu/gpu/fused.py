@@ -1,8 +1,8 @@
 """Fused kernels on a device: softmax and log_softmax with their backwards, cross-entropy
-and layer norm with their backwards, the Adam, SGD and RMSprop steps, and (CUDA's only)
-a recurrent layer's time loop and its backward through time, each one launch where the
-composite makes several (an optimizer's, one per parameter or one per group: the
-driver's ``optimizer_steps``). The signatures are stage 3's
+and layer norm with their backwards, scaled dot-product attention with its backward and a
+recurrent layer's time loop with its backward through time (CUDA only), and the Adam, SGD
+and RMSprop steps, each one launch where the composite makes several (an optimizer's, one
+per parameter or one per group: the driver's ``optimizer_steps``). The signatures are stage 3's
 (``stage3_simd/backend.py``); the frontend uses them where ``takes`` says the kernel is
 written for the operands' dtypes (float32; the driver may name more).
 
@@ -19,16 +19,16 @@ from .movement import copy, permute, reshape, slice
 from .reduce import reduce
 
 FUSED = frozenset({"softmax", "log_softmax", "cross_entropy", "layer_norm", "adam", "sgd", "rmsprop",
-                   "recurrent"})
-# the fused kernels not every driver has: one that names no dtypes for them lacks them
-SOME_DRIVERS = frozenset({"recurrent"})
+                   "attention", "recurrent"})
+# the fused kernels a driver has only where its ``fused_dtypes`` names them (WebGPU has none)
+NAMED_ONLY = frozenset({"attention", "recurrent"})
 
 
 def takes(name, driver, bufs):
     """Whether ``driver``'s fused kernel ``name`` takes these buffers: the dtypes it is
-    written for (``Driver.fused_dtypes``), float32 where the driver names none (none for a
-    kernel of SOME_DRIVERS)."""
-    dtypes = driver.fused_dtypes.get(name, () if name in SOME_DRIVERS else ("float32",))
+    written for (``Driver.fused_dtypes``), float32 where the driver names none (none at all
+    for a kernel in ``NAMED_ONLY``)."""
+    dtypes = driver.fused_dtypes.get(name, () if name in NAMED_ONLY else ("float32",))
     return name in FUSED and all(b.dtype.name in dtypes for b in bufs)
 
 
@@ -261,6 +261,34 @@ def layer_norm_backward(g, x, mean, rstd, w, shape, need_x, need_w, need_b):
     if need_b:
         gb = reshape(reduce("sum", g2, {0}, False), tuple(shape))
     return gx, gw, gb
+
+
+# ---------------------------------------------------------------- attention
+
+def attention(q, k, v, mask, causal, scale):
+    """Scaled dot-product attention of q (n, L, E), k (n / group, S, E), v (n / group, S, Ev)
+    with a (1 or n, L, S) bool or additive mask, or None: (out (n, L, Ev), each row's
+    log-sum-exp (n, L)), without the L x S scores in memory."""
+    q, k, v = whole(q), whole(k), whole(v)
+    mask = None if mask is None else whole(mask)
+    n, L, Ev = q.shape[0], q.shape[1], v.shape[2]
+    new = type(q).empty
+    out, lse = new((n, L, Ev), q.dtype), new((n, L), q.dtype)
+    if n * L:
+        q.driver.attention(out, lse, q, k, v, mask, causal, scale)
+    return out, lse
+
+
+def attention_backward(g, q, k, v, out, lse, mask, causal, scale):
+    """(grad q, grad k, grad v) of ``attention``, from the output's gradient g (n, L, Ev) and
+    the forward's out and lse; a key/value head's gradients sum over its group's query heads."""
+    g, q, k, v, out, lse = (whole(x) for x in (g, q, k, v, out, lse))
+    mask = None if mask is None else whole(mask)
+    new = type(q).empty
+    gq, gk, gv = new(q.shape, q.dtype), new(k.shape, k.dtype), new(v.shape, v.dtype)
+    if gk.numel or gv.numel or gq.numel:
+        q.driver.attention_backward(gq, gk, gv, g, q, k, v, out, lse, mask, causal, scale)
+    return gq, gk, gv
 
 
 # ---------------------------------------------------------------- a recurrent layer's time loop

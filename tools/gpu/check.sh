@@ -5,6 +5,7 @@
 # under RESULTS (default out/gpu-check):
 #   conformance  the suite's tests on stage4_gpu[cuda] (-m "not slow"), JUnit XML and a summary
 #   ladder       stagegrad cuda-ladder, 1024 to 8192, against cuBLAS and PyTorch CUDA
+#   bandwidth    stagegrad cuda-bandwidth: the copy roof, then each bandwidth-bound kernel in GB/s
 #   devices      stagegrad devices, with the cuda rows
 #   zoo          the zoo's training steps on cuda against PyTorch CUDA (tools/gpu/zoo_steps.py)
 # then prints a summary. Needs .gpu/ from tools/gpu/prepare.sh (./dev gpu-check prepare)
@@ -17,7 +18,7 @@ cd "$(dirname "$0")/../.."
 PY=${PYTHON:-python3}
 RESULTS=${1:-out/gpu-check}
 : "${BUDGET_BUILD:=150}" "${BUDGET_CONFORMANCE:=180}" "${BUDGET_LADDER:=60}" "${BUDGET_DEVICES:=60}"
-: "${BUDGET_ZOO:=60}"
+: "${BUDGET_ZOO:=60}" "${BUDGET_BANDWIDTH:=45}"
 
 if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
   echo "gpu-check: no NVIDIA GPU here (nvidia-smi is missing or lists none); run it on a machine with one" >&2
@@ -78,6 +79,7 @@ if step build "$BUDGET_BUILD" "$PY" setup.py build_ext --inplace; then
   [ -f "$RESULTS/conformance.xml" ] && "$PY" tools/gpu/conformance_summary.py "$RESULTS/conformance.xml" \
     "$RESULTS/machine.txt" >"$RESULTS/conformance.md"
   step ladder "$BUDGET_LADDER" "$PY" -m stagegrad cuda-ladder --budget 1 --out "$RESULTS/ladder"
+  step bandwidth "$BUDGET_BANDWIDTH" "$PY" -m stagegrad cuda-bandwidth --out "$RESULTS/bandwidth"
   step devices "$BUDGET_DEVICES" "$PY" -m stagegrad devices --out "$RESULTS/devices"
   step zoo "$BUDGET_ZOO" "$PY" tools/gpu/zoo_steps.py --budget 2 --out "$RESULTS/zoo"
 fi
@@ -88,7 +90,7 @@ fi
   grep -E '^(gpu|cuda|python|torch cuda):' "$RESULTS/machine.txt"
   printf '%s\n' "${STEPS[@]}"
   [ -f "$RESULTS/conformance.log" ] && grep -E '^(FAILED|ERROR)|passed|failed' "$RESULTS/conformance.log" | tail -n 25
-  for f in "$RESULTS"/ladder/*.md "$RESULTS"/devices/*.md "$RESULTS"/zoo/*.md; do
+  for f in "$RESULTS"/ladder/*.md "$RESULTS"/bandwidth/*.md "$RESULTS"/devices/*.md "$RESULTS"/zoo/*.md; do
     [ -f "$f" ] && { echo; cat "$f"; }
   done
 } | tee "$RESULTS/summary.txt"

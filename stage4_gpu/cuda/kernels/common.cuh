@@ -54,8 +54,8 @@ __device__ __forceinline__ void report_error(i64* err, int code, i64 value, i64 
 // array of pointers lives on the device. Each tensor's entry holds its buffers' addresses
 // (the parameter, its gradient, its states; null where a rule has none), its element
 // count, `end` (the blocks of tensors 0..t: a prefix sum, so a block finds its tensor,
-// see for_each_listed) and its own float32 constants (Adam's bias corrections from its own
-// step count). 64 bytes an entry: 48 entries, Params and Hyper take 3,640 of the 4 KiB a
+// see optim.cu's for_each_listed) and its own float32 constants (Adam's bias corrections
+// from its own step count). 64 bytes an entry: 48 entries, Params and Hyper take 3,640 of the 4 KiB a
 // launch carries. A group of more tensors is launched once per 48 (cuda/fused.py).
 #define LIST_MAX 48
 #define LIST_BUFFERS 5
@@ -79,22 +79,28 @@ __device__ __forceinline__ i64 first_index() {
 }
 __device__ __forceinline__ i64 grid_step() { return (i64)gridDim.x * blockDim.x; }
 
-// Multi-tensor apply: fn(entry, i) for every element i of every tensor of `l`. Block b
-// stands for chunk b - (the tensor's first block) of the tensor whose blocks hold b, its
-// threads striding over that chunk of `chunk` elements; the grid strides over the blocks
-// (a grid may be smaller than the list's blocks). Blocks ascend, so a block's tensor is
-// found by a scan that only moves forward.
-template <typename Fn>
-__device__ __forceinline__ void for_each_listed(const TensorList& l, i64 chunk, Fn fn) {
-  const i64 blocks = l.t[l.count - 1].end;
-  int t = 0;
-  for (i64 b = blockIdx.x; b < blocks; b += gridDim.x) {
-    while (l.t[t].end <= b) t++;
-    const ListEntry& e = l.t[t];
-    const i64 first = (b - (t ? l.t[t - 1].end : 0)) * chunk;
-    const i64 last = first + chunk < e.n ? first + chunk : e.n;
-    for (i64 i = first + threadIdx.x; i < last; i += blockDim.x) fn(e, i);
-  }
+// ---------------------------------------------------------------- 16-byte vectors
+// V elements of T moved as one load or store (ld.global.v4 and the like): a bandwidth-bound
+// kernel needs the fewest, widest memory instructions to reach the memory's speed. A pack
+// is at most 16 bytes (the widest access), so V is 16 over the larger of the two types a
+// kernel reads and writes; its address must be a multiple of its size (is_aligned).
+template <typename T, int V> struct alignas(sizeof(T) * V) Pack { T v[V]; };
+template <typename O, typename T> __device__ constexpr int pack_width() {
+  return 16 / (sizeof(O) > sizeof(T) ? sizeof(O) : sizeof(T));
+}
+template <typename T, int V> __device__ __forceinline__ bool is_aligned(const T* p) {
+  return ((unsigned long long)p) % (sizeof(T) * V) == 0;
+}
+template <typename T, int V> __device__ __forceinline__ Pack<T, V> load_pack(const T* p, i64 i) {
+  return reinterpret_cast<const Pack<T, V>*>(p)[i];
+}
+template <typename T, int V> __device__ __forceinline__ void store_pack(T* p, i64 i, const Pack<T, V>& v) {
+  reinterpret_cast<Pack<T, V>*>(p)[i] = v;
+}
+template <typename T, int V> __device__ __forceinline__ Pack<T, V> splat(T x) {
+  Pack<T, V> r;
+  for (int j = 0; j < V; j++) r.v[j] = x;
+  return r;
 }
 
 // the offset of row-major position i in a strided view: sizes[nd], strides[nd], offset

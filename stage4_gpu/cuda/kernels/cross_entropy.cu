@@ -22,18 +22,19 @@ __global__ void cross_entropy(const Params p, float* __restrict__ loss, float* _
   for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
     const float* xr = x + r * cols;
     float m = limits<float>::lowest();
-    for (i64 j = t; j < cols; j += ROW_THREADS) m = max_nan(m, xr[j]);
+    each_of_row(xr, cols, [&](i64, float v) { m = max_nan(m, v); });
     m = block_max(m);
     double e = 0.0, wx = 0.0, ws = 0.0;
-    for (i64 j = t; j < cols; j += ROW_THREADS) {
-      e += (double)expf(xr[j] - m);
-      wx += (double)weight[j] * (double)xr[j];
+    each_of_row(xr, cols, [&](i64 j, float v) {
+      e += (double)expf(v - m);
+      wx += (double)weight[j] * (double)v;
       ws += (double)weight[j];
-    }
+    });
     const double s = block_sum(e);
     wx = block_sum(wx);
     ws = block_sum(ws);
-    for (i64 j = t; j < cols; j += ROW_THREADS) probs[r * cols + j] = (float)((double)expf(xr[j] - m) / s);
+    float* pr = probs + r * cols;
+    each_of_row(xr, cols, [&](i64 j, float v) { pr[j] = (float)((double)expf(v - m) / s); });
     if (t != 0) continue;
     const i64 c = (i64)target[r];
     if (c == ignore_index || c < 0 || c >= cols) {

@@ -23,23 +23,23 @@ extern "C" __global__ void layer_norm_forward(const Params p, float* __restrict_
   for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
     const float* xr = x + r * cols;
     double s = 0.0;
-    for (i64 c = t; c < cols; c += ROW_THREADS) s += (double)xr[c];
+    each_of_row(xr, cols, [&](i64, float v) { s += (double)v; });
     const float mu = (float)(block_sum(s) / (double)cols);
     double ss = 0.0;
-    for (i64 c = t; c < cols; c += ROW_THREADS) {
-      const double d = (double)(xr[c] - mu);
+    each_of_row(xr, cols, [&](i64, float v) {
+      const double d = (double)(v - mu);
       ss += d * d;
-    }
+    });
     const float k = (float)(1.0 / sqrt(block_sum(ss) / (double)cols + eps));
     if (t == 0) {
       mean[r] = mu;
       rstd[r] = k;
     }
-    for (i64 c = t; c < cols; c += ROW_THREADS) {
-      float v = (xr[c] - mu) * k * weight_of(p, w, c);
+    each_of_row(xr, cols, [&](i64 c, float xv) {
+      float v = (xv - mu) * k * weight_of(p, w, c);
       if (p[3]) v += b[c];
       out[r * cols + c] = v;
-    }
+    });
   }
 }
 
@@ -49,22 +49,21 @@ extern "C" __global__ void layer_norm_backward(const Params p, float* __restrict
                                                const float* __restrict__ x, const float* __restrict__ g,
                                                const float* __restrict__ w) {
   const i64 rows = p[0], cols = p[1];
-  const int t = threadIdx.x;
   for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
     const float mu = mean[r], k = rstd[r];
     const float* xr = x + r * cols;
     const float* gr = g + r * cols;
     double a = 0.0, bsum = 0.0;
-    for (i64 c = t; c < cols; c += ROW_THREADS) {
+    each_of_row(xr, cols, [&](i64 c, float xv) {
       const float wg = weight_of(p, w, c) * gr[c];
       a += (double)wg;
-      bsum += (double)wg * (double)((xr[c] - mu) * k);
-    }
+      bsum += (double)wg * (double)((xv - mu) * k);
+    });
     const float ma = (float)(block_sum(a) / (double)cols);
     const float mb = (float)(block_sum(bsum) / (double)cols);
-    for (i64 c = t; c < cols; c += ROW_THREADS) {
-      const float xhat = (xr[c] - mu) * k;
+    each_of_row(xr, cols, [&](i64 c, float xv) {
+      const float xhat = (xv - mu) * k;
       gx[r * cols + c] = k * (weight_of(p, w, c) * gr[c] - ma - xhat * mb);
-    }
+    });
   }
 }

@@ -21,6 +21,21 @@
 //                 it in two 32 x 32 sub-tiles, so a warp's shared-memory reads fall in
 //                 few rows (fewer bank conflicts) and its registers are reused across
 //                 the sub-tiles. Same requirements as tier 6.
+//  8 double_buffer  tier 7 with two shared buffers per operand: the loads of the next K tile
+//                 are issued into registers before the current tile is computed, and stored
+//                 into the other buffer after it, so global-memory latency overlaps the
+//                 multiply-adds and one barrier per tile suffices.
+//  9 swizzled     tier 8 with the transposed A tile stored swizzled: row k of it is XORed
+//                 by ((k / 4) % 4) * 8, so the four k rows a warp's scattered stores touch
+//                 fall in different banks (tier 8's stores were 4-way conflicted); reads
+//                 of 8 consecutive m stay contiguous, since the XOR leaves the low 3 bits.
+// 10 autotuned    tier 9 as a template over the tile sizes (BM, BN, BK, WM, WN, TM, TN);
+//                 a few configurations are instantiated and ladder.py picks one per shape
+//                 class by timing each once on the GPU.
+//
+// Tiers 8-10 follow Simon Boehm's worklog "How to Optimize a CUDA Matmul Kernel for
+// cuBLAS-like Performance" (https://siboehm.com/articles/22/CUDA-MMM): his double
+// buffering, bank-conflict and autotuning kernels, written here in this file's terms.
 
 typedef long long i64;
 
@@ -246,4 +261,110 @@ extern "C" __global__ void sgemm_warptile(i64 M, i64 N, i64 K, const float* A, c
         *reinterpret_cast<float4*>(&C[row * N + col]) =
             f4(acc[s][i][0], acc[s][i][1], acc[s][i][2], acc[s][i][3]);
     }
+}
+
+// ---------------------------------------------------------------- 8-10: the warp-tiled body
+// block (BM / WM) * (BN / WN) warps, each a WM x WN warp tile walked in sub-tiles of
+// (4 TM) x (8 TN), lanes 4 x 8 across a sub-tile; grid (ceil(N / BN), ceil(M / BM), batches).
+// Same requirements as tier 6. SWIZZLE: tier 9's layout of the transposed A tile.
+template <int BM, int BN, int BK, int WM, int WN, int TM, int TN, bool SWIZZLE>
+__device__ __forceinline__ void warptile_pipelined(i64 M, i64 N, i64 K, const float* A, const float* B,
+                                                   float* C) {
+  constexpr int THREADS = (BM / WM) * (BN / WN) * 32;
+  constexpr int SUBM = 4 * TM, SUBN = 8 * TN, MITER = WM / SUBM, NITER = WN / SUBN;
+  constexpr int LOADS_A = BM * BK / 4 / THREADS, LOADS_B = BK * BN / 4 / THREADS;
+  static_assert(WM % SUBM == 0 && WN % SUBN == 0 && BM % WM == 0 && BN % WN == 0, "warp tiling");
+  static_assert(LOADS_A * THREADS * 4 == BM * BK && LOADS_B * THREADS * 4 == BK * BN, "whole float4 loads");
+  static_assert(!SWIZZLE || BM % 32 == 0, "the swizzle stays inside a row of the A tile");
+  BATCH_OFFSETS
+  __shared__ __align__(16) float as[2][BK * BM];  // transposed: as[b][k * BM + (m ^ swz(k))]
+  __shared__ __align__(16) float bs[2][BK * BN];
+  const int t = threadIdx.x, warp = t / 32, lane = t % 32;
+  const int wr = (warp / (BN / WN)) * WM, wc = (warp % (BN / WN)) * WN;
+  const int lr = (lane / 8) * TM, lc = (lane % 8) * TN;
+  const i64 r0 = (i64)blockIdx.y * BM, c0 = (i64)blockIdx.x * BN;
+  const float4 zero = f4(0.0f, 0.0f, 0.0f, 0.0f);
+  float4 ra[LOADS_A], rb[LOADS_B];  // the next tile, in flight
+  auto swz = [](int k) { return SWIZZLE ? ((k >> 2) & 3) << 3 : 0; };
+  auto load = [&](i64 k0) {
+    for (int s = 0; s < LOADS_A; s++) {
+      const int ia = t + s * THREADS, ar = ia / (BK / 4), ac = (ia % (BK / 4)) * 4;
+      ra[s] = (r0 + ar < M && k0 + ac < K) ? *reinterpret_cast<const float4*>(&A[(r0 + ar) * K + k0 + ac])
+                                           : zero;
+    }
+    for (int s = 0; s < LOADS_B; s++) {
+      const int ib = t + s * THREADS, br = ib / (BN / 4), bc = (ib % (BN / 4)) * 4;
+      rb[s] = (k0 + br < K && c0 + bc < N) ? *reinterpret_cast<const float4*>(&B[(k0 + br) * N + c0 + bc])
+                                           : zero;
+    }
+  };
+  auto store = [&](int buf) {
+    for (int s = 0; s < LOADS_A; s++) {
+      const int ia = t + s * THREADS, ar = ia / (BK / 4), ac = (ia % (BK / 4)) * 4;
+      as[buf][(ac + 0) * BM + (ar ^ swz(ac + 0))] = ra[s].x;
+      as[buf][(ac + 1) * BM + (ar ^ swz(ac + 1))] = ra[s].y;
+      as[buf][(ac + 2) * BM + (ar ^ swz(ac + 2))] = ra[s].z;
+      as[buf][(ac + 3) * BM + (ar ^ swz(ac + 3))] = ra[s].w;
+    }
+    for (int s = 0; s < LOADS_B; s++) {
+      const int ib = t + s * THREADS, br = ib / (BN / 4), bc = (ib % (BN / 4)) * 4;
+      *reinterpret_cast<float4*>(&bs[buf][br * BN + bc]) = rb[s];
+    }
+  };
+  float acc[MITER][NITER][TM][TN] = {};
+  float rm[MITER][TM], rn[NITER][TN];
+  load(0);
+  store(0);
+  __syncthreads();
+  int buf = 0;
+  for (i64 k0 = 0; k0 < K; k0 += BK, buf ^= 1) {
+    const bool next = k0 + BK < K;
+    if (next) load(k0 + BK);  // in flight while this tile is computed
+    for (int k = 0; k < BK; k++) {
+      for (int s = 0; s < MITER; s++)
+        for (int i = 0; i < TM; i++) rm[s][i] = as[buf][k * BM + ((wr + s * SUBM + lr + i) ^ swz(k))];
+      for (int s = 0; s < NITER; s++)
+        for (int j = 0; j < TN; j++) rn[s][j] = bs[buf][k * BN + wc + s * SUBN + lc + j];
+      for (int sm = 0; sm < MITER; sm++)
+        for (int sn = 0; sn < NITER; sn++)
+          for (int i = 0; i < TM; i++)
+            for (int j = 0; j < TN; j++) acc[sm][sn][i][j] += rm[sm][i] * rn[sn][j];
+    }
+    // the other buffer was last read before the previous barrier: free to fill now
+    if (next) store(buf ^ 1);
+    __syncthreads();
+  }
+  for (int sm = 0; sm < MITER; sm++)
+    for (int i = 0; i < TM; i++) {
+      const i64 row = r0 + wr + sm * SUBM + lr + i;
+      if (row >= M) continue;
+      for (int sn = 0; sn < NITER; sn++)
+        for (int j = 0; j < TN; j += 4) {
+          const i64 col = c0 + wc + sn * SUBN + lc + j;
+          if (col < N)
+            *reinterpret_cast<float4*>(&C[row * N + col]) =
+                f4(acc[sm][sn][i][j], acc[sm][sn][i][j + 1], acc[sm][sn][i][j + 2], acc[sm][sn][i][j + 3]);
+        }
+    }
+}
+
+// ---------------------------------------------------------------- 8 double_buffer
+// block 256; grid (ceil(N / 128), ceil(M / 128), batches): tier 7's tiles
+extern "C" __global__ void sgemm_double_buffer(i64 M, i64 N, i64 K, const float* A, const float* B,
+                                               float* C) {
+  warptile_pipelined<128, 128, 16, 64, 32, 8, 4, false>(M, N, K, A, B, C);
+}
+
+// ---------------------------------------------------------------- 9 swizzled
+// block 256; grid (ceil(N / 128), ceil(M / 128), batches)
+extern "C" __global__ void sgemm_swizzled(i64 M, i64 N, i64 K, const float* A, const float* B, float* C) {
+  warptile_pipelined<128, 128, 16, 64, 32, 8, 4, true>(M, N, K, A, B, C);
+}
+
+// ---------------------------------------------------------------- 10 autotuned
+// block (BM / WM) * (BN / WN) * 32; grid (ceil(N / BN), ceil(M / BM), batches); the
+// configurations ladder.py instantiates are its CONFIGS
+template <int BM, int BN, int BK, int WM, int WN, int TM, int TN>
+__global__ void sgemm_autotuned(i64 M, i64 N, i64 K, const float* A, const float* B, float* C) {
+  warptile_pipelined<BM, BN, BK, WM, WN, TM, TN, true>(M, N, K, A, B, C);
 }

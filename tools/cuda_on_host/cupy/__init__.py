@@ -72,6 +72,10 @@ class _MemoryPointer:
         else:
             ctypes.memmove(dst, src, size)
 
+    def copy_from_device_async(self, src, size, stream=None):
+        """Copy ``size`` bytes from the device pointer ``src`` here."""
+        ctypes.memmove(self.ptr, src.ptr, size)
+
     def copy_to_host_async(self, mem, size, stream=None):
         """Copy ``size`` bytes from here to host address ``mem``."""
         ctypes.memmove(getattr(mem, "value", mem), self.ptr, size)
@@ -376,8 +380,11 @@ cuda = types.SimpleNamespace(
     runtime=types.SimpleNamespace(
         getDeviceCount=lambda: 1, memGetInfo=lambda: (1 << 30, 1 << 30),
         pointerGetAttributes=_pointer_attributes, memoryTypeHost=1,
+        # two SMs of 512 threads: a grid-stride kernel's grid (Runtime.grid) stays small, so
+        # that its threads loop, as on a GPU under a large tensor
         getDeviceProperties=lambda i: {"name": b"host emulation (tools/cuda_on_host)", "major": 8,
-                                       "minor": 0}),
+                                       "minor": 0, "multiProcessorCount": 2,
+                                       "maxThreadsPerMultiProcessor": 512}),
     Device=_Device, Stream=_Stream, Graph=Graph, alloc_pinned_memory=_PINNED.malloc,
     PinnedMemoryPointer=PinnedMemoryPointer, PinnedMemoryPool=PinnedMemoryPool,
     MemoryPool=MemoryPool, MemoryPointer=MemoryPointer, using_allocator=_using_allocator,
