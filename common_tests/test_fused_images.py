@@ -16,16 +16,27 @@ from .oracle import need_torch
 from .test_fused import _close, _data, check, composite
 
 
+def _device_offers_conv(name):
+    """Whether the device that stage ``name`` (``package[device]``) pins runs conv2d on its
+    own kernel (``device.fused``, asked of a tensor on it)."""
+    sg = _loaded[name]
+    probe = sg.zeros(1, device=sg.DEVICE)._data
+    return importlib.import_module(name.partition("[")[0] + ".device").fused("conv2d", probe)
+
+
 def pytest_generate_tests(metafunc):
     """``fsg``: each stage under test whose backend has the image kernels (on the CPU: a device
-    variant's tensors run the composites, which the rest of the suite tests)."""
-    if "fsg" in metafunc.fixturenames:
-        selected = _selected(metafunc.config)
-        names = [n for n in selected if "[" not in n and "conv2d" in _loaded[n].backend.FUSED]
-        params = [pytest.param(_loaded[n], id=n) for n in names] or [pytest.param(
-            None, id="none", marks=pytest.mark.skip(reason=f"no stage under test ({', '.join(selected)}) "
-                                                           "offers the image kernels"))]
-        metafunc.parametrize("fsg", params)
+    variant's tensors run the composites, which the rest of the suite tests). ``csg``: those,
+    and each device variant whose device has a convolution kernel (cuda)."""
+    for fixture in ("fsg", "csg"):
+        if fixture in metafunc.fixturenames:
+            selected = _selected(metafunc.config)
+            names = [n for n in selected if "conv2d" in _loaded[n].backend.FUSED
+                     and ("[" not in n or (fixture == "csg" and _device_offers_conv(n)))]
+            params = [pytest.param(_loaded[n], id=n) for n in names] or [pytest.param(
+                None, id="none", marks=pytest.mark.skip(reason=f"no stage under test ({', '.join(selected)}) "
+                                                               "offers the image kernels"))]
+            metafunc.parametrize(fixture, params)
 
 DTYPES = ["float32", "float64"]
 
@@ -73,12 +84,12 @@ def _conv(case):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("case", CONVOLUTIONS, ids=_case_id)
-def test_conv2d(fsg, case, dtype):
-    check(fsg, _conv(case), _conv_arrays(case, dtype), dtype)
+def test_conv2d(csg, case, dtype):
+    check(csg, _conv(case), _conv_arrays(case, dtype), dtype)
 
 
 @pytest.mark.parametrize("layout", ["channels_last", "strided"])
-def test_conv2d_of_inputs_not_contiguous(fsg, layout):
+def test_conv2d_of_inputs_not_contiguous(csg, layout):
     case = (2, 6, 7, 9, 5, 3, 1, 1, 1, 1)
     x, w, b = _conv_arrays(case, "float32")
     if layout == "channels_last":  # the values of x, with strides (H*W*C, 1, W*C, C)
@@ -87,15 +98,44 @@ def test_conv2d_of_inputs_not_contiguous(fsg, layout):
     else:  # every other column of a wider image
         x = np.concatenate([x, x], axis=3)
         view = (lambda lib, x, w, b: _conv(case)(lib, x[..., ::2], w, b))
-    check(fsg, view, [x, w, b], "float32")
+    check(csg, view, [x, w, b], "float32")
 
 
 @pytest.mark.parametrize("bias", [True, False])
-def test_conv1d_through_the_2d_kernel(fsg, bias):
+def test_conv1d_through_the_2d_kernel(csg, bias):
     x, w, b = _data((3, 5, 11), "float64"), _data((4, 5, 3), "float64", 1), _data((4,), "float64", 2)
     arrays = [x, w, b] if bias else [x, w]
     conv = (lambda lib, x, w, *b: lib.nn.functional.conv1d(x, w, *b, stride=2, padding=1))
-    check(fsg, conv, arrays, "float64")
+    check(csg, conv, arrays, "float64")
+
+
+# float16 and bfloat16: their epsilon (one result's rounding is half of it)
+TWO_BYTE_EPS = {"float16": 2.0 ** -10, "bfloat16": 2.0 ** -7}
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("case", [CONVOLUTIONS[i] for i in (0, 2, 3, 10, 12, 17)], ids=_case_id)
+def test_conv2d_in_two_byte_floats(csg, case, dtype):
+    """Output and every gradient in float16 and bfloat16 (the cuda device's tensor-core
+    kernels) against PyTorch's float32 on the same rounded values: within one rounding of
+    each result to the 2-byte type, since the products accumulate in float32."""
+    torch = need_torch()
+    *_, s, p, d, g = case
+    arrays = _conv_arrays(case, "float32")
+    tdtype = getattr(torch, dtype)
+    ts = [torch.tensor(a).to(tdtype).float().requires_grad_() for a in arrays]
+    want_y = torch.nn.functional.conv2d(*ts, s, p, d, g)
+    seed = torch.tensor(_data(tuple(want_y.shape), "float32", 7)).to(tdtype).float()
+    (want_y * seed).sum().backward()
+    want = [want_y.detach()] + [t.grad for t in ts]
+    xs = [csg.tensor(a).to(getattr(csg, dtype)).requires_grad_() for a in arrays]
+    y = csg.nn.functional.conv2d(*xs, s, p, d, g)
+    assert y.dtype == getattr(csg, dtype)
+    y.backward(csg.tensor(seed.numpy()).to(getattr(csg, dtype)))
+    eps = TWO_BYTE_EPS[dtype]
+    for got, ref, what in zip([y.detach(), *(t.grad for t in xs)], want, ("output", "x", "w", "b")):
+        ref = ref.numpy()
+        np.testing.assert_allclose(got.float().numpy(), ref, rtol=eps, atol=eps * np.abs(ref).max(), err_msg=what)
 
 
 # ---------------------------------------------------------------- convolution algorithms

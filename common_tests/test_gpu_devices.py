@@ -1083,9 +1083,10 @@ class TestCuda(OnEveryDevice):
     def test_the_cuda_ladder_command_checks_and_times_every_tier(self, tmp_path):
         """``stagegrad cuda-ladder``: without a GPU it says why; with one, every tier (the
         tensor-core kernel's too) agrees with cuBLAS and has a positive time, and each
-        fraction of cuBLAS is the ratio of the times."""
+        fraction of cuBLAS is the ratio of the times; every convolution pass agrees with
+        PyTorch's and is timed beside cuDNN's."""
         r = subprocess.run([sys.executable, "-m", "stagegrad", "cuda-ladder", "--sizes", "64,100",
-                            "--budget", "0.2", "--out", str(tmp_path)],
+                            "--budget", "0.2", "--conv", "quick", "--out", str(tmp_path)],
                            cwd=REPO, capture_output=True, text=True, timeout=600)
         assert r.returncode == 0, r.stderr[-3000:]
         report = json.loads((tmp_path / "cuda_ladder.json").read_text())
@@ -1104,3 +1105,10 @@ class TestCuda(OnEveryDevice):
                           and (p["dtype"] == "float16") == half)
             assert row["of_cublas"] == pytest.approx(cublas["seconds"] / row["seconds"])
         assert report["gpu"] in text
+        if "conv_reason" in report:
+            assert report["conv_reason"] in text
+            return
+        assert len(report["conv"]) == 2 * 2 * 3 * 2  # shapes, dtypes, passes, ours and cuDNN's
+        for row in report["conv"]:
+            assert row["error"] <= (1e-2 if row["dtype"] == "float16" else 1e-4), row
+            assert row["seconds"] > 0 and row["of_cudnn"] > 0

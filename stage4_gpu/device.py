@@ -150,13 +150,14 @@ def max_buffer_bytes(dev):
 
 def fused(name, *bufs):
     """Whether the fused kernel ``name`` takes these buffers: stage 3's on the CPU, the
-    shared device layer's (``gpu/fused.py``) for a device's buffers."""
+    shared device layer's (``gpu/fused.py``) for a device's buffers; none that the
+    backend's ``FUSED`` leaves out (emptied, every device runs the composites too)."""
     kinds = {b.device.type for b in bufs if hasattr(b, "device")}
     if len(kinds) > 1:  # two devices: the routed primitive will name both
         return False
     if kinds:
         from .gpu.fused import takes
-        return takes(name, _buffer_type(kinds.pop()).driver, bufs)
+        return name in _B.FUSED and takes(name, _buffer_type(kinds.pop()).driver, bufs)
     return name in _B.FUSED
 
 

@@ -10,13 +10,15 @@ and bfloat16 against cuBLAS's float16. For every square size (1024 to 8192 by de
 checked against cuBLAS's (CuPy's matmul, the same operands): a tier that disagrees is
 reported as wrong and its time is not shown. Then each is timed with CUDA events on the
 device's stream, best of up to five calls within the budget, as GFLOP/s and as a
-fraction of cuBLAS's. PyTorch CUDA joins when it is installed and sees the GPU.
+fraction of cuBLAS's. PyTorch CUDA joins when it is installed and sees the GPU; with it,
+the convolution kernels are checked and timed beside cuDNN (``cuda_conv_ladder.py``).
 
 Without CuPy or a GPU nothing is measured: the report says why. Writes
 ``cuda_ladder.json`` and ``cuda_ladder.md`` to the output folder.
 """
 import time
 
+from . import cuda_conv_ladder
 from .report import write_tables
 
 SIZES = (1024, 2048, 4096, 8192)
@@ -27,7 +29,9 @@ TOLERANCE_HALF = 1e-2  # the same for the 2-byte floats, whose result rounds at 
 
 def add_arguments(p):
     p.add_argument("--sizes", default=None, help="comma-separated square sizes (default 1024,2048,4096,8192)")
-    p.add_argument("--quick", action="store_true", help="sizes 1024 and 2048 only")
+    p.add_argument("--quick", action="store_true", help="sizes 1024 and 2048 only (and --conv quick)")
+    p.add_argument("--conv", choices=("full", "quick", "none"), default=None,
+                   help="the convolutions: ResNet-18's seven shapes (full, the default), two (quick) or none")
     p.add_argument("--budget", type=float, default=3.0, help="seconds per measurement at most (default 3)")
     p.add_argument("--out", default="out/cuda-ladder", help="output folder (default out/cuda-ladder)")
 
@@ -101,8 +105,9 @@ def _two_byte_rows(ladder, rt, torch, a, b, n, budget):
     return out
 
 
-def measure(sizes=SIZES, budget=3.0, stream=None):
-    """Every tier at every size, cuBLAS and PyTorch CUDA: a JSON-ready dict."""
+def measure(sizes=SIZES, budget=3.0, stream=None, conv_shapes=cuda_conv_ladder.SHAPES):
+    """Every tier at every size, cuBLAS and PyTorch CUDA, and the convolutions at
+    ``conv_shapes``: a JSON-ready dict."""
     from . import load_stage
     from .progress import Progress
     sg = load_stage("4")
@@ -170,6 +175,10 @@ def measure(sizes=SIZES, budget=3.0, stream=None):
                     r["gflops"] = flops / r["seconds"] / 1e9 if r["seconds"] else None
                     r["of_cublas"] = peer / r["seconds"] if r["seconds"] else None
         report["rows"] += rows
+    if torch is None:
+        report["conv_reason"] = "PyTorch CUDA is missing: the convolutions are checked and timed against it"
+    elif conv_shapes:
+        report["conv"] = cuda_conv_ladder.measure(sg, rt, torch, _best, budget, conv_shapes)
     return report
 
 
@@ -194,6 +203,10 @@ def markdown(report):
     lines.append("| " + " | ".join(h.ljust(w) for h, w in zip(head, widths)) + " |")
     lines.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
     lines += ["| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |" for row in body]
+    if report.get("conv"):
+        lines += ["", cuda_conv_ladder.markdown(report["conv"])]
+    elif report.get("conv_reason"):
+        lines += ["", f"Convolution: not measured: {report['conv_reason']}"]
     return "\n".join(lines)
 
 
@@ -205,7 +218,9 @@ def run(args):
         sizes = tuple(int(s) for s in args.sizes.split(","))
         if any(s < 1 for s in sizes):
             raise ValueError("--sizes must be positive")
-    report = measure(sizes, args.budget)
+    conv = args.conv or ("quick" if args.quick else "full")
+    shapes = {"full": cuda_conv_ladder.SHAPES, "quick": cuda_conv_ladder.QUICK, "none": ()}[conv]
+    report = measure(sizes, args.budget, conv_shapes=shapes)
     text = markdown(report)
     written = list(write_tables(args.out, "cuda_ladder", report, text))
     print()

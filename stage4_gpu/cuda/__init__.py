@@ -18,11 +18,11 @@ from ..device import DeviceError
 from .graphs import CUDAGraph, graph, graph_pool_handle, is_current_stream_capturing, make_graphed_callables
 from .runtime import Runtime, is_available, runtime, unavailable_reason
 
-# what a program cannot do with tensors on this device (a stage's LACKS, per device):
-# hold 1- or 2-byte integers (its kernels are not instantiated for them), read its memory as
-# another dtype (not implemented), or share them through
-# DLPack (not implemented here) or the buffer protocol (device memory)
-LACKS = frozenset({"uint8", "int8", "int16", "dtype_views", "dlpack", "buffer_protocol"})
+# what a program cannot do with tensors on this device (a stage's LACKS, per device): read
+# its memory as another dtype (not implemented), or share them through DLPack (not
+# implemented here) or the buffer protocol (device memory). Every dtype of the CPU stages
+# lives here, the 1- and 2-byte integers as C's char and short (kernels.CTYPE).
+LACKS = frozenset({"dtype_views", "dlpack", "buffer_protocol"})
 
 
 class CudaUnavailableError(DeviceError, AssertionError):

@@ -2,6 +2,8 @@
 every cuda buffer reaches them through (``buffer.Buffer.driver``)."""
 from ..device import device as _device
 from ..gpu.driver import Driver
+from .conv import DTYPES as _CONV_DTYPES
+from .conv import ConvKernels
 from .elementwise import ElementwiseKernels
 from .fused import FusedKernels
 from .index import IndexKernels
@@ -11,7 +13,8 @@ from .reduce import ReduceKernels
 from .runtime import runtime
 
 
-class Cuda(Memory, ElementwiseKernels, ReduceKernels, IndexKernels, FusedKernels, MatmulKernels, Driver):
+class Cuda(Memory, ElementwiseKernels, ReduceKernels, IndexKernels, FusedKernels, MatmulKernels, ConvKernels,
+           Driver):
     """CUDA kernels compiled by NVRTC through CuPy; a kernel takes a pointer, so it can start
     at a view's offset."""
 
@@ -19,10 +22,11 @@ class Cuda(Memory, ElementwiseKernels, ReduceKernels, IndexKernels, FusedKernels
     device = _device("cuda", 0)
     offsets = True
     checks_indices = True  # gather, scatter_add, put and cross_entropy check on the device
-    # the softmaxes, attention and the recurrent layers are written for float64 too; other
-    # dtypes take the composite
+    # the softmaxes, attention and the recurrent layers are written for float64 too,
+    # convolution for every float dtype; other dtypes take the composite
     fused_dtypes = {"softmax": ("float32", "float64"), "log_softmax": ("float32", "float64"),
-                    "attention": ("float32", "float64"), "recurrent": ("float32", "float64")}
+                    "attention": ("float32", "float64"), "conv2d": _CONV_DTYPES,
+                    "recurrent": ("float32", "float64")}
     dlpack_refusal = ("__dlpack__: sharing cuda memory through DLPack is not implemented yet, so the "
                       "cuda device lacks dlpack (t.cpu() copies it to the host)")
 

@@ -42,8 +42,8 @@ _BOOL_BINARY = dict(_COMPARE, add="Add", mul="Mul", maximum="Maximum", minimum="
 
 # each kind's dtypes, and its tables by arity, named by the vocabulary's op names
 # (common_tests/test_vocabulary.py checks them)
-_KINDS = {"float": ("float32", "float64", "float16", "bfloat16"), "int": ("int32", "int64"),
-          "bool": ("bool",)}
+_KINDS = {"float": ("float32", "float64", "float16", "bfloat16"),
+          "int": ("int32", "int64", "uint8", "int8", "int16"), "bool": ("bool",)}
 TABLES = {("float", 1): _FLOAT_UNARY, ("int", 1): _INT_UNARY, ("bool", 1): _BOOL_UNARY,
            ("float", 2): _FLOAT_BINARY, ("int", 2): _INT_BINARY, ("bool", 2): _BOOL_BINARY}
 

@@ -92,10 +92,10 @@ def instances():
         out += [("unfold", f"unfold<{t}>"), ("fold", f"fold<{t}>")]
         for desc in ("true", "false"):
             out += [("sort_bitonic", f"sort_bitonic<{t}, {desc}>"), ("sort_rank", f"sort_rank<{t}, {desc}>")]
-    for n in ("int32", "int64", "float32", "float64"):
+    for n in ("int32", "int64", "float32", "float64", "uint8", "int8", "int16"):
         t = CTYPE[n]
         for op, struct in _SCANS.items():
-            if op == "logsumexp" and n.startswith("int"):
+            if op == "logsumexp" and not n.startswith("float"):
                 continue
             acc = "double" if op == "sum" and t == "float" else t
             out.append(("scan", f"scan<{t}, {acc}, {struct}>"))

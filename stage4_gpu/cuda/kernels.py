@@ -66,14 +66,24 @@ KERNELS = {
     "attention_backward_dkdv": Kernel("attention", _P + ("ptr",) * 9 + ("f64",)),
     **{name: Kernel("optim", _P + ("hyper", "tensors"))
        for name in ("adam_step", "sgd_step", "rmsprop_step")},
+    # conv.cu: groups 1 as implicit GEMM, depthwise direct (out, then the two operands; the
+    # forward's last pointer is the bias)
+    "conv2d_forward": Kernel("conv", _P + ("ptr",) * 4),
+    "conv2d_input_grad": Kernel("conv", _P + ("ptr",) * 3),
+    "conv2d_weight_grad": Kernel("conv", _P + ("ptr",) * 3),
+    "depthwise_forward": Kernel("conv", _P + ("ptr",) * 4),
+    "depthwise_input_grad": Kernel("conv", _P + ("ptr",) * 3),
+    "depthwise_weight_grad": Kernel("conv", _P + ("ptr",) * 3),
     "recurrent_forward": Kernel("recurrent", _P + ("ptr",) * 11),
     "recurrent_backward": Kernel("recurrent", _P + ("ptr",) * 12),
 }
 
-# dtype name -> the C type of its elements on the device (a bool is one byte, as on the host;
-# the 2-byte floats are common.cuh's structs over their bits)
+# dtype name -> the C type of its elements on the device (a bool and the 1- and 2-byte
+# integers take their own size, as on the host; the 2-byte floats are common.cuh's structs
+# over their bits)
 CTYPE = {"bool": "bool", "int32": "int", "int64": "long long", "float32": "float",
-         "float64": "double", "float16": "half_t", "bfloat16": "bf16_t"}
+         "float64": "double", "float16": "half_t", "bfloat16": "bf16_t", "uint8": "unsigned char",
+         "int8": "signed char", "int16": "short"}
 
 _INCLUDE = re.compile(r'^#include "([^"]+)"\s*$', re.M)
 _SOURCES = {}
@@ -104,8 +114,8 @@ def source(name):
 
 def instances():
     """Every (kernel, name expression) this folder's modules can launch."""
-    from . import elementwise, fused, index, ladder, matmul, reduce
+    from . import conv, elementwise, fused, index, ladder, matmul, reduce
     out = []
-    for module in (elementwise, reduce, index, matmul, fused, ladder):
+    for module in (elementwise, reduce, index, matmul, fused, ladder, conv):
         out.extend(module.instances())
     return out

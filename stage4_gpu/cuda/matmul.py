@@ -67,5 +67,6 @@ class MatmulKernels:
 
 def instances():
     """The generic matmul's and the first tensor-core kernel's instantiations."""
-    return ([("matmul", f"matmul<{CTYPE[n]}>") for n in ("int32", "int64", "float32", "float64")]
+    return ([("matmul", f"matmul<{CTYPE[n]}>")
+             for n in ("int32", "int64", "float32", "float64", "uint8", "int8", "int16")]
             + [("hgemm", f"hgemm<{CTYPE[n]}>") for n in ("float16", "bfloat16")])

@@ -3,9 +3,10 @@ block of the runtime's caching allocator, shared by every view of it, and goes b
 that allocator's free list when it dies; ``Memory`` is the driver's part that allocates,
 uploads and downloads (``gpu/driver.py``).
 
-Element types: bool (one byte, as on the host), int32, int64, float16, bfloat16, float32
-and float64, each the C type ``kernels.CTYPE`` names: unlike WGSL, CUDA has 64-bit floats,
-so float64 tensors live on this device, and the 2-byte floats are stored as their bits.
+Element types: bool (one byte, as on the host), uint8, int8, int16, int32, int64, float16,
+bfloat16, float32 and float64, each the C type ``kernels.CTYPE`` names: unlike WGSL, CUDA
+has 64-bit floats and byte-addressed 1- and 2-byte elements, so float64 and the small
+integers live on this device as on the host, and the 2-byte floats are stored as their bits.
 
 Copies between a host tensor and the device run straight between the host buffer's memory
 and the device array (``upload_buffer``, ``download_into``): one DMA each, no NumPy array

@@ -25,7 +25,8 @@ def _accumulator(op, out_ctype):
 
 # each accumulator's NumPy type, for a split reduction's partial results
 _NUMPY = {"bool": "bool", "int": "int32", "long long": "int64", "float": "float32", "double": "float64",
-          "half_t": "float16", "bf16_t": "uint16"}
+          "half_t": "float16", "bf16_t": "uint16", "unsigned char": "uint8", "signed char": "int8",
+          "short": "int16"}
 SPLIT_RUN = 16 * _THREADS  # the fewest elements of a run one block of a split reduction takes
 SHORT_RUN = 32  # reduce.cu's: runs up to this long take a thread each, not a block
 
@@ -93,15 +94,24 @@ class ReduceKernels:
                   _blocks(rt, out.numel, params[1]), _THREADS, [params, out.storage.ptr, x.storage.ptr])
 
 
+# the 1- and 2-byte integers: the frontend sums and multiplies them as int64 (cast first, as
+# PyTorch widens them) or in the explicit dtype asked for (cast first too), so their own
+# reductions keep their dtype
+_SMALL = ("uint8", "int8", "int16")
+
+
 def instances():
     """Every reduction this module can launch: each op over each input and output type the
-    frontend asks for (a sum may widen: int32 to int64, bool to int64), and a split one's
-    two passes (into the accumulator's type, then from it)."""
+    frontend asks for (a sum may widen: int32 to int64, bool to int64; a small integer's
+    sum or product keeps its dtype, see _SMALL), and a split one's two passes (into the
+    accumulator's type, then from it)."""
     out = {}
     names = list(CTYPE)
+    wide = [n for n in names if n not in _SMALL]
     for op, struct in _OPS.items():
         for i in names:
-            outs = {"any": ["bool"], "all": ["bool"], "max": [i], "min": [i]}.get(op, names)
+            sums = [i] if i in _SMALL else wide
+            outs = {"any": ["bool"], "all": ["bool"], "max": [i], "min": [i]}.get(op, sums)
             for o in outs:
                 t_in, t_out = CTYPE[i], CTYPE[o]
                 a = _accumulator(op, t_out)

@@ -3,6 +3,7 @@ device buffers. ``../backend.py`` routes a primitive here when its buffers live 
 device; each primitive reaches its operands' driver through them. Creation primitives
 are the host's: the frontend moves what they make (``Buffer.upload``)."""
 from ..capabilities import CapabilityError
+from .conv import conv2d, conv2d_backward  # noqa: F401
 from .elementwise import binary, cast, unary, where  # noqa: F401
 from .fused import (  # noqa: F401
     adam_step, attention, attention_backward, cross_entropy, cross_entropy_backward, layer_norm,

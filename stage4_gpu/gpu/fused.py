@@ -19,9 +19,9 @@ from .movement import copy, permute, reshape, slice
 from .reduce import reduce
 
 FUSED = frozenset({"softmax", "log_softmax", "cross_entropy", "layer_norm", "adam", "sgd", "rmsprop",
-                   "attention", "recurrent"})
+                   "attention", "conv2d", "recurrent"})
 # the fused kernels a driver has only where its ``fused_dtypes`` names them (WebGPU has none)
-NAMED_ONLY = frozenset({"attention", "recurrent"})
+NAMED_ONLY = frozenset({"attention", "conv2d", "recurrent"})
 
 
 def takes(name, driver, bufs):

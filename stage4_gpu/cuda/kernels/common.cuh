@@ -183,6 +183,9 @@ template <typename T> struct is_half { static constexpr bool value = false; };
 template <> struct is_half<half_t> { static constexpr bool value = true; };
 template <typename T> struct is_bool { static constexpr bool value = false; };
 template <> struct is_bool<bool> { static constexpr bool value = true; };
+// uint8, the one unsigned dtype: no value is negative (a divisor of 255 is not -1)
+template <typename T> struct is_unsigned { static constexpr bool value = false; };
+template <> struct is_unsigned<unsigned char> { static constexpr bool value = true; };
 
 // the extremes of each type (no <limits> under NVRTC)
 template <typename T> struct limits;
@@ -201,6 +204,21 @@ template <> struct limits<half_t> {
 template <> struct limits<bf16_t> {
   static __device__ bf16_t lowest() { return bf16_t::of_bits(0xff80); }
   static __device__ bf16_t highest() { return bf16_t::of_bits(0x7f80); }
+};
+// the 1- and 2-byte integers (uint8, int8, int16) are C's char and short: a byte-sized
+// element needs no packing in CUDA's memory, and their arithmetic, promoted to int, is
+// narrowed back on every store, which wraps as the CPU stages do
+template <> struct limits<unsigned char> {
+  static __device__ unsigned char lowest() { return 0; }
+  static __device__ unsigned char highest() { return 255; }
+};
+template <> struct limits<signed char> {
+  static __device__ signed char lowest() { return -128; }
+  static __device__ signed char highest() { return 127; }
+};
+template <> struct limits<short> {
+  static __device__ short lowest() { return -32768; }
+  static __device__ short highest() { return 32767; }
 };
 template <> struct limits<int> {
   static __device__ int lowest() { return -2147483647 - 1; }
@@ -229,6 +247,12 @@ template <typename O, typename T> __device__ __forceinline__ O cast_to(T v) {
   } else {
     return (O)v;
   }
+}
+
+// v < 0, never a comparison of an unsigned value with zero (which NVRTC warns of, and the
+// suite compiles with warnings as errors)
+template <typename T> __device__ __forceinline__ bool negative(T v) {
+  if constexpr (is_unsigned<T>::value) return false; else return v < T(0);
 }
 
 template <typename T> __device__ __forceinline__ bool nan_of(T v) {

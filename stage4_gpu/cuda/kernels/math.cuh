@@ -26,6 +26,8 @@ MATH1(m_log2, log2f, log2) MATH1(m_log10, log10f, log10) MATH1(m_fabs, fabsf, fa
 MATH2(m_pow, powf, pow) MATH2(m_atan2, atan2f, atan2) MATH2(m_copysign, copysignf, copysign)
 MATH2(m_fmod, fmodf, fmod) MATH2(m_hypot, hypotf, hypot)
 
+// the unsigned type an integer's wrapping arithmetic runs in: unsigned int for the 1- to
+// 4-byte integers (the narrowing store keeps the low bits)
 template <typename T> struct unsigned_of { typedef unsigned int type; };
 template <> struct unsigned_of<long long> { typedef unsigned long long type; };
 template <> struct unsigned_of<bool> { typedef unsigned int type; };
@@ -42,7 +44,7 @@ struct Neg {
 struct Abs {
   template <typename T> static __device__ T f(T x) {
     if constexpr (is_float<T>::value) return m_fabs(x);
-    else if constexpr (is_bool<T>::value) return x;
+    else if constexpr (is_bool<T>::value || is_unsigned<T>::value) return x;
     else return x < 0 ? Neg::f(x) : x;
   }
 };
@@ -50,10 +52,10 @@ struct Abs {
 struct Sign {
   template <typename T> static __device__ T f(T x) {
     if (nan_of(x)) return x;
-    return x > T(0) ? T(1) : (x < T(0) ? T(-1) : T(0));
+    return x > T(0) ? T(1) : (negative(x) ? T(-1) : T(0));
   }
 };
-struct Relu { template <typename T> static __device__ T f(T x) { return x < T(0) ? T(0) : x; } };
+struct Relu { template <typename T> static __device__ T f(T x) { return negative(x) ? T(0) : x; } };
 struct BitwiseNot {
   template <typename T> static __device__ T f(T x) {
     if constexpr (is_bool<T>::value) return !x; else return ~x;
@@ -140,7 +142,7 @@ struct Minimum {
 // an integer divisor of -1: the quotient is -a (wrapping at the lowest value, where C++'s
 // division is undefined) and the remainder 0
 template <typename T> __device__ __forceinline__ bool minus_one(T b) {
-  if constexpr (is_float<T>::value) return false; else return b == T(-1);
+  if constexpr (is_float<T>::value || is_unsigned<T>::value) return false; else return b == T(-1);
 }
 
 // Python's remainder: the sign of the divisor (the host refuses an integer zero divisor)
@@ -149,7 +151,7 @@ struct Remainder {
     if (minus_one(b)) return T(0);
     T r;
     if constexpr (is_float<T>::value) r = m_fmod(a, b); else r = a % b;
-    if (r != T(0) && ((r < T(0)) != (b < T(0)))) r += b;
+    if (r != T(0) && (negative(r) != negative(b))) r += b;
     return r;
   }
 };
@@ -168,7 +170,7 @@ struct FloorDiv {
     } else {
       if (minus_one(b)) return Neg::f(a);
       T q = a / b;
-      if (a % b != 0 && ((a < 0) != (b < 0))) q -= 1;
+      if (a % b != 0 && (negative(a) != negative(b))) q -= 1;
       return q;
     }
   }
@@ -214,13 +216,13 @@ struct BitwiseXor { template <typename T> static __device__ T f(T a, T b) { retu
 // shifts past the width give 0 (or -1 for a negative number shifted right), as on the CPU
 struct LeftShift {
   template <typename T> static __device__ T f(T a, T s) {
-    if (s < 0 || s >= T(8 * sizeof(T))) return 0;
+    if (negative(s) || s >= T(8 * sizeof(T))) return 0;
     return (T)((typename unsigned_of<T>::type)a << s);
   }
 };
 struct RightShift {
   template <typename T> static __device__ T f(T a, T s) {
-    if (s < 0 || s >= T(8 * sizeof(T))) return a < 0 ? T(-1) : T(0);
+    if (negative(s) || s >= T(8 * sizeof(T))) return negative(a) ? T(-1) : T(0);
     return a >> s;
   }
 };
