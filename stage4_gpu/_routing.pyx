@@ -29,7 +29,7 @@ cdef extern from "Python.h":
     PyTypeObject *Py_TYPE(PyObject *)
 
 cdef enum:
-    MAX_POSITIONS = 8  # the most buffer arguments a primitive takes is 5
+    MAX_POSITIONS = 10  # buffer arguments sit at most at position 9 (recurrent_backward's w_hr)
 
 
 cdef class Routed:

@@ -116,6 +116,7 @@ _BUFFERS = {
     "rmsprop_step": (0, 1, 2, 3, 4), "layer_norm": (0, 2, 3), "layer_norm_backward": (0, 1, 2, 3, 4),
     "attention": (0, 1, 2, 3), "attention_backward": (0, 1, 2, 3, 4, 5, 6),
     "conv2d": (0, 1, 2), "conv2d_backward": (0, 1, 2),
+    "recurrent": (3, 4, 5, 6, 7, 8), "recurrent_backward": (3, 4, 5, 7, 9),
 }
 globals().update({name: _routed(name, pos) for name, pos in _BUFFERS.items()})
 

@@ -109,10 +109,17 @@ class _Recurrent(Function):
         out, h, c, ctx.saved = B.recurrent(mode, reverse, batch_sizes, *data)
         ctx.args, ctx.bias = (mode, reverse, batch_sizes), b_hh is not None
         ctx.save_for_backward(w_hh, w_hr)
-        return (Tensor._make(out), Tensor._make(h)) + ((Tensor._make(c),) if c is not None else ())
+        outputs = (Tensor._make(out), Tensor._make(h)) + ((Tensor._make(c),) if c is not None else ())
+        # an unused output's gradient: zeros made in backward on the outputs' device (the
+        # engine's would be the host's, which a device's kernel cannot take)
+        ctx.set_materialize_grads(False)
+        ctx.meta = [(tuple(t.shape), t.dtype, t.device) for t in outputs]
+        return outputs
 
     @staticmethod
-    def backward(ctx, g_out, g_h, g_c=None):
+    def backward(ctx, *grads):
+        g_out, g_h, g_c = [g if g is not None else zeros(*shape, dtype=dtype, device=device)
+                           for g, (shape, dtype, device) in zip(grads, ctx.meta)] + [None] * (3 - len(grads))
         w, w_hr = ctx.saved_tensors
         grads = B.recurrent_backward(*ctx.args, g_out._data, g_h._data, None if g_c is None else g_c._data,
                                      ctx.saved, w._data, ctx.bias, None if w_hr is None else w_hr._data)

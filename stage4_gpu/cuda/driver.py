@@ -22,10 +22,11 @@ class Cuda(Memory, ElementwiseKernels, ReduceKernels, IndexKernels, FusedKernels
     device = _device("cuda", 0)
     offsets = True
     checks_indices = True  # gather, scatter_add, put and cross_entropy check on the device
-    # the softmaxes and attention are written for float64 too, convolution for every float
-    # dtype; other dtypes take the composite
+    # the softmaxes, attention and the recurrent layers are written for float64 too,
+    # convolution for every float dtype; other dtypes take the composite
     fused_dtypes = {"softmax": ("float32", "float64"), "log_softmax": ("float32", "float64"),
-                    "attention": ("float32", "float64"), "conv2d": _CONV_DTYPES}
+                    "attention": ("float32", "float64"), "conv2d": _CONV_DTYPES,
+                    "recurrent": ("float32", "float64")}
     dlpack_refusal = ("__dlpack__: sharing cuda memory through DLPack is not implemented yet, so the "
                       "cuda device lacks dlpack (t.cpu() copies it to the host)")
 

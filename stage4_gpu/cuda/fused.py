@@ -1,9 +1,10 @@
 """The CUDA driver's fused kernels: softmax and log_softmax with their backwards
 (``kernels/softmax.cu``, float32 and float64), cross-entropy (``cross_entropy*.cu``),
 layer norm (``layer_norm.cu``), attention (``attention.cu``, tiled: one block per 32 query
-rows forward, no L x S scores in memory) and the optimizer steps (``optim.cu``, one kernel per
+rows forward, no L x S scores in memory), the optimizer steps (``optim.cu``, one kernel per
 rule taking its choices as flags, one launch for a whole group), one block of ROW_THREADS
-per row for the row kernels.
+per row for the row kernels, and a recurrent layer's time loop (``recurrent.cu``, float32
+and float64: one block of RECURRENT_THREADS for a whole layer and direction).
 """
 from ..gpu.fused import OWN
 from .runtime import BLOCK, runtime
@@ -14,6 +15,8 @@ ROW_THREADS = 256  # rows.cuh's: one block of this many threads per row
 CHUNK = 16 * BLOCK
 ATT_TILE, ATT_THREADS = 32, 256  # attention.cu's: the query and key rows of a tile, a block's threads
 _MASKS = {None: 0, "bool": 1}  # attention.cu's mask kinds by the mask's dtype; additive (2) otherwise
+RECURRENT_THREADS = 256  # the one block that runs a recurrent layer's steps
+_RECURRENT_MODES = {"RNN_TANH": 0, "RNN_RELU": 1, "LSTM": 2, "GRU": 3}  # recurrent.cu's
 _MODES = {"softmax": 0, "log_softmax": 1, "softmax_backward": 2, "log_softmax_backward": 3}
 
 
@@ -119,6 +122,30 @@ class FusedKernels:
                       ATT_THREADS, [params, gk.storage.ptr, gv.storage.ptr, _at(g), _at(q), _at(k), _at(v),
                                     _at(lse), _at(dsum), m, scale])
 
+    @staticmethod
+    def _recurrent_params(mode, reverse, sizes, rows, w, w_hr, bias):
+        gates = 4 if mode == "LSTM" else 3 if mode == "GRU" else 1
+        hidden = w.shape[0] // gates
+        return [_RECURRENT_MODES[mode], int(reverse), sizes.shape[0], rows, hidden, w.shape[1], int(bias),
+                int(w_hr is not None)]
+
+    def recurrent(self, mode, reverse, sizes, out, h, c, saved, hprev, pre, gi, w, b, w_hr):
+        """recurrent.cu's forward: the whole time loop in one launch of one block."""
+        rt = runtime()
+        p = self._recurrent_params(mode, reverse, sizes, out.shape[0], w, w_hr, b is not None)
+        rt.launch("recurrent_forward", f"recurrent_forward<{gi.ctype}>", 1, RECURRENT_THREADS,
+                  [p, _at(out), _at(h), _at(c or h), _at(saved), _at(hprev), _at(pre), _at(gi), _at(w),
+                   _at(b or w), _at(w_hr or w), _at(sizes)])
+
+    def recurrent_backward(self, mode, reverse, sizes, ggi, gh, gc, gp, gproj, dhc, gout, saved, hprev, w,
+                           w_hr):
+        """recurrent.cu's backward through time: one launch of one block."""
+        rt = runtime()
+        p = self._recurrent_params(mode, reverse, sizes, ggi.shape[0], w, w_hr, False)
+        rt.launch("recurrent_backward", f"recurrent_backward<{w.ctype}>", 1, RECURRENT_THREADS,
+                  [p, _at(ggi), _at(gh), _at(gc or gh), _at(gp), _at(gproj or gh), _at(dhc or gh), _at(gout),
+                   _at(saved), _at(hprev), _at(w), _at(w_hr or w), _at(sizes)])
+
 
 def instances():
     """Every fused instantiation this module can launch."""
@@ -130,4 +157,5 @@ def instances():
             for t in ("float", "double")]
     out += [(k, k) for k in ("layer_norm_forward", "layer_norm_backward", "adam_step", "sgd_step",
                              "rmsprop_step")]
+    out += [(k, f"{k}<{t}>") for k in ("recurrent_forward", "recurrent_backward") for t in ("float", "double")]
     return out

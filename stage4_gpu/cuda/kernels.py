@@ -74,6 +74,8 @@ KERNELS = {
     "depthwise_forward": Kernel("conv", _P + ("ptr",) * 4),
     "depthwise_input_grad": Kernel("conv", _P + ("ptr",) * 3),
     "depthwise_weight_grad": Kernel("conv", _P + ("ptr",) * 3),
+    "recurrent_forward": Kernel("recurrent", _P + ("ptr",) * 11),
+    "recurrent_backward": Kernel("recurrent", _P + ("ptr",) * 12),
 }
 
 # dtype name -> the C type of its elements on the device (a bool and the 1- and 2-byte

@@ -7,7 +7,8 @@ from .conv import conv2d, conv2d_backward  # noqa: F401
 from .elementwise import binary, cast, unary, where  # noqa: F401
 from .fused import (  # noqa: F401
     adam_step, attention, attention_backward, cross_entropy, cross_entropy_backward, layer_norm,
-    layer_norm_backward, log_softmax, rmsprop_step, sgd_step, softmax, softmax_backward)
+    layer_norm_backward, log_softmax, recurrent, recurrent_backward, rmsprop_step, sgd_step, softmax,
+    softmax_backward)
 from .index import fold, gather, put, scan, scatter_add, sort, take, unfold  # noqa: F401
 from .matmul import matmul  # noqa: F401
 from .movement import (  # noqa: F401

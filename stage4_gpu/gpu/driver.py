@@ -184,6 +184,19 @@ class Driver:
         """The gradients of ``attention``'s q, k and v from the output's gradient g."""
         self._missing()
 
+    def recurrent(self, mode, reverse, sizes, out, h, c, saved, hprev, pre, gi, w, b, w_hr):
+        """One recurrent layer and direction's time loop over packed rows (``sizes``: each
+        step's rows, int64), in one launch: out, hprev, saved written; h and c (None but for
+        the LSTM) from the initial state to the final; ``pre``: scratch (batch, gates)."""
+        self._missing()
+
+    def recurrent_backward(self, mode, reverse, sizes, ggi, gh, gc, gp, gproj, dhc, gout, saved, hprev, w,
+                           w_hr):
+        """Backpropagation through ``recurrent``'s time loop in one launch: ggi and gp (the
+        GRU's hidden share, else ggi itself) and gproj (with a projection) written; gh and gc
+        from the final state's gradients to the initial's; ``dhc``: scratch or None."""
+        self._missing()
+
     # ---------------------------------------------------------------- products
 
     def matmul(self, out, a, b, sizes, layout):

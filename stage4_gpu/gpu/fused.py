@@ -1,8 +1,8 @@
 """Fused kernels on a device: softmax and log_softmax with their backwards, cross-entropy
-and layer norm with their backwards, scaled dot-product attention with its backward (CUDA
-only), and the Adam, SGD and RMSprop steps, each one
-launch where the composite makes several (an optimizer's, one per parameter or one per
-group: the driver's ``optimizer_steps``). The signatures are stage 3's
+and layer norm with their backwards, scaled dot-product attention with its backward and a
+recurrent layer's time loop with its backward through time (CUDA only), and the Adam, SGD
+and RMSprop steps, each one launch where the composite makes several (an optimizer's, one
+per parameter or one per group: the driver's ``optimizer_steps``). The signatures are stage 3's
 (``stage3_simd/backend.py``); the frontend uses them where ``takes`` says the kernel is
 written for the operands' dtypes (float32; the driver may name more).
 
@@ -10,15 +10,18 @@ Every fused kernel reads contiguous operands indexed from their first element: `
 copies a view that is not, or, where the driver cannot start a binding at a view's
 offset (WebGPU), one that starts inside its storage.
 """
-from ..dtypes import bool_, float32
+import array
+
+from ..dtypes import bool_, float32, int64
 from .elementwise import binary
-from .movement import copy, permute, reshape
+from .matmul import matmul
+from .movement import copy, permute, reshape, slice
 from .reduce import reduce
 
 FUSED = frozenset({"softmax", "log_softmax", "cross_entropy", "layer_norm", "adam", "sgd", "rmsprop",
-                   "attention", "conv2d"})
+                   "attention", "conv2d", "recurrent"})
 # the fused kernels a driver has only where its ``fused_dtypes`` names them (WebGPU has none)
-NAMED_ONLY = frozenset({"attention", "conv2d"})
+NAMED_ONLY = frozenset({"attention", "conv2d", "recurrent"})
 
 
 def takes(name, driver, bufs):
@@ -286,3 +289,63 @@ def attention_backward(g, q, k, v, out, lse, mask, causal, scale):
     if gk.numel or gv.numel or gq.numel:
         q.driver.attention_backward(gq, gk, gv, g, q, k, v, out, lse, mask, causal, scale)
     return gq, gk, gv
+
+
+# ---------------------------------------------------------------- a recurrent layer's time loop
+
+_GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
+
+
+def _saved_width(mode, hidden, proj):
+    """Elements the backward keeps per row: stage 3's ``recurrent_saved`` (recurrent.cu's)."""
+    return {"LSTM": 7 if proj else 6, "GRU": 4}.get(mode, 1) * hidden
+
+
+def recurrent(mode, reverse, batch_sizes, gi, h0, c0, w, b, w_hr):
+    """One layer and direction over packed rows, its whole time loop one launch of the
+    driver's kernel: (output rows, final h, final c or None, what ``recurrent_backward``
+    needs), as stage 3's."""
+    gi, w = whole(gi), whole(w)
+    b, w_hr = (None if t is None else whole(t) for t in (b, w_hr))
+    new, dtype = type(gi).empty, gi.dtype
+    rows, batch, gates = gi.shape[0], batch_sizes[0], w.shape[0]
+    hidden, width = gates // _GATES[mode], w.shape[1]  # width: h's, the projection's or hidden
+    sizes = _int64s(gi, batch_sizes)
+    out, hprev = new((rows, width), dtype), new((rows, width), dtype)
+    saved = new((rows, _saved_width(mode, hidden, w_hr is not None)), dtype)
+    pre = new((batch, gates), dtype)
+    h, c = copy(h0), None if c0 is None else copy(c0)
+    gi.driver.recurrent(mode, reverse, sizes, out, h, c, saved, hprev, pre, gi, w, b, w_hr)
+    return out, h, c, (saved, hprev, sizes)
+
+
+def recurrent_backward(mode, reverse, batch_sizes, gout, gh, gc, saved, w, bias, w_hr):
+    """(grad of gi, h0, c0 or None, w, b or None, w_hr or None) of ``recurrent``: the time
+    loop backwards in one launch, then the weights' gradients as products over every row."""
+    saved, hprev, sizes = saved
+    gout, w = whole(gout), whole(w)
+    w_hr = None if w_hr is None else whole(w_hr)
+    new, dtype = type(w).empty, w.dtype
+    rows, gates, hidden = saved.shape[0], w.shape[0], w.shape[0] // _GATES[mode]
+    ggi = new((rows, gates), dtype)
+    gp = new((rows, gates), dtype) if mode == "GRU" else ggi  # W_hh's share of the gates' gradient
+    gproj = dhc = None
+    if w_hr is not None:
+        gproj, dhc = new((rows, w_hr.shape[0]), dtype), new((batch_sizes[0], hidden), dtype)
+    gh, gc = copy(gh), None if gc is None else copy(gc)
+    w.driver.recurrent_backward(mode, reverse, sizes, ggi, gh, gc, gp, gproj, dhc, gout, saved, hprev, w,
+                                w_hr)
+    gw = matmul(permute(gp, (1, 0)), hprev)  # dgates^T @ the previous states
+    gb = reduce("sum", gp, {0}, False) if bias else None
+    gw_hr = None
+    if w_hr is not None:  # the projection's: its output gradient^T @ o tanh(c')
+        projected = slice(saved, [0, 6 * hidden], [1, 1], [rows, hidden])
+        gw_hr = matmul(permute(gproj, (1, 0)), projected)
+    return ggi, gh, gc, gw, gb, gw_hr
+
+
+def _int64s(like, values):
+    """A new buffer on ``like``'s device holding the int64 ``values`` (the step sizes the
+    kernel reads), copied from the host."""
+    storage = like.driver.upload(array.array("q", values).tobytes(), int64)
+    return type(like)(storage, (len(values),), (1,), 0, int64)
