@@ -51,7 +51,7 @@ import os
 
 from ..device import DeviceError
 from ..gpu.opening import Opening
-from .kernels import KERNELS, source
+from .kernels import ARCH, KERNELS, source
 
 BLOCK = 256  # threads per block of the one-thread-per-element kernels
 LAUNCH_MODES = ("driver", "null")  # see _launch.Launcher
@@ -427,7 +427,7 @@ class Runtime:
             if self.launcher.mode == "null":
                 fn = self._modules[instance] = (None, _launch_kernel(self.launcher, instance, args, 0, 0))
                 return fn[1]
-            binary, lowered = self._compile(source(KERNELS[kernel].file), instance)
+            binary, lowered = self._compile(source(KERNELS[kernel].file), instance, ARCH.get(kernel, (None,))[0])
             module = self.cp.cuda.function.Module()
             module.load(binary)
             compiled = module.get_function(lowered)
@@ -445,12 +445,13 @@ class Runtime:
             self._driver_entry = _bindings_entry() or _libcuda_entry()
         return self._driver_entry
 
-    def _compile(self, code, instance):
-        """NVRTC's binary of ``code`` and the lowered name of ``instance`` in it, from the
-        on-disk cache (``CACHE``) when this source, instance, GPU and compiler built it
+    def _compile(self, code, instance, arch=None):
+        """NVRTC's binary of ``code`` and the lowered name of ``instance`` in it, for the GPU's
+        architecture or ``arch`` (an arch-specific one, ``kernels.ARCH``), from the on-disk
+        cache (``CACHE``) when this source, instance, GPU, architecture and compiler built it
         before. NVRTC is called directly: CuPy's ``RawModule`` appends ``-ftz=true`` to the
         caller's options, which flushes float32 subnormals to zero (found on an H200)."""
-        digest = hashlib.sha256(repr((code, OPTIONS, instance, self.capability, self.cp.__version__,
+        digest = hashlib.sha256(repr((code, OPTIONS, instance, self.capability, arch, self.cp.__version__,
                                       self._nvrtc_version())).encode()).hexdigest()
         path = os.path.join(CACHE, digest)
         try:
@@ -459,7 +460,7 @@ class Runtime:
             return binary, lowered.decode()
         except (OSError, ValueError):  # not cached yet, or an unreadable entry: compile it
             pass
-        binary, mapping = self.cp.cuda.compiler.compile_using_nvrtc(code, options=OPTIONS,
+        binary, mapping = self.cp.cuda.compiler.compile_using_nvrtc(code, options=OPTIONS, arch=arch,
                                                                     name_expressions=[instance])
         lowered = (mapping or {}).get(instance, instance)
         try:  # each process writes its own file, then renames it: workers may compile at once
