@@ -157,8 +157,10 @@ def refusal(tier):
     an arch-specific target (``kernels.ARCH``: wgmma, sm_90a) runs on that compute capability
     only, and on the host emulation, which runs its emulation twin whatever it reports."""
     arch = ARCH.get(TENSOR_TIERS[tier].kernel)
+    if arch is None:
+        return None
     rt = runtime()
-    if arch is None or rt.capability == arch[1] or _emulated(rt):
+    if rt.capability == arch[1] or _emulated(rt):
         return None
     return (f"the {tier} tier needs a compute capability {arch[1][0]}.{arch[1][1]} GPU (sm_{arch[0]}), "
             f"not {rt.capability[0]}.{rt.capability[1]}")
