@@ -460,8 +460,11 @@ class Runtime:
             return binary, lowered.decode()
         except (OSError, ValueError):  # not cached yet, or an unreadable entry: compile it
             pass
-        binary, mapping = self.cp.cuda.compiler.compile_using_nvrtc(code, options=OPTIONS, arch=arch,
-                                                                    name_expressions=[instance])
+        if arch is None or str(getattr(self.cp, "__version__", "")).endswith("host-emulation"):
+            binary, mapping = self.cp.cuda.compiler.compile_using_nvrtc(code, options=OPTIONS,
+                                                                        name_expressions=[instance])
+        else:
+            binary, mapping = _compile_for(code, instance, arch)
         lowered = (mapping or {}).get(instance, instance)
         try:  # each process writes its own file, then renames it: workers may compile at once
             os.makedirs(CACHE, exist_ok=True)
@@ -562,6 +565,23 @@ def _libcuda_entry():
     lib = ctypes.WinDLL("nvcuda.dll") if sys.platform == "win32" else ctypes.CDLL("libcuda.so.1")
     _LIBCUDA.append(lib)
     return ctypes.cast(lib.cuLaunchKernel, ctypes.c_void_p).value
+
+
+def _compile_for(code, instance, arch):
+    """NVRTC's cubin of ``code`` for the arch-specific target ``sm_<arch>`` (``kernels.ARCH``)
+    and ``{instance: its lowered name}``, through CuPy's bindings of NVRTC: CuPy's
+    ``compile_using_nvrtc`` takes only a numeric architecture (it compares ``int(arch)``)."""
+    from cupy_backends.cuda.libs import nvrtc
+    prog = nvrtc.createProgram(code, f"{instance}.cu", (), ())
+    try:
+        nvrtc.addNameExpression(prog, instance)
+        try:
+            nvrtc.compileProgram(prog, (*OPTIONS, f"--gpu-architecture=sm_{arch}"))
+        except nvrtc.NVRTCError as e:
+            raise RuntimeError(f"NVRTC: {instance} for sm_{arch}:\n{nvrtc.getProgramLog(prog)}") from e
+        return nvrtc.getCUBIN(prog), {instance: nvrtc.getLoweredName(prog, instance)}
+    finally:
+        nvrtc.destroyProgram(prog)
 
 
 def _launch_kernel(launcher, name, args, handle, entry):

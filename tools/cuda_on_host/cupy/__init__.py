@@ -388,7 +388,7 @@ cuda = types.SimpleNamespace(
     Device=_Device, Stream=_Stream, Graph=Graph, alloc_pinned_memory=_PINNED.malloc,
     PinnedMemoryPointer=PinnedMemoryPointer, PinnedMemoryPool=PinnedMemoryPool,
     MemoryPool=MemoryPool, MemoryPointer=MemoryPointer, using_allocator=_using_allocator,
-    compiler=types.SimpleNamespace(compile_using_nvrtc=lambda code, options=(), arch=None, name_expressions=():
+    compiler=types.SimpleNamespace(compile_using_nvrtc=lambda code, options=(), name_expressions=():
                                    (code.encode(), {n: n for n in name_expressions})),
     function=types.SimpleNamespace(Module=lambda: _Module()),
     Event=_Event, get_current_stream=lambda: _CURRENT[0],
