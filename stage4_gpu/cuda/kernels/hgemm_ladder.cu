@@ -378,7 +378,7 @@ __device__ __forceinline__ float wg_element(const T* smem, unsigned long long de
 // d (the thread's 64 accumulators of the warpgroup's 64 x 128 tile: warp w holds rows 16 w
 // to 16 w + 15, and d[4 j + e] is row l / 4 (+ 8 where e >= 2), column 8 j + 2 (l % 4) +
 // e % 2 of them for lane l) += A B, A 64 x 16 and B 128 x 16 (K-major: B's transpose) in
-// shared memory as da and db describe. Asynchronous on the GPU: wg_commit, then wg_wait.
+// shared memory as da and db describe. Asynchronous on the GPU: see wg_commit_and_wait.
 template <typename T>
 __device__ __forceinline__ void wgmma_m64n128k16(float* d, unsigned long long da, unsigned long long db,
                                                  const T* smem) {
