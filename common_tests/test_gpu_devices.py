@@ -1126,8 +1126,9 @@ class TestCuda(OnEveryDevice):
             return
         tiers = [row for row in report["rows"] if row["kind"] == "tier"]
         # the SGEMM tiers, and the tensor-core tiers in float16 and bfloat16 but wgmma off sm_90
+        # (the host emulation runs its twin)
         skipped = report["skipped"]
-        assert set(skipped) == (set() if report["capability"] == [9, 0] else {"wgmma"}), skipped
+        assert set(skipped) <= {"wgmma"} and not (skipped and report["capability"] == [9, 0]), skipped
         assert all(f"{tier}: {why}" in text and "9.0" in why for tier, why in skipped.items())
         assert len(tiers) == 2 * (10 + 2 * (5 - len(skipped)))
         for row in report["rows"]:
