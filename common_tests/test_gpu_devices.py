@@ -681,6 +681,10 @@ EMULATED_COUNT = 8
 # would cost minutes of CI for what the sample already reaches.
 NVRTC_TARGETS = ("compute_80", "compute_90", "sm_80", "sm_90")
 CU_FILES = sorted(f[:-3] for f in os.listdir(REPO / "stage4_gpu" / "cuda" / "kernels") if f.endswith(".cu"))
+# the arch-specific targets (kernels.ARCH: wgmma's sm_90a), for the files whose kernels need
+# one: those kernels' instances compiled to PTX (which must hold the instruction, so the
+# arch-specific path is the one compiled) and to a cubin
+ARCH_TARGETS = (("hgemm_ladder", "compute_90a"), ("hgemm_ladder", "sm_90a"))
 
 
 def _sample(launched, per_dtype):
@@ -691,27 +695,35 @@ def _sample(launched, per_dtype):
     return sorted({key(k, i): i for k, i in reversed(launched)}.values())
 
 
-@pytest.mark.parametrize("arch", NVRTC_TARGETS)
-@pytest.mark.parametrize("name", CU_FILES)
+@pytest.mark.parametrize("name,arch", [(n, a) for n in CU_FILES for a in NVRTC_TARGETS] + list(ARCH_TARGETS))
 def test_every_kernel_instance_compiles_with_nvrtc(name, arch):
     """Each .cu file as the runtime hands it to NVRTC (headers pasted in, the runtime's
     options), with the instantiations the runtime can launch added as name expressions,
     compiled with no GPU by NVRTC from its wheel: any error or warning fails, and each
-    instantiation must have a lowered name (and, in a cubin, its symbol)."""
+    instantiation must have a lowered name (and, in a cubin, its symbol). An arch-specific
+    target compiles the kernels of that target only."""
     nvrtc = _nvrtc()
     kernels = _stage4_module("cuda.kernels")
     runtime = _stage4_module("cuda.runtime")
     launched = sorted({(k, i) for k, i in kernels.instances() if kernels.KERNELS[k].file == name})
     assert launched, f"{name}.cu has no instantiation the runtime launches"
-    front_end = arch.startswith("compute_")
-    instances = [i for _, i in launched] if front_end else _sample(launched, per_dtype=arch == "sm_90")
+    specific = arch.endswith("a")
+    if specific:
+        assert {(kernels.KERNELS[k].file, kind + a) for k, (a, _) in kernels.ARCH.items()
+                for kind in ("compute_", "sm_")} == set(ARCH_TARGETS)
+        launched = [(k, i) for k, i in launched if kernels.ARCH.get(k, ("",))[0] == arch.split("_")[1]]
+    front_end = arch.startswith("compute_") and not specific
+    instances = [i for _, i in launched] if front_end or specific else _sample(launched, per_dtype=arch == "sm_90")
     options = (*runtime.OPTIONS, *(("--fdevice-syntax-only",) if front_end else ()), f"--gpu-architecture={arch}")
     log, binary, lowered = _nvrtc_compile(nvrtc, name, kernels.source(name), instances, options)
     assert binary is not None, f"{name}.cu does not compile for {arch}:\n{log[-4000:]}"
     assert "warning" not in log.lower(), f"{name}.cu compiles for {arch} with warnings:\n{log[-4000:]}"
     if not front_end:
         missing = [i for i, symbol in zip(instances, lowered) if symbol.encode() not in binary]
-        assert not missing, f"{name}.cu: no kernel in the {arch} cubin for {missing}"
+        assert not missing, f"{name}.cu: no kernel in the {arch} binary for {missing}"
+    if specific and arch.startswith("compute_"):
+        for ty in (b"f16.f16", b"bf16.bf16"):  # each dtype's
+            assert b"wgmma.mma_async.sync.aligned.m64n128k16.f32." + ty in binary, f"{name}.cu: no {ty} wgmma"
 
 
 @pytest.mark.device("cuda")
@@ -1031,11 +1043,12 @@ class TestCuda(OnEveryDevice):
             np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=config.instance)
 
     @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-    @pytest.mark.parametrize("m,n,k", [(70, 50, 36), (72, 56, 40), (1, 3, 2)])
+    @pytest.mark.parametrize("m,n,k", [(70, 50, 36), (72, 56, 40), (1, 3, 2), (70, 130, 100)])
     def test_every_tensor_core_tier_matches_a_wide_product(self, gpu, dtype, m, n, k):
         """Each tensor-core tier, float16 and bfloat16, with a batch of two, on sizes that are
         not multiples of the tiles: K and N not multiples of 8 (every copy element by element)
-        and multiples of 8 (the 16-byte copies, edges element by element). The oracle: the
+        and multiples of 8 (the 16-byte copies, edges element by element); the last, tiles
+        and K chunks of every tier more than one. The oracle: the
         float64 product of the rounded operands; float32 accumulation and one rounding to the
         dtype keep each element within one of its ulps."""
         import cupy
@@ -1056,6 +1069,12 @@ class TestCuda(OnEveryDevice):
         want = wide(a) @ wide(b)
         for tier in ladder.TENSOR_TIERS:
             out = cupy.empty((2, m, n), dtype=a.dtype)
+            why = ladder.refusal(tier)  # wgmma off sm_90 (the emulation runs its twin)
+            if why is not None:
+                assert tier == "wgmma" and "9.0" in why, why
+                with pytest.raises(ValueError, match="needs a compute capability 9.0"):
+                    ladder.tensor_core(tier, cupy.asarray(a), cupy.asarray(b), out, ctype)
+                continue
             ladder.tensor_core(tier, cupy.asarray(a), cupy.asarray(b), out, ctype)
             np.testing.assert_allclose(wide(cupy.asnumpy(out)), want, rtol=ulp, atol=1e-3, err_msg=tier)
 
@@ -1106,7 +1125,12 @@ class TestCuda(OnEveryDevice):
             assert report["reason"].startswith("cuda: ") and report["reason"] in text
             return
         tiers = [row for row in report["rows"] if row["kind"] == "tier"]
-        assert len(tiers) == 2 * (10 + 2 * 4)  # the SGEMM tiers, and the tensor-core tiers in float16 and bfloat16
+        # the SGEMM tiers, and the tensor-core tiers in float16 and bfloat16 but wgmma off sm_90
+        # (the host emulation runs its twin)
+        skipped = report["skipped"]
+        assert set(skipped) <= {"wgmma"} and not (skipped and report["capability"] == [9, 0]), skipped
+        assert all(f"{tier}: {why}" in text and "9.0" in why for tier, why in skipped.items())
+        assert len(tiers) == 2 * (10 + 2 * (5 - len(skipped)))
         for row in report["rows"]:
             half = row["dtype"] != "float32"
             assert row["error"] is not None and row["error"] <= (1e-2 if half else 1e-4), row

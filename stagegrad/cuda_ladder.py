@@ -63,6 +63,11 @@ def _best(call, stream, budget):
     return best
 
 
+def _runnable(ladder):
+    """The tensor-core tiers this GPU runs (wgmma: sm_90 only; see ``ladder.refusal``)."""
+    return [tier for tier in ladder.TENSOR_TIERS if ladder.refusal(tier) is None]
+
+
 def _two_byte_rows(ladder, rt, torch, a, b, n, budget):
     """float16 and bfloat16 at size ``n``: cuBLAS (float16 only: CuPy has no bfloat16), each
     of our tensor-core tiers and PyTorch CUDA, each checked against a float32 product of the
@@ -92,7 +97,7 @@ def _two_byte_rows(ladder, rt, torch, a, b, n, budget):
         if dtype == "float16":
             out.append(row("cuBLAS (CuPy)", lambda: cupy.matmul(a2, b2, out=c2[0]), lambda: widen(c2)))
         ctype = "half_t" if dtype == "float16" else "bf16_t"
-        for tier in ladder.TENSOR_TIERS:
+        for tier in _runnable(ladder):
             out.append(row(f"tensor cores: {tier}",
                            lambda t=tier: ladder.tensor_core(t, a2[None], b2[None], c2, ctype),
                            lambda: widen(c2)))
@@ -123,7 +128,9 @@ def measure(sizes=SIZES, budget=3.0, stream=None, conv_shapes=cuda_conv_ladder.S
     report["gpu"] = rt.name
     report["capability"] = list(rt.capability)
     report["torch"] = torch.__version__ if torch is not None else None
-    two_byte = 1 + 2 * len(ladder.TENSOR_TIERS) + 2 * (torch is not None)  # the rows _two_byte_rows makes
+    # the tiers this GPU cannot run, each with why
+    report["skipped"] = {t: ladder.refusal(t) for t in ladder.TENSOR_TIERS if ladder.refusal(t) is not None}
+    two_byte = 1 + 2 * len(_runnable(ladder)) + 2 * (torch is not None)  # the rows _two_byte_rows makes
     bar = Progress(len(sizes) * (len(ladder.TIERS) + 1 + (torch is not None) + two_byte), "cuda-ladder",
                    stream=stream)
     done = 0
@@ -203,6 +210,7 @@ def markdown(report):
     lines.append("| " + " | ".join(h.ljust(w) for h, w in zip(head, widths)) + " |")
     lines.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
     lines += ["| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |" for row in body]
+    lines += [f"Not run: tensor cores: {tier}: {why}" for tier, why in report.get("skipped", {}).items()]
     if report.get("conv"):
         lines += ["", cuda_conv_ladder.markdown(report["conv"])]
     elif report.get("conv_reason"):

@@ -50,7 +50,7 @@ KERNELS = {
     "matmul": Kernel("matmul", _P + ("ptr", "ptr", "ptr")),
     "hgemm": Kernel("hgemm", _P + ("ptr", "ptr", "ptr")),
     **{name: Kernel("hgemm_ladder", _P + ("ptr", "ptr", "ptr"))
-       for name in ("hgemm_ldmatrix", "hgemm_cp_async", "hgemm_wide")},
+       for name in ("hgemm_ldmatrix", "hgemm_cp_async", "hgemm_wide", "hgemm_wgmma")},
     **{name: Kernel("sgemm_ladder", ("i64", "i64", "i64", "ptr", "ptr", "ptr"))
        for name in ("sgemm_naive", "sgemm_coalesced", "sgemm_shared", "sgemm_blocktile_1d",
                     "sgemm_blocktile_2d", "sgemm_vectorized", "sgemm_warptile", "sgemm_double_buffer",
@@ -77,6 +77,11 @@ KERNELS = {
     "recurrent_forward": Kernel("recurrent", _P + ("ptr",) * 11),
     "recurrent_backward": Kernel("recurrent", _P + ("ptr",) * 12),
 }
+
+# the kernels only an arch-specific target compiles (wgmma: sm_90a), each with NVRTC's
+# architecture for it and the compute capability that runs it; the runtime compiles them
+# for that architecture, the ladder refuses them on any other GPU (``ladder.refusal``)
+ARCH = {"hgemm_wgmma": ("90a", (9, 0))}
 
 # dtype name -> the C type of its elements on the device (a bool and the 1- and 2-byte
 # integers take their own size, as on the host; the 2-byte floats are common.cuh's structs

@@ -16,6 +16,7 @@ wait there), the first configuration is taken without timing.
 """
 from collections import namedtuple
 
+from .kernels import ARCH
 from .runtime import runtime
 
 # block: threads per block (x, y); tile: the (rows, cols) of C one block computes;
@@ -82,8 +83,7 @@ def chosen(m, n, k, run):
     key = shape_class(m, n, k)
     if key in _CHOSEN:
         return _CHOSEN[key]
-    if (rt.launcher.mode == "null" or rt.capture is not None
-            or str(getattr(rt.cp, "__version__", "")).endswith("host-emulation")):
+    if rt.launcher.mode == "null" or rt.capture is not None or _emulated(rt):
         return CONFIGS[0]
     cuda, times = rt.cp.cuda, []
     for config in CONFIGS:
@@ -134,27 +134,51 @@ def sgemm(tier, a, b, out=None, config=None):
 
 
 # the tensor-core tiers, in ladder order (what each changes: hgemm.cu's and hgemm_ladder.cu's
-# Design notes): the kernel, threads per block, and the side of the square tile of C a
-# block computes. Every one takes any sizes.
+# Design notes): the kernel, threads per block, and the (rows, cols) of the tile of C a
+# block computes. Every one takes any sizes; wgmma runs on sm_90 only (``refusal``).
 TensorTier = namedtuple("TensorTier", "kernel threads tile")
 TENSOR_TIERS = {
-    "hgemm": TensorTier("hgemm", 128, 64),
-    "ldmatrix": TensorTier("hgemm_ldmatrix", 128, 64),
-    "cp_async": TensorTier("hgemm_cp_async", 128, 64),
-    "wide": TensorTier("hgemm_wide", 128, 128),
+    "hgemm": TensorTier("hgemm", 128, (64, 64)),
+    "ldmatrix": TensorTier("hgemm_ldmatrix", 128, (64, 64)),
+    "cp_async": TensorTier("hgemm_cp_async", 128, (64, 64)),
+    "wide": TensorTier("hgemm_wide", 128, (128, 128)),
+    "wgmma": TensorTier("hgemm_wgmma", 128, (64, 128)),
 }
 TENSOR_CTYPES = ("half_t", "bf16_t")
+
+
+def _emulated(rt):
+    """Whether the runtime's CuPy is the host emulation's (tools/cuda_on_host)."""
+    return str(getattr(rt.cp, "__version__", "")).endswith("host-emulation")
+
+
+def refusal(tier):
+    """Why this GPU cannot run the tensor-core tier ``tier``, or None where it can: a kernel of
+    an arch-specific target (``kernels.ARCH``: wgmma, sm_90a) runs on that compute capability
+    only, and on the host emulation, which runs its emulation twin whatever it reports."""
+    arch = ARCH.get(TENSOR_TIERS[tier].kernel)
+    if arch is None:
+        return None
+    rt = runtime()
+    if rt.capability == arch[1] or _emulated(rt):
+        return None
+    return (f"the {tier} tier needs a compute capability {arch[1][0]}.{arch[1][1]} GPU (sm_{arch[0]}), "
+            f"not {rt.capability[0]}.{rt.capability[1]}")
 
 
 def tensor_core(tier, a, b, out, ctype="half_t"):
     """``a @ b`` on the tensor cores with one of ``TENSOR_TIERS`` for contiguous (count, M,
     K) and (count, K, N) CuPy arrays of float16, or of bfloat16 bits (uint16) with ``ctype``
-    ``bf16_t``, into ``out`` (count, M, N); float32 accumulation, any sizes."""
+    ``bf16_t``, into ``out`` (count, M, N); float32 accumulation, any sizes. ValueError, saying
+    why, for a tier this GPU cannot run (``refusal``)."""
+    why = refusal(tier)
+    if why is not None:
+        raise ValueError(f"tensor_core: {why}")
     rt = runtime()
     t = TENSOR_TIERS[tier]
     count, m, k = a.shape
     n = b.shape[-1]
-    tiles = count * -(-m // t.tile) * -(-n // t.tile)
+    tiles = count * -(-m // t.tile[0]) * -(-n // t.tile[1])
     rt.launch(t.kernel, f"{t.kernel}<{ctype}>", tiles, t.threads, [[m, k, n, count], out, a, b])
     return out
 

@@ -51,7 +51,7 @@ import os
 
 from ..device import DeviceError
 from ..gpu.opening import Opening
-from .kernels import KERNELS, source
+from .kernels import ARCH, KERNELS, source
 
 BLOCK = 256  # threads per block of the one-thread-per-element kernels
 LAUNCH_MODES = ("driver", "null")  # see _launch.Launcher
@@ -427,7 +427,7 @@ class Runtime:
             if self.launcher.mode == "null":
                 fn = self._modules[instance] = (None, _launch_kernel(self.launcher, instance, args, 0, 0))
                 return fn[1]
-            binary, lowered = self._compile(source(KERNELS[kernel].file), instance)
+            binary, lowered = self._compile(source(KERNELS[kernel].file), instance, ARCH.get(kernel, (None,))[0])
             module = self.cp.cuda.function.Module()
             module.load(binary)
             compiled = module.get_function(lowered)
@@ -445,12 +445,13 @@ class Runtime:
             self._driver_entry = _bindings_entry() or _libcuda_entry()
         return self._driver_entry
 
-    def _compile(self, code, instance):
-        """NVRTC's binary of ``code`` and the lowered name of ``instance`` in it, from the
-        on-disk cache (``CACHE``) when this source, instance, GPU and compiler built it
+    def _compile(self, code, instance, arch=None):
+        """NVRTC's binary of ``code`` and the lowered name of ``instance`` in it, for the GPU's
+        architecture or ``arch`` (an arch-specific one, ``kernels.ARCH``), from the on-disk
+        cache (``CACHE``) when this source, instance, GPU, architecture and compiler built it
         before. NVRTC is called directly: CuPy's ``RawModule`` appends ``-ftz=true`` to the
         caller's options, which flushes float32 subnormals to zero (found on an H200)."""
-        digest = hashlib.sha256(repr((code, OPTIONS, instance, self.capability, self.cp.__version__,
+        digest = hashlib.sha256(repr((code, OPTIONS, instance, self.capability, arch, self.cp.__version__,
                                       self._nvrtc_version())).encode()).hexdigest()
         path = os.path.join(CACHE, digest)
         try:
@@ -459,8 +460,11 @@ class Runtime:
             return binary, lowered.decode()
         except (OSError, ValueError):  # not cached yet, or an unreadable entry: compile it
             pass
-        binary, mapping = self.cp.cuda.compiler.compile_using_nvrtc(code, options=OPTIONS,
-                                                                    name_expressions=[instance])
+        if arch is None or str(getattr(self.cp, "__version__", "")).endswith("host-emulation"):
+            binary, mapping = self.cp.cuda.compiler.compile_using_nvrtc(code, options=OPTIONS,
+                                                                        name_expressions=[instance])
+        else:
+            binary, mapping = _compile_for(code, instance, arch)
         lowered = (mapping or {}).get(instance, instance)
         try:  # each process writes its own file, then renames it: workers may compile at once
             os.makedirs(CACHE, exist_ok=True)
@@ -561,6 +565,23 @@ def _libcuda_entry():
     lib = ctypes.WinDLL("nvcuda.dll") if sys.platform == "win32" else ctypes.CDLL("libcuda.so.1")
     _LIBCUDA.append(lib)
     return ctypes.cast(lib.cuLaunchKernel, ctypes.c_void_p).value
+
+
+def _compile_for(code, instance, arch):
+    """NVRTC's cubin of ``code`` for the arch-specific target ``sm_<arch>`` (``kernels.ARCH``)
+    and ``{instance: its lowered name}``, through CuPy's bindings of NVRTC: CuPy's
+    ``compile_using_nvrtc`` takes only a numeric architecture (it compares ``int(arch)``)."""
+    from cupy_backends.cuda.libs import nvrtc
+    prog = nvrtc.createProgram(code, f"{instance}.cu", (), ())
+    try:
+        nvrtc.addNameExpression(prog, instance)
+        try:
+            nvrtc.compileProgram(prog, (*OPTIONS, f"--gpu-architecture=sm_{arch}"))
+        except nvrtc.NVRTCError as e:
+            raise RuntimeError(f"NVRTC: {instance} for sm_{arch}:\n{nvrtc.getProgramLog(prog)}") from e
+        return nvrtc.getCUBIN(prog), {instance: nvrtc.getLoweredName(prog, instance)}
+    finally:
+        nvrtc.destroyProgram(prog)
 
 
 def _launch_kernel(launcher, name, args, handle, entry):

@@ -14,6 +14,12 @@
 //  c wide       rung b with larger tiles: 128 x 128 per block of 4 warps, 64 x 64 per warp
 //               (32 mma per 4 + 4 fragment loads, against 8 per 2 + 2), 4 stages of K 16
 //               (the static 48 KiB of shared memory holds 4 of them).
+//  d wgmma      Hopper's warpgroup MMA (sm_90a only): one warpgroup (4 warps, 128 threads)
+//               per 64 x 128 tile of C, wgmma.mma_async.m64n128k16 per K step of 16, both
+//               operands read by the tensor cores straight from shared memory through
+//               matrix descriptors (no fragments in registers but the float32
+//               accumulators). A and B are staged in the no-swizzle K-major layout of 8 x 8
+//               core matrices (B transposed on the way in), K chunks of 64, one stage.
 //
 // Each PTX instruction sits behind a small device function: the instruction where
 // __CUDA_ARCH__ >= 800, and on the host emulation (tools/cuda_on_host, whose threads are
@@ -21,9 +27,11 @@
 // helpers take the tile's base and row stride and compute the lane's own address (the real
 // path) or read the lane's own elements (the emulation); the mma's emulation meets the
 // warp's fragments in memory between two barriers, so the fragments' register layout is
-// what is checked there too; cp.async's is a plain copy, commit and wait no-ops.
+// what is checked there too; cp.async's is a plain copy, commit and wait no-ops. wgmma's
+// emulation computes each thread's accumulators from shared memory read through the
+// descriptors' own fields (wg_element): the layout and the encoding are checked there.
 //
-// Shared rows are padded by 8 elements (16 bytes): the eight rows an 8 x 8 matrix load
+// Rungs a to c pad shared rows by 8 elements (16 bytes): the eight rows an 8 x 8 matrix load
 // touches fall in different banks, and every row stays 16-byte aligned for ldmatrix and
 // cp.async.
 //
@@ -301,4 +309,173 @@ template <typename T>
 __global__ void hgemm_wide(const Params p, T* __restrict__ out, const T* __restrict__ a,
                            const T* __restrict__ b) {
   tc_pipelined<T, 128, 128, 16, 64, 64, 4>(p, out, a, b);
+}
+
+// ---------------------------------------------------------------- d wgmma
+// Hopper's warpgroup MMA: the arch-specific target only (sm_90a, compute_90a), for which
+// NVRTC defines __CUDA_ARCH_FEAT_SM90_ALL; every other target compiles the emulation's twins
+// (the runtime launches this rung only on a capability 9.0 GPU, or on the host emulation).
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define WG_PTX 1
+#else
+#define WG_PTX 0
+#endif
+
+// a warpgroup's tile of C (WG_M x WG_N), its K chunk in shared memory, and the byte distances
+// of the no-swizzle K-major layout (WG_LBO between core matrices adjacent in K, WG_SBO
+// between those adjacent in M or N)
+constexpr int WG_M = 64, WG_N = 128, WG_BK = 64;
+constexpr unsigned WG_LBO = 128, WG_SBO = 256;
+
+// where element (r, k) of a ROWS x WG_BK operand tile (r along M or N, k along K) lies in
+// shared memory, in elements: the K steps of 16 one after another (ROWS x 16 each); in a
+// step, 8 x 8 core matrices (8 rows of 16 bytes, 128 contiguous bytes), the two of a row
+// group WG_LBO apart, row groups WG_SBO apart
+template <int ROWS>
+__device__ __forceinline__ int wg_offset(int r, int k) {
+  return (k >> 4) * (ROWS * 16) + (r >> 3) * (int)(WG_SBO / 2) + ((k >> 3) & 1) * (int)(WG_LBO / 2) +
+         (r & 7) * 8 + (k & 7);
+}
+
+// a shared-memory matrix descriptor of a tile laid out by wg_offset that starts `addr` bytes
+// into shared memory: bits 0-13 the address, 16-29 the leading (K) byte offset, 32-45 the
+// stride (M or N) byte offset, each >> 4; base offset (49-51) and swizzle (62-63) 0: none
+__device__ __forceinline__ unsigned long long wg_desc(unsigned addr) {
+  return (unsigned long long)((addr & 0x3FFFF) >> 4) | ((unsigned long long)(WG_LBO >> 4) << 16) |
+         ((unsigned long long)(WG_SBO >> 4) << 32);
+}
+
+// the descriptor of `tile`, inside the block's shared array `smem`: its shared address on
+// the GPU, its byte offset in smem on the emulation (which reads through smem)
+template <typename T>
+__device__ __forceinline__ unsigned long long wg_tile_desc(const T* smem, const T* tile) {
+#if WG_PTX
+  return wg_desc(smem_addr(tile));
+#else
+  return wg_desc((unsigned)((tile - smem) * sizeof(T)));
+#endif
+}
+
+// element (r, k) of the matrix descriptor `desc` describes, decoded as the hardware does
+// (the emulation's read: a wrong field or layout gives a wrong product)
+template <typename T>
+__device__ __forceinline__ float wg_element(const T* smem, unsigned long long desc, int r, int k) {
+  const unsigned start = (unsigned)(desc & 0x3FFF) << 4, lbo = (unsigned)((desc >> 16) & 0x3FFF) << 4;
+  const unsigned sbo = (unsigned)((desc >> 32) & 0x3FFF) << 4;
+  return (float)smem[(start + (r >> 3) * sbo + (k >> 3) * lbo + (r & 7) * 16 + (k & 7) * 2) / sizeof(T)];
+}
+
+#define WG_D8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), \
+                 "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+#define WG_D WG_D8(0), WG_D8(8), WG_D8(16), WG_D8(24), WG_D8(32), WG_D8(40), WG_D8(48), WG_D8(56)
+#define WG_REGS "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22," \
+  "%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,"    \
+  "%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63"
+// scale-d 1 (D += A B), A and B unscaled and not transposed (both K-major)
+#define WG_MMA(TY) "{ .reg .pred p; setp.ne.b32 p, %66, 0; wgmma.mma_async.sync.aligned.m64n128k16.f32." \
+  TY "." TY " {" WG_REGS "}, %64, %65, p, 1, 1, 0, 0; }"
+
+// d (the thread's 64 accumulators of the warpgroup's 64 x 128 tile: warp w holds rows 16 w
+// to 16 w + 15, and d[4 j + e] is row l / 4 (+ 8 where e >= 2), column 8 j + 2 (l % 4) +
+// e % 2 of them for lane l) += A B, A 64 x 16 and B 128 x 16 (K-major: B's transpose) in
+// shared memory as da and db describe. Asynchronous on the GPU: see wg_commit_and_wait.
+template <typename T>
+__device__ __forceinline__ void wgmma_m64n128k16(float* d, unsigned long long da, unsigned long long db,
+                                                 const T* smem) {
+#if WG_PTX
+  if constexpr (is_half<T>::value) {
+    asm volatile(WG_MMA("f16") : WG_D : "l"(da), "l"(db), "r"(1));
+  } else {
+    asm volatile(WG_MMA("bf16") : WG_D : "l"(da), "l"(db), "r"(1));
+  }
+#else
+  const int lane = threadIdx.x & 31, warp = (threadIdx.x >> 5) & 3;
+  for (int j = 0; j < WG_N / 8; j++)
+    for (int e = 0; e < 4; e++) {
+      const int r = 16 * warp + (lane >> 2) + 8 * (e >> 1), c = 8 * j + 2 * (lane & 3) + (e & 1);
+      float s = 0.0f;
+      for (int kk = 0; kk < 16; kk++) s += wg_element(smem, da, r, kk) * wg_element(smem, db, c, kk);
+      d[4 * j + e] += s;
+    }
+#endif
+}
+
+// before the warpgroup's first wgmma: its accumulators' and shared memory's earlier accesses
+// ordered before the wgmma's
+__device__ __forceinline__ void wg_fence() {
+#if WG_PTX
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#endif
+}
+
+// the wgmma issued since the last commit, as one group; then wait until none is in flight,
+// its accumulators written (the empty asm keeps the compiler from reading them earlier)
+__device__ __forceinline__ void wg_commit_and_wait(float* d) {
+#if WG_PTX
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+  asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+#pragma unroll
+  for (int i = 0; i < WG_M * WG_N / 128; i++) asm volatile("" : "+f"(d[i])::"memory");
+#endif
+}
+
+// this thread's writes to shared memory (stores, cp.async's) made visible to the async proxy
+// that wgmma reads shared memory through
+__device__ __forceinline__ void wg_proxy_fence() {
+#if WG_PTX
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
+}
+
+// 128 threads per block (one warpgroup, a 64 x 128 tile of C); K chunks of 64 (4 wgmma)
+template <typename T>
+__global__ void hgemm_wgmma(const Params p, T* __restrict__ out, const T* __restrict__ a,
+                            const T* __restrict__ b) {
+  constexpr int THREADS = 128, ACC = WG_M * WG_N / THREADS;
+  __shared__ __align__(128) T smem[(WG_M + WG_N) * WG_BK];
+  T* as = smem;
+  T* bs = smem + WG_M * WG_BK;
+  const i64 n = p[0], k = p[1], m = p[2], batches = p[3];
+  const i64 tiles_n = (n + WG_M - 1) / WG_M, tiles_m = (m + WG_N - 1) / WG_N;
+  const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
+  const T zero = T(0.0f);
+  for (i64 tile = blockIdx.x; tile < batches * tiles_n * tiles_m; tile += gridDim.x) {
+    const i64 batch = tile / (tiles_n * tiles_m), rest = tile % (tiles_n * tiles_m);
+    const i64 row0 = (rest / tiles_m) * WG_M, col0 = (rest % tiles_m) * WG_N;
+    const T* ab = a + batch * n * k;
+    const T* bb = b + batch * k * m;
+    float d[ACC];
+#pragma unroll
+    for (int i = 0; i < ACC; i++) d[i] = 0.0f;
+    for (i64 k0 = 0; k0 < k; k0 += WG_BK) {
+      // A: 8-element chunks of its rows, each a core matrix's row
+      for (int e = t; e < WG_M * WG_BK / 8; e += THREADS) {
+        const int r = e / (WG_BK / 8), c = (e % (WG_BK / 8)) * 8;
+        copy_chunk(&as[wg_offset<WG_M>(r, c)], ab, row0 + r, n, k0 + c, k);
+      }
+      // B transposed on the way in (K-major), consecutive threads along a row of B
+      for (int e = t; e < WG_BK * WG_N; e += THREADS) {
+        const int kr = e / WG_N, c = e % WG_N;
+        bs[wg_offset<WG_N>(c, kr)] = (k0 + kr < k && col0 + c < m) ? bb[(k0 + kr) * m + col0 + c] : zero;
+      }
+      cp_async_commit();
+      cp_async_wait<0>();
+      wg_proxy_fence();
+      __syncthreads();
+      wg_fence();
+      for (int s = 0; s < WG_BK / 16; s++)
+        wgmma_m64n128k16<T>(d, wg_tile_desc(smem, as + s * WG_M * 16), wg_tile_desc(smem, bs + s * WG_N * 16),
+                            smem);
+      wg_commit_and_wait(d);
+      __syncthreads();  // every wgmma has read the chunk before the next overwrites it
+    }
+    T* c = out + batch * n * m;
+#pragma unroll
+    for (int j = 0; j < WG_N / 8; j++)
+#pragma unroll
+      for (int e = 0; e < 4; e++) {
+        const i64 r = row0 + 16 * warp + (lane >> 2) + 8 * (e >> 1), col = col0 + 8 * j + 2 * (lane & 3) + (e & 1);
+        if (r < n && col < m) c[r * m + col] = T(d[4 * j + e]);
+      }
+  }
 }
