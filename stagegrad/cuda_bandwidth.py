@@ -73,13 +73,9 @@ def _cases(sg, n):
     da, db, dm, dv = (t.to("cuda") for t in (a, b, m, v))
     raw = [t._data for t in (da, db, dm, dv)]
     out = sg.empty(n, device="cuda")
-    rows_, cols = max(n // ROW, 1), min(n, ROW)
+    rows, cols = max(n // ROW, 1), min(n, ROW)
     f4 = 4  # bytes per float32
     cases = []
-
-    def result(t):
-        return lambda: t.cpu().numpy()
-
     # elementwise: the one-run branch (what a + b takes), then the same kernel's general loop,
     # made to take it by a two-dimensional layout of the same contiguous operands
     cases.append(("add", "one run, 16-byte packs", 3 * n * f4, lambda: da + db,
@@ -108,8 +104,8 @@ def _cases(sg, n):
     cases.append(("sum", "one block per output", n * f4, sum_one_block,
                   lambda: (sum_one_block(), (one.cpu().numpy(), a.double().sum().numpy()))[1]))
     # the row kernels over (rows, ROW): n's first rows * ROW elements
-    x2, dx2 = a[:rows_ * cols].reshape(rows_, cols), da[:rows_ * cols].reshape(rows_, cols)
-    n2 = rows_ * cols
+    x2, dx2 = a[:rows * cols].reshape(rows, cols), da[:rows * cols].reshape(rows, cols)
+    n2 = rows * cols
     cases.append(("softmax", f"rows of {cols}", 2 * n2 * f4, lambda: fused.softmax(dx2._data, 1),
                   lambda: (sg.Tensor._make(fused.softmax(dx2._data, 1)).cpu().numpy(),
                            sg.softmax(x2, 1).numpy())))
@@ -120,7 +116,7 @@ def _cases(sg, n):
                   lambda: (sg.Tensor._make(fused.layer_norm(dx2._data, cols, dw._data, dbias._data,
                                                             1e-5)[0]).cpu().numpy(),
                            sg.nn.functional.layer_norm(x2, (cols,), w, bias, 1e-5).numpy())))
-    target = sg.from_numpy(rng.integers(0, cols, rows_))
+    target = sg.from_numpy(rng.integers(0, cols, rows))
     dtarget = target.to("cuda")
     cases.append(("cross-entropy", f"rows of {cols}", 2 * n2 * f4,
                   lambda: fused.cross_entropy(dx2._data, dtarget._data, None, -100, 0.0),
