@@ -18,7 +18,7 @@ Without CuPy or a GPU nothing is measured: the report says why. Writes
 import math
 import time
 
-from .report import write_tables
+from .report import markdown_table, write_tables
 
 SIZE = 1 << 24  # 16M elements: the size the memory-roof target is stated at
 TOLERANCE = 1e-5  # max |got - want| / max(max |want|, 1): rounding sits far below, a wrong index far above
@@ -196,10 +196,7 @@ def markdown(report):
         body.append([r["kernel"], r["version"], f"{r['bytes'] / 1e6:.3g}",
                      f"{r['seconds'] * 1e6:.4g} µs" if ok else "WRONG", f"{r['gbs']:.0f}" if ok else "—",
                      f"{r['of_roof']:.0%}" if ok else "—", f"{r['error']:.1e}"])
-    widths = [max(len(h), *(len(row[i]) for row in body)) for i, h in enumerate(head)]
-    lines.append("| " + " | ".join(h.ljust(w) for h, w in zip(head, widths)) + " |")
-    lines.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    lines += ["| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |" for row in body]
+    lines += markdown_table(head, body)
     return "\n".join(lines)
 
 

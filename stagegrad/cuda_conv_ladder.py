@@ -10,6 +10,8 @@ float32 is float32 (PyTorch's default lets cuDNN's convolutions round to TF32).
 """
 import importlib
 
+from .report import markdown_table
+
 # (N, C, H, W, O, kernel, stride, padding): ResNet-18's convolutions at batch 32
 SHAPES = (
     (32, 3, 224, 224, 64, 7, 2, 3),
@@ -105,8 +107,5 @@ def markdown(rows):
                      f"{r['seconds'] * 1e3:.3g} ms" if ok else "WRONG",
                      f"{r['gflops']:.4g}" if ok else "—",
                      f"{r['of_cudnn']:.0%}" if r.get("of_cudnn") else "—", f"{r['error']:.1e}"])
-    widths = [max(len(h), *(len(row[i]) for row in body)) for i, h in enumerate(head)]
-    lines.append("| " + " | ".join(h.ljust(w) for h, w in zip(head, widths)) + " |")
-    lines.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    lines += ["| " + " | ".join(cell.ljust(w) for cell, w in zip(row, widths)) + " |" for row in body]
+    lines += markdown_table(head, body)
     return "\n".join(lines)

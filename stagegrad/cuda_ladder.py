@@ -19,7 +19,7 @@ Without CuPy or a GPU nothing is measured: the report says why. Writes
 import time
 
 from . import cuda_conv_ladder
-from .report import write_tables
+from .report import markdown_table, write_tables
 
 SIZES = (1024, 2048, 4096, 8192)
 QUICK = (1024, 2048)
@@ -206,10 +206,7 @@ def markdown(report):
                      f"{r['gflops']:.4g}" if ok else "—",
                      f"{r['of_cublas']:.0%}" if ok else "—",
                      "—" if r["error"] is None else f"{r['error']:.1e}"])
-    widths = [max(len(h), *(len(row[i]) for row in body)) for i, h in enumerate(head)]
-    lines.append("| " + " | ".join(h.ljust(w) for h, w in zip(head, widths)) + " |")
-    lines.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    lines += ["| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |" for row in body]
+    lines += markdown_table(head, body)
     lines += [f"Not run: tensor cores: {tier}: {why}" for tier, why in report.get("skipped", {}).items()]
     if report.get("conv"):
         lines += ["", cuda_conv_ladder.markdown(report["conv"])]

@@ -24,7 +24,7 @@ that is not available is reported with the reason. Writes ``devices.json`` and
 import statistics
 import time
 
-from .report import WIDTH, write_tables
+from .report import WIDTH, markdown_table, write_tables
 
 TRANSFER_BYTES = 16 << 20
 MLP = (784, 256, 10)
@@ -252,12 +252,6 @@ def _fmt(t):
     return f"{t * 1e6:.3g} µs" if t < 1e-3 else f"{t * 1e3:.3g} ms" if t < 1 else f"{t:.3g} s"
 
 
-def _table(head, rows):
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
-    return ["| " + " | ".join(h.ljust(w) for h, w in zip(head, widths)) + " |",
-            "|" + "|".join("-" * (w + 2) for w in widths) + "|",
-            *("| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |" for r in rows)]
-
 
 def _tables(head, rows, keep):
     """``_table``, split into several tables no wider than ``WIDTH`` when it is wider: each
@@ -265,14 +259,14 @@ def _tables(head, rows, keep):
     groups = [[]]
     for i in range(keep, len(head)):
         cols = list(range(keep)) + groups[-1] + [i]
-        wide = len(_table([head[c] for c in cols], [[r[c] for c in cols] for r in rows])[0]) > WIDTH
+        wide = len(markdown_table([head[c] for c in cols], [[r[c] for c in cols] for r in rows])[0]) > WIDTH
         if groups[-1] and wide:
             groups.append([])
         groups[-1].append(i)
     out = []
     for group in groups:
         cols = list(range(keep)) + group
-        out += ([""] if out else []) + _table([head[c] for c in cols], [[r[c] for c in cols] for r in rows])
+        out += ([""] if out else []) + markdown_table([head[c] for c in cols], [[r[c] for c in cols] for r in rows])
     return out
 
 
@@ -310,7 +304,7 @@ def markdown(report):
             for r in report["overhead"]]
     lines += ["One operation's fixed cost: `a + b` on 4 float32 elements, median time per call and "
               "how many times stage 3's time that is.", ""]
-    lines += _table(["device", "what is timed", "per call", "relative"], rows) + [""]
+    lines += markdown_table(["device", "what is timed", "per call", "relative"], rows) + [""]
     lines += _null_launch(report.get("null_launch"))
     if report["transfer"]:
         rows = [[r["device"], r["direction"], _fmt(r["seconds"]), f"{r['gib_s']:.3g} GiB/s"]
@@ -323,7 +317,7 @@ def markdown(report):
                   "directly (DMA); pageable memory the driver stages through its own page-locked buffer."
                   + (" Under the emulation both are ordinary memory and every copy a `memmove`: "
                      "those rows mean nothing." if devices.get("cuda", {}).get("software") else ""), ""]
-        lines += _table(["device", "direction", "per copy", "bandwidth"], rows) + [""]
+        lines += markdown_table(["device", "direction", "per copy", "bandwidth"], rows) + [""]
     workloads = "; ".join(f"{name}, {what}" for name, (what, _, _) in SWEEPS.items())
     lines += [f"Where a device may overtake stage 3 ({workloads}): time per call, each call on a device "
               "ending with its `synchronize()` so that its work is counted; under each device's time, "
@@ -363,7 +357,7 @@ def _null_launch(null):
              "(frontend, device layer, launcher), on any machine; and the launches and host "
              "synchronizations each call makes (a training step: forward, cross-entropy, backward and "
              "the optimizer's step, with no synchronize of its own).", ""]
-            + _table(["call", "host time per call", "launches", "syncs"], rows) + [""])
+            + markdown_table(["call", "host time per call", "launches", "syncs"], rows) + [""])
 
 
 def write(report, out):

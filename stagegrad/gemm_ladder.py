@@ -20,7 +20,7 @@ Writes ``gemm_ladder.json``, ``gemm_ladder.md`` and ``gemm_ladder.png`` to the o
 import time
 from pathlib import Path
 
-from .report import write_tables
+from .report import markdown_table, write_tables
 
 RUNGS = {1: "naive i-j-k loops", 2: "loop order i-k-j", 3: "+ packing", 4: "+ register micro-kernel",
          5: "+ cache blocking (one thread)", 6: "+ threads"}
@@ -105,10 +105,7 @@ def markdown(report):
     head = ["step", "threads", "time", "GFLOP/s", "of peak", "of OpenBLAS (1 thread)"]
     body = [[r["label"], str(r["threads"]), f"{r['seconds'] * 1e3:.3g} ms", f"{r['gflops']:.3g}",
              f"{r['of_peak']:.0%}" if r["of_peak"] else "—", f"{r['of_blas']:.0%}"] for r in report["rows"]]
-    widths = [max(len(h), *(len(row[i]) for row in body)) for i, h in enumerate(head)]
-    lines.append("| " + " | ".join(h.ljust(w) for h, w in zip(head, widths)) + " |")
-    lines.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    lines += ["| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |" for row in body]
+    lines += markdown_table(head, body)
     if peak:
         lines += ["", f"Peak: {peak:.1f} GFLOP/s ({report['peak']['by']}, one thread)."]
     return "\n".join(lines)

@@ -279,6 +279,15 @@ class TextTable:
         return "\n".join(lines)
 
 
+def markdown_table(head, rows):
+    """A Markdown table's lines: the header ``head`` and ``rows`` (lists of strings), each
+    column as wide as its widest cell."""
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
+    return ["| " + " | ".join(h.ljust(w) for h, w in zip(head, widths)) + " |",
+            "|" + "|".join("-" * (w + 2) for w in widths) + "|",
+            *("| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |" for r in rows)]
+
+
 def write_tables(out, name, data, table):
     """``name.json`` (``data``, every measurement) and ``name.md`` (``table``, Markdown) in
     the folder ``out``, made if missing; their paths."""
