@@ -134,7 +134,7 @@ def _fresh(arr, shape, dtype):
 _alloc_buffer = object.__new__
 
 
-def _dims(shape, strides):
+def merged_dims(shape, strides):
     """Sizes and strides with size-1 dims dropped and each run of dims that steps
     through memory as one dim merged: the fewest loops that visit the view."""
     sizes, sts = [], []
@@ -153,7 +153,7 @@ def _dims(shape, strides):
 def _rows(x):
     """(start of each row, row length, step between elements): the view as runs that
     one extended slice reads or writes."""
-    sizes, sts = _dims(x.shape, x.strides)
+    sizes, sts = merged_dims(x.shape, x.strides)
     if not sizes:
         return [x.offset], 1, 1
     return strided_indices(sizes[:-1], sts[:-1], x.offset), sizes[-1], sts[-1]

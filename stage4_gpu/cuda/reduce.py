@@ -2,10 +2,12 @@
 ``arg_reduce`` (argmax argmin), one block tree per output element (``kernels/reduce.cu``).
 
 Before a launch the reduction's dimensions are merged where one follows another in memory
-(``merged``), so that a contiguous run is one dimension the kernel reads without dividing;
+(stage 1's ``merged_dims``), so that a contiguous run is one dimension the kernel reads without dividing;
 and where there are too few outputs to fill the GPU (``splits``) each run is split over
 several blocks, whose partial results a second launch folds.
 """
+from stage1_strides.backend import merged_dims as merged
+
 from .kernels import CTYPE
 from .runtime import runtime
 
@@ -35,23 +37,6 @@ def _blocks(rt, nout, inner):
     """The grid of a reduction of ``nout`` runs of ``inner``: a thread per short run, else
     a block per run, at most a wave either way."""
     return rt.grid(nout) if inner <= SHORT_RUN else rt.grid(nout, 1)
-
-
-def merged(sizes, strides):
-    """``sizes`` and ``strides`` with dims of size 1 dropped and each dim merged into the one
-    before where it continues it (the outer stride is the inner's times its size): the
-    same row-major walk over fewer dims."""
-    out_sizes, out_strides = [], []
-    for n, st in zip(sizes, strides):
-        if n == 1:
-            continue
-        if out_sizes and out_strides[-1] == st * n:
-            out_sizes[-1] *= n
-            out_strides[-1] = st
-        else:
-            out_sizes.append(n)
-            out_strides.append(st)
-    return out_sizes, out_strides
 
 
 def splits(nout, inner, resident):
