@@ -14,7 +14,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 EMULATION = REPO / "tools" / "cuda_on_host"
 # the caller's switches of the cuda device: the emulated run gets the device as it comes
-CUDA_SWITCHES = ("STAGEGRAD_CUDA", "STAGEGRAD_CUDA_LAUNCH", "STAGEGRAD_CUDA_MATMUL")
+CUDA_SWITCHES = ("STAGEGRAD_CUDA", "STAGEGRAD_CUDA_LAUNCH", "STAGEGRAD_CUDA_MATMUL", "STAGEGRAD_CUDA_HALF_MATMUL",
+                 "STAGEGRAD_CUDA_CONV")
 
 
 def emulated_env():

@@ -1113,8 +1113,8 @@ class TestCuda(OnEveryDevice):
     def test_the_cuda_ladder_command_checks_and_times_every_tier(self, tmp_path):
         """``stagegrad cuda-ladder``: without a GPU it says why; with one, every tier (the
         tensor-core kernel's too) agrees with cuBLAS and has a positive time, and each
-        fraction of cuBLAS is the ratio of the times; every convolution pass agrees with
-        PyTorch's and is timed beside cuDNN's."""
+        fraction of cuBLAS is the ratio of the times; every convolution pass, on each rung of
+        the ladder, agrees with PyTorch's and is timed beside cuDNN's."""
         r = subprocess.run([sys.executable, "-m", "stagegrad", "cuda-ladder", "--sizes", "64,100",
                             "--budget", "0.2", "--conv", "quick", "--out", str(tmp_path)],
                            cwd=REPO, capture_output=True, text=True, timeout=600)
@@ -1143,7 +1143,9 @@ class TestCuda(OnEveryDevice):
         if "conv_reason" in report:
             assert report["conv_reason"] in text
             return
-        assert len(report["conv"]) == 2 * 2 * 3 * 2  # shapes, dtypes, passes, ours and cuDNN's
+        rungs = _stage4_module("cuda.conv").RUNGS
+        assert len(report["conv"]) == 2 * 2 * 3 * (len(rungs) + 1)  # shapes, dtypes, passes, each rung and cuDNN
+        assert [row["label"] for row in report["conv"][:len(rungs) + 1]] == [*rungs, "cuDNN (PyTorch)"]
         for row in report["conv"]:
             assert row["error"] <= (1e-2 if row["dtype"] == "float16" else 1e-4), row
             assert row["seconds"] > 0 and row["of_cudnn"] > 0

@@ -1,7 +1,7 @@
-"""The convolution rows of ``stagegrad cuda-ladder``: stage 4's implicit-GEMM kernels
-(``stage4_gpu/cuda/kernels/conv.cu``) beside PyTorch's cuDNN on ResNet-18's layer shapes,
-in float32 (CUDA cores) and float16 (tensor cores), each pass (forward, input gradient,
-weight gradient) timed on the same operands.
+"""The convolution rows of ``stagegrad cuda-ladder``: each rung of stage 4's implicit-GEMM
+ladder (``stage4_gpu/cuda/kernels/conv.cu``, ``conv.RUNGS``) beside PyTorch's cuDNN on
+ResNet-18's layer shapes, in float32 (CUDA cores) and float16 (tensor cores), each pass
+(forward, input gradient, weight gradient) timed on the same operands.
 
 Every pass is first checked against PyTorch's float32 result on the same (rounded)
 operands: max |ours - theirs| / max |theirs| at most TOLERANCE for its dtype, else the row
@@ -34,7 +34,8 @@ def shape_label(shape):
 
 
 def _passes(conv, torch, shape, dtype, cupy):
-    """(pass, our call, our result, PyTorch's call, PyTorch's float32 reference) for each pass."""
+    """(pass, our call of a rung, our result, PyTorch's call, PyTorch's float32 reference)
+    for each pass."""
     n, c, h, w, o, k, s, p = shape
     oh, ow = (h + 2 * p - k) // s + 1, (w + 2 * p - k) // s + 1
     params = [n, c, h, w, o, oh, ow, k, k, s, s, p, p, 1, 1, 1]
@@ -47,18 +48,18 @@ def _passes(conv, torch, shape, dtype, cupy):
     y, gx, gw = cupy.empty((n, o, oh, ow), dtype), cupy.empty_like(x), cupy.empty_like(wt)
     ctype = _CTYPE[dtype]
     return [
-        ("forward", lambda: conv.forward(ctype, params, y, x, wt, b, False), y,
+        ("forward", lambda rung: conv.forward(ctype, params, y, x, wt, b, False, rung), y,
          lambda: F.conv2d(tx, tw, tb, s, p), lambda: F.conv2d(fx, fw, fb, s, p)),
-        ("input grad", lambda: conv.input_grad(ctype, params, gx, g, wt, False), gx,
+        ("input grad", lambda rung: conv.input_grad(ctype, params, gx, g, wt, False, rung), gx,
          lambda: grad.conv2d_input(tx.shape, tw, tg, s, p), lambda: grad.conv2d_input(fx.shape, fw, fg, s, p)),
-        ("weight grad", lambda: conv.weight_grad(ctype, params, gw, g, x, False), gw,
+        ("weight grad", lambda rung: conv.weight_grad(ctype, params, gw, g, x, False, rung), gw,
          lambda: grad.conv2d_weight(tx, tw.shape, tg, s, p), lambda: grad.conv2d_weight(fx, fw.shape, fg, s, p)),
     ]
 
 
 def measure(sg, rt, torch, best, budget, shapes=SHAPES):
-    """Every shape, dtype and pass: our kernel's row and cuDNN's, as dicts. ``best(call,
-    stream, budget)`` times a call (cuda_ladder's CUDA events)."""
+    """Every shape, dtype and pass: a row for each rung and one for cuDNN, as dicts.
+    ``best(call, stream, budget)`` times a call (cuda_ladder's CUDA events)."""
     import cupy
     conv = importlib.import_module(sg.__name__ + ".cuda.conv")
     rows = []
@@ -75,20 +76,23 @@ def measure(sg, rt, torch, best, budget, shapes=SHAPES):
                         ref = cupy.asarray(reference().contiguous())
                         scale = float(cupy.abs(ref).max()) or 1.0
                         cudnn = {}
-                        for label, call, got in (
-                                ("ours", ours, lambda: result),
-                                ("cuDNN (PyTorch)", lambda: cudnn.__setitem__("r", theirs()),
-                                 lambda: cupy.asarray(cudnn["r"].contiguous()))):
+                        kernels = [(rung, lambda rung=rung: ours(rung), lambda: result) for rung in conv.RUNGS]
+                        kernels.append(("cuDNN (PyTorch)", lambda: cudnn.__setitem__("r", theirs()),
+                                        lambda: cupy.asarray(cudnn["r"].contiguous())))
+                        cell = []
+                        for label, call, got in kernels:
+                            result.fill(float("nan"))  # a rung that writes nothing is WRONG, not the last one's
                             call()
                             error = float(cupy.abs(got().astype(cupy.float32) - ref).max()) / scale
                             seconds = best(call, rt.stream, budget) if error <= TOLERANCE[dtype] else None
-                            rows.append({"shape": shape_label(shape), "dtype": dtype, "pass": name, "label": label,
+                            cell.append({"shape": shape_label(shape), "dtype": dtype, "pass": name, "label": label,
                                          "error": error, "seconds": seconds,
                                          "gflops": flops / seconds / 1e9 if seconds else None})
-                        ours_row, peer = rows[-2], rows[-1]
-                        for r in (ours_row, peer):
+                        peer = cell[-1]
+                        for r in cell:
                             r["of_cudnn"] = (peer["seconds"] / r["seconds"]
                                              if r["seconds"] and peer["seconds"] else None)
+                        rows += cell
     finally:
         torch.backends.cudnn.allow_tf32 = tf32
     return rows
@@ -96,10 +100,11 @@ def measure(sg, rt, torch, best, budget, shapes=SHAPES):
 
 def markdown(rows):
     """The convolution table."""
-    lines = ["Convolution (implicit GEMM, `conv.cu`) beside cuDNN: each pass checked against PyTorch's "
+    lines = ["Convolution, each rung of the implicit-GEMM ladder (`conv.cu`) beside cuDNN: each pass checked "
+             "against PyTorch's "
              f"float32 result first (max error / max |result|, at most {TOLERANCE['float32']:g} in float32, "
              f"{TOLERANCE['float16']:g} in float16), TF32 off.", ""]
-    head = ["shape", "dtype", "pass", "kernel", "time", "GFLOP/s", "of cuDNN", "error"]
+    head = ["shape", "dtype", "pass", "rung", "time", "GFLOP/s", "of cuDNN", "error"]
     body = []
     for r in rows:
         ok = r["seconds"] is not None

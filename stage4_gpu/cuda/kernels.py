@@ -67,10 +67,10 @@ KERNELS = {
     **{name: Kernel("optim", _P + ("hyper", "tensors"))
        for name in ("adam_step", "sgd_step", "rmsprop_step")},
     # conv.cu: groups 1 as implicit GEMM, depthwise direct (out, then the two operands; the
-    # forward's last pointer is the bias)
-    "conv2d_forward": Kernel("conv", _P + ("ptr",) * 4),
-    "conv2d_input_grad": Kernel("conv", _P + ("ptr",) * 3),
-    "conv2d_weight_grad": Kernel("conv", _P + ("ptr",) * 3),
+    # forward's fourth pointer is the bias; an implicit GEMM's last, a split K's workspace)
+    "conv2d_forward": Kernel("conv", _P + ("ptr",) * 5),
+    "conv2d_input_grad": Kernel("conv", _P + ("ptr",) * 4),
+    "conv2d_weight_grad": Kernel("conv", _P + ("ptr",) * 4),
     "depthwise_forward": Kernel("conv", _P + ("ptr",) * 4),
     "depthwise_input_grad": Kernel("conv", _P + ("ptr",) * 3),
     "depthwise_weight_grad": Kernel("conv", _P + ("ptr",) * 3),

@@ -39,13 +39,13 @@ def _blocks(rt, nout, inner):
     return rt.grid(nout) if inner <= SHORT_RUN else rt.grid(nout, 1)
 
 
-def splits(nout, inner, resident):
+def splits(nout, inner, resident, least=SPLIT_RUN):
     """Parts to split each of ``nout`` runs of ``inner`` elements into: enough blocks for
-    the ``resident`` the GPU holds at once, each part at least SPLIT_RUN long; 1 (no split)
-    where the outputs fill the GPU alone."""
-    if 2 * nout >= resident or inner < 2 * SPLIT_RUN:
+    the ``resident`` the GPU holds at once, each part at least ``least`` long; 1 (no split)
+    where the outputs fill the GPU alone. (A convolution's tiles split their depth so too.)"""
+    if 2 * nout >= resident or inner < 2 * least:
         return 1
-    return max(1, min(-(-resident // nout), inner // SPLIT_RUN))
+    return max(1, min(-(-resident // nout), inner // least))
 
 
 class ReduceKernels:
