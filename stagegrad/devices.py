@@ -30,8 +30,9 @@ TRANSFER_BYTES = 16 << 20
 MLP = (784, 256, 10)
 FULL = {"add": [10 ** k for k in range(2, 8)], "matmul": [64, 128, 256, 512, 1024],
         "MLP step": [16, 64, 256, 1024], "CNN step": [16, 64, 256]}
+# --quick: the sweep's shape, in seconds (a CNN step of 64 on a software adapter takes several)
 QUICK = {"add": [10 ** k for k in range(2, 7)], "matmul": [64, 128, 256], "MLP step": [16, 64, 256],
-         "CNN step": [16, 64]}
+         "CNN step": [4, 16]}
 
 
 def _pair(sg, dev, *shape):

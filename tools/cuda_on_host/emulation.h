@@ -1,8 +1,10 @@
 // The CUDA the project's kernels use, on the host (tools/cuda_on_host): a kernel's blocks
 // run one after another, and a block's threads one after another too. A kernel with
-// __syncthreads runs each thread as a fiber (a ucontext with its own stack) on the calling
-// OS thread: every thread runs up to its next barrier, then the next thread does, so no
-// thread passes a barrier before all have reached it. One OS thread whatever the block
+// __syncthreads runs each thread as a fiber (a stack of its own, entered through a ucontext)
+// on the calling OS thread: every thread runs up to its next barrier, then the next thread
+// does, so no thread passes a barrier before all have reached it. A switch at a barrier is
+// _setjmp/_longjmp, which save no signal mask (swapcontext's system call per switch cost
+// more than the kernels' work in a block with many barriers). One OS thread whatever the block
 // size: the emulation's cost is the kernels' work, not the scheduler's. Shared memory is a
 // static variable: one block at a time uses it. Nothing here is GPU behaviour beyond what
 // a correct kernel may rely on: barriers, shared memory, the index built-ins.
@@ -10,12 +12,15 @@
 // A stream can capture (CUDA graphs): a launch on a capturing stream copies its argument
 // bytes into a record and runs nothing, as the driver records a launch into a graph; the
 // emulated CuPy's Graph replays the records in order (see Stream and record below).
+// glibc's fortified longjmp refuses a jump to another stack, which is what a fiber switch is
+#undef _FORTIFY_SOURCE
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
 #include <vector>
 #include <math.h>
+#include <setjmp.h>
 #include <ucontext.h>
 
 // glibc's tanhf, within 2 ulp as CUDA's, measured 2.02 by the accuracy test's yardstick:
@@ -34,16 +39,16 @@ static dim3 blockIdx, blockDim, gridDim;
 static dim3 threadIdx;
 
 namespace on_host {
-// the fibers of the block being run (see launch): the scheduler's context, and where a
-// thread at a barrier returns to it
-static ucontext_t scheduler;
-static ucontext_t* running_fiber = nullptr;
+// the fibers of the block being run (see launch): where the scheduler resumes, and where
+// the running thread resumes after its barrier
+static jmp_buf scheduler;
+static jmp_buf* running_fiber = nullptr;
 }  // namespace on_host
 
 // a thread at a barrier hands the OS thread back to the scheduler, which resumes it once
 // every other thread of the block has reached the barrier too
 inline void __syncthreads() {
-  if (on_host::running_fiber) swapcontext(on_host::running_fiber, &on_host::scheduler);
+  if (on_host::running_fiber && !_setjmp(*on_host::running_fiber)) _longjmp(on_host::scheduler, 1);
 }
 // CUDA's compare-and-swap: one thread runs at a time here (blocks in turn, a block's
 // threads as fibers that switch only at barriers), so a plain read and write is atomic
@@ -78,8 +83,13 @@ struct Fiber {
   static inline void** args = nullptr;
   static void entry() {
     call(kernel, args, std::index_sequence_for<P...>{});
-    fiber_exited = true;  // returning resumes the scheduler (uc_link)
+    fiber_exited = true;
+    _longjmp(scheduler, 1);  // never returns: the fiber's stack is reused by the next block
   }
+};
+
+struct Resume {
+  jmp_buf at;  // a thread's place at its barrier
 };
 
 template <typename... P>
@@ -98,8 +108,11 @@ void launch(void (*kernel)(P...), dim3 grid, dim3 block, void** args, bool barri
     stacks = static_cast<char*>(std::malloc(threads * FIBER_STACK));
     stack_count = threads;
   }
-  std::vector<ucontext_t> fibers(barriers ? threads : 0);
-  std::vector<char> done(threads);
+  std::vector<ucontext_t> fibers(barriers ? threads : 0);  // each thread's start
+  std::vector<Resume> resume(barriers ? threads : 0);
+  std::vector<char> done(threads), started(threads);
+  ucontext_t blank;
+  if (barriers) getcontext(&blank);
   Fiber<P...>::kernel = kernel;
   Fiber<P...>::args = args;
   for (unsigned z = 0; z < grid.z; z++)
@@ -114,12 +127,12 @@ void launch(void (*kernel)(P...), dim3 grid, dim3 block, void** args, bool barri
           continue;
         }
         for (unsigned t = 0; t < threads; t++) {
-          getcontext(&fibers[t]);
+          fibers[t] = blank;
           fibers[t].uc_stack.ss_sp = stacks + t * FIBER_STACK;
           fibers[t].uc_stack.ss_size = FIBER_STACK;
-          fibers[t].uc_link = &scheduler;  // a thread that returns has exited: back here
+          fibers[t].uc_link = nullptr;  // a thread's entry jumps back to the scheduler itself
           makecontext(&fibers[t], Fiber<P...>::entry, 0);
-          done[t] = 0;
+          done[t] = started[t] = 0;
         }
         // rounds: each live thread runs to its next barrier (or its end); the next round
         // starts when all have, so every barrier sees the whole block arrive
@@ -127,9 +140,13 @@ void launch(void (*kernel)(P...), dim3 grid, dim3 block, void** args, bool barri
           for (unsigned t = 0; t < threads; t++) {
             if (done[t]) continue;
             threadIdx = index(t);
-            running_fiber = &fibers[t];
+            running_fiber = &resume[t].at;
             fiber_exited = false;
-            swapcontext(&scheduler, &fibers[t]);
+            if (!_setjmp(scheduler)) {  // a thread comes back here at its barrier or its end
+              if (started[t]) _longjmp(resume[t].at, 1);
+              started[t] = 1;
+              setcontext(&fibers[t]);
+            }
             if (fiber_exited) {
               done[t] = 1;
               live--;
