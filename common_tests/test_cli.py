@@ -383,6 +383,8 @@ def test_models_command_checks_each_stage_against_pytorch_then_times_it(tmp_path
         assert check["ok"] and abs(check["loss"] - reference) <= 1e-3 * abs(reference)
         if mode == "eval":  # the eval forward's logits are PyTorch's, to float32 rounding
             assert check["logits_max_abs_diff"] < 1e-3, row
+        else:  # the first step's gradients are PyTorch's float64 ones, to float32 rounding
+            assert check["gradient_error"] < 1e-4 and math.isfinite(check["update_error"]), row
         if impl != "torch":
             assert row["pool_misses_per_step"] >= 0
         else:
@@ -402,6 +404,11 @@ def test_models_command_refuses_to_time_a_wrong_answer(tmp_path):
     shift = ("from stagegrad import models_bench as mb\nreal = mb.reference\n"
              "def shifted(*a):\n    ref = real(*a)\n    ref['logits'] = ref['logits'] + 1.0\n"
              "    ref['train_loss'] += 1.0\n    return ref\nmb.reference = shifted")
+    # or only one gradient and one update: the first layer's filters' (a loss alone misses them)
+    nudge = ("from stagegrad import models_bench as mb\nreal = mb.reference\n"
+             "def nudged(*a):\n    ref = real(*a)\n    name = next(iter(ref['exact']))\n"
+             "    g, u = ref['exact'][name]\n    ref['exact'][name] = (g * 1.1, u * 0.9)\n    return ref\n"
+             "mb.reference = nudged")
     r = _models(tmp_path, "--models", "cnn", "--threads", "1", code=shift)
     assert r.returncode == 1
     assert "computes a different answer from torch: logits differ by up to" in r.stderr, r.stderr[-3000:]
@@ -409,6 +416,12 @@ def test_models_command_refuses_to_time_a_wrong_answer(tmp_path):
     rows = json.loads((tmp_path / "models.json").read_text())["rows"]
     assert {row["status"] for row in rows if row["impl"] != "torch"} == {"wrong"}
     assert all(row["time_s"] is None for row in rows if row["status"] == "wrong")
+    r = _models(tmp_path, "--models", "cnn", "--threads", "1", code=nudge)
+    assert r.returncode == 1
+    assert "the gradient of" in r.stderr and "the update of" in r.stderr, r.stderr[-3000:]
+    rows = json.loads((tmp_path / "models.json").read_text())["rows"]
+    assert {(row["mode"], row["status"]) for row in rows if row["impl"] != "torch"} == {("eval", "ok"),
+                                                                                       ("train", "wrong")}
 
 
 # ------------------------------------------------------------------ stagegrad conv-ladder
