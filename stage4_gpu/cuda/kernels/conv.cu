@@ -268,6 +268,14 @@ template <typename T> using acc_t = typename core_of<T>::type::Acc;
 
 // ---------------------------------------------------------------- the rungs
 
+// element e of an operand's 64 x 16 tile as (row or column, depth): consecutive threads walk
+// the way the operand is contiguous in memory (coalesced)
+template <bool ALONG_K>
+__device__ __forceinline__ void place(int e, int& r, int& k) {
+  if constexpr (ALONG_K) r = e / CV_K, k = e % CV_K;
+  else r = e % CV_TILE, k = e / CV_TILE;
+}
+
 // DIRECT: a thread per output, the whole depth in a loop
 template <typename T, typename P>
 __device__ void direct(const P& pb) {
@@ -311,20 +319,17 @@ __device__ void tiled(const P& pb, i64 parts, i64 part_depth, acc_t<T>* work) {
     auto keys = [&](i64 k0, int buf) {
       if (t < CV_K && k0 + t < ke) depths[buf][t] = pb.depth(k0 + t);
     };
-    // this thread's elements of the k-tile at k0 (its keys in depths[buf]) into registers;
-    // consecutive threads walk the way each operand is contiguous in memory (coalesced)
+    // this thread's elements of the k-tile at k0 (its keys in depths[buf]) into registers
     auto fetch = [&](i64 k0, int buf, T* ra, T* rb) {
       for (int j = 0; j < CV_LOADS; j++) {
-        const int e = t + CV_THREADS * j;
-        int r = e % CV_TILE, k = e / CV_TILE;
-        if constexpr (P::A_ALONG_K) r = e / CV_K, k = e % CV_K;
+        int r, k, c, kk;
+        place<P::A_ALONG_K>(t + CV_THREADS * j, r, k);
+        place<P::B_ALONG_K>(t + CV_THREADS * j, c, kk);
         ra[j] = T(0.0f);
         if (m0 + r < M && k0 + k < ke) {
           if constexpr (R >= OFFSETS) ra[j] = pb.a(rows[r], depths[buf][k]);
           else ra[j] = pb.a(pb.row(m0 + r), pb.depth(k0 + k));
         }
-        int c = e % CV_TILE, kk = e / CV_TILE;
-        if constexpr (P::B_ALONG_K) c = e / CV_K, kk = e % CV_K;
         rb[j] = T(0.0f);
         if (n0 + c < N && k0 + kk < ke) {
           if constexpr (R >= OFFSETS) rb[j] = pb.b(depths[buf][kk], cols[c]);
@@ -335,12 +340,10 @@ __device__ void tiled(const P& pb, i64 parts, i64 part_depth, acc_t<T>* work) {
     // ... and from registers into the shared tiles as[buf], bs[buf]
     auto put = [&](int buf, const T* ra, const T* rb) {
       for (int j = 0; j < CV_LOADS; j++) {
-        const int e = t + CV_THREADS * j;
-        int r = e % CV_TILE, k = e / CV_TILE;
-        if constexpr (P::A_ALONG_K) r = e / CV_K, k = e % CV_K;
+        int r, k, c, kk;
+        place<P::A_ALONG_K>(t + CV_THREADS * j, r, k);
+        place<P::B_ALONG_K>(t + CV_THREADS * j, c, kk);
         as[buf][Core::ai(r, k)] = ra[j];
-        int c = e % CV_TILE, kk = e / CV_TILE;
-        if constexpr (P::B_ALONG_K) c = e / CV_K, kk = e % CV_K;
         bs[buf][Core::bi(kk, c)] = rb[j];
       }
     };
