@@ -370,8 +370,8 @@ def test_models_command_checks_each_stage_against_pytorch_then_times_it(tmp_path
     impls = COMPILED + ["torch"]
     assert [i["name"] for i in report["implementations"]] == impls and report["reference"] == "torch"
     cells = {(row["model"], row["mode"], row["threads"], row["impl"]): row for row in report["rows"]}
-    assert set(cells) == {(m, mode, n, i) for m in ("cnn", "gpt") for mode in ("train", "eval")
-                          for n in (1, 2) for i in impls}
+    modes = {"cnn": ("train", "loop", "eval"), "gpt": ("train", "eval")}  # the CNN is train's: its loop too
+    assert set(cells) == {(m, mode, n, i) for m in modes for mode in modes[m] for n in (1, 2) for i in impls}
     for (model, mode, threads, impl), row in cells.items():
         assert row["status"] == "ok", row
         assert row["library_threads"] == threads  # both sides on the same count
@@ -383,7 +383,7 @@ def test_models_command_checks_each_stage_against_pytorch_then_times_it(tmp_path
         assert check["ok"] and abs(check["loss"] - reference) <= 1e-3 * abs(reference)
         if mode == "eval":  # the eval forward's logits are PyTorch's, to float32 rounding
             assert check["logits_max_abs_diff"] < 1e-3, row
-        else:  # the first step's gradients are PyTorch's float64 ones, to float32 rounding
+        elif mode == "train":  # the first step's gradients are PyTorch's float64 ones, to float32 rounding
             assert check["gradient_error"] < 1e-4 and math.isfinite(check["update_error"]), row
         if impl != "torch":
             assert row["pool_misses_per_step"] >= 0
@@ -394,6 +394,7 @@ def test_models_command_checks_each_stage_against_pytorch_then_times_it(tmp_path
     table = (tmp_path / "models.md").read_text()
     assert "**1 thread** on every side" in table and "**2 threads** on every side" in table
     assert "| MNIST CNN   | 16    | train |" in table and "GPT 4x128" in table
+    assert "| MNIST CNN   | 16    | loop  |" in table and "the loop `stagegrad train` runs" in table
 
 
 @pytest.mark.needs_torch
@@ -403,7 +404,8 @@ def test_models_command_refuses_to_time_a_wrong_answer(tmp_path):
     # the reference's answers shifted: every stage now disagrees with it
     shift = ("from stagegrad import models_bench as mb\nreal = mb.reference\n"
              "def shifted(*a):\n    ref = real(*a)\n    ref['logits'] = ref['logits'] + 1.0\n"
-             "    ref['train_loss'] += 1.0\n    return ref\nmb.reference = shifted")
+             "    ref['train_loss'] += 1.0\n    ref['loop']['loss'] += 1.0\n    return ref\n"
+             "mb.reference = shifted")
     # or only one gradient and one update: the first layer's filters' (a loss alone misses them)
     nudge = ("from stagegrad import models_bench as mb\nreal = mb.reference\n"
              "def nudged(*a):\n    ref = real(*a)\n    name = next(iter(ref['exact']))\n"
@@ -420,8 +422,8 @@ def test_models_command_refuses_to_time_a_wrong_answer(tmp_path):
     assert r.returncode == 1
     assert "the gradient of" in r.stderr and "the update of" in r.stderr, r.stderr[-3000:]
     rows = json.loads((tmp_path / "models.json").read_text())["rows"]
-    assert {(row["mode"], row["status"]) for row in rows if row["impl"] != "torch"} == {("eval", "ok"),
-                                                                                       ("train", "wrong")}
+    assert {(row["mode"], row["status"]) for row in rows if row["impl"] != "torch"} == {
+        ("eval", "ok"), ("train", "wrong"), ("loop", "ok")}
 
 
 # ------------------------------------------------------------------ stagegrad conv-ladder
