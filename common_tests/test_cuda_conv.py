@@ -10,7 +10,7 @@ as two launches, and no other rung may; an unknown rung is refused by name.
 import numpy as np
 import pytest
 
-from .emulation import run_emulated
+from .emulation import REPO, run_emulated
 from .oracle import need_torch
 
 # one worker runs the program once for every test here
@@ -106,7 +106,7 @@ def test_an_unknown_rung_is_refused_by_name(report):
 
 
 def test_the_rungs_are_conv_cu_s_enum_in_order():
-    source = (run_emulated.__globals__["REPO"] / "stage4_gpu/cuda/kernels/conv.cu").read_text()
+    source = (REPO / "stage4_gpu/cuda/kernels/conv.cu").read_text()
     enum = source[source.index("enum Rung {"):].split("}")[0]
     names = [part.split("=")[0].strip().lower() for part in enum.split("{")[1].split(",")]
     values = [int(part.split("=")[1]) for part in enum.split("{")[1].split(",")]

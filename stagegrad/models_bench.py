@@ -217,6 +217,16 @@ def _optimizer(lib, model, kind):
     return lib.optim.AdamW(model.parameters(), lr=1e-3)
 
 
+def _built(impl, model, state, double=False):
+    """``model`` built on ``impl`` with the values of ``state`` (a state dict of NumPy arrays),
+    in float64 parameters where ``double``."""
+    net = model.build(impl.lib)
+    if double:
+        net = net.double()
+    net.load_state_dict({k: impl.tensor(v) for k, v in state.items()})
+    return net
+
+
 class Session:
     """One model built on one implementation from a state dict (NumPy arrays), with its
     eval forward and its training step as zero-argument calls on fixed data; in float64
@@ -225,11 +235,9 @@ class Session:
     def __init__(self, impl, model, state, x, y, double=False):
         from .train_text import logits_of
         lib = impl.lib
-        self.net = model.build(lib)
-        if double:  # float64 parameters (and images), the state's values widened into them
-            self.net = self.net.double()
+        self.net = _built(impl, model, state, double)
+        if double:  # the images too
             x = x.astype("float64") if x.dtype.kind == "f" else x
-        self.net.load_state_dict({k: impl.tensor(v) for k, v in state.items()})
         self.x, self.y = impl.tensor(x), impl.tensor(y)
         self.opt = _optimizer(lib, self.net, model.optimizer)
 
@@ -267,8 +275,7 @@ class Loop:
         import numpy as np
         lib = impl.lib
         data = lib.utils.data
-        self.net = model.build(lib)
-        self.net.load_state_dict({k: impl.tensor(v) for k, v in state.items()})
+        self.net = _built(impl, model, state)
         self.net.train()
         order = [int(i) for i in np.random.default_rng(1).permutation(len(x))]
         loader = data.DataLoader(data.TensorDataset(impl.tensor(x), impl.tensor(y)), batch_size=batch, sampler=order)

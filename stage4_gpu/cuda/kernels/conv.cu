@@ -89,16 +89,15 @@ __device__ __forceinline__ Pixel output_pixel(const Geometry& g, i64 m, i64 chan
   return {n * channels * g.h * g.w, n * g.o * pix + p, (p / g.ow) * g.sh - g.ph, (p % g.ow) * g.sw - g.pw};
 }
 
-// the key of tap k (C KH KW, or O KH KW, of them) in a plane of `plane` elements, with
-// `filter` its offset among the filters
-__device__ __forceinline__ Tap filter_tap(const Geometry& g, i64 k, i64 plane, i64 filter) {
-  const i64 taps = g.kh * g.kw, r = k % taps;
-  return {(k / taps) * plane, filter, (r / g.kw) * g.dh, (r % g.kw) * g.dw};
+// the key of tap (i, j) of a channel at `off`, with `filter` its offset among the filters
+__device__ __forceinline__ Tap window_tap(const Geometry& g, i64 off, i64 i, i64 j, i64 filter = 0) {
+  return {off, filter, i * g.dh, j * g.dw};
 }
 
-// the key of tap (i, j) of a channel at `off`
-__device__ __forceinline__ Tap window_tap(const Geometry& g, i64 off, i64 i, i64 j) {
-  return {off, 0, i * g.dh, j * g.dw};
+// the key of tap k (C KH KW, or O KH KW, of them) in a plane of `plane` elements
+__device__ __forceinline__ Tap filter_tap(const Geometry& g, i64 k, i64 plane, i64 filter) {
+  const i64 taps = g.kh * g.kw, r = k % taps;
+  return window_tap(g, (k / taps) * plane, r / g.kw, r % g.kw, filter);
 }
 
 // ---------------------------------------------------------------- the three products
