@@ -303,9 +303,11 @@ def test_transposed_strided_and_broadcast_operands(gemm):
     _check(e.numpy(), B[:30], (e @ tB[:30]).numpy(), np.float32)
 
 
+# the last two cross the tile path's blocks of k (256) and of rows (64)
 @pytest.mark.parametrize("shape, transposed", [((1, 1, 1), False), ((5, 7, 3), False), ((33, 65, 17), False),
                                                ((64, 64, 64), False), ((40, 1030, 70), False),
-                                               ((37, 45, 29), True), ((2, 31, 33, 45), False)])
+                                               ((37, 45, 29), True), ((2, 31, 33, 45), False),
+                                               ((130, 530, 90), False), ((97, 300, 260), True)])
 def test_bfloat16_products_on_tiles_and_widened(shape, transposed):
     """bfloat16 matmul, on AMX tiles where this machine has them and through our float32 GEMM
     (widening as it packs) otherwise, both run here: each within float32 summation of the
@@ -321,13 +323,17 @@ def test_bfloat16_products_on_tiles_and_widened(shape, transposed):
     exact = (ta.double() @ tb.double()).numpy()
     bound = 2.0 ** -8 * np.abs(exact) + k * 2.0 ** -23 * (ta.double().abs() @ tb.double().abs()).numpy()
     theirs = (ta @ tb).float().numpy()
+    threads = s3.get_num_threads()
     try:
         for s3.backend.BF16_TILES in ((True, False) if K.has_bf16_tiles() else (False,)):
-            ours = (a @ b).float().numpy()
-            assert ours.shape == exact.shape and np.all(np.abs(ours - exact) <= bound), s3.backend.BF16_TILES
-            np.testing.assert_allclose(ours, theirs, rtol=2.0 ** -7, atol=2.0 ** -7 * np.abs(theirs).max())
+            for count in (1, 2):  # the tile path's threads share out rows and pack B together
+                s3.set_num_threads(count)
+                ours = (a @ b).float().numpy()
+                assert ours.shape == exact.shape and np.all(np.abs(ours - exact) <= bound), s3.backend.BF16_TILES
+                np.testing.assert_allclose(ours, theirs, rtol=2.0 ** -7, atol=2.0 ** -7 * np.abs(theirs).max())
     finally:
         s3.backend.BF16_TILES = True
+        s3.set_num_threads(threads)
 
 
 def test_gemm_choice_and_its_errors():

@@ -10,17 +10,21 @@
 //   every AMX library (PyTorch's bfloat16 matmul on this hardware runs the same instruction).
 //   Eight tile registers: four hold a 32 x 32 block of C, two the block's 32 rows of A and
 //   two its 32 columns of B, so each tile loaded feeds two products.
-//   Packing: both operands into whole tiles, each 1 KiB contiguous (16 rows of 64 bytes), in
-//   the order the k loop reads them: A's 16-row groups, each a run of 16 x 32 tiles along k;
-//   B's 16-column groups, each a run of VNNI tiles along k. m, n and k are rounded up to 32
-//   and zero-padded, and any strides are read (a transposed operand costs nothing extra).
-//   Tile loads with a 64-byte stride read 1 KiB in sequence; loads straight from row-major
-//   panels, 16 lines 1 or 2 KiB apart, ran at a third of the speed.
-//   Blocking: k in blocks of KC (C accumulates across them in place: a long KC keeps C's
-//   tiles loaded and stored rarely), m in blocks of MC that threads share out; within a block,
-//   each 32-column panel of B is reused by every 32-row block of A from L2. Tiles at the edges
-//   of C go through a 16 x 16 scratch tile so nothing outside C is written. Measured against
-//   the other loop order and KC from 256 to 1024 (stagegrad's bench_half.Matmul).
+//   Packing: both operands into whole tiles, each 1 KiB contiguous (16 rows of 64 bytes) and
+//   64-byte aligned, in the order the k loop reads them: A's 16-row groups, each a run of
+//   16 x 32 tiles along k; B's 16-column groups, each a run of VNNI tiles along k. Edges are
+//   zero-padded to whole tiles, and any strides are read (a transposed operand costs nothing
+//   extra). Tile loads with a 64-byte stride read 1 KiB in sequence; loads straight from
+//   row-major panels, 16 lines 1 or 2 KiB apart, ran at a third of the speed, and tiles whose
+//   rows straddle two cache lines (an unaligned buffer) at two thirds.
+//   Blocking (BLIS's loops, with a 32 x 32 block of C as the micro-tile): k in blocks of KC;
+//   per block, B's KC x n is packed by all threads together (it stays in L2), then each thread
+//   packs MC of its rows of A at a time and runs each 32-row micro-panel of them (KC x 32 x 2
+//   bytes: 16 KiB, in L1) across every 32-column panel of B. With KC = 256 that B block is
+//   512 KiB for n = 1024. Measured (1 thread, n = 512 to 2048) against KC from 256 to 1024,
+//   MC from 64 to 512 and the other loop order: this order and KC = 256 won at every size,
+//   though C is read and written back once per KC; the old loops, packing everything first
+//   and keeping a 32-column panel of B (64 KiB, past L1) across the rows, ran at half.
 #pragma once
 
 #if defined(__x86_64__) && defined(__AVX512F__)
@@ -31,7 +35,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <vector>
 
 #include <immintrin.h>
@@ -43,7 +46,7 @@
 namespace sg3 {
 namespace amx {
 
-constexpr std::int64_t KC = 1024, MC = 256;
+constexpr std::int64_t KC = 256, MC = 64;
 
 // Whether the CPU has AMX-BF16 and Linux lets this process use the tile data (asked once:
 // ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA, which a kernel without AMX support refuses).
@@ -115,11 +118,11 @@ inline void edge_out(float* c, std::int64_t ldc, std::int64_t m, std::int64_t n,
         for (std::int64_t s = 0; s < 16 && j + s < n; ++s) c[(i + r) * ldc + j + s] = tmp[r * 16 + s];
 }
 
-// The 32 x 32 block of C at (i, j) (+)= A rows [i, i+32) @ B columns [j, j+32) over k [p0, p1);
-// `steps` tiles of 32 along k in each 16-row group of packed A and 16-column group of packed B
-inline void block(const std::uint16_t* pa, const std::uint16_t* pb, std::int64_t steps, std::int64_t p0,
-                  std::int64_t p1, float* c, std::int64_t ldc, std::int64_t m, std::int64_t n, std::int64_t i,
-                  std::int64_t j, bool first, float* tmp) {
+// The 32 x 32 block of C at (i, j) (+)= its 32 rows of packed A (a0: two 16-row groups) @ its 32
+// columns of packed B (b0: two 16-column groups), each group a run of `steps` tiles along k
+inline void block(const std::uint16_t* a0, const std::uint16_t* b0, std::int64_t steps, float* c,
+                  std::int64_t ldc, std::int64_t m, std::int64_t n, std::int64_t i, std::int64_t j, bool first,
+                  float* tmp) {
     if (first) {
         _tile_zero(0);
         _tile_zero(1);
@@ -130,9 +133,7 @@ inline void block(const std::uint16_t* pa, const std::uint16_t* pb, std::int64_t
     SG3_AMX_LOAD_C(1, i, j + 16);
     SG3_AMX_LOAD_C(2, i + 16, j);
     SG3_AMX_LOAD_C(3, i + 16, j + 16);
-    const std::uint16_t* a0 = pa + (i / 16) * steps * 512;
-    const std::uint16_t* b0 = pb + (j / 16) * steps * 512;
-    for (std::int64_t s = p0 / 32; s < p1 / 32; ++s) {
+    for (std::int64_t s = 0; s < steps; ++s) {
         // each load issued just before the first product that needs it, so loads overlap products
         _tile_loadd(4, a0 + s * 512, 64);
         _tile_loadd(6, b0 + s * 512, 64);
@@ -156,12 +157,55 @@ inline void release() { _tile_release(); }
 
 #pragma GCC pop_options
 
-// A row of zeros that ``n`` elements ``stride`` apart (either sign) can be read from
-inline const std::uint16_t* zeros_row(std::int64_t n, std::int64_t stride) {
-    thread_local std::vector<std::uint16_t> zeros;
-    const std::int64_t reach = (n - 1) * (stride < 0 ? -stride : stride);
-    zeros.assign(std::max<std::size_t>(zeros.size(), reach + 1), 0);
-    return zeros.data() + (stride < 0 ? reach : 0);
+// Pack rows [i0, i1) of A (m x k) over k [p0, p0 + kc) into whole 16 x 32 tiles: 16-row group
+// g's tiles in a run along k at dst + g * steps * 512 (rows past m and steps past k are zeros).
+inline void pack_a(const std::uint16_t* a, std::int64_t rsa, std::int64_t csa, std::int64_t m, std::int64_t k,
+                   std::int64_t i0, std::int64_t i1, std::int64_t p0, std::int64_t steps, std::uint16_t* dst) {
+    for (std::int64_t i = i0; i < i1; ++i) {
+        std::uint16_t* row = dst + ((i - i0) / 16) * steps * 512 + (i % 16) * 32;
+        for (std::int64_t s = 0; s < steps; ++s) {
+            std::uint16_t* out = row + s * 512;
+            const std::int64_t p = p0 + s * 32, len = i < m ? std::clamp<std::int64_t>(k - p, 0, 32) : 0;
+            const std::uint16_t* src = a + i * rsa + p * csa;
+            if (len == 32 && csa == 1) {
+                _mm512_store_si512(out, _mm512_loadu_si512(src));
+                continue;
+            }
+            for (std::int64_t t = 0; t < len; ++t) out[t] = src[t * csa];
+            std::fill(out + len, out + 32, std::uint16_t(0));
+        }
+    }
+}
+
+// Pack columns [j0, j0 + 16) of B (k x n) over k [p0, p0 + kc) into VNNI tiles: row q of tile s
+// holds the 32-bit pairs (B[p][j], B[p+1][j]), p = p0 + 32 s + 2 q (zeros past k and n).
+inline void pack_b(const std::uint16_t* b, std::int64_t rsb, std::int64_t csb, std::int64_t k, std::int64_t n,
+                   std::int64_t j0, std::int64_t p0, std::int64_t steps, std::uint16_t* dst) {
+    std::uint32_t* out = reinterpret_cast<std::uint32_t*>(dst);
+    const std::int64_t cols = std::clamp<std::int64_t>(n - j0, 0, 16);
+    for (std::int64_t p = p0; p < p0 + steps * 32; p += 2, out += 16) {
+        const std::uint16_t* r0 = b + p * rsb + j0 * csb;
+        if (cols == 16 && csb == 1 && p + 1 < k) {  // two rows of 16, interleaved
+            const __m512i lo = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(r0)));
+            const __m512i hi = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(r0 + rsb)));
+            _mm512_store_si512(out, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+            continue;
+        }
+        for (std::int64_t t = 0; t < 16; ++t) {
+            const std::uint32_t x0 = t < cols && p < k ? r0[t * csb] : 0;
+            const std::uint32_t x1 = t < cols && p + 1 < k ? r0[rsb + t * csb] : 0;
+            out[t] = x0 | (x1 << 16);
+        }
+    }
+}
+
+// A 64-byte aligned, grow-only buffer of `count` bfloat16 per thread (`Slot` tells them apart):
+// tile loads of rows that straddle two cache lines ran at two thirds of the speed
+template <int Slot>
+std::uint16_t* buffer(std::size_t count) {
+    thread_local std::vector<std::uint16_t> store;
+    if (store.size() < count + 32) store.resize(count + 32);
+    return reinterpret_cast<std::uint16_t*>((reinterpret_cast<std::uintptr_t>(store.data()) + 63) & ~std::uintptr_t(63));
 }
 
 // C[m x n] (row stride ldc, float32) = A @ B, A (m x k) and B (k x n) bfloat16 bits through any
@@ -176,61 +220,30 @@ inline bool gemm_bf16(std::int64_t m, std::int64_t n, std::int64_t k, const std:
         return true;
     }
     const std::int64_t mp = (m + 31) / 32 * 32, kp = (k + 31) / 32 * 32, np = (n + 31) / 32 * 32;
-    // grow-only, per thread: a training loop allocates nothing after its first step
-    thread_local std::vector<std::uint16_t> packed_a, packed_b;
-    if (mp == m && kp == k && np == n) {  // every element is written below: no padding to zero
-        packed_a.resize(std::max<std::size_t>(packed_a.size(), mp * kp));
-        packed_b.resize(std::max<std::size_t>(packed_b.size(), kp * np));
-    } else {
-        packed_a.assign(std::max<std::size_t>(packed_a.size(), mp * kp), 0);
-        packed_b.assign(std::max<std::size_t>(packed_b.size(), kp * np), 0);
-    }
-    std::uint16_t* pa = packed_a.data();
-    std::uint16_t* pb = packed_b.data();
-    const std::int64_t steps = kp / 32;
-    // A (i, p) -> tile (i / 16, p / 32), its row i % 16, column p % 32: runs of 32 along k
-    for (std::int64_t i = 0; i < m; ++i) {
-        std::uint16_t* row = pa + (i / 16) * steps * 512 + (i % 16) * 32;
-        for (std::int64_t p0 = 0; p0 < k; p0 += 32) {
-            std::uint16_t* dst = row + (p0 / 32) * 512;
-            const std::uint16_t* src = a + i * rsa + p0 * csa;
-            const std::int64_t len = std::min<std::int64_t>(32, k - p0);
-            if (csa == 1) {
-                std::memcpy(dst, src, len * 2);
-            } else {
-                for (std::int64_t t = 0; t < len; ++t) dst[t] = src[t * csa];
-            }
-        }
-    }
-    // B (p, j) -> tile (j / 16, p / 32), its row (p % 32) / 2, column j % 16: one 32-bit pair
-    // (B[p][j], B[p+1][j]) per column, built from two rows at once
-    std::uint32_t* pb32 = reinterpret_cast<std::uint32_t*>(pb);
-    for (std::int64_t p = 0; p < k; p += 2) {
-        const std::uint16_t* r0 = b + p * rsb;
-        const std::uint16_t* r1 = p + 1 < k ? r0 + rsb : zeros_row(n, csb);  // an odd k: pairs with 0
-        std::uint32_t* row = pb32 + (p / 32) * 256 + ((p % 32) / 2) * 16;
-        for (std::int64_t j0 = 0; j0 < n; j0 += 16) {
-            std::uint32_t* dst = row + (j0 / 16) * steps * 256;
-            const std::int64_t len = std::min<std::int64_t>(16, n - j0);
-            for (std::int64_t t = 0; t < len; ++t)
-                dst[t] = r0[(j0 + t) * csb] | (std::uint32_t(r1[(j0 + t) * csb]) << 16);
-        }
-    }
-    const std::int64_t blocks = (mp + MC - 1) / MC;
-    const int nt = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(nthreads, blocks)));
+    const std::int64_t kc = std::min(kp, KC), groups = np / 16, rows32 = mp / 32;
+    // B's block of kc x n is shared: packed by every thread together, from the caller's buffer
+    std::uint16_t* pb = buffer<0>(static_cast<std::size_t>(kc * np));
+    const int nt = static_cast<int>(std::clamp<std::int64_t>(nthreads, 1, rows32));
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
+        const int tid = omp_get_thread_num(), team = omp_get_num_threads();
+        const std::int64_t i0 = rows32 * tid / team * 32, i1 = rows32 * (tid + 1) / team * 32;
+        std::uint16_t* pa = buffer<1>(static_cast<std::size_t>(MC * kc));
         alignas(64) float tmp[16 * 16];
         configure();
-        for (std::int64_t p0 = 0; p0 < kp; p0 += KC) {
-            const std::int64_t p1 = std::min(kp, p0 + KC);
+        for (std::int64_t p0 = 0; p0 < kp; p0 += kc) {
+            const std::int64_t steps = std::min(kc, kp - p0) / 32;
 #pragma omp for schedule(static)
-            for (std::int64_t ib = 0; ib < blocks; ++ib) {
-                const std::int64_t i1 = std::min(mp, (ib + 1) * MC);
-                for (std::int64_t j = 0; j < np; j += 32)
-                    for (std::int64_t i = ib * MC; i < i1; i += 32)
-                        block(pa, pb, steps, p0, p1, c, ldc, m, n, i, j, p0 == 0, tmp);
+            for (std::int64_t g = 0; g < groups; ++g) pack_b(b, rsb, csb, k, n, g * 16, p0, steps, pb + g * steps * 512);
+            for (std::int64_t ib = i0; ib < i1; ib += MC) {
+                const std::int64_t ie = std::min(i1, ib + MC);
+                pack_a(a, rsa, csa, m, k, ib, ie, p0, steps, pa);
+                for (std::int64_t i = ib; i < ie; i += 32)
+                    for (std::int64_t j = 0; j < np; j += 32)
+                        block(pa + ((i - ib) / 16) * steps * 512, pb + (j / 16) * steps * 512, steps, c, ldc, m, n,
+                              i, j, p0 == 0, tmp);
             }
+#pragma omp barrier
         }
         release();
     }
