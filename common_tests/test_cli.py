@@ -446,7 +446,7 @@ def _table_rows(table):
 
 @pytest.mark.needs_torch
 def test_conv_ladder_checks_every_rung_against_pytorch_then_times_it(tmp_path):
-    from stagegrad.conv_ladder import LAYERS, PASSES, RUNGS, WINOGRAD_ONLY
+    from stagegrad.conv_ladder import LAYERS, PASSES, RUNGS, TRAIN_ONLY, WINOGRAD_ONLY
     from .oracle import need_torch
     need_torch()
     r = _conv_ladder(tmp_path)
@@ -456,7 +456,8 @@ def test_conv_ladder_checks_every_rung_against_pytorch_then_times_it(tmp_path):
     cells = {(row["layer"], row["mode"], row["rung"]): row for row in report["rows"]}
     assert set(cells) == {(layer, mode, rung) for layer in LAYERS for mode in PASSES
                           for rung in (*RUNGS, "torch")
-                          if rung not in WINOGRAD_ONLY or LAYERS[layer].winograd}
+                          if (rung not in WINOGRAD_ONLY or LAYERS[layer].winograd)
+                          and (rung not in TRAIN_ONLY or mode == "train")}
     assert {layer for layer, _, rung in cells if rung == "winograd"} == {
         key for key in LAYERS if key.startswith("resnet18")}  # its 3x3 layers; the CNN's are 5x5
     for (layer, mode, rung), row in cells.items():
@@ -475,6 +476,7 @@ def test_conv_ladder_checks_every_rung_against_pytorch_then_times_it(tmp_path):
     assert ["ResNet-18 stage 1", "forward", "unfold + GEMM"] in lines
     assert ["", "", "Winograd F(2x2,3x3)"] in lines
     assert ["", "", "direct"] in lines and ["", "", "stage 3's default"] in lines
+    assert ["", "", "weight gradient by taps"] in lines
     assert "**1 thread** on every side" in table
 
 

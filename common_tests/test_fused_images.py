@@ -170,6 +170,26 @@ def test_conv2d_by_each_algorithm(fsg, case, dtype):
             check(fsg, _conv(case), _conv_arrays(case, dtype), dtype)
 
 
+# the weight gradient by taps reads any stride, padding and dilation (and the others run where
+# they apply): rectangular kernels, tuple strides, padding and dilation, channels and output
+# channels off the SIMD width and the register block, a chunk spanning images
+TAPS_CASES = [
+    (2, 17, 9, 11, 19, (3, 5), (1, 2), (1, 2), 1, 1),
+    (3, 20, 8, 9, 7, (2, 3), (2, 1), (0, 1), (2, 1), 1),
+    (2, 33, 5, 6, 40, 3, 2, 1, 1, 1),
+    (5, 16, 4, 4, 16, 3, 1, 1, 1, 1),
+    (2, 24, 10, 7, 13, (1, 3), 1, (0, 2), (1, 3), 1),
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", TAPS_CASES, ids=_case_id)
+def test_conv2d_by_each_algorithm_on_odd_geometry(fsg, case, dtype):
+    for name in _algorithms(fsg):
+        with algorithm(fsg, name):
+            check(fsg, _conv(case), _conv_arrays(case, dtype), dtype)
+
+
 @pytest.mark.parametrize("case", [(2, 8, 12, 10, 6, 3, 1, 1, 1, 1), (1, 64, 9, 9, 64, 3, 1, 0, 1, 1)],
                          ids=lambda c: "x".join(map(str, c)))
 def test_winograd_error_bound(fsg, case):

@@ -75,18 +75,20 @@ def auto_gemm(n, k, m):
 
 # ---------------------------------------------------------------- which convolution
 
-CONVS = ("implicit", "winograd", "direct")  # by default ("auto") each convolution on the kernel for its shape
+CONVS = ("implicit", "winograd", "direct", "taps")  # by default ("auto") each convolution on the kernel for its shape
 
 
 def get_conv():
-    """``auto`` (the default), ``implicit``, ``winograd`` or ``direct``: the last ``set_conv``."""
+    """``auto`` (the default), ``implicit``, ``winograd``, ``direct`` or ``taps``: the last
+    ``set_conv``."""
     return _CONV_NAMES[K.get_conv_algorithm()]
 
 
 def set_conv(name):
     """Run every convolution (groups 1) as an implicit GEMM, a direct convolution (stride 1,
     dilation 1, padding below the kernel) or Winograd F(2x2, 3x3) (3x3, stride 1, dilation 1,
-    padding up to 2), the implicit GEMM where the one chosen does not apply; or back to
+    padding up to 2), the implicit GEMM where the one chosen does not apply; ``taps``: the
+    implicit GEMM with the weight gradient a filter tap at a time (csrc/taps.hpp); or back to
     ``auto``: per pass, the one a fixed rule expects to be fastest for the shape
     (``use_direct``, ``use_winograd`` in csrc/conv.hpp)."""
     if name not in _CONV_NAMES:

@@ -42,6 +42,7 @@
 #include "kernels.h"
 #include "direct.hpp"
 #include "pool.hpp"
+#include "taps.hpp"
 #include "winograd.hpp"
 
 namespace sg3 {
@@ -404,7 +405,7 @@ T* group_scratch(const image_groups& gr, int64_t per_image) {
 constexpr int64_t kWinogradChannels = 32, kWinogradTiles = 512;
 
 inline bool use_winograd(const sg3_conv& q, bool weight = false) {
-    if (q.algo == SG3_CONV_IMPLICIT || !winograd_fits(q)) return false;
+    if (q.algo == SG3_CONV_IMPLICIT || q.algo == SG3_CONV_TAPS || !winograd_fits(q)) return false;
     if (q.algo == SG3_CONV_WINOGRAD) return true;
     const int64_t tiles = q.n * ((q.oh + 1) / 2) * ((q.ow + 1) / 2);
     return !weight && q.c >= kWinogradChannels && q.o >= kWinogradChannels && tiles >= kWinogradTiles;
@@ -423,11 +424,20 @@ constexpr int64_t kDirectOut = 32, kDirectIn = 16, kDirectTaps = 75;
 inline bool use_direct(const sg3_conv& q, conv_pass pass) {
     const bool fits = q.sh == 1 && q.sw == 1 && q.dh == 1 && q.dw == 1 && q.ph < q.kh && q.pw < q.kw && q.oh > 0 &&
                       q.ow > 0;
-    if (!fits || q.algo == SG3_CONV_IMPLICIT || q.algo == SG3_CONV_WINOGRAD) return false;
+    if (!fits || q.algo == SG3_CONV_IMPLICIT || q.algo == SG3_CONV_WINOGRAD || q.algo == SG3_CONV_TAPS) return false;
     if (q.algo == SG3_CONV_DIRECT) return true;
     if (q.o > kDirectOut) return false;
     if (pass == conv_pass::forward) return q.c <= kDirectIn && q.kh * q.kw >= 25;
     return pass == conv_pass::weight && q.c * q.kh * q.kw <= kDirectTaps;
+}
+
+// Whether the weight gradient runs a tap at a time (taps.hpp): where it applies, when asked for,
+// or by default where `stagegrad conv-ladder` measured it faster than the implicit GEMM's: both
+// channel counts at least 16 (ResNet-18's 3x3 layers, the MNIST CNN's 16 to 32); with fewer
+// input channels most of each vector of x' is padding. A 1x1 stride-1 layer's is a plain GEMM.
+inline bool use_taps(const sg3_conv& q) {
+    if (!taps_fit(q) || conv_pointwise(q) || (q.algo != SG3_CONV_AUTO && q.algo != SG3_CONV_TAPS)) return false;
+    return q.algo == SG3_CONV_TAPS || (q.c >= 16 && q.o >= 16);
 }
 
 inline direct_geometry direct_of(const sg3_conv& q) {
@@ -534,6 +544,10 @@ void conv2d_backward_weight(const sg3_conv& q, T* gw, const T* g, const T* x, in
     }
     if (use_winograd(q, true)) {
         winograd_weight<Arch, T>(winograd_geometry(q.n, q.c, q.h, q.w, q.o, q.ph), gw, g, x, nthreads);
+        return;
+    }
+    if (use_taps(q)) {
+        taps_weight<Arch, T>(q, gw, g, x, nthreads);
         return;
     }
     const int64_t K = q.c * q.kh * q.kw, L = q.oh * q.ow, image = q.c * q.h * q.w, size = q.o * K;
