@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "gemm_arch.hpp"
 #include "half.hpp"
@@ -36,6 +37,38 @@ inline T panel_value(S x) {
         return x;
     }
 }
+
+// The 16 x 16 block at src (rows `rs` apart; rows past `rows`, or past Max, and columns past
+// `cols` read as zeros) transposed: out[k] is column k. AVX-512 float: four rounds of
+// in-register shuffles (a Max below 16 lets the compiler drop the zero rows' loads).
+#if XSIMD_WITH_AVX512BW
+template <int Max = 16>
+inline void transpose16(const float* src, int64_t rs, int64_t rows, int64_t cols, __m512 out[16]) {
+    const __mmask16 mask = cols >= 16 ? __mmask16(0xffff) : __mmask16((1u << cols) - 1);
+    __m512 r[16], a[16];
+    for (int i = 0; i < 16; ++i)
+        r[i] = i < Max && i < rows ? _mm512_maskz_loadu_ps(mask, src + i * rs) : _mm512_setzero_ps();
+    for (int i = 0; i < 8; ++i) {  // lane l of a[2i], a[2i+1]: rows 2i, 2i+1 of columns 4l..4l+3
+        a[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        a[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int g = 0; g < 4; ++g) {  // lane l of r[4g + j]: column 4l + j of rows 4g..4g+3
+        r[4 * g] = _mm512_shuffle_ps(a[4 * g], a[4 * g + 2], 0x44);
+        r[4 * g + 1] = _mm512_shuffle_ps(a[4 * g], a[4 * g + 2], 0xEE);
+        r[4 * g + 2] = _mm512_shuffle_ps(a[4 * g + 1], a[4 * g + 3], 0x44);
+        r[4 * g + 3] = _mm512_shuffle_ps(a[4 * g + 1], a[4 * g + 3], 0xEE);
+    }
+    for (int j = 0; j < 4; ++j) {  // gather lane l of r[j], r[4 + j], r[8 + j], r[12 + j]: column 4l + j
+        const __m512 p = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x44), q = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xEE);
+        const __m512 u = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x44);
+        const __m512 v = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xEE);
+        out[j] = _mm512_shuffle_f32x4(p, u, 0x88);
+        out[4 + j] = _mm512_shuffle_f32x4(p, u, 0xDD);
+        out[8 + j] = _mm512_shuffle_f32x4(q, v, 0x88);
+        out[12 + j] = _mm512_shuffle_f32x4(q, v, 0xDD);
+    }
+}
+#endif
 
 // Pack one micro-panel: `lanes` (<= R) lanes of kc steps, lane r of step p read from
 // src[r * lane_stride + p * step_stride], written to dst[p * R + r]; lanes past `lanes` are 0.
@@ -60,6 +93,27 @@ void pack_panel(std::int64_t kc, std::int64_t lanes, const S* __restrict src, st
             return;
         }
     }
+#if XSIMD_WITH_AVX512BW
+    if constexpr (std::is_same_v<Arch, xsimd::avx512bw> && std::is_same_v<T, float> && std::is_same_v<S, float> &&
+                  (R % 16 == 0 || R < 16)) {
+        if (step_stride == 1) {  // each lane contiguous: 16 x 16 blocks transposed in registers
+            for (std::int64_t p0 = 0; p0 < kc; p0 += 16) {
+                const std::int64_t steps = std::min<std::int64_t>(16, kc - p0);
+                for (int l0 = 0; l0 < R; l0 += 16) {
+                    __m512 out[16];
+                    transpose16<(R < 16 ? R : 16)>(src + l0 * lane_stride + p0, lane_stride, lanes - l0, steps, out);
+                    for (std::int64_t k = 0; k < steps; ++k) {
+                        if constexpr (R < 16)
+                            _mm512_mask_storeu_ps(dst + (p0 + k) * R, __mmask16((1u << R) - 1), out[k]);
+                        else
+                            _mm512_storeu_ps(dst + (p0 + k) * R + l0, out[k]);
+                    }
+                }
+            }
+            return;
+        }
+    }
+#endif
     if (lanes == R && lane_stride == 1) {
         // the R lanes of a step are contiguous: a plain copy per step, which vectorises
         for (std::int64_t p = 0; p < kc; ++p)
@@ -88,6 +142,20 @@ void pack_panel(std::int64_t kc, std::int64_t lanes, const S* __restrict src, st
 template <class Arch, class T, class S = T>
 void pack_a(std::int64_t mc, std::int64_t kc, const S* a, std::int64_t rsa, std::int64_t csa, T* dst) {
     constexpr int MR = kernel_shape<Arch, T>::mr;
+    if (rsa == 1 && csa != 1) {
+        // A's columns contiguous (a transposed operand: the weight gradient's dY^T): each column
+        // read once, MR values to every panel, where panel by panel would read MR values of
+        // each of kc lines and come back to the same lines for the next panel
+        for (std::int64_t p = 0; p < kc; ++p)
+            for (std::int64_t ir = 0; ir < mc; ir += MR) {
+                const S* col = a + p * csa + ir;
+                T* d = dst + ir * kc + p * MR;
+                const std::int64_t lanes = std::min<std::int64_t>(MR, mc - ir);
+                for (std::int64_t r = 0; r < lanes; ++r) d[r] = panel_value<T>(col[r]);
+                for (std::int64_t r = lanes; r < MR; ++r) d[r] = T(0);
+            }
+        return;
+    }
     for (std::int64_t ir = 0; ir < mc; ir += MR)
         pack_panel<Arch, T, MR, S>(kc, std::min<std::int64_t>(MR, mc - ir), a + ir * rsa, rsa, csa, dst + ir * kc);
 }

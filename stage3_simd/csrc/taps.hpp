@@ -35,6 +35,7 @@
 #include <xsimd/xsimd.hpp>
 
 #include "gemm_arch.hpp"
+#include "gemm_pack.hpp"
 #include "kernels.h"
 #include "teams.hpp"
 
@@ -53,35 +54,6 @@ struct layout {
     int64_t hp, wp, cv, ov;
     int64_t image() const { return hp * wp * cv; }  // elements of one image's x'
 };
-
-// The 16 x 16 block at src (rows `rs` apart; rows past `rows` and columns past `cols` read as
-// zeros) transposed: out[k] is column k. AVX-512 float: four rounds of in-register shuffles.
-#if XSIMD_WITH_AVX512BW
-inline void transpose16(const float* src, int64_t rs, int64_t rows, int64_t cols, __m512 out[16]) {
-    const __mmask16 mask = cols >= 16 ? __mmask16(0xffff) : __mmask16((1u << cols) - 1);
-    __m512 r[16], a[16];
-    for (int i = 0; i < 16; ++i) r[i] = i < rows ? _mm512_maskz_loadu_ps(mask, src + i * rs) : _mm512_setzero_ps();
-    for (int i = 0; i < 8; ++i) {  // lane l of a[2i], a[2i+1]: rows 2i, 2i+1 of columns 4l..4l+3
-        a[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-        a[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-    }
-    for (int g = 0; g < 4; ++g) {  // lane l of r[4g + j]: column 4l + j of rows 4g..4g+3
-        r[4 * g] = _mm512_shuffle_ps(a[4 * g], a[4 * g + 2], 0x44);
-        r[4 * g + 1] = _mm512_shuffle_ps(a[4 * g], a[4 * g + 2], 0xEE);
-        r[4 * g + 2] = _mm512_shuffle_ps(a[4 * g + 1], a[4 * g + 3], 0x44);
-        r[4 * g + 3] = _mm512_shuffle_ps(a[4 * g + 1], a[4 * g + 3], 0xEE);
-    }
-    for (int j = 0; j < 4; ++j) {  // gather lane l of r[j], r[4 + j], r[8 + j], r[12 + j]: column 4l + j
-        const __m512 p = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x44), q = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xEE);
-        const __m512 u = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x44);
-        const __m512 v = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xEE);
-        out[j] = _mm512_shuffle_f32x4(p, u, 0x88);
-        out[4 + j] = _mm512_shuffle_f32x4(p, u, 0xDD);
-        out[8 + j] = _mm512_shuffle_f32x4(q, v, 0x88);
-        out[12 + j] = _mm512_shuffle_f32x4(q, v, 0xDD);
-    }
-}
-#endif
 
 // x' of image `src` (c planes of h x w): pixel (y, x) at row (y + py) * wp + x + px, channels
 // past c zero, and the border zero. Blocks of 16 channels by 16 pixels (in the planes' order,
