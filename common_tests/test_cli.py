@@ -446,7 +446,7 @@ def _table_rows(table):
 
 @pytest.mark.needs_torch
 def test_conv_ladder_checks_every_rung_against_pytorch_then_times_it(tmp_path):
-    from stagegrad.conv_ladder import LAYERS, PASSES, RUNGS, TRAIN_ONLY, WINOGRAD_ONLY
+    from stagegrad.conv_ladder import LAYERS, PASSES, RUNGS, WINOGRAD_ONLY
     from .oracle import need_torch
     need_torch()
     r = _conv_ladder(tmp_path)
@@ -456,8 +456,7 @@ def test_conv_ladder_checks_every_rung_against_pytorch_then_times_it(tmp_path):
     cells = {(row["layer"], row["mode"], row["rung"]): row for row in report["rows"]}
     assert set(cells) == {(layer, mode, rung) for layer in LAYERS for mode in PASSES
                           for rung in (*RUNGS, "torch")
-                          if (rung not in WINOGRAD_ONLY or LAYERS[layer].winograd)
-                          and (rung not in TRAIN_ONLY or mode == "train")}
+                          if rung not in WINOGRAD_ONLY or LAYERS[layer].winograd}
     assert {layer for layer, _, rung in cells if rung == "winograd"} == {
         key for key in LAYERS if key.startswith("resnet18")}  # its 3x3 layers; the CNN's are 5x5
     for (layer, mode, rung), row in cells.items():
@@ -476,7 +475,7 @@ def test_conv_ladder_checks_every_rung_against_pytorch_then_times_it(tmp_path):
     assert ["ResNet-18 stage 1", "forward", "unfold + GEMM"] in lines
     assert ["", "", "Winograd F(2x2,3x3)"] in lines
     assert ["", "", "direct"] in lines and ["", "", "stage 3's default"] in lines
-    assert ["", "", "weight gradient by taps"] in lines
+    assert ["", "", "channels last, by taps"] in lines
     assert "**1 thread** on every side" in table
 
 
@@ -489,7 +488,7 @@ def test_conv_ladder_refuses_to_time_a_wrong_answer(tmp_path):
              "cl.check = lambda answers, reference: real(answers, [r + 1.0 for r in reference])")
     r = _conv_ladder(tmp_path, "--layers", "cnn.conv1", code=shift)
     assert r.returncode == 1
-    assert "8 cell(s) failed" in r.stderr and "computes a different answer from PyTorch" in r.stderr
+    assert "10 cell(s) failed" in r.stderr and "computes a different answer from PyTorch" in r.stderr
     rows = json.loads((tmp_path / "conv_ladder.json").read_text())["rows"]
     assert {row["status"] for row in rows if row["rung"] != "torch"} == {"wrong"}
     assert all(row["time_s"] is None for row in rows if row["status"] == "wrong")
@@ -507,6 +506,6 @@ def test_conv_ladder_without_pytorch_measures_the_stage_alone(tmp_path):
     assert report["torch"] is None and report["reference"] == "unfold"
     assert {(row["mode"], row["rung"], row["status"]) for row in report["rows"]} == {
         (mode, rung, "ok") for mode in ("forward", "train")
-        for rung in ("unfold", "implicit", "direct", "auto")}
+        for rung in ("unfold", "implicit", "direct", "taps", "auto")}
     table = (tmp_path / "conv_ladder.md").read_text()
     assert "PyTorch is not installed" in table and "vs PyTorch" not in table

@@ -5,15 +5,14 @@
 
 
 # the convolution algorithm (sg3_conv_algorithm): 0 the per-shape rule, 1 the implicit GEMM,
-# 2 Winograd, 3 the direct convolution, each where it applies, 4 the weight gradient by taps
+# 2 Winograd, 3 the direct convolution, 4 channels last by taps, each where it applies
 cdef int CONV_ALGORITHM = 0
 
 
 def set_conv_algorithm(int algo):
     """Run every convolution on algorithm ``algo`` (0: the per-shape rule, 1: the implicit
     GEMM, 2: Winograd F(2x2, 3x3) where it applies, 3: the direct convolution where it
-    applies, else the implicit GEMM; 4: the implicit GEMM, the weight gradient a tap at a
-    time)."""
+    applies, else the implicit GEMM; 4: channels last, a tap at a time, where it applies)."""
     global CONV_ALGORITHM
     if algo not in (0, 1, 2, 3, 4):
         raise ValueError(f"set_conv_algorithm: expected 0 to 4, got {algo}")

@@ -87,8 +87,8 @@ def get_conv():
 def set_conv(name):
     """Run every convolution (groups 1) as an implicit GEMM, a direct convolution (stride 1,
     dilation 1, padding below the kernel) or Winograd F(2x2, 3x3) (3x3, stride 1, dilation 1,
-    padding up to 2), the implicit GEMM where the one chosen does not apply; ``taps``: the
-    implicit GEMM with the weight gradient a filter tap at a time (csrc/taps.hpp); or back to
+    padding up to 2), the implicit GEMM where the one chosen does not apply; ``taps``: channels last,
+    a filter tap at a time (csrc/taps.hpp; the input gradient where its stride is 1); or back to
     ``auto``: per pass, the one a fixed rule expects to be fastest for the shape
     (``use_direct``, ``use_winograd`` in csrc/conv.hpp)."""
     if name not in _CONV_NAMES:

@@ -21,9 +21,10 @@ The rungs (``RUNGS``), each on stage 3:
 4. Winograd F(2x2,3x3) (``csrc/winograd.hpp``, ``sg.backends.conv = "winograd"``) on the 3x3
    layers: every pass by Winograd, 2.25x fewer multiply-adds, on 16 GEMMs between
    transforms;
-5. taps (``csrc/taps.hpp``, ``sg.backends.conv = "taps"``), forward+backward only (its forward
-   is the implicit GEMM's): the weight gradient a filter tap at a time, a GEMM over the pixels
-   reading a channels-last copy of the image in place, so no patch is gathered;
+5. channels last (``csrc/taps.hpp``, ``sg.backends.conv = "taps"``): every pass a filter tap at a
+   time over a channels-last copy of the image, read in place, so no patch is gathered: the
+   weight gradient a GEMM over the pixels, the forward (and the stride-1 input gradient, its
+   adjoint) a GEMM of the pixels' rows by the filters packed tap-major;
 6. stage 3's default (``"auto"``): per pass, the algorithm a fixed rule (``use_direct`` and
    ``use_winograd`` in ``csrc/conv.hpp``, set from this table) expects to be fastest.
 
@@ -63,9 +64,8 @@ DEFAULT_BUDGET = 2.0   # seconds per cell, warm-up included
 QUICK_BUDGET = 0.25
 RTOL = 1e-4  # of the reference's largest magnitude: one layer's float32 sums differ by ~1e-6 of it
 RUNGS = {"unfold": "unfold + GEMM", "implicit": "implicit GEMM", "direct": "direct",
-         "winograd": "Winograd F(2x2,3x3)", "taps": "weight gradient by taps", "auto": "stage 3's default"}
+         "winograd": "Winograd F(2x2,3x3)", "taps": "channels last, by taps", "auto": "stage 3's default"}
 WINOGRAD_ONLY = ("winograd",)  # rungs shown only where Winograd applies (else: the implicit GEMM)
-TRAIN_ONLY = ("taps",)  # rungs shown only forward+backward (forward alone: the implicit GEMM's)
 PEER = {"torch": "PyTorch"}
 PASSES = {"forward": "forward", "train": "forward+backward"}
 SHOWN = (*RUNGS, *PEER)  # the table's order: the ladder, then the peer
@@ -300,7 +300,7 @@ def measure(layers, threads, quick=False, budget=DEFAULT_BUDGET, stream=None):
             for mode in PASSES:
                 reference, cells = None, []
                 for rung, impl in order:
-                    if (rung in WINOGRAD_ONLY and not layer.winograd) or (rung in TRAIN_ONLY and mode != "train"):
+                    if rung in WINOGRAD_ONLY and not layer.winograd:
                         done += 1
                         continue
                     bar.update(done, now=f"{layer.title} {PASSES[mode]}: {RUNGS.get(rung) or PEER[rung]}, "
@@ -356,9 +356,9 @@ def _intro(report):
              "register blocks of 8 output channels by 32 pixels over a zero-bordered copy of the image. "
              "Winograd F(2x2,3x3), on the 3x3 layers: each 2x2 output tile from 16 products instead of 36, "
              "as 16 GEMMs over every tile between transforms; its GFLOP/s count the direct convolution's "
-             "FLOP, so they can pass the peak. Weight gradient by taps (forward+backward only): the implicit "
-             "GEMM, its weight gradient a filter tap at a time, each a GEMM over the pixels that reads a "
-             "channels-last copy of the image in place, so no patch is gathered. Stage 3's default (`sg.backends.conv` = \"auto\"): per "
+             "FLOP, so they can pass the peak. Channels last, by taps: every pass a filter tap at a time over a "
+             "channels-last copy of the image, read in place, so no patch is gathered (the stride-1 input "
+             "gradient as the forward's adjoint). Stage 3's default (`sg.backends.conv` = \"auto\"): per "
              "pass, the algorithm a fixed rule expects to be fastest.")
     cells = ("Each cell: the median time of one call; forward alone under `no_grad`, or forward+backward: "
              "`autograd.grad` of the output, with a fixed random gradient, to the input and the weights. ")

@@ -431,13 +431,20 @@ inline bool use_direct(const sg3_conv& q, conv_pass pass) {
     return pass == conv_pass::weight && q.c * q.kh * q.kw <= kDirectTaps;
 }
 
-// Whether the weight gradient runs a tap at a time (taps.hpp): where it applies, when asked for,
-// or by default where `stagegrad conv-ladder` measured it faster than the implicit GEMM's: both
-// channel counts at least 16 (ResNet-18's 3x3 layers, the MNIST CNN's 16 to 32); with fewer
-// input channels most of each vector of x' is padding. A 1x1 stride-1 layer's is a plain GEMM.
-inline bool use_taps(const sg3_conv& q) {
-    if (!taps_fit(q) || conv_pointwise(q) || (q.algo != SG3_CONV_AUTO && q.algo != SG3_CONV_TAPS)) return false;
-    return q.algo == SG3_CONV_TAPS || (q.c >= 16 && q.o >= 16);
+// Whether a pass runs channels last, a tap at a time (taps.hpp): where it applies (the input
+// gradient as the adjoint convolution, so stride 1 with padding at most the kernel's reach), when
+// asked for, or by default where `stagegrad conv-ladder` measured it faster than the implicit
+// GEMM: the weight gradient where both channel counts are at least 16 (ResNet-18's 3x3 layers,
+// the MNIST CNN's 16 to 32); with fewer input channels most of each vector of x' is padding.
+// Its forward and input gradient were no faster than the NCHW kernels' (taps.hpp): only when
+// asked for. A 1x1 stride-1 layer's passes are plain GEMMs.
+inline bool use_taps(const sg3_conv& q, conv_pass pass) {
+    bool fits = taps_fit(q) && !conv_pointwise(q) && q.kh * q.kw <= kMaxTaps;
+    if (pass == conv_pass::input)
+        fits = fits && q.sh == 1 && q.sw == 1 && q.dh * (q.kh - 1) >= q.ph && q.dw * (q.kw - 1) >= q.pw;
+    if (!fits || (q.algo != SG3_CONV_AUTO && q.algo != SG3_CONV_TAPS)) return false;
+    if (q.algo == SG3_CONV_TAPS) return true;
+    return pass == conv_pass::weight && q.c >= 16 && q.o >= 16;
 }
 
 inline direct_geometry direct_of(const sg3_conv& q) {
@@ -453,6 +460,10 @@ void conv2d_forward(const sg3_conv& q, T* y, const T* x, const T* w, const T* bi
     if (use_winograd(q)) {
         winograd_conv<Arch, T>(winograd_geometry(q.n, q.c, q.h, q.w, q.o, q.ph), y, x, w, q.c * 9, 9, 3, 1, bias,
                                nthreads);
+        return;
+    }
+    if (use_taps(q, conv_pass::forward)) {
+        taps_forward<Arch, T>(q, y, x, w, q.c * q.kh * q.kw, q.kh * q.kw, q.kw, 1, bias, nthreads);
         return;
     }
     const int64_t K = q.c * q.kh * q.kw, L = q.oh * q.ow, image = q.c * q.h * q.w;
@@ -491,6 +502,12 @@ void conv2d_backward_input(const sg3_conv& q, T* gx, const T* g, const T* w, int
         const int64_t taps = q.kh * q.kw;
         direct_conv<Arch, T>({q.n, q.o, q.oh, q.ow, q.c, q.kh, q.kw, q.kh - 1 - q.ph, q.kw - 1 - q.pw}, gx, g,
                              w + taps - 1, taps, q.c * taps, -q.kw, -1, nullptr, nthreads);
+        return;
+    }
+    if (use_taps(q, conv_pass::input)) {  // the adjoint convolution (below), channels last, filters read flipped
+        const sg3_conv adj{q.n, q.o, q.oh, q.ow, q.c, q.kh, q.kw, q.h, q.w, 1, 1, q.dh * (q.kh - 1) - q.ph,
+                           q.dw * (q.kw - 1) - q.pw, q.dh, q.dw, q.algo};
+        taps_forward<Arch, T>(adj, gx, g, w + taps - 1, taps, q.c * taps, -q.kw, -1, nullptr, nthreads);
         return;
     }
     if (use_winograd(q)) {  // the adjoint convolution (below) by Winograd, filters read flipped
@@ -546,7 +563,7 @@ void conv2d_backward_weight(const sg3_conv& q, T* gw, const T* g, const T* x, in
         winograd_weight<Arch, T>(winograd_geometry(q.n, q.c, q.h, q.w, q.o, q.ph), gw, g, x, nthreads);
         return;
     }
-    if (use_taps(q)) {
+    if (use_taps(q, conv_pass::weight)) {
         taps_weight<Arch, T>(q, gw, g, x, nthreads);
         return;
     }

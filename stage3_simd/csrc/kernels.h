@@ -74,9 +74,9 @@ typedef struct {
 /* A 2-d convolution (groups 1): input (n, c, h, w), filters (o, c, kh, kw), output
  * (n, o, oh, ow); stride, padding and dilation per axis. All operands contiguous. algo: the
  * implicit GEMM, Winograd F(2x2, 3x3) where it applies (3x3, stride 1; csrc/winograd.hpp), the
- * direct convolution where it applies (stride 1; csrc/direct.hpp), the implicit GEMM with the
- * weight gradient a tap at a time over channels-last copies (csrc/taps.hpp), or the rule that
- * picks one per shape and pass (SG3_CONV_AUTO). */
+ * direct convolution where it applies (stride 1; csrc/direct.hpp), channels last a tap at a
+ * time where it applies (csrc/taps.hpp), or the rule that picks one per shape and pass
+ * (SG3_CONV_AUTO). */
 enum sg3_conv_algorithm {
     SG3_CONV_AUTO = 0, SG3_CONV_IMPLICIT = 1, SG3_CONV_WINOGRAD = 2, SG3_CONV_DIRECT = 3, SG3_CONV_TAPS = 4
 };
