@@ -205,7 +205,8 @@ template <int Slot>
 std::uint16_t* buffer(std::size_t count) {
     thread_local std::vector<std::uint16_t> store;
     if (store.size() < count + 32) store.resize(count + 32);
-    return reinterpret_cast<std::uint16_t*>((reinterpret_cast<std::uintptr_t>(store.data()) + 63) & ~std::uintptr_t(63));
+    const std::uintptr_t at = reinterpret_cast<std::uintptr_t>(store.data());
+    return reinterpret_cast<std::uint16_t*>((at + 63) & ~std::uintptr_t(63));
 }
 
 // C[m x n] (row stride ldc, float32) = A @ B, A (m x k) and B (k x n) bfloat16 bits through any
@@ -221,20 +222,28 @@ inline bool gemm_bf16(std::int64_t m, std::int64_t n, std::int64_t k, const std:
     }
     const std::int64_t mp = (m + 31) / 32 * 32, kp = (k + 31) / 32 * 32, np = (n + 31) / 32 * 32;
     const std::int64_t kc = std::min(kp, KC), groups = np / 16, rows32 = mp / 32;
-    // B's block of kc x n is shared: packed by every thread together, from the caller's buffer
-    std::uint16_t* pb = buffer<0>(static_cast<std::size_t>(kc * np));
+    // B's block of kc x n is shared: packed by every thread together; then each thread packs its
+    // own rows of A. Both buffers from the calling thread, before the team starts (a failed
+    // allocation reaches the caller).
     const int nt = static_cast<int>(std::clamp<std::int64_t>(nthreads, 1, rows32));
+    std::uint16_t* pb = buffer<0>(static_cast<std::size_t>(kc * np));
+    std::uint16_t* pas = buffer<1>(static_cast<std::size_t>(nt * MC * kc));
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
+#ifdef _OPENMP
         const int tid = omp_get_thread_num(), team = omp_get_num_threads();
+#else
+        const int tid = 0, team = 1;
+#endif
         const std::int64_t i0 = rows32 * tid / team * 32, i1 = rows32 * (tid + 1) / team * 32;
-        std::uint16_t* pa = buffer<1>(static_cast<std::size_t>(MC * kc));
+        std::uint16_t* pa = pas + tid * MC * kc;
         alignas(64) float tmp[16 * 16];
         configure();
         for (std::int64_t p0 = 0; p0 < kp; p0 += kc) {
             const std::int64_t steps = std::min(kc, kp - p0) / 32;
 #pragma omp for schedule(static)
-            for (std::int64_t g = 0; g < groups; ++g) pack_b(b, rsb, csb, k, n, g * 16, p0, steps, pb + g * steps * 512);
+            for (std::int64_t g = 0; g < groups; ++g)
+                pack_b(b, rsb, csb, k, n, g * 16, p0, steps, pb + g * steps * 512);
             for (std::int64_t ib = i0; ib < i1; ib += MC) {
                 const std::int64_t ie = std::min(i1, ib + MC);
                 pack_a(a, rsa, csa, m, k, ib, ie, p0, steps, pa);
