@@ -279,6 +279,11 @@ struct columns_a {  // element (i, p = pixel) at x[n * image + i * L + l]: a 1x1
     }
 };
 
+template <class T>
+inline void add_run(T* __restrict dst, const T* __restrict src, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) dst[i] += src[i];
+}
+
 // Add the columns of a patch matrix (K x L, row stride ld, as P lays them out) back onto the
 // image they came from (zeroed first): the adjoint of P.
 template <class T>
@@ -294,7 +299,10 @@ void add_patches(const patch_geometry& g, int64_t channels, const T* cols, int64
                     const int64_t iy = oy * g.sy - g.py + ki * g.dy;
                     if (iy < 0 || iy >= g.h) continue;
                     T* line = image + (c * g.h + iy) * g.w + kj * g.dx - g.px;
-                    for (int64_t ox = o0; ox < o1; ++ox) line[ox * g.sx] += row[oy * g.ow + ox];
+                    if (g.sx == 1)  // a run of the row: whole vectors (cols and image never overlap)
+                        add_run(line + o0, row + oy * g.ow + o0, o1 - o0);
+                    else
+                        for (int64_t ox = o0; ox < o1; ++ox) line[ox * g.sx] += row[oy * g.ow + ox];
                 }
             }
 }
