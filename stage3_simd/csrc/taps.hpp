@@ -159,6 +159,26 @@ void planes_from_rows(const T* rows, int64_t ovp, int64_t pixels, int64_t o, con
     }
 }
 
+// Inside a team: every image's x' (shared out by image; the implied barrier ends it).
+template <class A, class T>
+void copy_images(const sg3_conv& q, const layout& l, const T* x, T* xp) {
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < q.n; ++i) channels_last_padded<A, T>(q, l, x + i * q.c * q.h * q.w, xp + i * l.image());
+}
+
+// Inside a team: this thread's range [lo, hi) of `count` items, the ranges in thread order;
+// returns the thread's number.
+inline int64_t share(int64_t count, int64_t& lo, int64_t& hi) {
+#ifdef _OPENMP
+    const int64_t tid = omp_get_thread_num(), size = omp_get_num_threads();
+#else
+    const int64_t tid = 0, size = 1;
+#endif
+    lo = count * tid / size;
+    hi = count * (tid + 1) / size;
+    return tid;
+}
+
 // fn(std::integral_constant<int, v>) for a run-time v in 1 .. V: a block's width in vectors
 template <int V, class Fn>
 void with_width(int64_t v, Fn fn) {
@@ -198,16 +218,9 @@ void taps_weight(const sg3_conv& q, T* gw, const T* g, const T* x, int nthreads)
     const int team = static_cast<int>(std::min<int64_t>(team_size(nthreads), std::max<int64_t>(units, 1)));
 #pragma omp parallel num_threads(team) if (team > 1)
     {
-#pragma omp for schedule(static)
-        for (int64_t i = 0; i < q.n; ++i)
-            taps::channels_last_padded<A, T>(q, l, x + i * q.c * q.h * q.w, xp + i * l.image());
-        // (the implied barrier: every copy is made)
-#ifdef _OPENMP
-        const int64_t tid = omp_get_thread_num(), size = omp_get_num_threads();
-#else
-        const int64_t tid = 0, size = 1;
-#endif
-        const int64_t u0 = units * tid / size, u1 = units * (tid + 1) / size;
+        taps::copy_images<A, T>(q, l, x, xp);
+        int64_t u0, u1;
+        taps::share(units, u0, u1);
         for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
             const int64_t r1 = std::min(rows, r0 + chunk);
             for (int64_t u = u0; u < u1; ++u) {
@@ -296,15 +309,9 @@ void taps_forward(const sg3_conv& q, T* y, const T* x, const T* w, int64_t so, i
                 const int64_t t = k / q.c, c = k % q.c, at = c * sc + (t / q.kw) * sk + (t % q.kw) * sl;
                 for (int64_t o = o0; o < o0 + L; ++o) wt[k * ovp + o] = o < q.o ? w[o * so + at] : T(0);
             }
-#pragma omp for schedule(static)
-        for (int64_t i = 0; i < q.n; ++i)
-            taps::channels_last_padded<A, T>(q, l, x + i * q.c * q.h * q.w, xp + i * l.image());
-#ifdef _OPENMP
-        const int64_t tid = omp_get_thread_num(), size = omp_get_num_threads();
-#else
-        const int64_t tid = 0, size = 1;
-#endif
-        const int64_t p0 = total * tid / size, p1 = total * (tid + 1) / size;  // this thread's pixels
+        taps::copy_images<A, T>(q, l, x, xp);
+        int64_t p0, p1;  // this thread's pixels
+        const int64_t tid = taps::share(total, p0, p1);
         for (int64_t o0 = 0; o0 < ovp; o0 += NV * L)
             taps::with_width<NV>(std::min<int64_t>(NV, (ovp - o0) / L), [&](auto width) {
                 constexpr int V = decltype(width)::value;
