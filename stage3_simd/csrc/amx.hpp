@@ -35,9 +35,10 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <vector>
 
 #include <immintrin.h>
+
+#include "gemm_arch.hpp"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -199,16 +200,6 @@ inline void pack_b(const std::uint16_t* b, std::int64_t rsb, std::int64_t csb, s
     }
 }
 
-// A 64-byte aligned, grow-only buffer of `count` bfloat16 per thread (`Slot` tells them apart):
-// tile loads of rows that straddle two cache lines ran at two thirds of the speed
-template <int Slot>
-std::uint16_t* buffer(std::size_t count) {
-    thread_local std::vector<std::uint16_t> store;
-    if (store.size() < count + 32) store.resize(count + 32);
-    const std::uintptr_t at = reinterpret_cast<std::uintptr_t>(store.data());
-    return reinterpret_cast<std::uint16_t*>((at + 63) & ~std::uintptr_t(63));
-}
-
 // C[m x n] (row stride ldc, float32) = A @ B, A (m x k) and B (k x n) bfloat16 bits through any
 // strides. False where AMX is unavailable (the caller takes another path).
 inline bool gemm_bf16(std::int64_t m, std::int64_t n, std::int64_t k, const std::uint16_t* a, std::int64_t rsa,
@@ -226,8 +217,9 @@ inline bool gemm_bf16(std::int64_t m, std::int64_t n, std::int64_t k, const std:
     // own rows of A. Both buffers from the calling thread, before the team starts (a failed
     // allocation reaches the caller).
     const int nt = static_cast<int>(std::clamp<std::int64_t>(nthreads, 1, rows32));
-    std::uint16_t* pb = buffer<0>(static_cast<std::size_t>(kc * np));
-    std::uint16_t* pas = buffer<1>(static_cast<std::size_t>(nt * MC * kc));
+    // (64-byte aligned: tile loads of rows that straddle two cache lines ran at two thirds)
+    std::uint16_t* pb = thread_buffer<xsimd::avx512bw, std::uint16_t, 0>().get(static_cast<std::size_t>(kc * np));
+    std::uint16_t* pas = thread_buffer<xsimd::avx512bw, std::uint16_t, 1>().get(static_cast<std::size_t>(nt * MC * kc));
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
 #ifdef _OPENMP

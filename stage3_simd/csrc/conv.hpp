@@ -279,6 +279,7 @@ struct columns_a {  // element (i, p = pixel) at x[n * image + i * L + l]: a 1x1
     }
 };
 
+// dst[0, n) += src[0, n), the two not overlapping (so the loop vectorises)
 template <class T>
 inline void add_run(T* __restrict dst, const T* __restrict src, int64_t n) {
     for (int64_t i = 0; i < n; ++i) dst[i] += src[i];

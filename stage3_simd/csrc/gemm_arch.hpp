@@ -127,7 +127,8 @@ private:
 // One buffer per (thread, ISA, element type, role). Role 0 is sg3::gemm's workspace; the
 // ladder's rung 3 uses roles 1 and 2; the convolutions (conv.hpp) 3 to 6; the recurrent
 // layers (recurrent.hpp) 7 to 9; attention (attention.hpp) 10; Winograd (winograd.hpp) 11 and
-// 12; the direct convolution (direct.hpp) 13 and 14.
+// 12; the direct convolution (direct.hpp) 13 and 14; the convolution by taps (taps.hpp) 15.
+// The bfloat16 tile GEMM's (amx.hpp) are roles 0 and 1 of its own element type.
 template <class Arch, class T, int Role>
 inline aligned_buffer<Arch, T>& thread_buffer() {
     thread_local aligned_buffer<Arch, T> buffer;
