@@ -214,24 +214,31 @@ def test_relu_backward(fsg, dtype):
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("act", ["ReLU", "GELU", "GELU_tanh"])
-def test_sequential_fuses_linear_and_its_activation(fsg, act, dtype):
+@pytest.mark.parametrize("rows, hidden, threads", [(10, 16, 1), (0, 16, 1), (700, 37, 1), (700, 37, 2)])
+def test_sequential_fuses_linear_and_its_activation(fsg, act, dtype, rows, hidden, threads):
+    """The activation's derivative and the bias's gradient come from one pass in the backward:
+    many rows (blocks of partial sums, split among threads) and a width off the vector's."""
     torch = need_torch()
     rng = np.random.default_rng(3)
-    w1, b1 = rng.standard_normal((16, 8)).astype(dtype), rng.standard_normal(16).astype(dtype)
-    w2, b2 = rng.standard_normal((4, 16)).astype(dtype), rng.standard_normal(4).astype(dtype)
-    x = rng.standard_normal((10, 8)).astype(dtype)
-    results = []
+    w1, b1 = rng.standard_normal((hidden, 8)).astype(dtype), rng.standard_normal(hidden).astype(dtype)
+    w2, b2 = rng.standard_normal((4, hidden)).astype(dtype), rng.standard_normal(4).astype(dtype)
+    x = rng.standard_normal((rows, 8)).astype(dtype)
+    results, before = [], fsg.get_num_threads()
     for lib, ctx in ((fsg, contextlib.nullcontext()), (fsg, composite(fsg)), (torch, contextlib.nullcontext())):
         with ctx:
             nn = lib.nn
             activation = nn.GELU(approximate="tanh") if act == "GELU_tanh" else getattr(nn, act)()
-            model = nn.Sequential(nn.Linear(8, 16), activation, nn.Linear(16, 4), nn.ReLU())
+            model = nn.Sequential(nn.Linear(8, hidden), activation, nn.Linear(hidden, 4), nn.ReLU())
             model = model.to(getattr(lib, dtype))
             model.load_state_dict({"0.weight": lib.tensor(w1), "0.bias": lib.tensor(b1),
                                    "2.weight": lib.tensor(w2), "2.bias": lib.tensor(b2)})
             xt = lib.tensor(x).requires_grad_()
-            out = model(xt)
-            (out * out).sum().backward()
+            fsg.set_num_threads(threads)
+            try:
+                out = model(xt)
+                (out * out).sum().backward()
+            finally:
+                fsg.set_num_threads(before)
             results.append([out.detach().numpy(), xt.grad.numpy()] +
                            [p.grad.numpy() for p in model.parameters()])
     for f, c, r in zip(*results):

@@ -94,8 +94,8 @@ cdef extern from "csrc/kernels.h" nogil:
         int64_t (*fma_peak)(int64_t iters) noexcept nogil
         int (*bias_act)(int dtype, char* y, const char* x, const char* bias, char* pre, int64_t rows,
                         int64_t cols, int act, int nthreads) noexcept nogil
-        int (*act_backward)(int dtype, char* gx, const char* g, const char* saved, int64_t n,
-                            int act, int nthreads) noexcept nogil
+        int (*act_backward)(int dtype, char* gx, char* gb, const char* g, const char* saved, int64_t rows,
+                            int64_t cols, int act, int nthreads) noexcept nogil
         int (*softmax)(int dtype, char* y, const char* x, int64_t rows, int64_t cols, int log,
                        int nthreads) noexcept nogil
         int (*softmax_backward)(int dtype, char* gx, const char* g, const char* y, int64_t rows, int64_t cols,
@@ -755,14 +755,18 @@ def activation(Buffer x, str act):
     return y
 
 
-def act_backward(Buffer g, Buffer saved, str act):
+def act_backward(Buffer g, Buffer saved, str act, bint bias=False):
+    """``g * act'(saved)`` of contiguous buffers; with ``bias``, ``(that, its sums down the
+    last dim)``: the gradients of a linear layer's pre-activation and bias in one pass."""
     cdef Buffer gx = new_buffer(g.shape, g.dtype, g.code)
+    cdef int64_t cols = g.shape[g.ndim - 1] if g.ndim else 1, rows = g.numel // cols if cols else 0
+    cdef Buffer gb = new_buffer((cols,), g.dtype, g.code) if bias else None
+    cdef char* pb = _ptr(gb)
     cdef int rc, code = g.code, a = ACTIVATIONS[act]
-    cdef int64_t n = g.numel
     with nogil:
-        rc = T.act_backward(code, data_of(gx), data_of(g), data_of(saved), n, a, NTHREADS)
+        rc = T.act_backward(code, data_of(gx), pb, data_of(g), data_of(saved), rows, cols, a, NTHREADS)
     _check(rc, act)
-    return gx
+    return (gx, gb) if bias else gx
 
 
 def softmax(Buffer x, bint log):

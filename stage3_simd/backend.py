@@ -292,18 +292,22 @@ class Backend(_S2):
     def linear_backward(self, g, x, w, saved, act, need_x, need_w, need_b):
         """(grad x, grad w, grad b) of ``linear``, each None unless asked for (``x`` is only
         read for grad w, ``w`` for grad x): the activation's derivative from ``saved`` (relu's
-        output, a gelu's input), two GEMMs on transposed views, and the bias's column sum."""
-        if act:
+        output, a gelu's input) with the bias's column sum in the same pass, then two GEMMs on
+        transposed views."""
+        gb = None
+        if act and need_b:
+            g, gb = K.act_backward(self.contiguous(g), self.contiguous(saved), act, True)
+        elif act:
             g = K.act_backward(self.contiguous(g), self.contiguous(saved), act)
-        g2, gx, gw, gb = self._matrix(g), None, None, None
+        elif need_b:
+            gb = self.reduce("sum", self._matrix(g), (0,), False)
+        g2, gx, gw = self._matrix(g), None, None
         if need_x:
             gx = K.matmul(g2, w, gemm_for(g2.shape[0], g2.shape[1], w.shape[1]))
             gx = self.reshape(gx, g.shape[:-1] + (w.shape[1],))
         if need_w:
             x2 = self._matrix(x)
             gw = K.matmul(self.permute(g2, (1, 0)), x2, gemm_for(g2.shape[1], g2.shape[0], x2.shape[1]))
-        if need_b:
-            gb = self.reduce("sum", g2, (0,), False)
         return gx, gw, gb
 
     def attention(self, q, k, v, mask, causal, scale):

@@ -4,7 +4,8 @@
 // tensor, and pays the per-operation overhead once per primitive. Each kernel here does
 // the same arithmetic in one pass over contiguous rows:
 //   bias_act          y = act(y + bias) in place after a GEMM (linear's epilogue)
-//   act_backward      g * act'(saved) (relu from its output, gelu from its input)
+//   act_backward      g * act'(saved) (relu from its output, gelu from its input), and the
+//                     bias's gradient (the column sums) in the same pass
 //   softmax           a row's max, exp and sum, then the normalisation (or log_softmax)
 //   softmax_backward  y * (g - sum(g y)), or g - exp(y) sum(g) for log_softmax
 //   cross_entropy     log_softmax, the weighted, smoothed loss of each row and the
@@ -68,32 +69,66 @@ void bias_act_rows(T* y, const T* x, const T* bias, T* pre, int64_t rows, int64_
     });
 }
 
-// d act / d pre: relu from its output y (y > 0), gelu from its input x: Phi(x) + x phi(x),
+// d act / d pre times g: relu from its output y (y > 0), gelu from its input x: Phi(x) + x phi(x),
 // or for the tanh form 0.5 (1 + t) + 0.5 x (1 - t^2) u'(x) with t = tanh(u(x)) (GeluTanh).
+template <class B>
+B act_grad(B g, B s, int act) {
+    if (act == SG3_ACT_RELU) return xsimd::select(s > B(0), g, B(0));
+    if (act == SG3_ACT_GELU) {
+        const B cdf = B(0.5) * xsimd::erfc(s * B(-0.70710678118654752440));
+        const B pdf = exp_full(B(-0.5) * s * s) * B(0.39894228040143267794);
+        return g * (cdf + s * pdf);
+    }
+    const B s2 = s * s, t = Tanh{}(B(GeluTanh::k) * (s + B(GeluTanh::c) * s2 * s));
+    const B du = B(GeluTanh::k) * (B(1) + B(3 * GeluTanh::c) * s2);
+    return g * (B(0.5) * (B(1) + t) + B(0.5) * s * (B(1) - t * t) * du);
+}
+
+// gx = g * act'(saved) over (rows, cols); with gb, also the bias's gradient, gx's column sums, in
+// the same pass (linear's backward: gx is read once, while in registers, not again by a
+// reduction). The sums run in T over blocks of kBlock rows, then in float64 per thread, and
+// the threads' totals are added in a fixed order, so the result does not depend on timing.
 template <class A, class T>
-void act_backward(T* gx, const T* g, const T* saved, int64_t n, int act, int nthreads) {
+void act_backward(T* gx, T* gb, const T* g, const T* saved, int64_t rows, int64_t cols, int act, int nthreads) {
     using B = vec<T, A>;
-    constexpr int64_t W = B::size, kChunk = 4096;  // threads share chunks of elements
-    const int64_t chunks = (n + kChunk - 1) / kChunk;
-    over_rows(chunks, kChunk, act == SG3_ACT_RELU ? 1 : 16, nthreads, [&](int64_t c0, int64_t c1) {
-        for (int64_t i = c0 * kChunk; i < std::min(n, c1 * kChunk); i += W) {
-            const int64_t m = n - i < W ? n - i : W;
-            const B gv = load_n<B>(g + i, m), s = load_n<B>(saved + i, m);
-            B out;
-            if (act == SG3_ACT_RELU) {
-                out = xsimd::select(s > B(0), gv, B(0));
-            } else if (act == SG3_ACT_GELU) {
-                const B cdf = B(0.5) * xsimd::erfc(s * B(-0.70710678118654752440));
-                const B pdf = exp_full(B(-0.5) * s * s) * B(0.39894228040143267794);
-                out = gv * (cdf + s * pdf);
-            } else {
-                const B s2 = s * s, t = Tanh{}(B(GeluTanh::k) * (s + B(GeluTanh::c) * s2 * s));
-                const B du = B(GeluTanh::k) * (B(1) + B(3 * GeluTanh::c) * s2);
-                out = gv * (B(0.5) * (B(1) + t) + B(0.5) * s * (B(1) - t * t) * du);
+    constexpr int64_t W = B::size, kChunk = 4096, kBlock = 32;
+    const int64_t cost = act == SG3_ACT_RELU ? 1 : 16;
+    if (!gb) {  // elementwise: threads share chunks of elements, whatever the row length
+        const int64_t n = rows * cols, chunks = (n + kChunk - 1) / kChunk;
+        over_rows(chunks, kChunk, cost, nthreads, [&](int64_t c0, int64_t c1) {
+            for (int64_t i = c0 * kChunk; i < std::min(n, c1 * kChunk); i += W) {
+                const int64_t m = n - i < W ? n - i : W;
+                store_n(gx + i, m, act_grad(load_n<B>(g + i, m), load_n<B>(saved + i, m), act));
             }
-            store_n(gx + i, m, out);
+        });
+        return;
+    }
+    const int nt = static_cast<int>(std::clamp<int64_t>(rows * cols * cost / kParallelWork, 1, std::max(1, nthreads)));
+    std::vector<double> totals(static_cast<std::size_t>(nt * cols), 0.0);
+    std::vector<T> block(static_cast<std::size_t>(nt * cols));
+    over_rows(nt, 1, kParallelWork, nt, [&](int64_t t0, int64_t t1) {  // one share of the rows per thread
+        for (int64_t t = t0; t < t1; ++t) {
+            double* total = totals.data() + t * cols;
+            T* part = block.data() + t * cols;
+            for (int64_t r0 = rows * t / nt; r0 < rows * (t + 1) / nt; r0 += kBlock) {
+                const int64_t r1 = std::min(r0 + kBlock, rows * (t + 1) / nt);
+                std::fill(part, part + cols, T(0));
+                for (int64_t r = r0; r < r1; ++r)
+                    for (int64_t j = 0; j < cols; j += W) {
+                        const int64_t m = cols - j < W ? cols - j : W, i = r * cols + j;
+                        const B out = act_grad(load_n<B>(g + i, m), load_n<B>(saved + i, m), act);
+                        store_n(gx + i, m, out);
+                        store_n(part + j, m, load_n<B>(part + j, m) + out);
+                    }
+                for (int64_t j = 0; j < cols; ++j) total[j] += double(part[j]);
+            }
         }
     });
+    for (int64_t j = 0; j < cols; ++j) {
+        double sum = 0;
+        for (int t = 0; t < nt; ++t) sum += totals[t * cols + j];
+        gb[j] = T(sum);
+    }
 }
 
 // ------------------------------------------------------------------ softmax

@@ -168,7 +168,9 @@ typedef struct {
     /* y = act(x + bias) (x may be y, bias and pre null; pre keeps the values before act) */
     int (*bias_act)(int dtype, char* y, const char* x, const char* bias, char* pre, int64_t rows, int64_t cols,
                     int act, int nthreads);
-    int (*act_backward)(int dtype, char* gx, const char* g, const char* saved, int64_t n, int act, int nthreads);
+    /* gx = g * act'(saved) over (rows, cols); gb (may be null) gets gx's column sums */
+    int (*act_backward)(int dtype, char* gx, char* gb, const char* g, const char* saved, int64_t rows, int64_t cols,
+                        int act, int nthreads);
     int (*softmax)(int dtype, char* y, const char* x, int64_t rows, int64_t cols, int log, int nthreads);
     int (*softmax_backward)(int dtype, char* gx, const char* g, const char* y, int64_t rows, int64_t cols,
                             int log, int nthreads);

@@ -116,8 +116,9 @@ int f_bias_act(int dtype, char* y, const char* x, const char* bias, char* pre, i
 }
 
 template <class A>
-int f_act_backward(int dtype, char* gx, const char* g, const char* saved, int64_t n, int act, int nt) {
-    SG3_BY_DTYPE(dtype, (act_backward<A, T>((T*)gx, (const T*)g, (const T*)saved, n, act, nt)));
+int f_act_backward(int dtype, char* gx, char* gb, const char* g, const char* saved, int64_t rows, int64_t cols,
+                   int act, int nt) {
+    SG3_BY_DTYPE(dtype, (act_backward<A, T>((T*)gx, (T*)gb, (const T*)g, (const T*)saved, rows, cols, act, nt)));
 }
 
 template <class A>
