@@ -103,18 +103,20 @@ T exponentials(T* s, int64_t keys, int64_t tile, T shift) {
         return T(0);
     }
     B sum(T(0));
-    T tail = 0;
-    for (int64_t j = 0; j < keys; j += W) {
-        const int64_t n = std::min(W, keys - j);
-        const B x = load_n<B>(s + j, n);
+    int64_t j = 0;
+    for (; j + W <= keys; j += W) {
+        const B x = B::load_unaligned(s + j);
         const B p = xsimd::select(x == B(-INFINITY), B(T(0)), exp_full(x - B(shift)));
-        store_n(s + j, n, p);
-        if (n == W)
-            sum += p;
-        else
-            for (int64_t t = 0; t < n; ++t) tail += s[j + t];
+        p.store_unaligned(s + j);
+        sum += p;
     }
-    return xsimd::hadd(sum) + tail;
+    if (j < keys) {  // a causal row's last, partial register: the lanes past it add nothing
+        const B x = load_n<B>(s + j, keys - j);
+        const B p = xsimd::select(x == B(-INFINITY), B(T(0)), exp_full(x - B(shift)));
+        store_n(s + j, keys - j, p);
+        sum += xsimd::select(lanes_below<B>(keys - j), p, B(T(0)));
+    }
+    return xsimd::hadd(sum);
 }
 
 }  // namespace detail
