@@ -26,11 +26,13 @@
 //   every thread reads the same copies. Last, dW' is reordered into (O, C, KH, KW).
 //   Measured (`stagegrad conv-ladder`, ResNet-18's 3x3 layers at batch 16): 140-165 GFLOP/s on
 //   one AVX-512 thread where the implicit GEMM's weight gradient made 70-130, and 1.6-1.9x that
-//   on two threads, where the implicit GEMM's per-thread sums gained 1.0-1.5x. The forward and
-//   the input gradient measured within 10% of the implicit GEMM's either way on those layers
-//   (the implicit GEMM's gather is amortised over O output channels there, not lost), so
-//   "auto" keeps them on the NCHW kernels; the forward of the MNIST CNN's 5x5 16-to-32 layer
-//   ran at twice the direct convolution's speed, so "auto" takes it for 25 taps and more.
+//   on two threads, where the implicit GEMM's per-thread sums gained 1.0-1.5x. The forward
+//   measured within 10% of the implicit GEMM's either way on those layers (the implicit GEMM's
+//   gather is amortised over O output channels there, not lost), and so did the input gradient
+//   on the 32x32 and 16x16 planes, so "auto" keeps those on the NCHW kernels; on the 8x8 and
+//   4x4 planes the input gradient ran 10% and 2% faster here on one thread, 12-15% on two. The
+//   forward of the MNIST CNN's 5x5 16-to-32 layer ran at twice the direct convolution's speed,
+//   so "auto" takes it for 25 taps and more (conv.hpp's use_taps).
 #pragma once
 
 #include <algorithm>
