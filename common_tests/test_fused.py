@@ -336,6 +336,10 @@ ATTENTION = {  # name: (query shape, key shape, value shape, options)
     "several tiles, gqa": ((1, 4, 40, 36), (1, 2, 70, 36), (1, 2, 70, 20), {"enable_gqa": True}),
     "several tiles, causal": ((2, 45, 8), (2, 70, 8), (2, 70, 8), {"is_causal": True}),
     "wide heads": ((1, 5, 140), (1, 6, 140), (1, 6, 130), {}),
+    # stage 3's blocks of 64 queries and tiles of up to 256 keys: a row's maximum and sum carried
+    # from tile to tile (the online softmax), and block rows off the micro-kernel's
+    "query blocks, key tiles": ((2, 130, 16), (2, 300, 16), (2, 300, 8), {}),
+    "query blocks, key tiles, causal": ((1, 300, 16), (1, 300, 16), (1, 300, 8), {"is_causal": True}),
 }
 
 

@@ -38,16 +38,11 @@ inline T panel_value(S x) {
     }
 }
 
-// The 16 x 16 block at src (rows `rs` apart; rows past `rows`, or past Max, and columns past
-// `cols` read as zeros) transposed: out[k] is column k. AVX-512 float: four rounds of
-// in-register shuffles (a Max below 16 lets the compiler drop the zero rows' loads).
 #if XSIMD_WITH_AVX512BW
-template <int Max = 16>
-inline void transpose16(const float* src, int64_t rs, int64_t rows, int64_t cols, __m512 out[16]) {
-    const __mmask16 mask = cols >= 16 ? __mmask16(0xffff) : __mmask16((1u << cols) - 1);
-    __m512 r[16], a[16];
-    for (int i = 0; i < 16; ++i)
-        r[i] = i < Max && i < rows ? _mm512_maskz_loadu_ps(mask, src + i * rs) : _mm512_setzero_ps();
+// The 16 registers r transposed into out (r is overwritten): lane i of out[k] is lane k of r[i].
+// AVX-512 float: four rounds of in-register shuffles.
+inline void transpose16(__m512 r[16], __m512 out[16]) {
+    __m512 a[16];
     for (int i = 0; i < 8; ++i) {  // lane l of a[2i], a[2i+1]: rows 2i, 2i+1 of columns 4l..4l+3
         a[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
         a[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
@@ -67,6 +62,18 @@ inline void transpose16(const float* src, int64_t rs, int64_t rows, int64_t cols
         out[8 + j] = _mm512_shuffle_f32x4(q, v, 0x88);
         out[12 + j] = _mm512_shuffle_f32x4(q, v, 0xDD);
     }
+}
+
+// The 16 x 16 block at src (rows `rs` apart; rows past `rows`, or past Max, and columns past
+// `cols` read as zeros) transposed: out[k] is column k (a Max below 16 lets the compiler drop
+// the zero rows' loads).
+template <int Max = 16>
+inline void transpose16(const float* src, int64_t rs, int64_t rows, int64_t cols, __m512 out[16]) {
+    const __mmask16 mask = cols >= 16 ? __mmask16(0xffff) : __mmask16((1u << cols) - 1);
+    __m512 r[16];
+    for (int i = 0; i < 16; ++i)
+        r[i] = i < Max && i < rows ? _mm512_maskz_loadu_ps(mask, src + i * rs) : _mm512_setzero_ps();
+    transpose16(r, out);
 }
 #endif
 
