@@ -64,17 +64,28 @@ inline constexpr std::int64_t balanced_step(std::int64_t total, std::int64_t blo
     return std::max<std::int64_t>(step, ceil_div(ceil_div(total, pieces), step) * step);
 }
 
-// 2nd and 1st loops: C[0:mc, panels) (+)= packed A block @ packed B panels [jp0, jp1).
+// 2nd and 1st loops: C[0:mc, panels) (+)= A block @ packed B panels [jp0, jp1); the A block
+// packed, or read in place with rows lda apart (lda > 0).
 template <class Arch, class T>
-void macro_kernel(std::int64_t mc, std::int64_t nc, std::int64_t kc, const T* pa, const T* pb, T* c,
-                  std::int64_t ldc, bool beta, std::int64_t jp0, std::int64_t jp1) {
+void macro_kernel(std::int64_t mc, std::int64_t nc, std::int64_t kc, const T* pa, std::int64_t lda, const T* pb,
+                  T* c, std::int64_t ldc, bool beta, std::int64_t jp0, std::int64_t jp1) {
     constexpr int MR = kernel_shape<Arch, T>::mr;
     constexpr int NR = kernel_shape<Arch, T>::nv * static_cast<int>(xsimd::batch<T, Arch>::size);
     for (std::int64_t jr = jp0 * NR; jr < std::min(nc, jp1 * NR); jr += NR)
         for (std::int64_t ir = 0; ir < mc; ir += MR)
-            micro_kernel<Arch, T>(kc, pa + ir * kc, pb + jr * kc, c + ir * ldc + jr, ldc,
+            micro_kernel<Arch, T>(kc, pa + ir * (lda > 0 ? lda : kc), lda, pb + jr * kc, c + ir * ldc + jr, ldc,
                                   std::min<std::int64_t>(MR, mc - ir), std::min<std::int64_t>(NR, nc - jr), beta);
 }
+
+// The row stride at which an A source is read in place (its `in_place` member), else 0 (packed).
+template <class S, class = void>
+struct in_place_rows {
+    static std::int64_t of(const S&) { return 0; }
+};
+template <class S>
+struct in_place_rows<S, std::void_t<decltype(S::in_place)>> {
+    static std::int64_t of(const S& s) { return s.rs; }
+};
 
 // Elements to reserve for an A block (mc x kc) in the workspace: at most MC rows, at most m.
 template <class Arch, class T>
@@ -133,8 +144,8 @@ void gemm_loops(const gemm_problem<T>& g, const ASource& a, const BSource& b, co
             for (std::int64_t ic = m0; ic < m1; ic += mc_step) {  // 3rd loop
                 const std::int64_t mc = std::min(mc_step, m1 - ic);
                 const T* a_block = a.panels(mc, kc, ic, pc, pa);
-                macro_kernel<Arch, T>(mc, nc, kc, a_block, b_block, g.c + ic * g.ldc + jc, g.ldc, beta,
-                                      panels * tj / tn, panels * (tj + 1) / tn);
+                macro_kernel<Arch, T>(mc, nc, kc, a_block, in_place_rows<ASource>::of(a), b_block,
+                                      g.c + ic * g.ldc + jc, g.ldc, beta, panels * tj / tn, panels * (tj + 1) / tn);
             }
 #ifdef _OPENMP
             if (!BSource::packed && nt > 1) {  // nobody repacks B while another thread still reads it
@@ -158,6 +169,17 @@ struct strided_a {
         pack_a<Arch, T, S>(mc, kc, a + i0 * rs + p0 * cs, rs, cs, scratch);
         return scratch;
     }
+};
+
+// A read in place, row-major (element (i, p) at a[i*rs + p]): the micro-kernel broadcasts from
+// its rows directly. For products with few column panels (gemm below), where a packed block would
+// be reused by only a panel or two.
+template <class Arch, class T>
+struct rows_a {
+    static constexpr bool in_place = true;
+    const T* a;
+    std::int64_t rs;
+    const T* panels(std::int64_t, std::int64_t, std::int64_t i0, std::int64_t p0, T*) const { return a + i0 * rs + p0; }
 };
 
 // A packed once for many products (a convolution's filters, for every image of a batch): per
@@ -270,14 +292,21 @@ void gemm_from(const gemm_blocking_info& bl, std::int64_t m, std::int64_t n, std
 #endif
 }
 
+// A row-major A is read in place when C has at most this many column panels (see rows_a).
+constexpr std::int64_t kInPlaceColumns = 8;
+
 // The GEMM with explicit blocking (gemm below uses the machine's; the ladder and tuning runs
 // pass their own). See gemm for the arguments.
 template <class Arch, class T>
 void gemm_with_blocking(const gemm_blocking_info& bl, std::int64_t m, std::int64_t n, std::int64_t k,
                         const T* a, std::int64_t rsa, std::int64_t csa, const T* b, std::int64_t rsb,
                         std::int64_t csb, T* c, std::int64_t ldc, bool accumulate, int nthreads) {
-    gemm_from<Arch, T>(bl, m, n, k, strided_a<Arch, T>{a, rsa, csa}, strided_b<Arch, T>{b, rsb, csb}, c, ldc,
-                       accumulate, nthreads);
+    constexpr int NR = kernel_shape<Arch, T>::nv * static_cast<int>(xsimd::batch<T, Arch>::size);
+    const strided_b<Arch, T> bs{b, rsb, csb};
+    if (csa == 1 && rsa > 0 && n <= kInPlaceColumns * NR)
+        gemm_from<Arch, T>(bl, m, n, k, rows_a<Arch, T>{a, rsa}, bs, c, ldc, accumulate, nthreads);
+    else
+        gemm_from<Arch, T>(bl, m, n, k, strided_a<Arch, T>{a, rsa, csa}, bs, c, ldc, accumulate, nthreads);
 }
 
 // C[m x n] = A[m x k] @ B[k x n]  (+ C when accumulate). A element (i,p) at a[i*rsa + p*csa],

@@ -22,9 +22,13 @@
 
 namespace sg3 {
 
+//   A may also be read in place (`lda` > 0): MR rows of a row-major matrix, lda apart, the
+//   kernel's broadcasts walking each row (rows past m repeat row m - 1, so nothing outside A is
+//   read). Where few column panels would reuse a packed A (gemm.hpp's rows_a), packing it costs
+//   more than it saves: the broadcasts read a line once per 16 steps either way.
 template <class Arch, class T>
-void micro_kernel(std::int64_t kc, const T* __restrict a, const T* __restrict b, T* c, std::int64_t ldc,
-                  std::int64_t m, std::int64_t n, bool beta) {
+void micro_kernel(std::int64_t kc, const T* __restrict a, std::int64_t lda, const T* __restrict b, T* c,
+                  std::int64_t ldc, std::int64_t m, std::int64_t n, bool beta) {
     using batch = xsimd::batch<T, Arch>;
     constexpr int MR = kernel_shape<Arch, T>::mr;
     constexpr int NV = kernel_shape<Arch, T>::nv;
@@ -44,18 +48,36 @@ void micro_kernel(std::int64_t kc, const T* __restrict a, const T* __restrict b,
 #pragma GCC unroll 8
         for (int v = 0; v < NV; ++v) acc[i][v] = batch(T(0));
 
-    for (std::int64_t p = 0; p < kc; ++p) {
-        batch bv[NV];
-#pragma GCC unroll 8
-        for (int v = 0; v < NV; ++v) bv[v] = batch::load_aligned(b + v * W);
+    if (lda > 0) {  // A in place: row i at rows[i]
+        const T* rows[MR];
 #pragma GCC unroll 32
-        for (int i = 0; i < MR; ++i) {
-            const batch ai(a[i]);  // broadcast: one load, used by NV multiply-adds
+        for (int i = 0; i < MR; ++i) rows[i] = a + (i < m ? i : m - 1) * lda;
+        for (std::int64_t p = 0; p < kc; ++p) {
+            batch bv[NV];
 #pragma GCC unroll 8
-            for (int v = 0; v < NV; ++v) acc[i][v] = madd(ai, bv[v], acc[i][v]);
+            for (int v = 0; v < NV; ++v) bv[v] = batch::load_aligned(b + v * W);
+#pragma GCC unroll 32
+            for (int i = 0; i < MR; ++i) {
+                const batch ai(rows[i][p]);
+#pragma GCC unroll 8
+                for (int v = 0; v < NV; ++v) acc[i][v] = madd(ai, bv[v], acc[i][v]);
+            }
+            b += NR;
         }
-        a += MR;
-        b += NR;
+    } else {
+        for (std::int64_t p = 0; p < kc; ++p) {
+            batch bv[NV];
+#pragma GCC unroll 8
+            for (int v = 0; v < NV; ++v) bv[v] = batch::load_aligned(b + v * W);
+#pragma GCC unroll 32
+            for (int i = 0; i < MR; ++i) {
+                const batch ai(a[i]);  // broadcast: one load, used by NV multiply-adds
+#pragma GCC unroll 8
+                for (int v = 0; v < NV; ++v) acc[i][v] = madd(ai, bv[v], acc[i][v]);
+            }
+            a += MR;
+            b += NR;
+        }
     }
 
     if (m == MR && n == NR) {
