@@ -14,6 +14,10 @@
 //   C is touched only once, at the end. A full block is added/stored straight to C; an edge
 //   block (m < MR or n < NR) goes through a small tile on the stack so the kernel never reads
 //   or writes outside C.
+//   A may also be read in place (`lda` > 0): MR rows of a row-major matrix, lda apart, the
+//   kernel's broadcasts walking each row (rows past m repeat row m - 1, so nothing outside A is
+//   read). Where few column panels would reuse a packed A (gemm.hpp's rows_a), packing it costs
+//   more than it saves: the broadcasts read a line once per 16 steps either way.
 #pragma once
 
 #include <cstdint>
@@ -22,10 +26,6 @@
 
 namespace sg3 {
 
-//   A may also be read in place (`lda` > 0): MR rows of a row-major matrix, lda apart, the
-//   kernel's broadcasts walking each row (rows past m repeat row m - 1, so nothing outside A is
-//   read). Where few column panels would reuse a packed A (gemm.hpp's rows_a), packing it costs
-//   more than it saves: the broadcasts read a line once per 16 steps either way.
 template <class Arch, class T>
 void micro_kernel(std::int64_t kc, const T* __restrict a, std::int64_t lda, const T* __restrict b, T* c,
                   std::int64_t ldc, std::int64_t m, std::int64_t n, bool beta) {
