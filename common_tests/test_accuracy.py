@@ -6,7 +6,8 @@ the documented accuracy of the least accurate stage (stage 3's SIMD functions; s
 2 compute in float64 and round once, within half an ulp), so a kernel that drifts fails.
 Special values (NaN, infinities, signed zeros, subnormals) must give what the reference
 stage gives: bit for bit for the exactly rounded operations, the same kind of value (and
-within a few ulp) for the others, where a subnormal result may underflow to zero. Sums must stay sound: pairwise or float64 accumulation keeps a
+within a few ulp) for the others, where a subnormal result may underflow to zero. Sums must stay
+sound: pairwise or float64 accumulation keeps a
 float32 sum of a million terms within a few ulp of the float64 sum.
 """
 import math

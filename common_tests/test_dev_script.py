@@ -40,7 +40,7 @@ echo "went on"
 
 def test_the_tests_and_the_container_install_the_same_things():
     text = (ROOT / "dev").read_text()
-    assert re.search(r"^  test\)\s+setup; test_deps; exec ", text, re.M)
+    assert re.search(r"^  test\)\s+setup; test_deps; lint; exec ", text, re.M)  # the linters first
     assert re.search(r'^  setup\)\s+setup; if \[ "\$\{1:-\}" = test \]; then test_deps; fi', text, re.M)
     docker = (ROOT / "Dockerfile").read_text()
     steps = re.findall(r"^(RUN|CMD) (.*)$", docker, re.M)

@@ -340,7 +340,8 @@ def test_bitwise_integers(sg, name, dtype):
     assert_close(getattr(T(sg, a2), name)(T(sg, b2)), expected)
     assert_close(OPERATORS[name](T(sg, a2), T(sg, b2)), OPERATORS[name](ta, tb))
     # broadcasting, a transposed operand, Python ints on either side
-    assert_close(OPERATORS[name](T(sg, a[:, None]), T(sg, b)), OPERATORS[name](torch.tensor(a[:, None]), torch.tensor(b)))
+    assert_close(OPERATORS[name](T(sg, a[:, None]), T(sg, b)),
+                 OPERATORS[name](torch.tensor(a[:, None]), torch.tensor(b)))
     assert_close(OPERATORS[name](T(sg, a2).t(), T(sg, b2)), OPERATORS[name](ta.t(), tb))
     assert_close(OPERATORS[name](T(sg, a2), 3), OPERATORS[name](ta, 3))
     assert_close(OPERATORS[name](5, T(sg, b2 if "shift" not in name else np.abs(b2) % 8)),

@@ -76,7 +76,8 @@ def test_scatter_add_reads_src_by_position_when_src_is_larger(sg, dtype):
     src, idx = data((3, 4), dtype, seed=30), np.array([[0, 1, 1], [1, 0, 0]])
     for dim in (0, 1):
         x, t = T(sg, np.zeros((2, 4), dtype)), torch.zeros(2, 4, dtype=getattr(torch, dtype))
-        assert_close(x.scatter_add(dim, T(sg, idx), T(sg, src)), t.scatter_add(dim, torch.tensor(idx), torch.tensor(src)))
+        assert_close(x.scatter_add(dim, T(sg, idx), T(sg, src)),
+                     t.scatter_add(dim, torch.tensor(idx), torch.tensor(src)))
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

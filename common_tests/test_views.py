@@ -255,7 +255,7 @@ def test_inplace_write_to_a_copy_works_on_every_stage(sg, make):
 @pytest.mark.parametrize("make", [lambda t: t.t(), lambda t: t[:, :2], lambda t: t[:, ::2],
                                   lambda t: t[:, :1].expand(2, 3), lambda t: t.permute(1, 0)[1:]])
 def test_view_of_a_non_contiguous_layout_is_refused_as_torch(sg, make):
-    torch = need_torch()
+    need_torch()
     a = data((2, 3), seed=43)
     with pytest.raises(RuntimeError):
         make(TT(a)).view(-1)

@@ -43,7 +43,8 @@ def _legacy(name, dtype, doc):
 
 
 FloatTensor = _legacy("FloatTensor", D.float32, "A float32 tensor: ``FloatTensor(data)`` or ``FloatTensor(*sizes)``.")
-DoubleTensor = _legacy("DoubleTensor", D.float64, "A float64 tensor: ``DoubleTensor(data)`` or ``DoubleTensor(*sizes)``.")
+DoubleTensor = _legacy("DoubleTensor", D.float64,
+                       "A float64 tensor: ``DoubleTensor(data)`` or ``DoubleTensor(*sizes)``.")
 LongTensor = _legacy("LongTensor", D.int64, "An int64 tensor: ``LongTensor(data)`` or ``LongTensor(*sizes)``.")
 IntTensor = _legacy("IntTensor", D.int32, "An int32 tensor: ``IntTensor(data)`` or ``IntTensor(*sizes)``.")
 BoolTensor = _legacy("BoolTensor", D.bool_, "A bool tensor: ``BoolTensor(data)`` or ``BoolTensor(*sizes)``.")

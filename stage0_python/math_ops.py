@@ -99,7 +99,8 @@ def _operator(op, reverse):
     def method(self, other):
         return _bitwise(self, other, op, reverse)
     method.__name__ = f"__{'r' if reverse else ''}{op}__"
-    method.__doc__ = f"{'Reflected ' if reverse else ''}{op}: see torch.Tensor.{op if op.startswith('bitwise') else 'bitwise_' + op}."
+    name = op if op.startswith("bitwise") else "bitwise_" + op
+    method.__doc__ = f"{'Reflected ' if reverse else ''}{op}: see torch.Tensor.{name}."
     return method
 
 

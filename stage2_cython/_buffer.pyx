@@ -291,10 +291,10 @@ cdef class Buffer(BufferCore):
 # ---------------------------------------------------------------- strided copy
 
 cdef void _copy_rows(word_t* dst, word_t* src, NdIter* it) noexcept nogil:
-    cdef Py_ssize_t r, i, n = it.inner, sd = it.ist[0], ss = it.ist[1]
+    cdef Py_ssize_t _row, i, n = it.inner, sd = it.ist[0], ss = it.ist[1]
     cdef word_t* d
     cdef word_t* s
-    for r in range(it.rows):
+    for _row in range(it.rows):
         d = dst + it.off[0]
         s = src + it.off[1]
         if sd == 1 and ss == 1:

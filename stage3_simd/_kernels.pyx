@@ -24,7 +24,7 @@ from libc.stdint cimport int64_t, uint16_t
 from libc.string cimport memset
 
 from stage2_cython._buffer cimport (Buffer, c_strides, code_of, contiguous_layout, copy, data_of,
-                                    load_operand, make_view, new_buffer, read_ints)
+                                    load_operand, new_buffer, read_ints)
 from stage2_cython._types cimport (BFLOAT16, BOOL, FLOAT16, FLOAT32, FLOAT64, INT64, MAXDIM, is_float_code,
                                    itemsize_of)
 
@@ -198,7 +198,8 @@ cdef enum:
     POW = 6
     FIRST_COMPARISON = 7
 assert [UNARY_OPS[o] for o in ("neg", "abs", "sign", "relu")] == [0, 1, 2, 3]
-assert BINARY_OPS["div"] == DIV and BINARY_OPS["pow"] == POW and min(BINARY_OPS[c] for c in COMPARISONS) == FIRST_COMPARISON
+assert BINARY_OPS["div"] == DIV and BINARY_OPS["pow"] == POW
+assert min(BINARY_OPS[c] for c in COMPARISONS) == FIRST_COMPARISON
 REDUCE_OPS = {"sum": SG3_SUM, "prod": SG3_PROD, "max": SG3_MAX, "min": SG3_MIN}
 PATHS = ("sse2", "avx2", "avx512")  # x86-64, lowest first
 INT_MAX = 2**31 - 1
@@ -362,7 +363,7 @@ cdef void _elementwise(sg3_operands* o, tuple shape, Buffer out, Buffer a, Buffe
     ``out``'s shape (the common case, and the kernel's fastest loop), else strided."""
     if a.shape is out.shape or a.shape == shape:
         if contiguous_layout(a) and (b is None or ((b.shape is a.shape or b.shape == shape)
-                                                    and contiguous_layout(b))):
+                                                   and contiguous_layout(b))):
             o.nops = 2 if b is None else 3
             o.ndim = 1
             o.shape[0] = out.numel

@@ -50,12 +50,18 @@ cpdef bint is_grad_enabled() noexcept
 cpdef bint _set_grad_enabled(bint mode) noexcept
 cdef object _zeros(tuple meta)
 cpdef object _edge(TensorCore t)
+
+
 @cython.locals(ctx=Context, node=Node, t=TensorCore, o=TensorCore, i=Py_ssize_t, count=Py_ssize_t,
                enabled=bint, track=bint, needs=list, edges=list, meta=list, outputs=tuple)
 cpdef object apply_function(object cls, tuple args, dict kwargs)
+
+
 @cython.locals(node=Node, nxt=Node, i=Py_ssize_t, grads=list, outs=list, deps=dict, buffers=dict,
                stack=list, ready=list, seen=set, captured=dict)
 cpdef object _run(object roots, bint retain_graph, object capture=*)
+
+
 @cython.locals(buf=list)
 cdef object _add(dict buffers, Node node, Py_ssize_t i, object g)
 cdef object _returned_input(TensorCore x)

@@ -23,10 +23,15 @@ cdef type _Tensor
 cdef object ops, _binary_kernel, _full, _Add, _Sub, _Mul, _Div
 cdef frozenset _FLOATING
 
+
 @cython.locals(t=TensorCore)
 cpdef TensorCore make(Buffer buf)
 cdef bint _keeps_dtype(object dtype, str op)
+
+
 @cython.locals(a=TensorCore, b=TensorCore, s=TensorCore)
 cdef object binary(TensorCore self, object other, str op, object fn, bint reverse)
+
+
 cdef object _run(str op, object fn, TensorCore a, TensorCore b)
 cdef object _general(TensorCore self, object other, str op, object fn, bint reverse)

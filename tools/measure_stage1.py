@@ -58,7 +58,7 @@ MOVES = {
 
 def movement(quick):
     print("## 1. Movement ops, float32 1000x1000 (best of several; stage 0 copies, stage 1 makes views)\n")
-    print(f"| op | stage 0 | stage 1 | speed-up | stage 1 at 100x100 | stage 1 at 3000x3000 |")
+    print("| op | stage 0 | stage 1 | speed-up | stage 1 at 100x100 | stage 1 at 3000x3000 |")
     print("|---|---|---|---|---|---|")
     x0, x1 = square(s0, 1000), square(s1, 1000)
     small, big = square(s1, 100), square(s1, 3000)

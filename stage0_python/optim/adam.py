@@ -1,6 +1,7 @@
 """Adam and AdamW, following the order of operations of PyTorch's single-tensor path,
 so float32 results agree to rounding."""
-from .optimizer import B, Optimizer, lerp_, path_options
+from .. import backend as B
+from .optimizer import Optimizer, lerp_, path_options
 from ..device import fused
 
 

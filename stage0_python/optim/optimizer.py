@@ -21,7 +21,6 @@ NaN is refused everywhere.
 import functools
 import inspect
 
-from .. import backend as B
 from .. import creation
 from ..autograd import enable_grad, no_grad
 from ..tensor import Tensor

@@ -1,5 +1,6 @@
 """RMSprop, as ``torch.optim.RMSprop`` computes it (Hinton's lecture 6e; centered per Graves)."""
-from .optimizer import B, Optimizer, lerp_, path_options
+from .. import backend as B
+from .optimizer import Optimizer, lerp_, path_options
 from ..device import fused
 
 

@@ -1,6 +1,7 @@
 """Stochastic gradient descent with momentum, as ``torch.optim.SGD`` computes it."""
 from .. import creation
-from .optimizer import B, Optimizer, path_options
+from .. import backend as B
+from .optimizer import Optimizer, path_options
 from ..device import fused
 
 

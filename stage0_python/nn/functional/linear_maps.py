@@ -29,8 +29,8 @@ def _linear(input, weight, bias, act):
     if bias is not None and tuple(bias.shape) != (weight.shape[0],):
         raise ShapeError(f"linear: bias of shape {tuple(bias.shape)} does not fit weight of shape "
                          f"{tuple(weight.shape)}")
-    if fused("linear", input._data, weight._data) and input.dtype is weight.dtype and weight.dtype.is_floating_point and (
-            bias is None or bias.dtype is weight.dtype):
+    same = input.dtype is weight.dtype and (bias is None or bias.dtype is weight.dtype)
+    if fused("linear", input._data, weight._data) and same and weight.dtype.is_floating_point:
         return _Linear.apply(input, weight, bias, act)
     out = input.matmul(weight.transpose(0, 1))
     return _ACTIVATIONS[act](out if bias is None else out + bias)
