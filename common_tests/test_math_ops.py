@@ -7,7 +7,7 @@ non-contiguous inputs, in-place forms and the errors."""
 import numpy as np
 import pytest
 
-from .helpers_core import GRAD_TOL, INTS, T, check_grads, data
+from .helpers_core import DTYPES, FLOATS, GRAD_TOL, INTS, T, check_grads, data
 from .oracle import assert_close, need_torch
 
 pytestmark = pytest.mark.needs_torch
@@ -467,3 +467,18 @@ def test_integer_promotion_follows_the_default_dtype(sg):
     finally:
         sg.set_default_dtype(before)
         torch.set_default_dtype(tbefore)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", ["logical_and", "logical_or", "logical_xor"])
+def test_logical_ops(sg, name, dtype):
+    """Each operand's truth (nonzero, NaN included) combined into bool: broadcast, as a method,
+    and on transposed views as a function."""
+    torch = need_torch()
+    a = np.array([[0, 1, 2], [-3, 0, 0]], dtype=dtype)
+    if dtype in FLOATS:
+        a[1, 2] = np.nan
+    b = np.array([1, 0, 5], dtype=dtype)
+    ta, tb = torch.tensor(a), torch.tensor(b)
+    assert_close(getattr(T(sg, a), name)(T(sg, b)), getattr(ta, name)(tb))
+    assert_close(getattr(sg, name)(T(sg, a).t(), T(sg, a).t()), getattr(torch, name)(ta.t(), ta.t()))

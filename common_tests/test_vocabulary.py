@@ -72,18 +72,27 @@ def test_the_frontends_gradient_tables_are_the_vocabularys_facts():
     assert ops.FLAT == {name for name, op in V.UNARY.items() if op.gradient == "flat"}
 
 
-def test_integer_operands_are_treated_as_the_vocabulary_says(sg):
-    """What the vocabulary says of an op is what the frontend does with integer operands."""
+# the ops a Tensor reaches through an operator, or through nn.functional, not a method of that name
+_CALLS = {"floordiv": lambda sg, a, b: a // b, "left_shift": lambda sg, a, b: a << b,
+          "right_shift": lambda sg, a, b: a >> b, "gelu": lambda sg, a: sg.nn.functional.gelu(a),
+          "silu": lambda sg, a: sg.nn.functional.silu(a)}
+
+
+@pytest.mark.parametrize("name", [*V.UNARY, *V.BINARY])
+def test_integer_operands_are_treated_as_the_vocabulary_says(sg, name):
+    """What the vocabulary says of every op is what the frontend does with integer operands:
+    "keep" computes in their dtype (or gives bool), "promote" in the default float dtype,
+    "refuse" raises a TypeError."""
+    op = {**V.UNARY, **V.BINARY}[name]
     ints = sg.tensor([1, 2])
-    for name, op in {**V.UNARY, **V.BINARY}.items():
-        if op.integers == "keep":
-            continue
-        call = (lambda: getattr(ints, name)()) if op.arity == 1 else (lambda: getattr(ints, name)(ints))
-        if op.integers == "promote":
-            assert call().dtype is sg.get_default_dtype(), name
-        else:
-            with pytest.raises(TypeError):
-                call()
+    args = (ints,) * op.arity
+    call = _CALLS.get(name, lambda sg, a, *b: getattr(a, name)(*b))
+    if op.integers == "refuse":
+        with pytest.raises(TypeError):
+            call(sg, *args)
+        return
+    expected = {"keep": sg.bool if op.returns_bool else ints.dtype, "promote": sg.get_default_dtype()}
+    assert call(sg, *args).dtype is expected[op.integers]
 
 
 def test_bool_results_are_bool_on_every_stage(sg):

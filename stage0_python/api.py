@@ -68,8 +68,9 @@ reshape, permute, transpose, squeeze, unsqueeze, flatten, broadcast_to, flip = (
 softmax, log_softmax = _T.softmax, _T.log_softmax
 split, chunk, narrow, gather, index_select, masked_fill = (
     _T.split, _T.chunk, _T.narrow, _T.gather, _T.index_select, _T.masked_fill)
-nonzero, isnan, logical_not, logical_and, logical_or, tril, triu, unbind = (
-    _T.nonzero, _T.isnan, _T.logical_not, _T.logical_and, _T.logical_or, _T.tril, _T.triu, _T.unbind)
+nonzero, isnan, logical_not, logical_and, logical_or, logical_xor, tril, triu, unbind = (
+    _T.nonzero, _T.isnan, _T.logical_not, _T.logical_and, _T.logical_or, _T.logical_xor, _T.tril, _T.triu,
+    _T.unbind)
 eq, ne, lt, le, gt, ge = _T.eq, _T.ne, _T.lt, _T.le, _T.gt, _T.ge
 clamp_min, clamp_max, trace, select, count_nonzero = _T.clamp_min, _T.clamp_max, _T.trace, _T.select, _T.count_nonzero
 scatter, scatter_add, scatter_reduce, index_add, index_copy, index_fill, masked_scatter = (

@@ -14,7 +14,7 @@ lists among its bases: ``MathMethods`` (math_ops.py), ``ContractionMethods``
 import math
 import operator
 
-from stage0_python.vocabulary import ArgumentError
+from stage0_python.vocabulary import UNARY, ArgumentError
 
 from . import backend as B
 from . import dtypes as D
@@ -731,6 +731,10 @@ class Tensor(TensorCore, ContractionMethods, MathMethods, RearrangingMethods, Sa
         """See torch.logical_or."""
         return self.bool()._binary(other.bool() if isinstance(other, Tensor) else other, "logical_or", None)
 
+    def logical_xor(self, other):
+        """See torch.logical_xor."""
+        return self.bool()._binary(other.bool() if isinstance(other, Tensor) else other, "logical_xor", None)
+
     def isnan(self):
         """See torch.isnan."""
         return Tensor._make(B.unary("isnan", self._data))
@@ -764,9 +768,9 @@ class Tensor(TensorCore, ContractionMethods, MathMethods, RearrangingMethods, Sa
         """True when every element of ``self`` is ``isclose`` to ``other``'s."""
         return bool(self.isclose(other, rtol, atol, equal_nan).all().item())
 
-    def _unary(self, op, float_only=True):
-        x = self
-        if float_only and not x.dtype.is_floating_point:
+    def _unary(self, op):
+        x = self  # integers made the default float dtype where the vocabulary says the op promotes them
+        if UNARY[op].integers == "promote" and not x.dtype.is_floating_point:
             x = x.to(D.get_default_dtype())
         elif x.dtype is bool_:
             raise TypeError(f"{op}: not supported on bool tensors")
@@ -826,15 +830,15 @@ class Tensor(TensorCore, ContractionMethods, MathMethods, RearrangingMethods, Sa
 
     def relu(self):
         """``max(x, 0)``; see torch.relu."""
-        return self._unary("relu", float_only=False)
+        return self._unary("relu")
 
     def abs(self):
         """See torch.abs."""
-        return self._unary("abs", float_only=False)
+        return self._unary("abs")
 
     def sign(self):
         """See torch.sign."""
-        return self._unary("sign", float_only=False)
+        return self._unary("sign")
 
     def neg(self):
         """``-self``; see torch.neg."""

@@ -173,16 +173,16 @@ def _ops(arity, names, **facts):
 
 
 UNARY = {op.name: op for op in (
-    _ops(1, "neg abs exp log sqrt rsqrt sin cos tanh sigmoid relu reciprocal gelu silu erf log1p",
-         gradient="rule")
-    + _ops(1, "tan asin acos atan sinh cosh asinh acosh atanh exp2 expm1 log2 log10 erfc",
-           integers="promote", gradient="rule")
+    _ops(1, "neg abs relu", gradient="rule")
+    + _ops(1, "exp log sqrt rsqrt sin cos tanh sigmoid reciprocal gelu silu erf log1p tan asin acos atan sinh "
+              "cosh asinh acosh atanh exp2 expm1 log2 log10 erfc", integers="promote", gradient="rule")
     + _ops(1, "sign floor ceil round trunc", gradient="flat")
     + _ops(1, "isnan isinf isfinite isposinf isneginf logical_not", returns_bool=True)
     + _ops(1, "bitwise_not"))}
 
 BINARY = {op.name: op for op in (
-    _ops(2, "add sub mul div pow maximum minimum fmod", gradient="rule")
+    _ops(2, "add sub mul pow maximum minimum fmod", gradient="rule")
+    + _ops(2, "div", integers="promote", gradient="rule")  # true division
     + _ops(2, "atan2 copysign", integers="promote", gradient="rule")
     + _ops(2, "hypot", integers="refuse", gradient="rule")
     + _ops(2, "floordiv remainder bitwise_and bitwise_or bitwise_xor left_shift right_shift")
