@@ -38,6 +38,14 @@ def test_the_cython_typedef_file_has_the_vocabularys_codes():
         d.name.upper(): d.code for d in V.DTYPES if d.code is not None}
 
 
+def test_the_cpp_kernels_have_the_vocabularys_dtype_codes():
+    """stage 3's C interface (kernels.h) names each dtype code; by name, each is the vocabulary's."""
+    text = (ROOT / "stage3_simd" / "csrc" / "kernels.h").read_text(encoding="utf-8")
+    block = re.sub(r"/\*.*?\*/", "", text.split("enum sg3_dtype {")[1].split("};")[0], flags=re.S)
+    codes = {name.lower(): int(code) for name, code in re.findall(r"SG3_(\w+) = (\d+)", block)}
+    assert codes == {d.name: d.code for d in V.DTYPES if d.code is not None}
+
+
 def test_the_templates_see_the_vocabularys_dtypes():
     import importlib.util
     path = ROOT / "stage2_cython" / "template_names.py"

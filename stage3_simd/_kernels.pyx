@@ -42,6 +42,39 @@ cdef extern from "csrc/kernels.h" nogil:
         SG3_MIN
         SG3_ARGMAX
         SG3_ARGMIN
+        SG3_NEG
+        SG3_ABS
+        SG3_SIGN
+        SG3_RELU
+        SG3_FLOOR
+        SG3_CEIL
+        SG3_ROUND
+        SG3_EXP
+        SG3_LOG
+        SG3_LOG1P
+        SG3_SQRT
+        SG3_RSQRT
+        SG3_SIN
+        SG3_COS
+        SG3_TANH
+        SG3_SIGMOID
+        SG3_SILU
+        SG3_GELU
+        SG3_ERF
+        SG3_RECIPROCAL
+        SG3_ADD
+        SG3_SUB
+        SG3_MUL
+        SG3_DIV
+        SG3_MAXIMUM
+        SG3_MINIMUM
+        SG3_POW
+        SG3_EQ
+        SG3_NE
+        SG3_LT
+        SG3_LE
+        SG3_GT
+        SG3_GE
     ctypedef struct sg3_operands:
         int nops
         int ndim
@@ -183,23 +216,30 @@ cdef extern from "cblas.h" nogil:
     void scipy_openblas_set_num_threads(int n)
     char* scipy_openblas_get_corename()
 
-UNARY_OPS = {name: i for i, name in enumerate(
-    ["neg", "abs", "sign", "relu", "floor", "ceil", "round", "exp", "log", "log1p", "sqrt", "rsqrt",
-     "sin", "cos", "tanh", "sigmoid", "silu", "gelu", "erf", "reciprocal"])}
-BINARY_OPS = {name: i for i, name in enumerate(
-    ["add", "sub", "mul", "div", "maximum", "minimum", "pow", "eq", "ne", "lt", "le", "gt", "ge"])}
+# each op's name to the C enum member of that name (kernels.h's sg3_unary and sg3_binary)
+UNARY_OPS = {
+    "neg": SG3_NEG, "abs": SG3_ABS, "sign": SG3_SIGN, "relu": SG3_RELU, "floor": SG3_FLOOR,
+    "ceil": SG3_CEIL, "round": SG3_ROUND, "exp": SG3_EXP, "log": SG3_LOG, "log1p": SG3_LOG1P,
+    "sqrt": SG3_SQRT, "rsqrt": SG3_RSQRT, "sin": SG3_SIN, "cos": SG3_COS, "tanh": SG3_TANH,
+    "sigmoid": SG3_SIGMOID, "silu": SG3_SILU, "gelu": SG3_GELU, "erf": SG3_ERF,
+    "reciprocal": SG3_RECIPROCAL}
+BINARY_OPS = {
+    "add": SG3_ADD, "sub": SG3_SUB, "mul": SG3_MUL, "div": SG3_DIV, "maximum": SG3_MAXIMUM,
+    "minimum": SG3_MINIMUM, "pow": SG3_POW, "eq": SG3_EQ, "ne": SG3_NE, "lt": SG3_LT, "le": SG3_LE,
+    "gt": SG3_GT, "ge": SG3_GE}
 COMPARISONS = frozenset(["eq", "ne", "lt", "le", "gt", "ge"])
 INT_UNARY = frozenset(["neg", "abs", "sign", "relu"])  # compiled for the integers too
 INT_BINARY = frozenset(["add", "sub", "mul", "maximum", "minimum"]) | COMPARISONS
-# the same sets as codes, for the entry points' checks (the orders above put them so)
+# the same sets as ranges of codes, for the entry points' checks: kernels.h orders each enum so
+# (the integer unary ops first, the comparisons last, add to minimum before pow); checked here
 cdef enum:
-    LAST_INT_UNARY = 3  # neg abs sign relu come first
-    DIV = 3
-    POW = 6
-    FIRST_COMPARISON = 7
-assert [UNARY_OPS[o] for o in ("neg", "abs", "sign", "relu")] == [0, 1, 2, 3]
-assert BINARY_OPS["div"] == DIV and BINARY_OPS["pow"] == POW
-assert min(BINARY_OPS[c] for c in COMPARISONS) == FIRST_COMPARISON
+    LAST_INT_UNARY = SG3_RELU
+    DIV = SG3_DIV
+    POW = SG3_POW
+    FIRST_COMPARISON = SG3_EQ
+assert {o for o, c in UNARY_OPS.items() if c <= LAST_INT_UNARY} == INT_UNARY
+assert {o for o, c in BINARY_OPS.items() if c >= FIRST_COMPARISON} == COMPARISONS
+assert {o for o, c in BINARY_OPS.items() if c < POW} == {"add", "sub", "mul", "div", "maximum", "minimum"}
 REDUCE_OPS = {"sum": SG3_SUM, "prod": SG3_PROD, "max": SG3_MAX, "min": SG3_MIN}
 PATHS = ("sse2", "avx2", "avx512")  # x86-64, lowest first
 INT_MAX = 2**31 - 1
