@@ -423,7 +423,7 @@ def test_a_cell_whose_samples_disagree_is_measured_again():
     """``steady`` measures again while a round's slowest sample is over 3x its fastest (up
     to three rounds, while the budget holds one more), reports the median of all the
     samples, the cores of all the timed calls, and whether the last round still disagreed."""
-    from stagegrad.journey import steady
+    from stagegrad.measure import steady
 
     def rounds(*sample_lists):
         it = iter(sample_lists)

@@ -45,7 +45,7 @@ its share of the peak that over the FMA peak on the same thread count
 
 Timing: the check's call is the first warm-up; the journey's ``steady``/``time_calls`` then
 time the call within the per-cell budget, after their own warm-up: the median time per call.
-Every library gets the same thread count (``journey.set_threads``; default one), each cell
+Every library gets the same thread count (``measure.set_threads``; default one), each cell
 records the count its library reports.
 
 Writes ``conv_ladder.json`` (every cell) and ``conv_ladder.md`` (the table) to ``--out``.
@@ -58,6 +58,8 @@ import time
 from dataclasses import dataclass
 
 from . import machine
+from .measure import (UNSTEADY_NOTE, library_threads, names, set_threads, steady, thread_counts,
+                      time_calls)
 from .report import SINGLE, fit, fmt_seconds, write_tables
 
 DEFAULT_BUDGET = 2.0   # seconds per cell, warm-up included
@@ -134,10 +136,8 @@ def add_arguments(p):
 def run(args):
     """Measure, print the table, write conv_ladder.json and conv_ladder.md; an error when a
     cell failed or computed a different answer from the reference's (after writing both)."""
-    from .journey import set_threads
-    from .models_bench import _names, _thread_counts
-    layers = _names(args.layers, LAYERS, "layers")
-    threads = _thread_counts(args.threads)
+    layers = names(args.layers, LAYERS, "layers")
+    threads = thread_counts(args.threads)
     budget = args.budget if args.budget is not None else (QUICK_BUDGET if args.quick else DEFAULT_BUDGET)
     if budget <= 0:
         raise ValueError("--budget must be positive")
@@ -241,7 +241,6 @@ def check(answers, reference):
 
 def measure_cell(impl, rung, layer, mode, call, reference, budget, target):
     """One cell: ``call`` checked against ``reference`` (None: it is the reference), then timed."""
-    from .journey import steady, time_calls
     label = RUNGS.get(rung) or PEER[rung]
     row = {"layer": layer.key, "mode": mode, "rung": rung, "label": label, "impl": impl.name,
            "status": "ok", "reason": None, "time_s": None}
@@ -266,7 +265,6 @@ def measure(layers, threads, quick=False, budget=DEFAULT_BUDGET, stream=None):
     """Every cell: ``layers`` (keys of ``LAYERS``), each pass, each rung and PyTorch when
     installed, on each of ``threads``. Returns the report (a JSON-ready dict)."""
     from . import load_stage
-    from .journey import library_threads, set_threads
     from .progress import Progress
     from .workloads import Impl
     stream = stream or sys.stderr
@@ -422,10 +420,9 @@ def _section(report, n):
 
 
 def _notes(report):
-    from .models_bench import UNSTEADY
     rows = report["rows"]
     notes = ([SINGLE] if any(r.get("note") for r in rows) else []) + \
-        ([UNSTEADY] if any(r.get("unsteady") for r in rows) else [])
+        ([UNSTEADY_NOTE] if any(r.get("unsteady") for r in rows) else [])
     titles = {d["key"]: d["title"] for d in report["layers"]}
     for r in rows:
         if r["status"] != "ok":

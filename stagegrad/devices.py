@@ -24,60 +24,15 @@ that is not available is reported with the reason. Writes ``devices.json`` and
 import statistics
 import time
 
+from . import device_workloads as W
 from .report import WIDTH, markdown_table, write_tables
 
 TRANSFER_BYTES = 16 << 20
-MLP = (784, 256, 10)
 FULL = {"add": [10 ** k for k in range(2, 8)], "matmul": [64, 128, 256, 512, 1024],
         "MLP step": [16, 64, 256, 1024], "CNN step": [16, 64, 256]}
 # --quick: the sweep's shape, in seconds (a CNN step of 64 on a software adapter takes several)
 QUICK = {"add": [10 ** k for k in range(2, 7)], "matmul": [64, 128, 256], "MLP step": [16, 64, 256],
          "CNN step": [4, 16]}
-
-
-def _pair(sg, dev, *shape):
-    return sg.randn(*shape, device=dev), sg.randn(*shape, device=dev)
-
-
-def _add(sg, dev, n):
-    a, b = _pair(sg, dev, n)
-    return lambda: a + b
-
-
-def _matmul(sg, dev, n):
-    a, b = _pair(sg, dev, n, n)
-    return lambda: a @ b
-
-
-def _mlp_step(sg, dev, batch):
-    sg.manual_seed(0)
-    nn = sg.nn
-    model = nn.Sequential(nn.Linear(MLP[0], MLP[1]), nn.ReLU(), nn.Linear(MLP[1], MLP[2])).to(dev)
-    opt = sg.optim.SGD(model.parameters(), lr=0.01)
-    x, y = sg.randn(batch, MLP[0], device=dev), sg.randint(0, MLP[2], (batch,), device=dev)
-
-    def step():
-        loss = nn.functional.cross_entropy(model(x), y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    return step
-
-
-def _cnn_step(sg, dev, batch):
-    sg.manual_seed(0)
-    nn = sg.nn
-    model = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
-                          nn.Linear(8 * 14 * 14, 10)).to(dev)
-    opt = sg.optim.SGD(model.parameters(), lr=0.01)
-    x, y = sg.randn(batch, 1, 28, 28, device=dev), sg.randint(0, 10, (batch,), device=dev)
-
-    def step():
-        loss = nn.functional.cross_entropy(model(x), y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    return step
 
 
 def _synced(call, sync):
@@ -112,12 +67,12 @@ def _transfer_label(direction, pinned):
 
 
 SWEEPS = {  # workload: (what one call does, the size's label, build(sg, device, size) -> call)
-    "add": ("`a + b` on float32 vectors", "{:,} elements", _add),
-    "matmul": ("`a @ b` on square float32 matrices", "{0}x{0}", _matmul),
+    "add": ("`a + b` on float32 vectors", "{:,} elements", W.add),
+    "matmul": ("`a @ b` on square float32 matrices", "{0}x{0}", W.matmul),
     "MLP step": ("a 784-256-10 MLP with ReLU: forward, cross-entropy, backward, SGD step", "batch {}",
-                 _mlp_step),
+                 W.mlp_step),
     "CNN step": ("a 3x3 convolution to 8 channels, ReLU, 2x2 max pool and a linear layer on 28x28 "
-                 "images: one SGD step", "batch {}", _cnn_step),
+                 "images: one SGD step", "batch {}", W.cnn_step),
 }
 
 
@@ -188,21 +143,21 @@ def measure(quick=False, stream=None):
     sizes, target = (QUICK, 0.1) if quick else (FULL, 0.3)
     # (section, label, build() -> (call, after)): built one at a time, so that only the
     # tensors of the workload being timed are alive
-    jobs = [("overhead", "stage 3", lambda: (_add(s3, "cpu", 4), None))]
+    jobs = [("overhead", "stage 3", lambda: (W.add(s3, "cpu", 4), None))]
     for dev in on:
         sync = getattr(s4, dev).synchronize
-        jobs += [("overhead", f"{dev}, queued", lambda d=dev, y=sync: (_add(s4, d, 4), y)),
-                 ("overhead", f"{dev}, synchronized", lambda d=dev, y=sync: (_synced(_add(s4, d, 4), y), None)),
+        jobs += [("overhead", f"{dev}, queued", lambda d=dev, y=sync: (W.add(s4, d, 4), y)),
+                 ("overhead", f"{dev}, synchronized", lambda d=dev, y=sync: (_synced(W.add(s4, d, 4), y), None)),
                  *(("transfer", (dev, _transfer_label(direction, pinned)),
                     lambda d=dev, y=sync, up=direction == "host-to-device", p=pinned: (
                         (_upload if up else _download)(s4, d, y, p), None))
                    for direction, pinned in TRANSFERS if dev == "cuda" or not pinned)]
     if torch is not None:
-        jobs.append(("overhead", "PyTorch", lambda: (_add(torch, "cpu", 4), None)))
+        jobs.append(("overhead", "PyTorch", lambda: (W.add(torch, "cpu", 4), None)))
     if torch_cuda:  # queued as ours are: the synchronize comes after the timed calls
-        jobs += [("overhead", "PyTorch CUDA, queued", lambda: (_add(torch, "cuda", 4), torch.cuda.synchronize)),
+        jobs += [("overhead", "PyTorch CUDA, queued", lambda: (W.add(torch, "cuda", 4), torch.cuda.synchronize)),
                  ("overhead", "PyTorch CUDA, synchronized",
-                  lambda: (_synced(_add(torch, "cuda", 4), torch.cuda.synchronize), None))]
+                  lambda: (_synced(W.add(torch, "cuda", 4), torch.cuda.synchronize), None))]
     runs = [("stage 3", s3, "cpu", None)] + [(dev, s4, dev, getattr(s4, dev).synchronize) for dev in on]
     if torch_cuda:
         runs.append(("PyTorch CUDA", torch, "cuda", torch.cuda.synchronize))

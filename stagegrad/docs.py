@@ -60,7 +60,8 @@ def run(args):
             shutil.copy2(src / f, gen / f)
     else:
         from . import load_stage
-        from .journey import QUICK_BUDGET, measure_all, set_threads, write
+        from .journey import QUICK_BUDGET, measure_all, write
+        from .measure import set_threads
         set_threads(1)  # as `stagegrad journey` by default: every library on one thread
         stages = [load_stage(s.strip()).__name__ for s in args.stages.split(",") if s.strip()] \
             if args.stages else None

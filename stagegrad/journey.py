@@ -21,15 +21,14 @@ it is measured, each row as soon as its last cell is, within 100 columns. Writes
 and ``roofline.png`` to the output folder.
 """
 import json
-import math
 import os
-import statistics
 import sys
 import textwrap
 import time
 from pathlib import Path
 
 from . import machine, plausibility
+from .measure import library_threads, set_threads, show, steady, time_calls, time_runs
 from .progress import Progress
 from .report import TextTable, fit, fmt_seconds, machine_summary, markdown, plot_roofline, plot_speedups
 
@@ -140,34 +139,6 @@ def _find_mnist(data, download):
     return source
 
 
-def set_threads(threads):
-    """Give every library ``threads`` threads (None: leave each its own default): the
-    variables that OpenMP, OpenBLAS and MKL read when they load, and the count of each
-    library already loaded (a stage reads ``OMP_NUM_THREADS`` once, at import, and the
-    command line imports every stage before it parses ``--threads``)."""
-    if threads is None:
-        return
-    for name in machine.THREAD_VARIABLES:
-        os.environ[name] = str(threads)
-    from . import STAGES
-    for pkg in STAGES.values():
-        lib = sys.modules.get(pkg)
-        if hasattr(lib, "set_num_threads"):
-            lib.set_num_threads(threads)
-    if "torch" in sys.modules:
-        sys.modules["torch"].set_num_threads(threads)
-
-
-def library_threads(impl):
-    """The threads ``impl`` is set to use, as the library itself reports them (NumPy: the
-    OpenBLAS variable, which it read when it was imported); None if unknown."""
-    if impl.name == "numpy":
-        value = os.environ.get("OPENBLAS_NUM_THREADS") or os.environ.get("OMP_NUM_THREADS")
-        return int(value) if value and value.isdigit() else None
-    get = getattr(impl.lib, "get_num_threads", None)
-    return get() if get else None
-
-
 def measure_all(stages=None, budget=DEFAULT_BUDGET, quick=False, threads=None, stream=None, live=None):
     """Run every cell; return the report (a JSON-ready dict). With ``live`` (a text
     stream), the comparison table is printed there a row at a time, as each row's last
@@ -210,7 +181,7 @@ def measure_all(stages=None, budget=DEFAULT_BUDGET, quick=False, threads=None, s
             "workloads": [{"key": w.key, "title": w.title, "metric": w.metric} for w in WORKLOADS]}
     table = TextTable(head, labels=[w.size_label(s) for w, s, _ in cells]) if live else None
     if table:
-        _show(live, stream, table.header())
+        show(live, stream, table.header())
     bar = Progress(len(cells), "journey", stream=stream)
     measured = {impl.name: {} for impl in impls}
     results = []
@@ -224,10 +195,10 @@ def measure_all(stages=None, budget=DEFAULT_BUDGET, quick=False, threads=None, s
             done = [r for r in results if (r["workload"], r["size"]) == (w.key, size)]
             plausibility.check({"machine": facts, "results": done})
             add_ratios(dict(head, results=done))
-            _show(live, stream, table.row(done))
+            show(live, stream, table.row(done))
     bar.update(len(cells), now="done")
     if table:
-        _show(live, stream, "\n" + table.footer())
+        show(live, stream, "\n" + table.footer())
     report = {
         "format": 2,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
@@ -255,15 +226,6 @@ def add_cores(report):
         impl["cores"] = max(seen) if seen else None
 
 
-def _show(out, bar_stream, text):
-    """Print part of the live table; on a terminal, first erase the progress bar's line
-    (it is redrawn below at its next update)."""
-    if bar_stream.isatty():
-        bar_stream.write("\r\033[K")
-        bar_stream.flush()
-    print(text, file=out, flush=True)
-
-
 def measure_cell(w, size, impl, budget, target, measured):
     from .workloads import Unsupported, estimate_seconds
     row = {"workload": w.key, "size": size, "size_label": w.size_label(size), "impl": impl.name,
@@ -287,89 +249,6 @@ def measure_cell(w, size, impl, budget, target, measured):
     row.update(timing)
     row["rate"] = w.rate(size, row["time_s"]) if w.metric else None
     return row
-
-
-def _timed(fn, number):
-    """Wall seconds of ``number`` calls, and the process's CPU seconds (every thread's) in them."""
-    c0, t0 = time.process_time(), time.perf_counter()
-    for _ in range(number):
-        fn()
-    return time.perf_counter() - t0, time.process_time() - c0
-
-
-def _cores(cpu, wall):
-    """The cores busy on average: CPU seconds (all threads) over wall seconds."""
-    return cpu / wall if wall > 0 else None
-
-
-def time_calls(fn, budget, target):
-    """Median seconds per call, after one warm-up; see the module docstring. Also the
-    wall and CPU seconds of the timed calls (``timed_s``, ``cpu_s``) and ``spent_s``,
-    every second spent, warm-up included."""
-    first, first_cpu = _timed(fn, 1)
-    spent, per_call, number = first, first, 1
-    while True:  # calls per sample: enough for a sample to last about target / 5
-        want = max(1, min(10 ** 6, int(target / 5 / max(per_call, 1e-9))))
-        if want <= number:
-            break
-        number = want
-        t, _ = _timed(fn, number)
-        spent += t
-        per_call = min(per_call, t / number)
-    samples, wall, cpu = [], 0.0, 0.0
-    while len(samples) < 5 and sum(s * number for s in samples) < target:
-        if spent + number * per_call > budget and samples:
-            break
-        if spent + number * per_call > budget:  # not even one timed sample fits: keep the warm-up
-            return {"time_s": first, "min_s": first, "samples": [first], "calls_per_sample": 1,
-                    "note": "single call, warm-up included", "timed_s": first, "cpu_s": first_cpu,
-                    "spent_s": spent}
-        t, c = _timed(fn, number)
-        spent, wall, cpu = spent + t, wall + t, cpu + c
-        samples.append(t / number)
-    return {"time_s": statistics.median(samples), "min_s": min(samples), "samples": samples,
-            "calls_per_sample": number, "note": None, "timed_s": wall, "cpu_s": cpu, "spent_s": spent}
-
-
-def steady(measure, budget, limit=plausibility.SPREAD_LIMIT, rounds=3):
-    """``measure(seconds left) -> timing``, repeated while its samples disagree beyond
-    ``limit`` (slowest over fastest), up to ``rounds`` times and while the budget left
-    holds another round as long as the average one so far. The result has the median and
-    minimum of every round's samples, the cores of all their timed calls, ``rounds``,
-    ``spread`` (the last round's) and ``unsteady``: whether the last round still disagreed."""
-    taken, spent = [], 0.0
-    while not taken or (len(taken) < rounds and plausibility.disagrees(taken[-1]["samples"], limit)
-                        and budget - spent >= spent / len(taken)):
-        taken.append(measure(budget - spent))
-        spent += taken[-1].pop("spent_s", 0.0)
-    samples = [x for t in taken for x in t["samples"]]
-    timed, cpu = sum(t.get("timed_s", 0.0) for t in taken), sum(t.get("cpu_s", 0.0) for t in taken)
-    return dict(taken[-1], time_s=statistics.median(samples), min_s=min(samples), samples=samples,
-                cores=_cores(cpu, timed), rounds=len(taken), spread=plausibility.spread(taken[-1]["samples"]),
-                unsteady=plausibility.disagrees(taken[-1]["samples"], limit))
-
-
-def time_runs(fn, budget, target, runs=3):
-    """Median seconds of up to ``runs`` whole runs, each from a fresh start
-    (``fn.prepare()``, untimed), while the timed total stays under ``target`` and the cell
-    under ``budget``. Runs from the same start must reach the same loss (to rounding: a
-    threaded reduction may add in a different order)."""
-    samples, extra, spent, cpu = [], None, 0.0, 0.0
-    while len(samples) < runs and (not samples or sum(samples) < target and spent + samples[0] <= budget):
-        t0 = time.perf_counter()
-        fn.prepare()
-        t1, c1 = time.perf_counter(), time.process_time()
-        result = fn() or {}
-        t2, c2 = time.perf_counter(), time.process_time()
-        spent += t2 - t0
-        cpu += c2 - c1
-        samples.append(t2 - t1)
-        if extra is not None and not math.isclose(result["loss"], extra["loss"], rel_tol=1e-4):
-            raise RuntimeError(f"two runs from the same start differ: {extra} then {result}")
-        extra = extra or result
-    return {"time_s": statistics.median(samples), "min_s": min(samples), "samples": samples,
-            "calls_per_sample": 1, "note": None, "extra": extra, "timed_s": sum(samples), "cpu_s": cpu,
-            "spent_s": spent}
 
 
 def add_ratios(report):

@@ -40,7 +40,7 @@ float32 peak is that over the FMA peak on the same thread count
 (``machine.measure_peak_gflops``, stage 3's own multiply-add loop).
 
 Threads: for each thread count (default one, then every usable core) every library is set
-to it before its cells (``journey.set_threads``: the OpenMP, OpenBLAS and MKL variables,
+to it before its cells (``measure.set_threads``: the OpenMP, OpenBLAS and MKL variables,
 each stage's ``set_num_threads`` and PyTorch's), and each cell records the count the
 library reports. For each stage, the buffer pool's misses per step after the second step
 (``sg.memory.stats()``; 0 is the steady state) are in the JSON.
@@ -56,7 +56,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import machine, plausibility
+from . import machine
+from .measure import (UNSTEADY_NOTE, library_threads, names, set_threads, show, steady, thread_counts,
+                      time_calls)
 from .report import fit, fmt_seconds, write_tables
 
 DEFAULT_BUDGET = 6.0   # seconds per cell, warm-up included
@@ -148,36 +150,13 @@ def add_arguments(p):
                    help="a tiny run: one small batch per model (4 to 16 samples), short timing")
 
 
-def _names(text, allowed, what):
-    names = [s.strip() for s in text.split(",") if s.strip()]
-    unknown = [n for n in names if n not in allowed]
-    if unknown or not names:
-        raise ValueError(f"--{what}: unknown {', '.join(map(repr, unknown)) or 'empty list'}; "
-                         f"expected some of {', '.join(allowed)}")
-    return list(dict.fromkeys(names))
-
-
-def _thread_counts(text):
-    cores = machine.cores()["usable"]
-    if text is None:
-        return sorted({1, cores})
-    try:
-        counts = [int(s) for s in text.split(",") if s.strip()]
-    except ValueError:
-        raise ValueError(f"--threads: expected comma-separated counts, got {text!r}") from None
-    if not counts or min(counts) < 1:
-        raise ValueError(f"--threads: expected positive counts, got {text!r}")
-    return list(dict.fromkeys(counts))
-
-
 def run(args):
     """Measure, print the table as it goes, write models.json and models.md; an error when a
     cell failed or computed a different answer from PyTorch's (after writing both)."""
     from . import load_stage
-    from .journey import set_threads
-    models = _names(args.models, MODELS, "models")
+    models = names(args.models, MODELS, "models")
     stages = [load_stage(s.strip()).__name__ for s in args.stages.split(",") if s.strip()]
-    threads = _thread_counts(args.threads)
+    threads = thread_counts(args.threads)
     budget = args.budget if args.budget is not None else (QUICK_BUDGET if args.quick else DEFAULT_BUDGET)
     if budget <= 0:
         raise ValueError("--budget must be positive")
@@ -400,7 +379,6 @@ def measure(models, stages, threads, quick=False, budget=DEFAULT_BUDGET, live=No
     """Every cell: ``models`` (keys of ``MODELS``) on ``stages`` (packages) and PyTorch
     when installed, on each of ``threads``. Returns the report (a JSON-ready dict); with
     ``live`` (a text stream) the table is printed there a row at a time."""
-    from .journey import _show, library_threads, set_threads
     from .progress import Progress
     from .workloads import Impl
     stream = stream or sys.stderr
@@ -432,7 +410,7 @@ def measure(models, stages, threads, quick=False, budget=DEFAULT_BUDGET, live=No
         report["peak"][str(n)] = machine.measure_peak_gflops(n, seconds=0.05 if quick else 0.2)
         if live:
             intro = _intro(report) if n == threads[0] else []
-            _show(live, stream, fit("\n".join(intro + _section_head(report, n))))
+            show(live, stream, fit("\n".join(intro + _section_head(report, n))))
         for key, batch in jobs:
             model = MODELS[key]
             if (key, batch) not in refs:
@@ -452,11 +430,11 @@ def measure(models, stages, threads, quick=False, budget=DEFAULT_BUDGET, live=No
                 _ratios(cells[mode])
                 report["rows"] += cells[mode]
                 if live:
-                    _show(live, stream, _line(report, cells[mode]))
+                    show(live, stream, _line(report, cells[mode]))
     bar.update(done, now="done")
     report["wall_s"] = time.time() - started
     if live:
-        _show(live, stream, fit("\n" + "\n".join(_notes(report))))
+        show(live, stream, fit("\n" + "\n".join(_notes(report))))
     return report
 
 
@@ -478,7 +456,6 @@ def measure_cells(impl, model, batch, ref, budget, target):
     """The eval cell, then the training cell (then the loop's), of ``model`` at ``batch`` on
     ``impl``: each checked against ``ref`` on its first call, then timed (see the module
     docstring)."""
-    from .journey import steady, time_calls
     base = {"model": model.key, "batch": batch, "impl": impl.name, "label": impl.label, "kind": impl.kind,
             "package": impl.package, "status": "ok", "reason": None, "time_s": None}
     pool = getattr(impl.lib, "memory", None) if impl.kind == "stage" else None
@@ -617,8 +594,6 @@ def _columns(report):
 WIDTHS = {"model": 11, "batch": 5, "step": 5, "GFLOP": 6, "PyTorch": 9, "of peak": 7}
 STAGE_WIDTH = 17  # "1.23 ms*~ (0.77x)"
 SINGLE = "*: a single step, the second warm-up's (one step took the whole budget)."
-UNSTEADY = (f"~: unsteady: the samples disagreed by more than {plausibility.SPREAD_LIMIT:g}x even when "
-            "measured again; the median of them all is shown.")
 
 
 def _widths(head):
@@ -711,7 +686,7 @@ def _notes(report):
     if any(r.get("note") for r in rows):
         notes.append(SINGLE)
     if any(r.get("unsteady") for r in rows):
-        notes.append(UNSTEADY)
+        notes.append(UNSTEADY_NOTE)
     for s in _stages(report):
         counted = [r for r in rows if r["impl"] == s["name"] and r.get("pool_misses_per_step") is not None]
         worst = max(counted, key=lambda r: r["pool_misses_per_step"], default=None)

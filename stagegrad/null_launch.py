@@ -52,11 +52,16 @@ def _here(quick):
     """The timings, in this process (the emulation and the null mode already in place)."""
     import stage4_gpu as sg
 
-    from .devices import _add, _median, _mlp_step
+    from .device_workloads import add, mlp_step
+    from .measure import time_calls
     if not sg.cuda.is_available():
         raise RuntimeError(f"no cuda device: {sg.cuda.unavailable_reason()}")
     sg.cuda._set_launch_mode("null")
     target = 0.1 if quick else 0.3
+
+    def median(call):
+        """Median seconds per call (measure.time_calls, within ten targets)."""
+        return time_calls(call, 10 * target, target)["time_s"]
 
     def per_call(call):
         """(launches, synchronizations) of one call."""
@@ -64,13 +69,13 @@ def _here(quick):
         call()
         return sg.cuda._launch_count() - launches, sg.cuda._sync_count() - syncs
 
-    add = _add(sg, "cuda", 4)
-    out = {"available": True, "add_s": _median(add, target), "mlp": [], "zoo": []}
-    out["add_launches"], out["add_syncs"] = per_call(add)
+    call = add(sg, "cuda", 4)
+    out = {"available": True, "add_s": median(call), "mlp": [], "zoo": []}
+    out["add_launches"], out["add_syncs"] = per_call(call)
     for batch in BATCHES:
-        step = _mlp_step(sg, "cuda", batch)
+        step = mlp_step(sg, "cuda", batch)
         launches, syncs = per_call(step)
-        out["mlp"].append({"batch": batch, "seconds": _median(step, target), "launches": launches,
+        out["mlp"].append({"batch": batch, "seconds": median(step), "launches": launches,
                            "syncs": syncs})
     for model in mb.MODELS.values():
         step = _zoo_step(sg, model)
@@ -79,7 +84,7 @@ def _here(quick):
         launches, syncs = per_call(step)
         once = time.perf_counter() - t0  # --quick: this one step's time
         out["zoo"].append({"model": model.title, "batch": model.quick_batch, "launches": launches,
-                           "syncs": syncs, "seconds": once if quick else _median(step, target)})
+                           "syncs": syncs, "seconds": once if quick else median(step)})
     return out
 
 

@@ -101,7 +101,7 @@ def rows(stages):
 
 def measure(package, steps=200, fused=True, batch=64):
     """One row, in this process: wall time, per-op cost, memory and (a stage) the profile."""
-    from .journey import time_calls
+    from .measure import time_calls
     from .workloads import Impl, build_mlp_step, build_overhead
     impl = Impl(package)
     if not fused:

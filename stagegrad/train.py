@@ -53,14 +53,14 @@ so that no run trains for an hour and then cannot write its result. A ``--resume
 that is missing or is not a checkpoint ``--save`` wrote is refused before training starts.
 """
 import argparse
-import math
 import os
-import pickle
 import subprocess
 import sys
 import time
 
 from . import datafiles, installed_text, load_stage, mpi, stage_type, train_text, zoo
+from . import train_parts as P
+from .train_parts import is_torch  # noqa: F401  (train.is_torch, as before)
 from .progress import Progress, seconds, stat
 
 
@@ -94,15 +94,15 @@ def add_arguments(p):
     p.add_argument("--model", default="mlp", choices=IMAGE_MODELS + TEXT_MODELS,
                    help="mlp, cnn, resnet18 or mobilenetv2 train on MNIST; gpt and lstm on Shakespeare's "
                         "plays (default mlp)")
-    p.add_argument("--width", type=_width, default=1.0,
+    p.add_argument("--width", type=P.width, default=1.0,
                    help="channel multiplier of resnet18 and mobilenetv2 (default 1.0, the papers' width)")
-    p.add_argument("--epochs", type=_positive, default=1, help="passes over the MNIST subset (default 1)")
-    p.add_argument("--batch-size", type=_positive, default=64,
+    p.add_argument("--epochs", type=P.positive, default=1, help="passes over the MNIST subset (default 1)")
+    p.add_argument("--batch-size", type=P.positive, default=64,
                    help="images per training step (default 64)")
-    p.add_argument("--lr", type=_learning_rate, default=2e-3,
+    p.add_argument("--lr", type=P.learning_rate, default=2e-3,
                    help="the learning rate at the start of the cosine schedule, or throughout with "
                         "--constant-lr (default 0.002)")
-    p.add_argument("--weight-decay", type=_weight_decay, default=0.0,
+    p.add_argument("--weight-decay", type=P.weight_decay, default=0.0,
                    help="AdamW's decoupled weight decay (default 0); with --optimizer sgd, SGD's")
     p.add_argument("--optimizer", default="adamw", choices=("adamw", "sgd"),
                    help="adamw, or sgd with momentum 0.9 (default adamw)")
@@ -113,10 +113,10 @@ def add_arguments(p):
                         f"{WARMUP_STEPS} eager steps and replayed for each batch: the whole step with "
                         f"--optimizer sgd --constant-lr, else forward and backward, the optimizer stepping "
                         f"eagerly (its bias correction and scheduled rate change every step)")
-    p.add_argument("--subset", type=_count, default=6000,
+    p.add_argument("--subset", type=P.count, default=6000,
                    help="train on the first N training images, or 'all' (default: 6000, which "
                         "keeps the pure-Python stages to about a minute per epoch)")
-    p.add_argument("--test-subset", type=_count, default=None,
+    p.add_argument("--test-subset", type=P.count, default=None,
                    help="evaluate on the first N test images, or 'all' (default: all 10,000)")
     p.add_argument("--data", default=None, metavar="DIR",
                    help="the directory holding the MNIST IDX files (in DIR or DIR/mnist), or the "
@@ -126,84 +126,16 @@ def add_arguments(p):
                         "downloaded when found nowhere)")
     p.add_argument("--download", action="store_true",
                    help="fetch the dataset into --data if it is not there")
-    p.add_argument("--seed", type=_seed, default=0, help="an integer in [0, 2**64) (default 0)")
-    p.add_argument("--save", type=_writable_file, default=None,
+    p.add_argument("--seed", type=P.seed, default=0, help="an integer in [0, 2**64) (default 0)")
+    p.add_argument("--save", type=P.writable_file, default=None,
                    help="write a checkpoint here after every epoch (default: none)")
     p.add_argument("--resume", default=None,
                    help="continue from this checkpoint, which --save wrote (default: start afresh)")
-    p.add_argument("--nproc", type=_positive, default=None, metavar="N",
+    p.add_argument("--nproc", type=P.positive, default=None, metavar="N",
                    help="train on N processes of this machine, one thread each, under mpirun (Open MPI): "
                         "each takes --batch-size images per step. Under `mpirun -n N stagegrad train` "
                         "(across hosts) leave it out (default: one process)")
     train_text.add_arguments(p.add_argument_group("language models (gpt, lstm)"))
-
-
-# argument types: each raises ArgumentTypeError, whose text argparse shows as it is
-
-def _integer(text, low, high, expected):
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
-    if not low <= n < high:
-        raise argparse.ArgumentTypeError(f"expected {expected}, got {text}")
-    return n
-
-
-def _positive(text):
-    return _integer(text, 1, math.inf, "a positive integer")
-
-
-def _count(text):
-    return None if text == "all" else _integer(text, 1, math.inf, "a positive count or 'all'")
-
-
-def _seed(text):
-    # the generator reduces a seed modulo 2**64: a larger one would silently equal another
-    return _integer(text, 0, 2**64, "a seed in [0, 2**64)")
-
-
-def _real(text, ok, expected):
-    try:
-        x = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
-    if not (math.isfinite(x) and ok(x)):
-        raise argparse.ArgumentTypeError(f"expected {expected}, got {text}")
-    return x
-
-
-def _width(text):
-    return _real(text, lambda x: 0 < x <= 4, "a channel multiplier in (0, 4]")
-
-
-def _learning_rate(text):
-    return _real(text, lambda x: x > 0, "a finite positive learning rate")
-
-
-def _weight_decay(text):
-    return _real(text, lambda x: x >= 0, "a finite weight decay >= 0")
-
-
-def _writable_file(text):
-    """A path ``save`` can write: not a directory, in a directory that exists and is writable."""
-    directory = os.path.dirname(os.path.abspath(text))
-    if os.path.isdir(text):
-        raise argparse.ArgumentTypeError(f"{text} is a directory; expected a file name")
-    if not os.path.isdir(directory):
-        raise argparse.ArgumentTypeError(f"cannot write {text}: directory {directory} does not exist")
-    if not os.access(directory, os.W_OK | os.X_OK):
-        raise argparse.ArgumentTypeError(f"cannot write {text}: directory {directory} is not writable")
-    return text
-
-
-_CHECKPOINT_KEYS = ("model", "optimizer", "scheduler", "epoch", "model_kind", "shuffle_state")
-_STAGE_MAGIC = b"\x89SGRAD\r\n"  # how a file ``sg.save`` wrote begins
-
-
-def is_torch(sg):
-    """Whether ``sg`` is PyTorch itself rather than one of our stages."""
-    return sg.__name__ == "torch"
 
 
 def mnist(sg, root, train):
@@ -222,59 +154,25 @@ def mnist(sg, root, train):
     return sg.utils.data.TensorDataset(x.float() / 255, y.long())
 
 
-def _load(sg, path):
-    if not is_torch(sg):
-        # a training checkpoint is the stage's own format: sg.load would also read a
-        # PyTorch file's weights, but not resume PyTorch's generator and optimizer from it
-        return sg.load(path, format="stagegrad")
-    try:
-        return sg.load(path, weights_only=True)  # never runs code from the file
-    except (pickle.UnpicklingError, EOFError, RuntimeError, ValueError) as e:
-        with open(path, "rb") as f:
-            ours = f.read(len(_STAGE_MAGIC)) == _STAGE_MAGIC
-        why = ("it is a checkpoint a stage wrote; resume it with that stage (a stage's checkpoints "
-               "and PyTorch's do not load in each other)" if ours else
-               f"torch.load cannot read it ({str(e).splitlines()[0] if str(e) else type(e).__name__})")
-        raise ValueError(f"cannot resume from {path}: {why}") from None
-
-
-def _bad_shuffle_state(sg, state):
-    """Why ``state`` cannot be the shuffling generator's state, or None if it can."""
-    if is_torch(sg):
-        if isinstance(state, sg.Tensor) and state.dtype == sg.uint8 and state.dim() == 1:
-            return None
-        return f"its shuffling state (of type {type(state).__name__}) is not a torch.Generator state"
-    if type(state) is int and 0 <= state < 2**64:
-        return None
-    return f"its shuffling state ({state!r}) is not a count"
-
-
 def _training_checkpoint(sg, path, kind):
     """The checkpoint ``--resume`` names, checked to be one ``--save`` wrote for ``kind``."""
     try:
-        ckpt = _load(sg, path)
+        ckpt = P.load_checkpoint(sg, path)
     except OSError as e:
         raise ValueError(f"cannot resume from {path}: {e.strerror or e}") from None
-    if not isinstance(ckpt, dict) or not all(k in ckpt for k in _CHECKPOINT_KEYS):
+    if not isinstance(ckpt, dict) or not all(k in ckpt for k in P.CHECKPOINT_KEYS):
         raise ValueError(f"cannot resume from {path}: it is a checkpoint, but not one that "
-                         f"'stagegrad train --save' wrote (it holds {_contents(ckpt)}; a training "
-                         f"checkpoint is a dict with keys {', '.join(_CHECKPOINT_KEYS)})")
+                         f"'stagegrad train --save' wrote (it holds {P.contents(ckpt)}; a training "
+                         f"checkpoint is a dict with keys {', '.join(P.CHECKPOINT_KEYS)})")
     if ckpt["model_kind"] != kind:
         raise ValueError(f"{path} holds a {ckpt['model_kind']!r} model, not {kind!r}")
     epoch = ckpt["epoch"]
     if not (type(epoch) is int and epoch >= 0):
         raise ValueError(f"cannot resume from {path}: its epoch ({epoch!r}) is not a count")
-    bad = _bad_shuffle_state(sg, ckpt["shuffle_state"])
+    bad = P.bad_shuffle_state(sg, ckpt["shuffle_state"])
     if bad:
         raise ValueError(f"cannot resume from {path}: {bad}")
     return ckpt
-
-
-def _contents(obj):
-    if isinstance(obj, dict):
-        keys = [repr(k) for k in list(obj)[:4]] + (["..."] if len(obj) > 4 else [])
-        return f"a dict with keys {', '.join(keys)}" if keys else "an empty dict"
-    return f"a {type(obj).__name__}"
 
 
 def _resume(ckpt, path, model, opt, schedule, shuffle):

@@ -16,7 +16,8 @@ the same zoo model, on PyTorch.
 import math
 import time
 
-from . import datafiles, installed_text, load_stage, stage_type, train, zoo
+from . import datafiles, installed_text, load_stage, stage_type, zoo
+from . import train_parts as P
 from .progress import Progress, seconds, stat
 
 _CONFIG = {"gpt": ("context", "n_layer", "n_head", "n_embd", "n_kv_head", "positions", "dropout"),
@@ -26,26 +27,26 @@ _KEYS = ("model", "optimizer", "scheduler", "step", "model_kind", "config", "voc
 
 def add_arguments(g):
     """The language models' options, in their own group of ``stagegrad train --help``."""
-    g.add_argument("--steps", type=train._positive, default=2000, help="optimizer steps (default 2000)")
-    g.add_argument("--context", type=train._positive, default=64,
+    g.add_argument("--steps", type=P.positive, default=2000, help="optimizer steps (default 2000)")
+    g.add_argument("--context", type=P.positive, default=64,
                    help="characters per training window, the GPT's context (default 64)")
-    g.add_argument("--n-layer", type=train._positive, default=4,
+    g.add_argument("--n-layer", type=P.positive, default=4,
                    help="transformer or LSTM layers (default 4)")
-    g.add_argument("--n-head", type=train._positive, default=4, help="attention heads (default 4)")
-    g.add_argument("--n-kv-head", type=train._positive, default=None,
+    g.add_argument("--n-head", type=P.positive, default=4, help="attention heads (default 4)")
+    g.add_argument("--n-kv-head", type=P.positive, default=None,
                    help="key/value heads for grouped-query attention (default: --n-head)")
-    g.add_argument("--n-embd", type=train._positive, default=128, help="embedding width (default 128)")
-    g.add_argument("--hidden", type=train._positive, default=256, help="the LSTM's hidden size (default 256)")
+    g.add_argument("--n-embd", type=P.positive, default=128, help="embedding width (default 128)")
+    g.add_argument("--hidden", type=P.positive, default=256, help="the LSTM's hidden size (default 256)")
     g.add_argument("--positions", choices=("learned", "rotary", "sinusoidal"), default="learned",
                    help="the GPT's position encoding (default learned)")
     g.add_argument("--dropout", type=_probability, default=0.0, help="dropout probability (default 0)")
-    g.add_argument("--eval-every", type=train._positive, default=250,
+    g.add_argument("--eval-every", type=P.positive, default=250,
                    help="steps between validation evaluations (default 250)")
-    g.add_argument("--eval-batches", type=train._positive, default=20,
+    g.add_argument("--eval-batches", type=P.positive, default=20,
                    help="batches of the validation split per evaluation (default 20)")
     g.add_argument("--time-limit", type=_seconds, default=None,
                    help="stop training after this many seconds, then evaluate (default: none)")
-    g.add_argument("--max-chars", type=train._count, default=None,
+    g.add_argument("--max-chars", type=P.count, default=None,
                    help="use only the first N characters of the corpus (default: all of it)")
     g.add_argument("--sample", type=_non_negative, default=0,
                    help="characters to generate after training (default 0)")
@@ -54,23 +55,23 @@ def add_arguments(g):
 
 def add_sampling_arguments(g):
     """Options shared by ``train --sample`` and ``sample``."""
-    g.add_argument("--temperature", type=train._learning_rate, default=0.8,
+    g.add_argument("--temperature", type=P.learning_rate, default=0.8,
                    help="divides the logits before sampling: lower is more conservative (default 0.8)")
-    g.add_argument("--top-k", type=train._positive, default=10,
+    g.add_argument("--top-k", type=P.positive, default=10,
                    help="sample among the k most likely characters (default 10)")
     g.add_argument("--prompt", default="\n", help="text the sample continues (default: a new line)")
 
 
 def _probability(text):
-    return train._real(text, lambda x: 0 <= x < 1, "a probability in [0, 1)")
+    return P.real(text, lambda x: 0 <= x < 1, "a probability in [0, 1)")
 
 
 def _seconds(text):
-    return train._real(text, lambda x: x > 0, "a positive number of seconds")
+    return P.real(text, lambda x: x > 0, "a positive number of seconds")
 
 
 def _non_negative(text):
-    return train._integer(text, 0, math.inf, "a count >= 0")
+    return P.integer(text, 0, math.inf, "a count >= 0")
 
 
 def build_model(sg, kind, vocab_size, config):
@@ -133,9 +134,9 @@ def estimate_loss(sg, model, tokens, batch_size, context, batches):
 def corpus(sg, root, context, max_chars):
     """The training and validation token tensors on ``sg`` and the tokenizer. PyTorch has
     no Shakespeare reader: stage 0's reads the archive and hands over the ids."""
-    source = load_stage("0").datasets if train.is_torch(sg) else sg.datasets
+    source = load_stage("0").datasets if P.is_torch(sg) else sg.datasets
     splits = [source.Shakespeare(root, split, context, max_chars=max_chars) for split in ("train", "val")]
-    if train.is_torch(sg):
+    if P.is_torch(sg):
         return [sg.tensor(s.tokens.tolist()) for s in splits] + [splits[0].tokenizer]
     return [s.tokens for s in splits] + [splits[0].tokenizer]
 
@@ -166,7 +167,7 @@ def run(args):
         print(f"resumed from {args.resume} after step {step}")
 
     threads = sg.get_num_threads()
-    name = f"torch (PyTorch {sg.__version__})" if train.is_torch(sg) else sg.__name__
+    name = f"torch (PyTorch {sg.__version__})" if P.is_torch(sg) else sg.__name__
     print(f"stage {name}, {threads} thread{'s' if threads != 1 else ''}, model {kind} "
           f"({sum(p.numel() for p in model.parameters()):,} parameters), {train_tokens.shape[0]:,} training "
           f"and {val_tokens.shape[0]:,} validation characters, vocabulary {tokenizer.vocab_size}, batch "
@@ -228,12 +229,12 @@ def _checkpoint(sg, path, kind, config=None, steps=None):
     """The checkpoint at ``path``, checked to be a language model's that ``--save`` wrote
     (and, when resuming, for the same configuration and number of steps)."""
     try:
-        ckpt = train._load(sg, path)
+        ckpt = P.load_checkpoint(sg, path)
     except OSError as e:
         raise ValueError(f"cannot read {path}: {e.strerror or e}") from None
     if not isinstance(ckpt, dict) or not all(k in ckpt for k in _KEYS):
         raise ValueError(f"{path} is not a language-model checkpoint that 'stagegrad train --save' wrote "
-                         f"(it holds {train._contents(ckpt)})")
+                         f"(it holds {P.contents(ckpt)})")
     if kind is not None and ckpt["model_kind"] != kind:
         raise ValueError(f"{path} holds a {ckpt['model_kind']!r} model, not {kind!r}")
     if config is not None and ckpt["config"] != config:
@@ -242,7 +243,7 @@ def _checkpoint(sg, path, kind, config=None, steps=None):
     if steps is not None and ckpt["scheduler"].get("T_max") != steps:
         raise ValueError(f"cannot resume from {path}: its schedule spans {ckpt['scheduler'].get('T_max')} "
                          f"steps and this run's {steps}; resume with the --steps it was started with")
-    bad = train._bad_shuffle_state(sg, ckpt["shuffle_state"])
+    bad = P.bad_shuffle_state(sg, ckpt["shuffle_state"])
     if bad:
         raise ValueError(f"cannot resume from {path}: {bad}")
     return ckpt
@@ -254,8 +255,8 @@ def add_sample_arguments(p):
     p.add_argument("--stage", default="3", type=stage_type(peers=True),
                    help=f"stage number or package: {installed_text()} are installed here; or 'torch'. "
                         f"A checkpoint loads on the framework that wrote it (default 3)")
-    p.add_argument("--chars", type=train._positive, default=500, help="characters to generate (default 500)")
-    p.add_argument("--seed", type=train._seed, default=0, help="the sampling generator's seed (default 0)")
+    p.add_argument("--chars", type=P.positive, default=500, help="characters to generate (default 500)")
+    p.add_argument("--seed", type=P.seed, default=0, help="the sampling generator's seed (default 0)")
     add_sampling_arguments(p)
 
 
@@ -264,7 +265,7 @@ def sample(args):
     sg = load_stage(args.stage, peers=True)
     ckpt = _checkpoint(sg, args.checkpoint, None)
     vocab = ckpt["vocab"]
-    tokenizer = (load_stage("0").datasets if train.is_torch(sg) else sg.datasets).CharTokenizer(vocab)
+    tokenizer = (load_stage("0").datasets if P.is_torch(sg) else sg.datasets).CharTokenizer(vocab)
     model = build_model(sg, ckpt["model_kind"], tokenizer.vocab_size, ckpt["config"])
     model.load_state_dict(ckpt["model"])
     text = generate(sg, model, tokenizer, args.prompt, args.chars, args.temperature, args.top_k, args.seed)

@@ -49,7 +49,7 @@ def run(args):
     except CheckpointError as e:
         raise SystemExit(f"deploy: {e}") from None
     if args.threads:
-        from ..journey import set_threads
+        from ..measure import set_threads
         set_threads(args.threads)
     app = create_app(served, max_batch=args.max_batch, max_wait_ms=args.max_wait_ms, max_queue=args.queue)
     sock, address = bind(args.host, args.port)  # bound here: the address printed is the one in use

@@ -10,7 +10,7 @@ import struct
 import tempfile
 from pathlib import Path
 
-from .. import load_stage, train, train_text
+from .. import load_stage, train, train_parts, train_text
 from ..serve import architecture
 
 IMAGE = (1, 28, 28)  # the shape an image model takes (MNIST's)
@@ -58,7 +58,7 @@ class Served:
                                   f"({type(e).__name__}: {e})") from None
         if not isinstance(ckpt, dict) or "model" not in ckpt or "model_kind" not in ckpt:
             raise CheckpointError(f"{path}: a checkpoint, but not one 'stagegrad train --save' wrote "
-                                  f"(it holds {train._contents(ckpt)})")
+                                  f"(it holds {train_parts.contents(ckpt)})")
         self.kind = ckpt["model_kind"]
         self.text = self.kind in TEXT_KINDS
         try:

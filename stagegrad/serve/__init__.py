@@ -17,7 +17,7 @@ import os
 import socket
 from pathlib import Path
 
-from ..train import _integer
+from ..train_parts import integer as _integer
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost")
 

@@ -54,7 +54,7 @@ def run(args):
 
 def measure(names, quick=False, out=None, stream=sys.stderr):
     """Run the experiments ``names`` (keys of EXPERIMENTS): the report, a dict."""
-    from ..journey import set_threads
+    from ..measure import set_threads
     set_threads(1)
     sections = []
     for name in names:
