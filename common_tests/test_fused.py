@@ -537,7 +537,7 @@ def test_optimizer_steps_a_group_in_one_backend_call(fsg, monkeypatch):
     """A group's fused step is one call of the backend with all of its parameters, which
     takes it: stage 3 steps every tensor in one pass (``csrc/fused.hpp``'s over_tensors), a
     device in one launch per group or per parameter (test_gpu_devices counts them)."""
-    backend = importlib.import_module(fsg.__name__ + ".optim.optimizer").B
+    backend = importlib.import_module(fsg.__name__ + ".optim.adam").B  # the stage's backend, as the optimizers see it
     calls = []
 
     def counted(name):
