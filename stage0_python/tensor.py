@@ -770,7 +770,9 @@ class Tensor(TensorCore, ContractionMethods, MathMethods, RearrangingMethods, Sa
 
     def _unary(self, op):
         x = self  # integers made the default float dtype where the vocabulary says the op promotes them
-        if UNARY[op].integers == "promote" and not x.dtype.is_floating_point:
+        if x.dtype.is_floating_point:
+            pass
+        elif UNARY[op].integers == "promote":
             x = x.to(D.get_default_dtype())
         elif x.dtype is bool_:
             raise TypeError(f"{op}: not supported on bool tensors")
