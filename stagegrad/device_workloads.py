@@ -26,15 +26,8 @@ def mlp_step(sg, dev, batch):
     sg.manual_seed(0)
     nn = sg.nn
     model = nn.Sequential(nn.Linear(MLP[0], MLP[1]), nn.ReLU(), nn.Linear(MLP[1], MLP[2])).to(dev)
-    opt = sg.optim.SGD(model.parameters(), lr=0.01)
     x, y = sg.randn(batch, MLP[0], device=dev), sg.randint(0, MLP[2], (batch,), device=dev)
-
-    def step():
-        loss = nn.functional.cross_entropy(model(x), y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    return step
+    return _sgd_step(sg, model, x, y)
 
 
 def cnn_step(sg, dev, batch):
@@ -43,11 +36,16 @@ def cnn_step(sg, dev, batch):
     nn = sg.nn
     model = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
                           nn.Linear(8 * 14 * 14, 10)).to(dev)
-    opt = sg.optim.SGD(model.parameters(), lr=0.01)
     x, y = sg.randn(batch, 1, 28, 28, device=dev), sg.randint(0, 10, (batch,), device=dev)
+    return _sgd_step(sg, model, x, y)
+
+
+def _sgd_step(sg, model, x, y):
+    """One call: forward, cross-entropy against ``y``, backward and an SGD step (lr 0.01)."""
+    opt = sg.optim.SGD(model.parameters(), lr=0.01)
 
     def step():
-        loss = nn.functional.cross_entropy(model(x), y)
+        loss = sg.nn.functional.cross_entropy(model(x), y)
         opt.zero_grad()
         loss.backward()
         opt.step()

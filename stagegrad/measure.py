@@ -11,8 +11,9 @@ import time
 
 from . import machine, plausibility
 
+# the tables' note on a cell marked ~ (steady's ``unsteady``)
 UNSTEADY_NOTE = (f"~: unsteady: the samples disagreed by more than {plausibility.SPREAD_LIMIT:g}x even when "
-            "measured again; the median of them all is shown.")
+                 "measured again; the median of them all is shown.")
 
 
 def set_threads(threads):

@@ -95,34 +95,6 @@ void scores(const sg3_attention& a, T* s, int64_t keys, const void* mask_row, T*
     for (int64_t t = 0; t < W; ++t) *m = lanes[t] > *m ? lanes[t] : *m;
 }
 
-// exp(s - shift) in place over the `keys` seen (0 for a masked key, all 0 when shift is -inf:
-// no key takes part), 0 past them up to `tile`; returns their sum.
-template <class A, class T>
-T exponentials(T* s, int64_t keys, int64_t tile, T shift) {
-    using B = vec<T, A>;
-    constexpr int64_t W = B::size;
-    std::fill(s + keys, s + tile, T(0));
-    if (shift == -INFINITY) {
-        std::fill(s, s + keys, T(0));
-        return T(0);
-    }
-    B sum(T(0));
-    int64_t j = 0;
-    for (; j + W <= keys; j += W) {
-        const B x = B::load_unaligned(s + j);
-        const B p = xsimd::select(x == B(-INFINITY), B(T(0)), exp_full(x - B(shift)));
-        p.store_unaligned(s + j);
-        sum += p;
-    }
-    if (j < keys) {  // a causal row's last, partial register: the lanes past it add nothing
-        const B x = load_n<B>(s + j, keys - j);
-        const B p = xsimd::select(x == B(-INFINITY), B(T(0)), exp_full(x - B(shift)));
-        store_n(s + j, keys - j, p);
-        sum += xsimd::select(lanes_below<B>(keys - j), p, B(T(0)));
-    }
-    return xsimd::hadd(sum);
-}
-
 // A block's rows x tile matrix written straight into the MR-row micro-panels the micro-kernel
 // reads as A (gemm.hpp's prepacked_a with one K block: panel i at panels + i * tile, step j's MR
 // values at + j * MR), so the product that takes it packs nothing: value(r, j) gives the W values
@@ -183,6 +155,15 @@ vec<T, A> probabilities(const T* s, int64_t j, int64_t seen, T shift) {
     const B x = load_n<B>(s + j, vis);
     const B p = xsimd::select(x == B(-INFINITY), B(T(0)), exp_full(x - B(shift)));
     return xsimd::select(lanes_below<B>(vis), p, B(T(0)));
+}
+
+// exp(s - shift) in place over a row's `keys` seen, 0 past them up to `tile` (the backward's
+// probabilities, row by row, for dS and the P^T dO product).
+template <class A, class T>
+void exponentials(T* s, int64_t keys, int64_t tile, T shift) {
+    constexpr int64_t W = vec<T, A>::size;
+    for (int64_t j = 0; j < tile; j += W)
+        store_n(s + j, std::min(W, tile - j), probabilities<A, T>(s, j, keys, shift));
 }
 
 }  // namespace detail

@@ -172,8 +172,8 @@ struct strided_a {
 };
 
 // A read in place, row-major (element (i, p) at a[i*rs + p]): the micro-kernel broadcasts from
-// its rows directly. For products with few column panels (gemm below), where a packed block would
-// be reused by only a panel or two.
+// its rows directly. For products with few column panels (at most kInPlaceColumns, below),
+// which would reuse a packed block too few times to repay packing it.
 template <class Arch, class T>
 struct rows_a {
     static constexpr bool in_place = true;

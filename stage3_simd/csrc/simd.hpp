@@ -1,11 +1,11 @@
 // Small helpers over xsimd shared by the kernels.
 //
 // Design: a kernel's body runs on whole registers of W elements; the last (n mod W)
-// elements (by a masked move on AVX2 and AVX-512), and operands that are neither contiguous
-// nor broadcast, go through the same register code by way of a small aligned buffer
-// (load_part/store_part). So every element
-// is computed by the same instructions wherever it lies, and no scalar copy of an
-// operation exists to drift from the vector one.
+// elements, and operands that are neither contiguous nor broadcast, go through the same
+// register code, by way of a small aligned buffer (load_part/store_part) or, for a float or
+// double tail on AVX2 and AVX-512, one masked move (load_n/store_n). So every element is
+// computed by the same instructions wherever it lies, and no scalar copy of an operation
+// exists to drift from the vector one.
 #pragma once
 
 #include <cstdint>
