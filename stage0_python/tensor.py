@@ -770,12 +770,11 @@ class Tensor(TensorCore, ContractionMethods, MathMethods, RearrangingMethods, Sa
 
     def _unary(self, op):
         x = self  # integers made the default float dtype where the vocabulary says the op promotes them
-        if x.dtype.is_floating_point:
-            pass
-        elif UNARY[op].integers == "promote":
-            x = x.to(D.get_default_dtype())
-        elif x.dtype is bool_:
-            raise TypeError(f"{op}: not supported on bool tensors")
+        if not x.dtype.is_floating_point:
+            if UNARY[op].integers == "promote":
+                x = x.to(D.get_default_dtype())
+            elif x.dtype is bool_:
+                raise TypeError(f"{op}: not supported on bool tensors")
         return ops.Unary.apply(x, op)
 
     def exp(self):

@@ -60,7 +60,7 @@ import time
 
 from . import datafiles, installed_text, load_stage, mpi, stage_type, train_text, zoo
 from . import train_parts as P
-from .train_parts import is_torch  # noqa: F401  (train.is_torch, as before)
+from .train_parts import is_torch
 from .progress import Progress, seconds, stat
 
 
