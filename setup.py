@@ -104,7 +104,8 @@ def _render_templates(folder):
     for tp in Path(folder).glob("*.pyx.tp"):
         pyx = GENERATED / folder / tp.with_suffix("").name
         newest = max(tp.stat().st_mtime, Path(__file__).stat().st_mtime,
-                     Path("stage2_cython/template_names.py").stat().st_mtime)
+                     *(Path(p).stat().st_mtime for p in ("stage2_cython/template_names.py",
+                                                          "stage0_python/op_table.py")))
         if not pyx.exists() or pyx.stat().st_mtime < newest:
             pyx.parent.mkdir(parents=True, exist_ok=True)
             text = Tempita.sub(tp.read_text(encoding="utf-8"), **namespace)

@@ -27,7 +27,7 @@ from .math_ops import (acos, acosh, arccos, arccosh, arcsin, arcsinh, arctan, ar
                        asinh, atan, atan2, atanh, bitwise_and, bitwise_left_shift, bitwise_not,
                        bitwise_or, bitwise_right_shift, bitwise_xor, copysign, cosh, erfc, exp2, expm1,
                        fix, floor_divide, fmod, hypot, isfinite, isinf, isneginf, isposinf, log2, log10,
-                       logaddexp, logaddexp2, pow, remainder, sinh, tan, true_divide, trunc)
+                       logaddexp, logaddexp2, logit, pow, remainder, sinh, tan, true_divide, trunc)
 from .random import Generator, initial_seed, manual_seed, seed
 from .printing import get_printoptions, printoptions, set_printoptions
 from .shapes import IndexRangeError, ShapeError

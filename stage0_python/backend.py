@@ -40,6 +40,7 @@ import math
 import operator
 from array import array
 
+from stage0_python.op_table import FUNCTIONS, periodic
 from stage0_python.vocabulary import BOOL_RESULT
 
 from .capabilities import refusal
@@ -327,35 +328,6 @@ def _integral(f):
     return rounded
 
 
-def _trig(f):
-    def safe(x):
-        return f(x) if x - x == 0 else NAN  # inf and nan give nan
-    return safe
-
-
-def _domain(f):
-    """``f`` with IEEE results where Python's math raises: outside the domain nan, at a
-    pole or on overflow +-inf with the sign of the limit (math.atanh(1) raises, C gives inf)."""
-    def safe(x):
-        try:
-            return f(x)
-        except ValueError:
-            if f is math.atanh and abs(x) == 1:
-                return math.copysign(INF, x)
-            return NAN
-        except OverflowError:
-            return -INF if f is math.sinh and x < 0 else INF
-    return safe
-
-
-def _log_base(f):
-    def safe(x):
-        if x > 0:
-            return f(x)
-        return -INF if x == 0 else NAN  # log2(-0.0) is -inf, as log's
-    return safe
-
-
 def _bitwise_not(x):
     return ~x if isinstance(x, int) else NAN  # the frontend lets no float reach here
 
@@ -367,8 +339,8 @@ UNARY = {
     "log": _log,
     "sqrt": _sqrt,
     "rsqrt": _rsqrt,
-    "sin": _trig(math.sin),
-    "cos": _trig(math.cos),
+    "sin": periodic(math.sin),
+    "cos": periodic(math.cos),
     "tanh": math.tanh,
     "sigmoid": _sigmoid,
     "relu": lambda x: max(x, 0),  # PyTorch's: -0.0 and NaN pass (a tie keeps x), below 0 gives +0
@@ -381,21 +353,7 @@ UNARY = {
     "floor": _integral(math.floor),
     "ceil": _integral(math.ceil),
     "round": _integral(round),
-    "tan": _trig(math.tan),
-    "asin": _domain(math.asin),
-    "acos": _domain(math.acos),
-    "atan": math.atan,
-    "sinh": _domain(math.sinh),
-    "cosh": _domain(math.cosh),
-    "asinh": math.asinh,
-    "acosh": _domain(math.acosh),
-    "atanh": _domain(math.atanh),
-    "exp2": _domain(math.exp2),
-    "expm1": _domain(math.expm1),
-    "log2": _log_base(math.log2),
-    "log10": _log_base(math.log10),
     "trunc": _integral(math.trunc),
-    "erfc": math.erfc,
     "isnan": lambda x: x != x,
     "isinf": lambda x: x in (INF, -INF),
     "isfinite": lambda x: x - x == 0,  # inf - inf and nan - nan are nan
@@ -403,6 +361,7 @@ UNARY = {
     "isneginf": lambda x: x == -INF,
     "logical_not": operator.not_,
     "bitwise_not": _bitwise_not,
+    **{f.name: f.python for f in FUNCTIONS},  # the op table's float functions
 }
 
 

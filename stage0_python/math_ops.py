@@ -126,12 +126,20 @@ class MathMethods:
     erfc, erfc_ = _float_unary("erfc"), inplace_form("erfc")
     log2, log2_ = _float_unary("log2"), inplace_form("log2")
     log10, log10_ = _float_unary("log10"), inplace_form("log10")
+    logit_ = inplace_form("logit")
     arcsin, arcsin_ = asin, inplace_form("arcsin")
     arccos, arccos_ = acos, inplace_form("arccos")
     arctan, arctan_ = atan, inplace_form("arctan")
     arcsinh, arcsinh_ = asinh, inplace_form("arcsinh")
     arccosh, arccosh_ = acosh, inplace_form("arccosh")
     arctanh, arctanh_ = atanh, inplace_form("arctanh")
+
+    def logit(self, eps=None):
+        """See torch.logit: log(x / (1 - x)), with x first clamped to [eps, 1 - eps] when
+        ``eps`` is given (so 0 and 1 give finite values); integer and bool tensors give the
+        default float dtype."""
+        x = self if eps is None else self.clamp(eps, 1 - eps)
+        return x._unary("logit")
 
     def trunc(self):
         """See torch.trunc: rounds toward zero, keeping -0.0; integer tensors are returned as
@@ -279,7 +287,7 @@ _T = MathMethods
 (tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh, arcsin, arccos, arctan, arcsinh, arccosh,
  arctanh) = (_T.tan, _T.asin, _T.acos, _T.atan, _T.sinh, _T.cosh, _T.asinh, _T.acosh, _T.atanh,
              _T.arcsin, _T.arccos, _T.arctan, _T.arcsinh, _T.arccosh, _T.arctanh)
-exp2, expm1, log2, log10, erfc = _T.exp2, _T.expm1, _T.log2, _T.log10, _T.erfc
+exp2, expm1, log2, log10, erfc, logit = _T.exp2, _T.expm1, _T.log2, _T.log10, _T.erfc, _T.logit
 isinf, isfinite, isposinf, isneginf, bitwise_not = (_T.isinf, _T.isfinite, _T.isposinf, _T.isneginf,
                                                     _T.bitwise_not)
 trunc, fix, fmod, floor_divide, true_divide = _T.trunc, _T.fix, _T.fmod, _T.floor_divide, _T.true_divide
@@ -288,7 +296,7 @@ atan2, arctan2, copysign, hypot, logaddexp, logaddexp2 = (_T.atan2, _T.arctan2, 
 del _T
 
 __all__ = ["tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "arcsin", "arccos",
-           "arctan", "arcsinh", "arccosh", "arctanh", "exp2", "expm1", "log2", "log10", "erfc", "trunc",
+           "arctan", "arcsinh", "arccosh", "arctanh", "exp2", "expm1", "log2", "log10", "erfc", "logit", "trunc",
            "fix", "floor_divide", "true_divide", "isinf", "isfinite", "isposinf", "isneginf", "atan2",
            "arctan2", "copysign", "fmod",
            "hypot", "logaddexp", "logaddexp2", "remainder", "pow", "bitwise_and", "bitwise_or",

@@ -7,6 +7,7 @@ these in ``tensor.py``, ``functional.py`` and ``nn/``.
 import math
 
 from stage0_python import vocabulary
+from stage0_python.op_table import FUNCTIONS
 
 from . import backend as B
 from .autograd import Function
@@ -53,20 +54,7 @@ DERIVATIVES = {
     "gelu": lambda x, y, g: g * (0.5 * (1 + (x * (0.5 ** 0.5)).erf()) + x * (x * x * -0.5).exp() * _INV_SQRT_2PI),
     "silu": lambda x, y, g: g * x.sigmoid() * (1 + x * (1 - x.sigmoid())),
     "erf": lambda x, y, g: g * (x * x * -1).exp() * (2 / math.sqrt(math.pi)),
-    "erfc": lambda x, y, g: g * (x * x * -1).exp() * (-2 / math.sqrt(math.pi)),
-    "tan": lambda x, y, g: g * (1 + y * y),
-    "asin": lambda x, y, g: g * (1 - x * x).rsqrt(),
-    "acos": lambda x, y, g: -g * (1 - x * x).rsqrt(),
-    "atan": lambda x, y, g: g / (1 + x * x),
-    "sinh": lambda x, y, g: g * x.cosh(),
-    "cosh": lambda x, y, g: g * x.sinh(),
-    "asinh": lambda x, y, g: g * (x * x + 1).rsqrt(),
-    "acosh": lambda x, y, g: g * (x * x - 1).rsqrt(),
-    "atanh": lambda x, y, g: g / (1 - x * x),
-    "exp2": lambda x, y, g: g * y * math.log(2.0),
-    "expm1": lambda x, y, g: g * (y + 1),
-    "log2": lambda x, y, g: g / (x * math.log(2.0)),
-    "log10": lambda x, y, g: g / (x * math.log(10.0)),
+    **{f.name: f.derivative for f in FUNCTIONS},  # the op table's float functions
 }
 # piecewise-constant ops: zero gradient almost everywhere (the vocabulary's "flat" ones)
 FLAT = frozenset(name for name, op in vocabulary.UNARY.items() if op.gradient == "flat")

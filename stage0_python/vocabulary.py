@@ -9,9 +9,13 @@ through a stage's ``__path__``: so there is one ``float32`` object and one
 ``torch.float32``), and a kernel of any stage can compare dtypes by identity. What
 differs between stages (which dtypes each computes in, the default dtype) stays in each
 stage's ``dtypes`` module. ``common_tests/test_vocabulary.py`` checks every backend's
-kernel tables (Python, Cython, C++, WGSL, CUDA) against this one.
+kernel tables (Python, Cython, C++, WGSL, CUDA) against this one. The float functions
+(``tan`` ... ``logit``) are declared whole, kernels and derivative included, in
+``op_table``: their facts here are read from it.
 """
 from typing import NamedTuple
+
+from stage0_python.op_table import FUNCTIONS
 
 
 class DType:
@@ -174,8 +178,9 @@ def _ops(arity, names, **facts):
 
 UNARY = {op.name: op for op in (
     _ops(1, "neg abs relu", gradient="rule")
-    + _ops(1, "exp log sqrt rsqrt sin cos tanh sigmoid reciprocal gelu silu erf log1p tan asin acos atan sinh "
-              "cosh asinh acosh atanh exp2 expm1 log2 log10 erfc", integers="promote", gradient="rule")
+    + _ops(1, "exp log sqrt rsqrt sin cos tanh sigmoid reciprocal gelu silu erf log1p", integers="promote",
+           gradient="rule")
+    + [Op(f.name, 1, integers="promote", gradient="rule") for f in FUNCTIONS]  # the op table's
     + _ops(1, "sign floor ceil round trunc", gradient="flat")
     + _ops(1, "isnan isinf isfinite isposinf isneginf logical_not", returns_bool=True)
     + _ops(1, "bitwise_not"))}

@@ -6,9 +6,8 @@
 #
 # Integers wrap on overflow (two's complement: the extensions are compiled with
 # -fwrapv), as PyTorch's and NumPy's integer tensors do: int32 2**31 - 1 + 1 is -2**31.
-from libc.math cimport (INFINITY, acos, acosh, asin, asinh, atan, atan2, atanh, ceil, copysign, cos, cosh,
-                        erf, erfc, exp, exp2, expm1, fabs, floor, fmod, hypot, log, log1p, log2, log10, pow,
-                        rint, sin, sinh, sqrt, tan, tanh, trunc)
+from libc.math cimport (INFINITY, atan2, ceil, copysign, cos, erf, erfc, exp, fabs, floor, fmod, hypot, log,
+                        log1p, pow, rint, sin, sqrt, tanh, trunc)
 
 from stage2_cython._types cimport (any_t, bool_t, float32_t, float64_t, float_t, int64_t, int_t, is_nan, num_t,
                                    uint64_t)
@@ -323,60 +322,18 @@ cdef inline float_t u_reciprocal(float_t x) noexcept nogil:
     return 1 / x
 
 
-cdef inline float_t u_tan(float_t x) noexcept nogil:
-    return <float_t>tan(x)
 
 
-cdef inline float_t u_asin(float_t x) noexcept nogil:
-    return <float_t>asin(x)
 
 
-cdef inline float_t u_acos(float_t x) noexcept nogil:
-    return <float_t>acos(x)
 
 
-cdef inline float_t u_atan(float_t x) noexcept nogil:
-    return <float_t>atan(x)
 
 
-cdef inline float_t u_sinh(float_t x) noexcept nogil:
-    return <float_t>sinh(x)
 
 
-cdef inline float_t u_cosh(float_t x) noexcept nogil:
-    return <float_t>cosh(x)
 
 
-cdef inline float_t u_asinh(float_t x) noexcept nogil:
-    return <float_t>asinh(x)
-
-
-cdef inline float_t u_acosh(float_t x) noexcept nogil:
-    return <float_t>acosh(x)
-
-
-cdef inline float_t u_atanh(float_t x) noexcept nogil:
-    return <float_t>atanh(x)
-
-
-cdef inline float_t u_exp2(float_t x) noexcept nogil:
-    return <float_t>exp2(x)
-
-
-cdef inline float_t u_expm1(float_t x) noexcept nogil:
-    return <float_t>expm1(x)
-
-
-cdef inline float_t u_log2(float_t x) noexcept nogil:
-    return <float_t>log2(x)
-
-
-cdef inline float_t u_log10(float_t x) noexcept nogil:
-    return <float_t>log10(x)
-
-
-cdef inline float_t u_erfc(float_t x) noexcept nogil:
-    return <float_t>erfc(x)
 
 
 # ---------------------------------------------------------------- unary, integers only

@@ -1,26 +1,26 @@
 """The CUDA driver's elementwise kernels: unary and binary ops, ``where``, casts, ``fill``
 and the strided copy, all instantiations of ``kernels/elementwise.cu``'s templates: the
-element types and the operation (a struct of ``kernels/math.cuh``) are template
+element types and the operation (a struct of ``kernels/math.cuh``, or for the op table's
+float functions of the header ``kernels.py`` writes from it) are template
 arguments, named here per kind of element type.
 """
+from stage0_python.op_table import FUNCTIONS
 from stage0_python.vocabulary import BOOL_RESULT
 
 from ..dtypes import bool_
 from ..gpu.elementwise import INT_DIVISIONS
-from .kernels import CTYPE
+from .kernels import CTYPE, function_struct
 from .memory import _numpy, bfloat16_bits
 from .runtime import BLOCK, runtime
 
 _FLOAT_UNARY = {
     "neg": "Neg", "abs": "Abs", "exp": "Exp", "log": "Log", "sqrt": "Sqrt", "rsqrt": "Rsqrt",
-    "sin": "Sin", "cos": "Cos", "tan": "Tan", "tanh": "Tanh", "sigmoid": "Sigmoid", "relu": "Relu",
+    "sin": "Sin", "cos": "Cos", "tanh": "Tanh", "sigmoid": "Sigmoid", "relu": "Relu",
     "sign": "Sign", "reciprocal": "Reciprocal", "gelu": "Gelu", "silu": "Silu", "erf": "Erf",
-    "erfc": "Erfc", "log1p": "Log1p", "expm1": "Expm1", "floor": "Floor", "ceil": "Ceil",
-    "round": "Round", "trunc": "Trunc", "asin": "Asin", "acos": "Acos", "atan": "Atan",
-    "sinh": "Sinh", "cosh": "Cosh", "asinh": "Asinh", "acosh": "Acosh", "atanh": "Atanh",
-    "exp2": "Exp2", "log2": "Log2", "log10": "Log10", "isnan": "IsNan", "isinf": "IsInf",
-    "isfinite": "IsFinite", "isposinf": "IsPosInf", "isneginf": "IsNegInf",
-    "logical_not": "LogicalNot"}
+    "log1p": "Log1p", "floor": "Floor", "ceil": "Ceil", "round": "Round", "trunc": "Trunc",
+    "isnan": "IsNan", "isinf": "IsInf", "isfinite": "IsFinite", "isposinf": "IsPosInf",
+    "isneginf": "IsNegInf", "logical_not": "LogicalNot",
+    **{f.name: function_struct(f.name) for f in FUNCTIONS}}  # the op table's (op_table.cuh)
 _PREDICATES = {"isnan": "IsNan", "isinf": "IsInf", "isposinf": "IsPosInf", "isneginf": "IsNegInf",
                "isfinite": "IsFinite", "logical_not": "LogicalNot"}
 _INT_UNARY = dict(_PREDICATES, neg="Neg", abs="Abs", sign="Sign", bitwise_not="BitwiseNot",

@@ -19,6 +19,8 @@ import os
 import re
 from collections import namedtuple
 
+from stage0_python.op_table import FUNCTIONS
+
 DIR = os.path.join(os.path.dirname(__file__), "kernels")
 
 Kernel = namedtuple("Kernel", "file args")
@@ -94,6 +96,21 @@ _INCLUDE = re.compile(r'^#include "([^"]+)"\s*$', re.M)
 _SOURCES = {}
 
 
+def function_struct(name):
+    """The struct that computes the op table's float function ``name`` (``logit``: ``Logit``)."""
+    return name[0].upper() + name[1:]
+
+
+def _op_table_header():
+    """``op_table.cuh``, a header written from the op table (``stage0_python/op_table.py``):
+    one math.cuh ``FLOAT_OP`` struct per float function, from its CUDA expression."""
+    return "// written by kernels.py from stage0_python/op_table.py\n" + "".join(
+        f"FLOAT_OP({function_struct(f.name)}, {f.cuda})\n" for f in FUNCTIONS)
+
+
+GENERATED = {"op_table.cuh": _op_table_header}  # headers with no file: written from tables
+
+
 def source(name):
     """``kernels/<name>.cu`` with each ``#include "x.cuh"`` replaced by that file's text
     (once per file), so that NVRTC needs no include path and CuPy's on-disk cache, keyed
@@ -108,6 +125,8 @@ def source(name):
                 if header in seen:
                     return ""
                 seen.add(header)
+                if header in GENERATED:
+                    return GENERATED[header]()
                 with open(os.path.join(DIR, header), encoding="utf-8") as f:
                     return expand(f.read().replace("#pragma once", ""))
             return _INCLUDE.sub(one, text)

@@ -7,6 +7,7 @@ Each op is a WGSL expression over the loaded operands ``v1``, ``v2`` (``v3`` for
 ``T``) and bool (``u32`` words holding 0 or 1). The float functions WGSL lacks or leaves
 undefined at NaN and infinity are in ``kernels/math.wgsl``.
 """
+from stage0_python.op_table import FUNCTIONS
 from stage0_python.vocabulary import BOOL_RESULT
 
 from ..dtypes import bool_
@@ -17,15 +18,12 @@ _TEMPLATE = read("elementwise.wgsl")
 _BOOL_OF = "select(0u, 1u, {})"
 _FLOAT_UNARY = {
     "neg": "-v1", "abs": "abs(v1)", "exp": "exp_f(v1)", "log": "log_f(v1)", "sqrt": "sqrt_f(v1)",
-    "rsqrt": "rsqrt_f(v1)", "sin": "sin_f(v1)", "cos": "cos_f(v1)", "tan": "tan_f(v1)",
+    "rsqrt": "rsqrt_f(v1)", "sin": "sin_f(v1)", "cos": "cos_f(v1)",
     "tanh": "tanh_f(v1)", "sigmoid": "sigmoid_f(v1)", "relu": "select(v1, 0.0, v1 < 0.0)",
     "sign": "sign_f(v1)", "reciprocal": "recip_f(v1)", "gelu": "gelu_f(v1)",
-    "silu": "silu_f(v1)", "erf": "erf_f(v1)", "erfc": "erfc_f(v1)",
-    "log1p": "log1p_f(v1)", "expm1": "expm1_f(v1)", "floor": "floor(v1)", "ceil": "ceil(v1)",
-    "round": "round(v1)", "trunc": "trunc(v1)", "asin": "asin_f(v1)", "acos": "acos_f(v1)",
-    "atan": "atan_f(v1)", "sinh": "sinh_f(v1)", "cosh": "cosh_f(v1)", "asinh": "asinh_f(v1)",
-    "acosh": "acosh_f(v1)", "atanh": "atanh_f(v1)", "exp2": "exp2_f(v1)", "log2": "log2_f(v1)",
-    "log10": "log10_f(v1)",
+    "silu": "silu_f(v1)", "erf": "erf_f(v1)", "log1p": "log1p_f(v1)", "floor": "floor(v1)",
+    "ceil": "ceil(v1)", "round": "round(v1)", "trunc": "trunc(v1)",
+    **{f.name: f.wgsl for f in FUNCTIONS},  # the op table's float functions
     "isnan": _BOOL_OF.format("is_nan(v1)"), "isinf": _BOOL_OF.format("is_inf(v1)"),
     "isfinite": _BOOL_OF.format("is_finite(v1)"),
     "isposinf": _BOOL_OF.format("is_inf(v1) && v1 > 0.0"),

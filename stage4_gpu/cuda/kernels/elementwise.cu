@@ -1,7 +1,7 @@
 // Design: the strided elementwise kernels, one thread per output element in a grid-stride
 // loop, each thread turning its row-major position into an offset in every operand
 // through the operand's own strides (a broadcast dim has stride 0). The operation is a
-// template argument (a struct of math.cuh), the element types are template arguments:
+// template argument (a struct of math.cuh or op_table.cuh), the element types are template arguments:
 // elementwise.py names each instantiation it launches, NVRTC compiles just those.
 // `unary` with Identity is the cast and the strided copy under every movement primitive.
 //
@@ -17,6 +17,7 @@
 //                          offset, strides[nd]].
 #include "common.cuh"
 #include "math.cuh"
+#include "op_table.cuh"  // the op table's float functions: kernels.py writes it from the table
 
 // whether the K operands of p run along one dimension with stride 1 or 0 each, the
 // output's 1 (then operand k starts at p[3 + 2k], strided by p[4 + 2k])
