@@ -322,20 +322,6 @@ cdef inline float_t u_reciprocal(float_t x) noexcept nogil:
     return 1 / x
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 # ---------------------------------------------------------------- unary, integers only
 
 cdef inline int_t u_bitwise_not(int_t x) noexcept nogil:
