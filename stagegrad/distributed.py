@@ -101,7 +101,7 @@ def _rank_measure(stage, steps, batch, bucket_cap_mb):
     """What one rank of the job measures (rank 0's is kept)."""
     import importlib
 
-    from .train import build_model
+    from .training import build_model
     sg = importlib.import_module(stage)
     dist = sg.distributed
     dist.init_process_group()

@@ -1,7 +1,7 @@
 """``stagegrad models``: the zoo's real models on stages 2 and 3 next to PyTorch, in one run.
 
 The models (``MODELS``), each built from one file on every framework (``zoo.models``; the
-MNIST CNN is ``train.build_model``'s, the language models ``train_text.build_model``'s):
+MNIST CNN is ``training.build_model``'s, the language models ``train_text.build_model``'s):
 
 - ResNet-18 and MobileNetV2 with the small-image stem (``small_input=True``) on 3x32x32
   images and 10 classes, at batch 16 and 64; MobileNetV2 without its dropout, whose random
@@ -105,7 +105,7 @@ def _image(build):
 
 
 def _cnn(sg):
-    from .train import build_model
+    from .training import build_model
     return build_model(sg, "cnn")
 
 
