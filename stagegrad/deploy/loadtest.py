@@ -24,7 +24,7 @@ import urllib.request
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from ..report import write_tables
+from ..formatting import write_tables
 from . import process
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
