@@ -6,20 +6,12 @@ Every benchmark is skipped (n/a) where ``sg.cuda.is_available()`` is False, with
 reason. The tiers' results are checked against cuBLAS by ``stagegrad cuda-ladder`` and
 the test suite; here they are only timed.
 """
-from stagegrad import load_stage
-
-from .common import Benchmark, array, memo
+from .common import Benchmark, DeviceTransfer, array, device_stage, memo
 
 
 def _cuda():
     """Stage 4 with a working ``cuda`` device, or asv's skip saying why not."""
-    try:
-        sg = load_stage("4")
-    except RuntimeError as e:
-        raise NotImplementedError(str(e)) from None
-    if not sg.cuda.is_available():
-        raise NotImplementedError(sg.cuda.unavailable_reason())
-    return sg
+    return device_stage("cuda")
 
 
 def _ladder(sg):
@@ -80,24 +72,6 @@ class Overhead(Benchmark):
             self.sync()
 
 
-class Transfer(Benchmark):
-    """A float32 tensor of ``mib`` MiB to the device (waited for) and back."""
-    params = [[16]]
-    param_names = ["mib"]
-
-    def setup(self, mib):
-        """The tensor on the host and on the device."""
-        sg = _cuda()
-        n = mib * 2 ** 20 // 4
-        self.host = memo(("host", n), lambda: sg.from_numpy(array(1, n)))
-        self.device = memo(("cuda", 1, n), lambda: self.host.to("cuda"))
-        self.sync = sg.cuda.synchronize
-
-    def time_upload(self, mib):
-        """Host to device, then wait until the copy is done."""
-        self.host.to("cuda")
-        self.sync()
-
-    def time_download(self, mib):
-        """Device to host (reading back waits for the device)."""
-        self.device.cpu()
+class Transfer(DeviceTransfer):
+    """A float32 tensor of ``mib`` MiB to the cuda device (waited for) and back."""
+    device = "cuda"

@@ -6,25 +6,12 @@ Every device benchmark is skipped (n/a) where ``sg.webgpu.is_available()`` is Fa
 Mesa's lavapipe, a software Vulkan driver, the device is the CPU: such timings are never
 GPU speed (``stagegrad devices`` says which adapter ran).
 """
-from stagegrad import load_stage
-
-from .common import Benchmark, array, memo
-
-
-def _stage(number):
-    """Stage ``number``, or asv's skip when it does not import here."""
-    try:
-        return load_stage(number)
-    except RuntimeError as e:
-        raise NotImplementedError(str(e)) from None
+from .common import Benchmark, DeviceTransfer, array, device_stage, memo, stage
 
 
 def _webgpu():
     """Stage 4 with a working ``webgpu`` device, or asv's skip saying why not."""
-    sg = _stage("4")
-    if not sg.webgpu.is_available():
-        raise NotImplementedError(sg.webgpu.unavailable_reason())
-    return sg
+    return device_stage("webgpu")
 
 
 def _on_device(sg, seed, *shape):
@@ -42,7 +29,7 @@ class Overhead(Benchmark):
         """The two operands on ``device``; the call to time."""
         self.sync = None
         if device == "stage 3":
-            sg = _stage("3")
+            sg = stage("3")
             a, b = sg.from_numpy(array(6, 4)), sg.from_numpy(array(7, 4))
             self.call = lambda: a + b
             return
@@ -64,27 +51,9 @@ class Overhead(Benchmark):
         self.call()
 
 
-class Transfer(Benchmark):
-    """A float32 tensor of ``mib`` MiB to the device (waited for) and back."""
-    params = [[16]]
-    param_names = ["mib"]
-
-    def setup(self, mib):
-        """The tensor on the host and on the device."""
-        sg = _webgpu()
-        n = mib * 2 ** 20 // 4
-        self.host = memo(("host", n), lambda: sg.from_numpy(array(1, n)))
-        self.device = _on_device(sg, 1, n)
-        self.sync = sg.webgpu.synchronize
-
-    def time_upload(self, mib):
-        """Host to device, then wait until the copy is done."""
-        self.host.to("webgpu")
-        self.sync()
-
-    def time_download(self, mib):
-        """Device to host (reading back waits for the device)."""
-        self.device.cpu()
+class Transfer(DeviceTransfer):
+    """A float32 tensor of ``mib`` MiB to the webgpu device (waited for) and back."""
+    device = "webgpu"
 
 
 class DeviceAdd(Benchmark):

@@ -11,10 +11,15 @@ per process by a probe (a 4,096-element add and a 64x64 matmul; see
 ``stagegrad.workloads.probe``). A call estimated to take more than ``BUDGET_S`` seconds
 is skipped the asv way, by raising ``NotImplementedError`` in ``setup`` (shown as n/a),
 so the whole suite finishes in minutes even with the pure-Python stages.
+
+Stage 4's devices are benchmarked where they work: ``device_stage`` skips the asv way where a
+device is not available, and ``DeviceTransfer`` is the copies benchmark each device's module
+subclasses.
 """
+import abc
 import os
 
-from stagegrad import workloads
+from stagegrad import load_stage, workloads
 
 BUDGET_S = float(os.environ.get("STAGEGRAD_BENCH_BUDGET", "1.0"))
 IMPLS = workloads.implementations()
@@ -78,3 +83,49 @@ class Benchmark:
     timeout = 300
     param_names = ["impl", "size"]
 
+
+
+def stage(number):
+    """Stage ``number``, or asv's skip when it does not import here."""
+    try:
+        return load_stage(number)
+    except RuntimeError as e:
+        raise NotImplementedError(str(e)) from None
+
+
+def device_stage(device):
+    """Stage 4 with a working ``device`` (``"cuda"``, ``"webgpu"``), or asv's skip saying why not."""
+    sg = stage("4")
+    module = getattr(sg, device)
+    if not module.is_available():
+        raise NotImplementedError(module.unavailable_reason())
+    return sg
+
+
+class DeviceTransfer(Benchmark, abc.ABC):
+    """A float32 tensor of ``mib`` MiB to the device (waited for) and back. Each device's module
+    subclasses it, naming ``device``; asv times no abstract class, so not this one."""
+    params = [[16]]
+    param_names = ["mib"]
+
+    @property
+    @abc.abstractmethod
+    def device(self):
+        """The name of stage 4's device the copies go to and come from."""
+
+    def setup(self, mib):
+        """The tensor on the host and on the device."""
+        sg = device_stage(self.device)
+        n = mib * 2 ** 20 // 4
+        self.host = memo(("host", n), lambda: sg.from_numpy(array(1, n)))
+        self.resident = memo((self.device, 1, n), lambda: self.host.to(self.device))
+        self.sync = getattr(sg, self.device).synchronize
+
+    def time_upload(self, mib):
+        """Host to device, then wait until the copy is done."""
+        self.host.to(self.device)
+        self.sync()
+
+    def time_download(self, mib):
+        """Device to host (reading back waits for the device)."""
+        self.resident.cpu()

@@ -25,7 +25,7 @@ from stagegrad import zoo
 
 def _cnn():
     """``stagegrad train``'s MNIST CNN, the zoo-steps table's model beside the zoo's."""
-    from stagegrad.train import build_model
+    from stagegrad.training import build_model
     return build_model(sg, "cnn")
 
 

@@ -24,7 +24,7 @@ with warnings.catch_warnings():  # starlette 1 suggests httpx2 for its test clie
     TestClient = pytest.importorskip("fastapi.testclient").TestClient  # CI=true insists on it
 
 from stagegrad.deploy.app import create_app as deploy_app  # noqa: E402
-from stagegrad.serve.app import create_app as dashboard_app  # noqa: E402
+from stagegrad.dashboard.app import create_app as dashboard_app  # noqa: E402
 
 from .test_deploy import _checkpoint  # noqa: E402
 

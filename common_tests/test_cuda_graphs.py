@@ -179,7 +179,7 @@ def test_train_cuda_graph_is_an_image_model_option(sg):
 
 def test_a_captured_step_refuses_a_model_that_drops_units(sg):
     """A dropout mask is drawn on the host: captured, every replay would drop the same units."""
-    from stagegrad.train import CapturedStep
+    from stagegrad.training import CapturedStep
     nn = sg.nn
     dropping = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5), nn.Linear(4, 2))
     with pytest.raises(ValueError, match="--cuda-graph .* Dropout draws a new mask every step"):

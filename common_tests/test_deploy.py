@@ -20,11 +20,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stagegrad import load_stage, train, train_text
+from stagegrad import load_stage, train_text, training
 from stagegrad.deploy import loadtest, process
 from stagegrad.deploy.batching import Batcher, QueueFull
 from stagegrad.deploy.model import CheckpointError, Served
-from stagegrad.serve import bind
+from stagegrad.dashboard import bind
 
 fastapi = pytest.importorskip("fastapi", reason="the deploy API needs FastAPI (pip install -e '.[serve]')")
 from fastapi.testclient import TestClient  # noqa: E402
@@ -48,7 +48,7 @@ def _checkpoint(tmp_path, kind, stage="3"):
         state = {"model": model.state_dict(), "model_kind": kind, "config": config, "vocab": VOCAB}
         sg.save(state, str(path))
     else:
-        model = train.build_model(sg, kind)
+        model = training.build_model(sg, kind)
         sg.save({"model": model.state_dict(), "model_kind": kind, "epoch": 1}, str(path))
     return path
 
@@ -84,7 +84,7 @@ def test_health_models_and_metrics(images):
     served = Served(images, backend="3", name="digits")
     with _client(served) as client:
         assert client.get("/healthz").json() == {"status": "ok"}
-        cnn = train.build_model(served.sg, "cnn")
+        cnn = training.build_model(served.sg, "cnn")
         about = {"name": "digits", "kind": "cnn", "backend": "stage3_simd", "input": [1, 28, 28],
                  "classes": 10, "parameters": sum(p.numel() for p in cnn.parameters()),
                  "sha256": hashlib.sha256(images.read_bytes()).hexdigest()}
@@ -285,7 +285,7 @@ def test_corrupt_or_foreign_checkpoints_are_refused(tmp_path):
     with pytest.raises(CheckpointError, match="not one 'stagegrad train --save' wrote"):
         Served(other)
     wrong = tmp_path / "wrong.ckpt"
-    sg.save({"model": train.build_model(sg, "mlp").state_dict(), "model_kind": "cnn"}, str(wrong))
+    sg.save({"model": training.build_model(sg, "mlp").state_dict(), "model_kind": "cnn"}, str(wrong))
     with pytest.raises(CheckpointError, match="cannot be rebuilt"):
         Served(wrong)
     done = subprocess.run([sys.executable, "-m", "stagegrad", "deploy", str(junk)], capture_output=True,

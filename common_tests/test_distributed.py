@@ -395,7 +395,7 @@ MNIST = ROOT / "stage0_python" / "datasets" / "sample" / "mnist"  # the slice th
 # BaseException, as Ctrl-C is, so that the run does not take it for a failure to abort on)
 STOP_AT_EPOCH_2 = """
 import sys
-from stagegrad import cli, train
+from stagegrad import cli, training
 from stagegrad.progress import Progress
 
 class Stop(BaseException):
@@ -406,7 +406,7 @@ def progress(length, label, **kw):
         raise Stop
     return Progress(length, label, **kw)
 
-train.Progress = progress
+training.Progress = progress
 try:
     cli.main(sys.argv[1:])
 except Stop:

@@ -164,7 +164,7 @@ def test_machine_and_roofline_recorded(report):
 def test_markdown_and_plots_written(report):
     """A row per workload and size, a column per implementation; each measured cell shows
     its time, each stage after the first its speed-up; each skip has a note with its reason."""
-    from stagegrad.report import fmt_seconds
+    from stagegrad.formatting import fmt_seconds
     md = (GENERATED / "journey.md").read_text().replace("\u00a0", " ")  # cells keep "1.2 ms" on one line
     lines = md.splitlines()
     header = next(line for line in lines if line.startswith("| workload | size |"))
@@ -234,7 +234,7 @@ def _fake_report(skip=(("matmul", "stage0_python"),)):
 def test_terminal_table_fits_100_columns_and_explains_skips():
     import re
 
-    from stagegrad import report as R
+    from stagegrad import journey_report as R
     report = _fake_report()
     text = R.text(report)
     assert max(map(len, text.splitlines())) <= 100, text
@@ -269,12 +269,12 @@ def test_a_stage_without_a_package_is_marked_as_such(tmp_path, monkeypatch):
 
 def _fake_machine(monkeypatch):
     """The machine's measurements replaced by fixed figures (no measuring)."""
-    from stagegrad import machine
+    from stagegrad import roofline
     fake = {"gbs": 1.0, "gflops": 1.0, "per_core": 1.0, "threads": 1, "each": {1: 1.0}, "by": "numpy",
             "method": ""}
     for name in ("measure_peak_gflops", "measure_gemm_gflops", "measure_bandwidth_gbs",
                  "measure_cache_bandwidth_gbs"):
-        monkeypatch.setattr(machine, name, lambda *args, **kwargs: fake)
+        monkeypatch.setattr(roofline, name, lambda *args, **kwargs: fake)
 
 
 def _row_lines(text):
@@ -285,7 +285,7 @@ def _row_lines(text):
 def test_headline_names_the_fastest_stage_and_its_ratios():
     """Against the made-up times: the fastest stage is 10^5 times the first stage's speed,
     and 10^3 times PyTorch's; a workload the first stage skipped has no headline row."""
-    from stagegrad import report as R
+    from stagegrad import journey_report as R
     report = _fake_report()
     fastest = report["implementations"][5]
     if fastest["kind"] != "stage" or "torch" not in report["stages"] + [i["name"] for i in
@@ -487,7 +487,7 @@ def test_tables_mark_unsteady_cells_and_flagged_ratios():
     """An unsteady cell's time carries ``~``; a doubted cell's ratios are ``?`` with a note
     giving the reason, in the terminal and in Markdown; the cores row shows each column's
     most cores over its threads."""
-    from stagegrad import report as R
+    from stagegrad import journey_report as R
     from stagegrad.journey import add_ratios
     report = _fake_report()
     cells = {(r["workload"], str(r["size"]), r["impl"]): r for r in report["results"]}
@@ -512,7 +512,7 @@ def test_tables_mark_unsteady_cells_and_flagged_ratios():
 def test_headline_quotes_only_results_and_says_when_quick():
     """The landing page's table: a quick run says so above it; a peer more than 1000x
     slower is ``?`` with a note, never a ratio; a doubted cell is never the fastest stage."""
-    from stagegrad import report as R
+    from stagegrad import journey_report as R
     from stagegrad.journey import add_ratios
     report = _fake_report()
     if not {"torch", "numpy"} <= {i["name"] for i in report["implementations"]} or len(report["stages"]) < 6:

@@ -177,7 +177,7 @@ def test_pool_is_safe_under_threads(sg):
 def test_training_reaches_a_steady_state_served_by_the_pool(sg, kind):
     """After its second step a training loop (data loading, forward, loss, backward, AdamW)
     takes no new memory from the system: every request is a pooled block."""
-    from stagegrad.train import build_model
+    from stagegrad.training import build_model
     sg.manual_seed(0)
     # small batches: the steady state is about which blocks are asked for, not their size
     dataset = sg.utils.data.TensorDataset(sg.randn(32, 1, 28, 28), sg.randint(0, 10, (32,)))

@@ -22,10 +22,10 @@ with warnings.catch_warnings():  # starlette 1 suggests httpx2 for its test clie
     warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testclient`")
     TestClient = pytest.importorskip("fastapi.testclient").TestClient  # CI=true insists on it
 
-from stagegrad import datafiles, installed_stages, load_stage, train, train_text
+from stagegrad import datafiles, installed_stages, load_stage, train_text, training
 from stagegrad.deploy.model import Served
-from stagegrad.serve import architecture, settings, worker
-from stagegrad.serve.app import create_app
+from stagegrad.dashboard import architecture, settings, worker
+from stagegrad.dashboard.app import create_app
 
 TIMEOUT = 60
 TINY = {"model": "mlp", "stage": "3", "epochs": 2, "subset": 256, "test_subset": 200, "batch_size": 32,
@@ -103,7 +103,7 @@ def test_a_run_streams_its_progress_and_the_history_keeps_it(client, finished):
     assert [p["seq"] for p in streamed] == sorted({p["seq"] for p in streamed})
     assert streamed == run["points"]  # what was streamed is what was stored
     sg = load_stage("3")
-    model = train.build_model(sg, "mlp")
+    model = training.build_model(sg, "mlp")
     assert run["parameters"] == sum(p.numel() for p in model.parameters())
     assert run["total_steps"] == TINY["epochs"] * math.ceil(TINY["subset"] / TINY["batch_size"])
     losses = [p for p in run["points"] if p["loss"] is not None]
@@ -128,13 +128,13 @@ def test_downloads_are_the_trained_model(client, finished, tmp_path):
     assert r.status_code == 200 and "attachment" in r.headers["content-disposition"]
     (tmp_path / "w.safetensors").write_bytes(r.content)
     weights = load_file(str(tmp_path / "w.safetensors"))
-    model = train.build_model(sg, "mlp")
+    model = training.build_model(sg, "mlp")
     shapes = {k: tuple(v.shape) for k, v in model.state_dict().items()}
     assert shapes == {k: v.shape for k, v in weights.items()}
     model.load_state_dict(sg.load_safetensors(str(tmp_path / "w.safetensors")))
     test_set = sg.utils.data.Subset(sg.datasets.MNIST(root=datafiles.mnist_dir(None), train=False),
                                     range(TINY["test_subset"]))
-    assert train.evaluate(sg, model, test_set) == run["final"]["test_accuracy"]
+    assert training.evaluate(sg, model, test_set) == run["final"]["test_accuracy"]
     r = client.get(f"/api/runs/{run['id']}/model.onnx")
     assert r.status_code == 200
     session = onnxruntime.InferenceSession(r.content, providers=["CPUExecutionProvider"])
@@ -179,7 +179,7 @@ def test_a_finished_run_is_served_from_the_dashboard(client, finished, tmp_path)
         assert json.loads(answer.read())["models"][0]["backend"] == "stage3_simd"
     # what the page's try sends through the dashboard is what the stage's own model answers
     sg, ckpt, model = _stage_model(client, run["id"], tmp_path,
-                                   lambda sg, c: train.build_model(sg, c["model_kind"]))
+                                   lambda sg, c: training.build_model(sg, c["model_kind"]))
     assert ckpt["model_kind"] == "mlp"
     test_set = sg.datasets.MNIST(root=datafiles.mnist_dir(None), train=False)
     x = np.stack([test_set[i][0].numpy() for i in range(3)])

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from stagegrad import train
+from stagegrad import train, training
 from stagegrad.progress import Progress
 
 from . import unprivileged
@@ -56,7 +56,7 @@ def _straight_and_resumed(sg, tmp_path, monkeypatch, load):
     straight, half = tmp_path / "straight.ckpt", tmp_path / "half.ckpt"
     train.run(_args(sg, tmp_path, save=str(straight), **base))
     with monkeypatch.context() as m:
-        m.setattr(train, "Progress", _stop_at_epoch_2)
+        m.setattr(training, "Progress", _stop_at_epoch_2)
         with pytest.raises(_Interrupted):
             train.run(_args(sg, tmp_path, save=str(half), **base))
     assert load(half)["epoch"] == 1

@@ -41,7 +41,7 @@ rungs are measured alone, the implicit GEMM checked against the unfold + GEMM ru
 FLOP: the forward is 2*N*O*C*kh*kw*OH*OW; each gradient costs as many, so forward plus
 backward is 3x the forward, 2x on the CNN's first layer. GFLOP/s is that over the time, and
 its share of the peak that over the FMA peak on the same thread count
-(``machine.measure_peak_gflops``).
+(``roofline.measure_peak_gflops``).
 
 Timing: the check's call is the first warm-up; the journey's ``steady``/``time_calls`` then
 time the call within the per-cell budget, after their own warm-up: the median time per call.
@@ -57,10 +57,10 @@ import sys
 import time
 from dataclasses import dataclass
 
-from . import machine
-from .measure import (UNSTEADY_NOTE, library_threads, names, set_threads, steady, thread_counts,
-                      time_calls)
-from .report import SINGLE, fit, fmt_seconds, write_tables
+from . import machine, roofline
+from .cells import cell_marks, failure_notes, mark_notes, rates, threads_heading, unpinned_note, vs_torch
+from .formatting import fmt_seconds, markdown_table, publish
+from .measure import cell_budget, library_threads, names, set_threads, steady, thread_counts, time_calls
 
 DEFAULT_BUDGET = 2.0   # seconds per cell, warm-up included
 QUICK_BUDGET = 0.25
@@ -138,16 +138,10 @@ def run(args):
     cell failed or computed a different answer from the reference's (after writing both)."""
     layers = names(args.layers, LAYERS, "layers")
     threads = thread_counts(args.threads)
-    budget = args.budget if args.budget is not None else (QUICK_BUDGET if args.quick else DEFAULT_BUDGET)
-    if budget <= 0:
-        raise ValueError("--budget must be positive")
+    budget = cell_budget(args, DEFAULT_BUDGET, QUICK_BUDGET)
     set_threads(threads[0])  # before PyTorch loads, so that its libraries read the count too
     report = measure(layers, threads, quick=args.quick, budget=budget)
-    text = markdown(report)
-    written = write_tables(args.out, "conv_ladder", report, text)
-    print()
-    print(fit(text))
-    print(fit("wrote " + ", ".join(str(p) for p in written)))
+    publish(args.out, "conv_ladder", report, markdown(report), wrap=True)
     failed = [r for r in report["rows"] if r["status"] != "ok"]
     if failed:
         raise RuntimeError(f"{len(failed)} cell(s) failed: " + "; ".join(
@@ -291,7 +285,7 @@ def measure(layers, threads, quick=False, budget=DEFAULT_BUDGET, stream=None):
     for n in threads:
         set_threads(n)
         print(f"conv-ladder: the FMA peak on {n} thread(s)", file=stream)
-        report["peak"][str(n)] = peak = machine.measure_peak_gflops(n, seconds=0.05 if quick else 0.2)
+        report["peak"][str(n)] = peak = roofline.measure_peak_gflops(n, seconds=0.05 if quick else 0.2)
         for key in layers:
             layer = LAYERS[key]
             data = _data(layer)
@@ -309,10 +303,10 @@ def measure(layers, threads, quick=False, budget=DEFAULT_BUDGET, stream=None):
                     if reference is None and row["status"] == "ok":
                         reference = {"label": row["label"], "answers": row["answers"]}
                     row.update(threads=n, library_threads=library_threads(impl))
-                    _rates(row, layer.flops(mode), peak)
+                    rates(row, layer.flops(mode), peak)
                     cells.append(row)
                     done += 1
-                _ratios(cells)
+                vs_torch(cells)
                 for row in cells:
                     row.pop("answers", None)
                 report["rows"] += cells
@@ -321,22 +315,6 @@ def measure(layers, threads, quick=False, budget=DEFAULT_BUDGET, stream=None):
     bar.update(done, now="done")
     report["wall_s"] = time.time() - started
     return report
-
-
-def _rates(row, flops, peak):
-    row["flops"] = flops
-    row["gflops"] = row["of_peak"] = None
-    if row["status"] == "ok":
-        row["gflops"] = flops / row["time_s"] / 1e9
-        if peak.get("gflops"):
-            row["of_peak"] = row["gflops"] / peak["gflops"]
-
-
-def _ratios(cells):
-    """PyTorch's time over each cell's (above 1: faster than PyTorch), measured in this run."""
-    torch = next((r for r in cells if r["rung"] == "torch" and r["status"] == "ok"), None)
-    for r in cells:
-        r["vs_torch"] = torch["time_s"] / r["time_s"] if torch and r["status"] == "ok" else None
 
 
 # ------------------------------------------------------------------ the table
@@ -379,8 +357,7 @@ def _intro(report):
                      f"{d['flops']['train'] / 1e9:.3g} forward+backward"
                      + ("" if d["input_grad"] else " (the weights' gradient alone)") + ".")
     if m.get("openblas_unpinned"):
-        lines.append(f"- unset for this run: {m['openblas_unpinned']} (the host's pin of OpenBLAS to an "
-                     "older core's kernels), so that OpenBLAS runs this CPU's own.")
+        lines.append(f"- {unpinned_note(m)}.")
     return lines
 
 
@@ -390,9 +367,6 @@ def _head(report):
 
 
 def _section(report, n):
-    peak = report["peak"][str(n)]
-    where = f"{peak['gflops']:.1f} GFLOP/s ({peak['by']})" if peak.get("gflops") else "not measured"
-    torch = f"`torch.set_num_threads({n})`, " if report["torch"] else ""
     head = _head(report)
     body = []
     for d in report["layers"]:
@@ -402,33 +376,22 @@ def _section(report, n):
                            key=lambda r: SHOWN.index(r["rung"]))
             for i, r in enumerate(cells):
                 ok = r["status"] == "ok"
-                marks = ("*" if r.get("note") else "") + ("~" if r.get("unsteady") else "")
                 row = [d["title"] if i == 0 else "", PASSES[mode] if i == 0 else "", r["label"],
-                       fmt_seconds(r["time_s"]) + marks if ok else r["status"],
+                       fmt_seconds(r["time_s"]) + cell_marks(r) if ok else r["status"],
                        f"{r['gflops']:.3g}" if ok else "—",
                        f"{r['of_peak']:.0%}" if r.get("of_peak") else "—"]
                 if report["torch"]:
                     row.append(f"{r['vs_torch']:.2f}x" if r.get("vs_torch") and r["rung"] != "torch" else "—")
                 body.append(row)
-    widths = [max(len(h), *(len(row[i]) for row in body)) if body else len(h) for i, h in enumerate(head)]
-    return ["", f"**{n} thread{'s' * (n > 1)}** on every side: {torch}`sg.set_num_threads({n})` and "
-                f"`OMP_NUM_THREADS`, `OPENBLAS_NUM_THREADS`, `MKL_NUM_THREADS` = {n}. The float32 FMA "
-                f"peak on {n} thread{'s' * (n > 1)}: {where}.", "",
-            "| " + " | ".join(h.ljust(w) for h, w in zip(head, widths)) + " |",
-            "|" + "|".join("-" * (w + 2) for w in widths) + "|"] + \
-        ["| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |" for row in body]
+    return ["", threads_heading(n, report["peak"][str(n)], report["torch"]), ""] + markdown_table(head, body)
 
 
 def _notes(report):
-    rows = report["rows"]
-    notes = ([SINGLE] if any(r.get("note") for r in rows) else []) + \
-        ([UNSTEADY_NOTE] if any(r.get("unsteady") for r in rows) else [])
     titles = {d["key"]: d["title"] for d in report["layers"]}
-    for r in rows:
-        if r["status"] != "ok":
-            notes.append(f"{r['label']}, {titles[r['layer']]} {PASSES[r['mode']]}, {r['threads']} thread(s): "
-                         f"{r['status']}: {r['reason']}")
-    return notes
+
+    def where(r):
+        return f"{titles[r['layer']]} {PASSES[r['mode']]}"
+    return mark_notes(report["rows"]) + failure_notes(report["rows"], where)
 
 
 def markdown(report):

@@ -16,9 +16,10 @@ Without CuPy or a GPU nothing is measured: the report says why. Writes
 ``cuda_bandwidth.json`` and ``cuda_bandwidth.md`` to the output folder.
 """
 import math
-import time
 
-from .report import markdown_table, write_tables
+from .cuda_report import gpu_named, open_report
+from .formatting import markdown_table, publish
+from .measure import calls_lasting, cuda_event_clock, seconds_per_call
 
 SIZE = 1 << 24  # 16M elements: the size the memory-roof target is stated at
 TOLERANCE = 1e-5  # max |got - want| / max(max |want|, 1): rounding sits far below, a wrong index far above
@@ -32,21 +33,10 @@ def add_arguments(p):
 
 def _timed(call, stream, target=2e-3):
     """Seconds per call: ``call`` repeated between two CUDA events on ``stream`` (enough
-    times for about ``target`` seconds of GPU work), best of three."""
-    import cupy
-
-    def once(repeats):
-        start, end = cupy.cuda.Event(), cupy.cuda.Event()
-        start.record(stream)
-        for _ in range(repeats):
-            call()
-        end.record(stream)
-        end.synchronize()
-        return cupy.cuda.get_elapsed_time(start, end) / 1e3 / repeats
-
-    first = max(once(1), 1e-9)
-    repeats = max(1, min(200, math.ceil(target / first)))
-    return min(once(repeats) for _ in range(3))
+    times for about ``target`` seconds of GPU work, at most 200), best of three."""
+    clock = cuda_event_clock(stream)
+    repeats = calls_lasting(call, target, warmup=0, clock=clock, most=200)
+    return seconds_per_call(call, 3, "best", number=repeats, warmup=0, clock=clock)
 
 
 def _error(got, want):
@@ -145,20 +135,11 @@ def _cases(sg, n):
 
 def measure(n=SIZE, stream=None):
     """The roof, then every case: a JSON-ready dict."""
-    from . import load_stage
     from .progress import Progress
-    sg = load_stage("4")
-    report = {"created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "size": n,
-              "available": sg.cuda.is_available(), "reason": sg.cuda.unavailable_reason(), "rows": []}
-    if not report["available"]:
+    sg, report, rt = open_report(size=n)
+    if rt is None:
         return report
     import cupy
-
-    from stage4_gpu.cuda.runtime import runtime
-    rt = runtime()
-    rt.enter()
-    report["gpu"] = rt.name
-    report["capability"] = list(rt.capability)
     src = cupy.empty(n, dtype=cupy.float32)
     dst = cupy.empty(n, dtype=cupy.float32)
     roof_seconds = _timed(lambda: dst.data.copy_from_device_async(src.data, 4 * n, rt.stream), rt.stream)
@@ -184,11 +165,10 @@ def measure(n=SIZE, stream=None):
 def markdown(report):
     if not report["available"]:
         return f"CUDA bandwidth-bound kernels: not measured: {report['reason']}"
-    lines = [f"Stage 4's bandwidth-bound kernels on {report['gpu']} (compute capability "
-             f"{'.'.join(map(str, report['capability']))}), {report['created']}, {report['size']:,} float32 "
-             f"elements per tensor: GB/s from the bytes each must move at least, and the share of the "
-             f"device copy's {report['roof_gbs']:.0f} GB/s (the roof). Each checked against stage 3 on "
-             f"the host first (max error / max |want|, at most {TOLERANCE:g}).", ""]
+    lines = [f"Stage 4's bandwidth-bound kernels on {gpu_named(report)}, {report['created']}, "
+             f"{report['size']:,} float32 elements per tensor: GB/s from the bytes each must move at least, "
+             f"and the share of the device copy's {report['roof_gbs']:.0f} GB/s (the roof). Each checked "
+             f"against stage 3 on the host first (max error / max |want|, at most {TOLERANCE:g}).", ""]
     head = ["kernel", "version", "MB moved", "time", "GB/s", "of the roof", "error"]
     body = []
     for r in report["rows"]:
@@ -204,9 +184,5 @@ def run(args):
     if args.size < 1:
         raise ValueError("--size must be positive")
     report = measure(args.size)
-    text = markdown(report)
-    written = list(write_tables(args.out, "cuda_bandwidth", report, text))
-    print()
-    print(text)
-    print("wrote " + ", ".join(str(p) for p in written))
+    publish(args.out, "cuda_bandwidth", report, markdown(report))
     return report

@@ -10,7 +10,7 @@ float32 is float32 (PyTorch's default lets cuDNN's convolutions round to TF32).
 """
 import importlib
 
-from .report import markdown_table
+from .formatting import markdown_table
 
 # (N, C, H, W, O, kernel, stride, padding): ResNet-18's convolutions at batch 32
 SHAPES = (

@@ -16,10 +16,10 @@ the convolution kernels are checked and timed beside cuDNN (``cuda_conv_ladder.p
 Without CuPy or a GPU nothing is measured: the report says why. Writes
 ``cuda_ladder.json`` and ``cuda_ladder.md`` to the output folder.
 """
-import time
-
 from . import cuda_conv_ladder
-from .report import markdown_table, write_tables
+from .cuda_report import gpu_named, open_report
+from .formatting import markdown_table, publish
+from .measure import cuda_event_clock, seconds_per_call
 
 SIZES = (1024, 2048, 4096, 8192)
 QUICK = (1024, 2048)
@@ -46,21 +46,11 @@ def _torch_cuda():
 
 
 def _best(call, stream, budget):
-    """Best time in seconds of up to five calls timed by CUDA events on ``stream``, as many
-    as fit in ``budget`` (at least one)."""
-    import cupy
-    best, spent = float("inf"), 0.0
-    for _ in range(5):
-        start, end = cupy.cuda.Event(), cupy.cuda.Event()
-        start.record(stream)
-        call()
-        end.record(stream)
-        end.synchronize()
-        t = cupy.cuda.get_elapsed_time(start, end) / 1e3
-        best, spent = min(best, t), spent + t
-        if spent + t > budget:
-            break
-    return best
+    """Best time in seconds of up to five calls, as many as fit in ``budget`` (at least one),
+    with no warm-up: ``measure``'s best of samples, on another clock. Each call is timed by
+    CUDA events on ``stream`` rather than by the wall clock, because a launch returns as soon
+    as the kernel is queued: the wall clock would time the host, the events time the GPU."""
+    return seconds_per_call(call, 5, "best", warmup=0, budget=budget, clock=cuda_event_clock(stream))
 
 
 def _runnable(ladder):
@@ -113,20 +103,13 @@ def _two_byte_rows(ladder, rt, torch, a, b, n, budget):
 def measure(sizes=SIZES, budget=3.0, stream=None, conv_shapes=cuda_conv_ladder.SHAPES):
     """Every tier at every size, cuBLAS and PyTorch CUDA, and the convolutions at
     ``conv_shapes``: a JSON-ready dict."""
-    from . import load_stage
     from .progress import Progress
-    sg = load_stage("4")
-    report = {"created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "sizes": list(sizes),
-              "available": sg.cuda.is_available(), "reason": sg.cuda.unavailable_reason(), "rows": []}
-    if not report["available"]:
+    sg, report, rt = open_report(sizes=list(sizes))
+    if rt is None:
         return report
     import cupy
     ladder = __import__(sg.__name__ + ".cuda.ladder", fromlist=["ladder"])
-    rt = ladder.runtime()
-    rt.enter()
     torch = _torch_cuda()
-    report["gpu"] = rt.name
-    report["capability"] = list(rt.capability)
     report["torch"] = torch.__version__ if torch is not None else None
     # the tiers this GPU cannot run, each with why
     report["skipped"] = {t: ladder.refusal(t) for t in ladder.TENSOR_TIERS if ladder.refusal(t) is not None}
@@ -192,8 +175,7 @@ def measure(sizes=SIZES, budget=3.0, stream=None, conv_shapes=cuda_conv_ladder.S
 def markdown(report):
     if not report["available"]:
         return f"CUDA SGEMM ladder: not measured: {report['reason']}"
-    lines = [f"CUDA GEMM ladder on {report['gpu']} (compute capability "
-             f"{'.'.join(map(str, report['capability']))}), {report['created']}: the float32 tiers "
+    lines = [f"CUDA GEMM ladder on {gpu_named(report)}, {report['created']}: the float32 tiers "
              f"checked against cuBLAS (max error / max |C|, at most {TOLERANCE:g}); the 2-byte floats "
              f"against a float32 product of the rounded operands (at most {TOLERANCE_HALF:g}), "
              f"their speed against cuBLAS's float16.", ""]
@@ -226,9 +208,5 @@ def run(args):
     conv = args.conv or ("quick" if args.quick else "full")
     shapes = {"full": cuda_conv_ladder.SHAPES, "quick": cuda_conv_ladder.QUICK, "none": ()}[conv]
     report = measure(sizes, args.budget, conv_shapes=shapes)
-    text = markdown(report)
-    written = list(write_tables(args.out, "cuda_ladder", report, text))
-    print()
-    print(text)
-    print("wrote " + ", ".join(str(p) for p in written))
+    publish(args.out, "cuda_ladder", report, markdown(report))
     return report

@@ -67,6 +67,28 @@ def _where(data, dirs):
             "in any of: " + ", ".join(str(d) for d in dirs))
 
 
+def _places(data, download, sub, module, fetch):
+    """Where a dataset is looked for, where it is fetched to when found nowhere, and whether it
+    may be: ``data`` and ``data/sub`` when given, fetched into ``data`` only with ``download``;
+    else the search path of the dataset's ``module``, and the user cache, its last place."""
+    if data is not None:
+        root = _given_dir(data, download)
+        return [root, root / sub], root, download
+    dirs = module.search_dirs(None)
+    return dirs, dirs[-1], fetch
+
+
+def _fetched(name, target, say, note, fetch):
+    """``fetch()`` a dataset into ``target`` after saying ``note``; ``target``, or
+    ``NotDownloaded`` naming the dataset (``name``) when every source failed."""
+    say(note)
+    try:
+        fetch()
+    except RuntimeError as e:
+        raise NotDownloaded(name, e) from None
+    return target
+
+
 def mnist_dir(data=None, download=False, say=print, fetch=True):
     """The directory holding both MNIST splits: in ``data`` (or ``data/mnist``) when given,
     else on the datasets' search path. When absent, they are fetched into ``data`` (with
@@ -75,13 +97,7 @@ def mnist_dir(data=None, download=False, say=print, fetch=True):
     mnist = _datasets().mnist
     names = mnist.FILES[True] + mnist.FILES[False]
     listed = ", ".join(names)
-    if data is not None:
-        root = _given_dir(data, download)
-        dirs, target = [root, root / "mnist"], root
-        fetch = download
-    else:
-        dirs = mnist.search_dirs(None)
-        target = dirs[-1]  # the user cache, the last place searched
+    dirs, target, fetch = _places(data, download, "mnist", mnist, fetch)
     for d in dirs:
         if _holds(d, names):
             return d
@@ -90,12 +106,8 @@ def mnist_dir(data=None, download=False, say=print, fetch=True):
                          f"{_where(data, dirs)}. "
                          f"Pass --data DIR naming a directory that holds them, or --download to "
                          f"fetch them into {target}")
-    say(f"MNIST not found; downloading it into {target}")
-    try:
-        mnist.download_files(names, target)
-    except RuntimeError as e:
-        raise NotDownloaded("MNIST", e) from None
-    return target
+    return _fetched("MNIST", target, say, f"MNIST not found; downloading it into {target}",
+                    lambda: mnist.download_files(names, target))
 
 
 def shakespeare_dir(data=None, download=False, fetch=True, say=print):
@@ -104,13 +116,7 @@ def shakespeare_dir(data=None, download=False, fetch=True, say=print):
     absent, the text is fetched as ``mnist_dir`` fetches MNIST."""
     shakespeare = _datasets().shakespeare
     files = (shakespeare.ARCHIVE, shakespeare.TEXT)
-    if data is not None:
-        root = _given_dir(data, download)
-        dirs, target = [root, root / "shakespeare"], root
-        fetch = download
-    else:
-        dirs = shakespeare.search_dirs(None)
-        target = dirs[-1]
+    dirs, target, fetch = _places(data, download, "shakespeare", shakespeare, fetch)
     for name in files:
         for d in dirs:
             if (d / name).is_file():
@@ -118,9 +124,6 @@ def shakespeare_dir(data=None, download=False, fetch=True, say=print):
     if not fetch:
         raise ValueError(f"neither {files[0]} nor {files[1]} was found {_where(data, dirs)}. Pass --data DIR "
                          f"naming a directory that holds one, or --download to fetch {files[1]}")
-    say(f"Shakespeare not found; downloading {files[1]} into {target}")
-    try:
-        shakespeare.download_text(target)
-    except RuntimeError as e:
-        raise NotDownloaded("the Shakespeare corpus", e) from None
-    return target
+    return _fetched("the Shakespeare corpus", target, say,
+                    f"Shakespeare not found; downloading {files[1]} into {target}",
+                    lambda: shakespeare.download_text(target))

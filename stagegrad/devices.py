@@ -21,11 +21,11 @@ running on this same CPU) is named as such, and its timings are never GPU speed.
 that is not available is reported with the reason. Writes ``devices.json`` and
 ``devices.md`` to the output folder.
 """
-import statistics
 import time
 
 from . import device_workloads as W
-from .report import WIDTH, markdown_table, write_tables
+from .formatting import WIDTH, markdown_table, publish, write_tables
+from .measure import calls_lasting, seconds_per_call
 
 TRANSFER_BYTES = 16 << 20
 FULL = {"add": [10 ** k for k in range(2, 8)], "matmul": [64, 128, 256, 512, 1024],
@@ -86,24 +86,9 @@ def add_arguments(p):
 def _median(fn, target, after=None):
     """Median seconds per call over 5 samples of about ``target / 5`` s each (3 samples of
     one call when one call alone takes longer). ``after`` runs between samples, untimed."""
-    fn()  # warm-up: the device compiles a kernel's pipeline on its first launch
-    if after:
-        after()
-    t0 = time.perf_counter()
-    fn()
-    one = time.perf_counter() - t0
-    number = max(1, int(target / 5 / max(one, 1e-9)))
-    samples = []
-    for _ in range(5 if number > 1 else 3):
-        if after:
-            after()
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        samples.append((time.perf_counter() - t0) / number)
-    if after:
-        after()
-    return statistics.median(samples)
+    # the warm-up matters: the device compiles a kernel's pipeline on its first launch
+    number = calls_lasting(fn, target / 5, between=after)
+    return seconds_per_call(fn, 5 if number > 1 else 3, "median", number=number, warmup=0, between=after)
 
 
 def _torch():
@@ -324,8 +309,5 @@ def write(report, out):
 def run(args):
     """Measure, write ``devices.json`` and ``devices.md`` to ``--out``, print the tables."""
     report = measure(quick=args.quick)
-    paths = write(report, args.out)
-    print()
-    print(markdown(report))
-    print(f"wrote {paths[0]}, {paths[1]}")
+    publish(args.out, "devices", report, markdown(report))
     return report

@@ -33,7 +33,8 @@ import time
 from pathlib import Path
 
 from . import mpi
-from .report import write_tables
+from .formatting import write_tables
+from .measure import timed_samples
 
 MODELS = ("mlp", "cnn")
 MODES = ("plain", "after", "overlap")
@@ -58,15 +59,6 @@ def add_arguments(p):
 ROUNDS = 3  # the modes take turns, so that a change in the machine's load falls on all of them
 
 
-def _step_times(step, steps):
-    times = []
-    for _ in range(steps):
-        t0 = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - t0)
-    return times
-
-
 def _medians(steps_by_mode, steps, barrier):
     """Median seconds per step of each ``{mode: step}``, the modes timed in turns."""
     for step in steps_by_mode.values():
@@ -76,7 +68,7 @@ def _medians(steps_by_mode, steps, barrier):
     for _ in range(ROUNDS):
         for mode, step in steps_by_mode.items():
             barrier()
-            times[mode] += _step_times(step, max(1, steps // ROUNDS))
+            times[mode] += timed_samples(step, max(1, steps // ROUNDS), warmup=0)
     return {mode: statistics.median(t) for mode, t in times.items()}
 
 
@@ -101,7 +93,7 @@ def _rank_measure(stage, steps, batch, bucket_cap_mb):
     """What one rank of the job measures (rank 0's is kept)."""
     import importlib
 
-    from .train import build_model
+    from .training import build_model
     sg = importlib.import_module(stage)
     dist = sg.distributed
     dist.init_process_group()

@@ -20,7 +20,8 @@ Writes ``gemm_ladder.json``, ``gemm_ladder.md`` and ``gemm_ladder.png`` to the o
 import time
 from pathlib import Path
 
-from .report import markdown_table, write_tables
+from .formatting import markdown_table, pyplot, write_tables
+from .measure import seconds_per_call
 
 RUNGS = {1: "naive i-j-k loops", 2: "loop order i-k-j", 3: "+ packing", 4: "+ register micro-kernel",
          5: "+ cache blocking (one thread)", 6: "+ threads"}
@@ -35,15 +36,7 @@ def add_arguments(p):
 
 def _best(fn, budget):
     """Best of up to five calls, as many as fit in ``budget`` seconds (at least one)."""
-    best, spent = float("inf"), 0.0
-    for _ in range(5):
-        t0 = time.perf_counter()
-        fn()
-        t = time.perf_counter() - t0
-        best, spent = min(best, t), spent + t
-        if spent + t > budget:
-            break
-    return best
+    return seconds_per_call(fn, 5, "best", warmup=0, budget=budget)
 
 
 def measure(size=1024, budget=4.0, stream=None):
@@ -112,9 +105,7 @@ def markdown(report):
 
 
 def plot(report, path):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     rows = report["rows"]
     fig, ax = plt.subplots(figsize=(10, 4.8))
     colors = {"rung": "tab:blue", "isa": "tab:green", "blas": "tab:grey"}

@@ -27,10 +27,11 @@ import textwrap
 import time
 from pathlib import Path
 
-from . import machine, plausibility
-from .measure import library_threads, set_threads, show, steady, time_calls, time_runs
+from . import machine, plausibility, roofline
+from .formatting import fit, fmt_seconds, write_tables
+from .journey_report import TextTable, machine_summary, markdown, plot_roofline, plot_speedups
+from .measure import cell_budget, library_threads, set_threads, show, steady, time_calls, time_runs
 from .progress import Progress
-from .report import TextTable, fit, fmt_seconds, machine_summary, markdown, plot_roofline, plot_speedups
 
 DEFAULT_BUDGET = 10.0   # seconds per cell: the full report takes a few minutes on 2 cores
 QUICK_BUDGET = 2.0
@@ -66,9 +67,7 @@ def run(args):
     stages = None
     if args.stages:
         stages = [load_stage(s.strip()).__name__ for s in args.stages.split(",") if s.strip()]
-    budget = args.budget if args.budget is not None else (QUICK_BUDGET if args.quick else DEFAULT_BUDGET)
-    if budget <= 0:
-        raise ValueError("--budget must be positive")
+    budget = cell_budget(args, DEFAULT_BUDGET, QUICK_BUDGET)
     mnist_source = _find_mnist(args.data, args.download)
     report = measure_all(stages=stages, budget=budget, quick=args.quick, threads=args.threads,
                          live=sys.stdout)
@@ -101,7 +100,6 @@ def stage3_chapter(report, args):
     finds them; only their progress is shown (their tables are wider than the journey's 100
     columns). Returns the paths written and a line per failed cell."""
     from . import conv_ladder, models_bench
-    from .report import write_tables
     packages = [s.partition("[")[0] for s in report["stages"]]
     if "stage3_simd" not in packages:
         return [], []
@@ -162,10 +160,10 @@ def measure_all(stages=None, budget=DEFAULT_BUDGET, quick=False, threads=None, s
     print("journey: measuring the machine's roofline (FMA peak, BLAS GEMM, memory and cache bandwidth)",
           file=stream)
     facts = machine.describe()
-    facts["peak"] = machine.measure_peak_gflops(threads or machine.cores()["usable"])
-    facts["gemm"] = machine.measure_gemm_gflops()
-    facts["bandwidth"] = machine.measure_bandwidth_gbs()
-    facts["cache_bandwidth"] = machine.measure_cache_bandwidth_gbs()
+    facts["peak"] = roofline.measure_peak_gflops(threads or machine.cores()["usable"])
+    facts["gemm"] = roofline.measure_gemm_gflops()
+    facts["bandwidth"] = roofline.measure_bandwidth_gbs()
+    facts["cache_bandwidth"] = roofline.measure_cache_bandwidth_gbs()
     if numpy_first:
         facts["threads"]["note"] = ("NumPy was imported before the thread variables were set: its "
                                     "OpenBLAS runs on its own default")

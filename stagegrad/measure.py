@@ -1,19 +1,27 @@
-"""The measuring library every command times with: thread settings given to every library at
-once, the timer (``time_calls``: the median of samples of many calls; ``time_runs``: whole runs
-from a fresh start), steady-state detection (``steady``: measure again while the samples
-disagree), the live table's printer, and the options the commands share (``names``,
-``thread_counts``). See ``journey``'s docstring for how a cell is timed."""
+"""The measuring library every command times with.
+
+- Threads: ``set_threads`` gives every library the same count; ``library_threads`` reads it back.
+- The timer: ``seconds_per_call``, the best or the median of ``timed_samples``, each sample a
+  run of calls timed together by a clock (``wall_clock``, or ``cuda_event_clock`` for the GPU's
+  own time); ``calls_lasting``, how many calls make a sample; ``time_calls``, the journey's
+  median within a cell's budget; ``time_runs``, whole runs from a fresh start; ``steady``,
+  measuring again while the samples disagree; ``on_threads``, the summed throughput of several
+  threads at once.
+- What the commands share besides: the live table's printer (``show``) and the options
+  (``names``, ``thread_counts``, ``cell_budget``).
+
+How a measured cell is shown (its marks, rates and notes) is ``cells``'s. See ``journey``'s
+docstring for how a cell is timed."""
 import math
 import os
 import statistics
 import sys
+import threading
 import time
 
 from . import machine, plausibility
 
-# the tables' note on a cell marked ~ (steady's ``unsteady``)
-UNSTEADY_NOTE = (f"~: unsteady: the samples disagreed by more than {plausibility.SPREAD_LIMIT:g}x even when "
-                 "measured again; the median of them all is shown.")
+STATISTICS = {"best": min, "median": statistics.median}  # what ``seconds_per_call`` makes of its samples
 
 
 def set_threads(threads):
@@ -51,6 +59,89 @@ def show(out, bar_stream, text):
         bar_stream.write("\r\033[K")
         bar_stream.flush()
     print(text, file=out, flush=True)
+
+
+def wall_clock(fn, number):
+    """Wall seconds of ``number`` calls of ``fn``: the clock ``timed_samples`` reads by default."""
+    t0 = time.perf_counter()
+    for _ in range(number):
+        fn()
+    return time.perf_counter() - t0
+
+
+def cuda_event_clock(stream):
+    """A clock for ``timed_samples`` that reads the GPU's own time: the ``number`` calls queued on
+    ``stream`` (a CuPy stream) between two CUDA events, waited for. A kernel launch returns
+    before the GPU has run it, so the wall clock would time the host's queuing."""
+    import cupy
+
+    def clock(fn, number):
+        start, end = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record(stream)
+        for _ in range(number):
+            fn()
+        end.record(stream)
+        end.synchronize()
+        return cupy.cuda.get_elapsed_time(start, end) / 1e3
+    return clock
+
+
+def timed_samples(fn, repeats, number=1, warmup=1, budget=None, between=None, clock=wall_clock):
+    """Seconds per call of up to ``repeats`` samples, each ``number`` calls of ``fn`` timed
+    together by ``clock``, after ``warmup`` untimed calls. With ``budget``, sampling stops
+    once one more sample as long as the last would take the samples past it (one is always
+    taken). ``between``, if given, runs untimed before each sample and after the last."""
+    for _ in range(warmup):
+        fn()
+    out, spent = [], 0.0
+    for _ in range(repeats):
+        if between:
+            between()
+        t = clock(fn, number)
+        out.append(t / number)
+        spent += t
+        if budget is not None and spent + t > budget:
+            break
+    if between:
+        between()
+    return out
+
+
+def seconds_per_call(fn, repeats, statistic="best", **how):
+    """Seconds per call of ``fn``: the ``statistic`` (``"best"``, the fastest, or
+    ``"median"``) of ``timed_samples(fn, repeats, **how)``; by default the best of ``repeats``
+    single calls after one untimed call."""
+    return STATISTICS[statistic](timed_samples(fn, repeats, **how))
+
+
+def calls_lasting(fn, target, warmup=1, between=None, clock=wall_clock, most=10 ** 6):
+    """How many calls of ``fn`` last about ``target`` seconds (at least one, at most
+    ``most``), from one call timed by ``clock`` after ``warmup`` untimed calls and
+    ``between`` (untimed): the ``number`` of a sample."""
+    for _ in range(warmup):
+        fn()
+    if between:
+        between()
+    one = clock(fn, 1)
+    return max(1, min(most, int(target / max(one, 1e-9))))
+
+
+def on_threads(rate, n):
+    """The sum of ``rate(i)`` over ``n`` Python threads that start together, thread ``i``
+    computing ``rate(i)``: the throughput of ``n`` workers at once (each must release the
+    GIL, as the kernels do, for them to run in parallel)."""
+    rates = [0.0] * n
+    start = threading.Barrier(n)
+
+    def one(i):
+        start.wait()
+        rates[i] = rate(i)
+    workers = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    return sum(rates)
 
 
 def _timed(fn, number):
@@ -134,6 +225,15 @@ def time_runs(fn, budget, target, runs=3):
     return {"time_s": statistics.median(samples), "min_s": min(samples), "samples": samples,
             "calls_per_sample": 1, "note": None, "extra": extra, "timed_s": sum(samples), "cpu_s": cpu,
             "spent_s": spent}
+
+
+def cell_budget(args, default, quick):
+    """The seconds per cell of a command's ``--budget`` (``args.budget``; when not given,
+    ``default``, or ``quick`` under ``--quick``), which must be positive."""
+    budget = args.budget if args.budget is not None else (quick if args.quick else default)
+    if budget <= 0:
+        raise ValueError("--budget must be positive")
+    return budget
 
 
 def names(text, allowed, what):

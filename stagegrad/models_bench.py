@@ -1,7 +1,7 @@
 """``stagegrad models``: the zoo's real models on stages 2 and 3 next to PyTorch, in one run.
 
 The models (``MODELS``), each built from one file on every framework (``zoo.models``; the
-MNIST CNN is ``train.build_model``'s, the language models ``train_text.build_model``'s):
+MNIST CNN is ``training.build_model``'s, the language models ``train_text.build_model``'s):
 
 - ResNet-18 and MobileNetV2 with the small-image stem (``small_input=True``) on 3x32x32
   images and 10 classes, at batch 16 and 64; MobileNetV2 without its dropout, whose random
@@ -37,7 +37,7 @@ eval separately (matrix products, convolutions and attention; elementwise work i
 counted), with a convolution's backward counted as two forwards (``_conv_backward_flop``).
 A stage's GFLOP/s is that count over its time; its share of the machine's
 float32 peak is that over the FMA peak on the same thread count
-(``machine.measure_peak_gflops``, stage 3's own multiply-add loop).
+(``roofline.measure_peak_gflops``, stage 3's own multiply-add loop).
 
 Threads: for each thread count (default one, then every usable core) every library is set
 to it before its cells (``measure.set_threads``: the OpenMP, OpenBLAS and MKL variables,
@@ -56,10 +56,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import machine
-from .measure import (UNSTEADY_NOTE, library_threads, names, set_threads, show, steady, thread_counts,
-                      time_calls)
-from .report import fit, fmt_seconds, write_tables
+from . import machine, roofline
+from .cells import cell_marks, failure_notes, mark_notes, rates, threads_heading, unpinned_note, vs_torch
+from .formatting import fit, fmt_seconds, write_tables
+from .measure import cell_budget, library_threads, names, set_threads, show, steady, thread_counts, time_calls
 
 DEFAULT_BUDGET = 6.0   # seconds per cell, warm-up included
 QUICK_BUDGET = 0.3
@@ -105,7 +105,7 @@ def _image(build):
 
 
 def _cnn(sg):
-    from .train import build_model
+    from .training import build_model
     return build_model(sg, "cnn")
 
 
@@ -157,9 +157,7 @@ def run(args):
     models = names(args.models, MODELS, "models")
     stages = [load_stage(s.strip()).__name__ for s in args.stages.split(",") if s.strip()]
     threads = thread_counts(args.threads)
-    budget = args.budget if args.budget is not None else (QUICK_BUDGET if args.quick else DEFAULT_BUDGET)
-    if budget <= 0:
-        raise ValueError("--budget must be positive")
+    budget = cell_budget(args, DEFAULT_BUDGET, QUICK_BUDGET)
     set_threads(threads[0])  # before PyTorch loads, so that its libraries read the count too
     report = measure(models, stages, threads, quick=args.quick, budget=budget, live=sys.stdout)
     written = write_tables(args.out, "models", report, markdown(report))
@@ -174,7 +172,7 @@ def run(args):
 
 # ------------------------------------------------------------------ one model, one framework
 
-def _data(model, batch, seed=0):
+def batch_data(model, batch, seed=0):
     """Fixed inputs and targets as NumPy arrays: token windows and their next tokens; for the
     MNIST CNN, images and labels of the bundled MNIST sample, in [0, 1] as ``train`` feeds
     them (most pixels exactly 0: PyTorch's step measured 25% faster on them than on normal
@@ -196,14 +194,15 @@ def _data(model, batch, seed=0):
             rng.integers(0, model.classes, batch).astype(np.int64))
 
 
-def _loss(lib, model, x, y):
+def model_loss(lib, model, x, y):
     """Cross-entropy of the logits over every sample (and every position of a window)."""
     from .train_text import logits_of
     logits = logits_of(model, x)
     return lib.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
 
 
-def _optimizer(lib, model, kind):
+def make_optimizer(lib, model, kind):
+    """The optimizer ``kind`` names (``Model.optimizer``) over ``model``'s parameters, on ``lib``."""
     if kind == "sgd":
         return lib.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     return lib.optim.AdamW(model.parameters(), lr=1e-3)
@@ -231,14 +230,14 @@ class Session:
         if double:  # the images too
             x = x.astype("float64") if x.dtype.kind == "f" else x
         self.x, self.y = impl.tensor(x), impl.tensor(y)
-        self.opt = _optimizer(lib, self.net, model.optimizer)
+        self.opt = make_optimizer(lib, self.net, model.optimizer)
 
         def forward():
             with lib.no_grad():
                 return logits_of(self.net, self.x)
 
         def step():
-            loss = _loss(lib, self.net, self.x, self.y)
+            loss = model_loss(lib, self.net, self.x, self.y)
             self.opt.zero_grad()
             loss.backward()
             self.opt.step()
@@ -281,7 +280,7 @@ class Loop:
 
         def step():
             bx, by = next(pending)
-            loss = _loss(lib, self.net, bx, by)
+            loss = model_loss(lib, self.net, bx, by)
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -309,7 +308,7 @@ def reference(impl, model, batch):
     lib.manual_seed(0)
     net = model.build(lib)
     state = {k: _numpy(v).copy() for k, v in net.state_dict().items()}
-    x, y = _data(model, batch)
+    x, y = batch_data(model, batch)
     s = Session(impl, model, state, x, y)
     flops = {}
     for mode in ("eval", "train"):
@@ -321,7 +320,7 @@ def reference(impl, model, batch):
         if mode == "eval":
             logits = _numpy(out).copy()
             with lib.no_grad():
-                eval_loss = float(_loss(lib, s.net, s.x, s.y).item())
+                eval_loss = float(model_loss(lib, s.net, s.x, s.y).item())
         else:
             train_loss = float(out.item())
     step = _step_of(s.net, state)
@@ -334,7 +333,7 @@ def reference(impl, model, batch):
                for name in step}
     loop = None
     if model.loop:  # its own data (LOOP_BATCHES batches) and first loss; a step's FLOP
-        lx, ly = _data(model, batch * LOOP_BATCHES, seed=1)
+        lx, ly = batch_data(model, batch * LOOP_BATCHES, seed=1)
         loop = {"x": lx, "y": ly, "loss": Loop(impl, model, state, lx, ly, batch).call()}
         flops["loop"] = flops["train"]
     return {"framework": impl.name, "state": state, "x": x, "y": y, "logits": logits, "eval_loss": eval_loss,
@@ -361,7 +360,7 @@ def _conv_backward_flop(grad_out_shape, x_shape, w_shape, _bias, _stride, _paddi
     return forward * (bool(output_mask[0]) + bool(output_mask[1]))
 
 
-def _close(ours, theirs, atol=ATOL):
+def compare(ours, theirs, atol=ATOL):
     """The largest difference of two float arrays, and whether it is within ``RTOL`` of the
     reference's largest magnitude plus ``atol``."""
     import numpy as np
@@ -407,7 +406,7 @@ def measure(models, stages, threads, quick=False, budget=DEFAULT_BUDGET, live=No
     for n in threads:
         set_threads(n)
         print(f"models: the FMA peak on {n} thread(s)", file=stream)
-        report["peak"][str(n)] = machine.measure_peak_gflops(n, seconds=0.05 if quick else 0.2)
+        report["peak"][str(n)] = roofline.measure_peak_gflops(n, seconds=0.05 if quick else 0.2)
         if live:
             intro = _intro(report) if n == threads[0] else []
             show(live, stream, fit("\n".join(intro + _section_head(report, n))))
@@ -422,12 +421,12 @@ def measure(models, stages, threads, quick=False, budget=DEFAULT_BUDGET, live=No
                 bar.update(done, now=f"{impl.label}: {model.title} batch {batch}, {n} thread(s)")
                 for row in measure_cells(impl, model, batch, refs[key, batch], budget, target):
                     row.update(threads=n, library_threads=library_threads(impl))
-                    _rates(row, refs[key, batch]["flops"][row["mode"]], report["peak"][str(n)])
+                    rates(row, refs[key, batch]["flops"][row["mode"]], report["peak"][str(n)])
                     cells[row["mode"]].append(row)
                     done += 1
                 bar.update(done, now=f"{impl.label}: {model.title} batch {batch}, {n} thread(s)")
             for mode in sorted(cells, key=MODES.index):
-                _ratios(cells[mode])
+                vs_torch(cells[mode])
                 report["rows"] += cells[mode]
                 if live:
                     show(live, stream, _line(report, cells[mode]))
@@ -499,20 +498,20 @@ def _check(impl, mode, first, session, ref):
     """The first call's answer beside the reference's: the eval logits and loss, the first
     training step's loss, gradients and updates, or the loop's first loss."""
     if mode == "loop":
-        _, ok = _close(first, ref["loop"]["loss"])
+        _, ok = compare(first, ref["loop"]["loss"])
         return {"loss": first, "reference_loss": ref["loop"]["loss"], "ok": ok,
                 "what": f"the loop's first loss {first:.6g} against {ref['loop']['loss']:.6g}"}
     if mode == "eval":
         # relative alone: MobileNetV2's logits at its initial weights are of order 1e-9
-        diff, ok = _close(_numpy(first), ref["logits"], atol=0.0)
+        diff, ok = compare(_numpy(first), ref["logits"], atol=0.0)
         with impl.lib.no_grad():
-            loss = float(_loss(impl.lib, session.net, session.x, session.y).item())
-        _, loss_ok = _close(loss, ref["eval_loss"])
+            loss = float(model_loss(impl.lib, session.net, session.x, session.y).item())
+        _, loss_ok = compare(loss, ref["eval_loss"])
         return {"logits_max_abs_diff": diff, "loss": loss, "reference_loss": ref["eval_loss"],
                 "ok": ok and loss_ok, "what": f"logits differ by up to {diff:.3g}, loss {loss:.6g} against "
                                               f"{ref['eval_loss']:.6g}"}
     loss = float(first.item())
-    _, ok = _close(loss, ref["train_loss"])
+    _, ok = compare(loss, ref["train_loss"])
     what = [] if ok else [f"first step's loss {loss:.6g} against {ref['train_loss']:.6g}"]
     worst = {"gradient": 0.0, "update": 0.0}
     exact = ref["exact"] or ref["step"]
@@ -558,22 +557,6 @@ class _Counted:
         return max(self.calls - 1, 0)
 
 
-def _rates(row, flops, peak):
-    row["flops"] = flops
-    row["gflops"] = row["of_peak"] = None
-    if row["status"] == "ok" and flops:
-        row["gflops"] = flops / row["time_s"] / 1e9
-        if peak.get("gflops"):
-            row["of_peak"] = row["gflops"] / peak["gflops"]
-
-
-def _ratios(cells):
-    """PyTorch's time over each cell's (>1: faster than PyTorch), measured in this run."""
-    torch = next((r for r in cells if r["impl"] == "torch" and r["status"] == "ok"), None)
-    for r in cells:
-        r["vs_torch"] = torch["time_s"] / r["time_s"] if torch and r["status"] == "ok" else None
-
-
 # ------------------------------------------------------------------ the table
 
 def _stages(report):
@@ -606,21 +589,15 @@ def _format(cells, head):
 
 
 def _section_head(report, n):
-    peak = report["peak"][str(n)]
-    where = f"{peak['gflops']:.1f} GFLOP/s ({peak['by']})" if peak.get("gflops") else "not measured"
     head = _columns(report)
-    torch = f"`torch.set_num_threads({n})`, " if report["torch"] else ""
-    return ["", f"**{n} thread{'s' * (n > 1)}** on every side: {torch}`sg.set_num_threads({n})` and "
-                f"`OMP_NUM_THREADS`, `OPENBLAS_NUM_THREADS`, `MKL_NUM_THREADS` = {n}. The float32 FMA peak "
-                f"on {n} thread{'s' * (n > 1)}: {where}.", "",
+    return ["", threads_heading(n, report["peak"][str(n)], report["torch"]), "",
             _format(head, head), "|" + "|".join("-" * (w + 2) for w in _widths(head)) + "|"]
 
 
 def _time(r):
     if r["status"] != "ok":
         return r["status"]
-    marks = ("*" if r.get("note") else "") + ("~" if r.get("unsteady") else "")
-    return fmt_seconds(r["time_s"]) + marks
+    return fmt_seconds(r["time_s"]) + cell_marks(r)
 
 
 def _title(report, row):
@@ -672,8 +649,7 @@ def _intro(report):
     lines = [text, ""] + [f"- {m['title']}: {m['about']}; {m['optimizer']}." for m in report["models"]]
     m = report["machine"]
     if m.get("openblas_unpinned"):
-        lines.append(f"- unset for this run: {m['openblas_unpinned']} (the host's pin of OpenBLAS to an "
-                     "older core's kernels), so that OpenBLAS runs this CPU's own.")
+        lines.append(f"- {unpinned_note(m)}.")
     if m.get("openblas_coretype"):
         lines.append(f"- OPENBLAS_CORETYPE={m['openblas_coretype']}: stage 3's OpenBLAS runs that core's "
                      "kernels, which may be narrower than this CPU's.")
@@ -682,11 +658,7 @@ def _intro(report):
 
 def _notes(report):
     rows = report["rows"]
-    notes = []
-    if any(r.get("note") for r in rows):
-        notes.append(SINGLE)
-    if any(r.get("unsteady") for r in rows):
-        notes.append(UNSTEADY_NOTE)
+    notes = mark_notes(rows, single=SINGLE)
     for s in _stages(report):
         counted = [r for r in rows if r["impl"] == s["name"] and r.get("pool_misses_per_step") is not None]
         worst = max(counted, key=lambda r: r["pool_misses_per_step"], default=None)
@@ -700,11 +672,7 @@ def _notes(report):
                          f"step after the second step ({_title(report, worst)} batch {worst['batch']} "
                          f"{worst['mode']}, {worst['threads']} thread(s); 0 is the steady state: every block "
                          "reused).")
-    wrong = [r for r in rows if r["status"] != "ok"]
-    for r in wrong:
-        notes.append(f"{r['label']}, {_title(report, r)} batch {r['batch']} {r['mode']}, {r['threads']} "
-                     f"thread(s): {r['status']}: {r['reason']}")
-    return notes
+    return notes + failure_notes(rows, lambda r: f"{_title(report, r)} batch {r['batch']} {r['mode']}")
 
 
 def markdown(report):

@@ -94,11 +94,11 @@ def _zoo_step(sg, model):
     sg.manual_seed(0)
     net = model.build(sg).to("cuda")
     net.train()
-    x, y = (sg.tensor(a, device="cuda") for a in mb._data(model, model.quick_batch))
-    opt = mb._optimizer(sg, net, model.optimizer)
+    x, y = (sg.tensor(a, device="cuda") for a in mb.batch_data(model, model.quick_batch))
+    opt = mb.make_optimizer(sg, net, model.optimizer)
 
     def step():
-        loss = mb._loss(sg, net, x, y)
+        loss = mb.model_loss(sg, net, x, y)
         opt.zero_grad()
         loss.backward()
         opt.step()

@@ -41,7 +41,7 @@ import sys
 from pathlib import Path
 
 from .machine import THREAD_VARIABLES
-from .report import write_tables
+from .formatting import write_tables
 
 BUCKETS = ("kernels", "backend", "autograd", "ops", "tensor", "optimizer", "nn", "other")
 # the step's phases: the cumulative time of the call that is each one

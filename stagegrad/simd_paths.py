@@ -7,11 +7,11 @@ Times are medians of repeated calls, next to NumPy and PyTorch on one thread in 
 run. Writes ``simd.json`` and ``simd.md`` to the output folder.
 """
 import os
-import statistics
 import time
 
+from .formatting import markdown_table, publish
 from .machine import THREAD_VARIABLES
-from .report import write_tables
+from .measure import calls_lasting, seconds_per_call
 
 KERNELS = {  # name: (what it computes, call(sg, a, b, m))
     "add": ("a + b", lambda sg, a, b, m: a + b),
@@ -30,18 +30,9 @@ def add_arguments(p):
 
 
 def _median(fn, target=0.3):
-    fn()
-    t0, number = time.perf_counter(), 1
-    fn()
-    one = time.perf_counter() - t0
-    number = max(1, int(target / 5 / max(one, 1e-9)))
-    samples = []
-    for _ in range(5):
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        samples.append((time.perf_counter() - t0) / number)
-    return statistics.median(samples)
+    """Median seconds per call of five samples of about ``target / 5`` seconds each, after a warm-up."""
+    number = calls_lasting(fn, target / 5)
+    return seconds_per_call(fn, 5, "median", number=number, warmup=0)
 
 
 def measure(n=1_000_000, side=512, stream=None):
@@ -128,14 +119,10 @@ def markdown(report):
             t = report["peers"].get(peer, {}).get(name)
             row.append(_fmt(t) if t else "—")
         rows.append(row)
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
     lines = [f"Stage 3's kernels per SIMD path and thread count: n = {report['n']:,} float32 elements, "
              f"{report['side']}x{report['side']} matrices; {report['simd']['cpu']}, {report['created']}. "
-             "In brackets: the speed-up over the first column of its group.", "",
-             "| " + " | ".join(h.ljust(w) for h, w in zip(head, widths)) + " |",
-             "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
-    lines += ["| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |" for r in rows]
-    return "\n".join(lines)
+             "In brackets: the speed-up over the first column of its group.", ""]
+    return "\n".join(lines + markdown_table(head, rows))
 
 
 def run(args):
@@ -144,9 +131,5 @@ def run(args):
     for name in THREAD_VARIABLES:
         os.environ[name] = "1"  # the peers on one thread, like the paths' column
     report = measure(args.n, args.side)
-    text = markdown(report)
-    written = list(write_tables(args.out, "simd", report, text))
-    print()
-    print(text)
-    print("wrote " + ", ".join(str(p) for p in written))
+    publish(args.out, "simd", report, markdown(report))
     return report

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import STAGES, installed_stages, load_stage
-from .machine import best_time
+from .measure import seconds_per_call
 
 PEERS = {"numpy": "NumPy", "torch": "PyTorch"}
 MLP_SHAPE = (784, 128, 10)
@@ -335,14 +335,14 @@ def probe(impl):
     milliseconds; an implementation that finishes them in microseconds is measured again at
     a larger size, so that fixed overheads do not make a fast library look slow."""
     if impl.name not in _PROBES:
-        t = best_time(build_add(impl, 4096), 3)
+        t = seconds_per_call(build_add(impl, 4096), 3)
         elementwise = 4096 / t
         if t < 50e-6:
-            elementwise = max(elementwise, 2 ** 20 / best_time(build_add(impl, 2 ** 20), 3))
-        t = best_time(build_matmul(impl, 64), 3)
+            elementwise = max(elementwise, 2 ** 20 / seconds_per_call(build_add(impl, 2 ** 20), 3))
+        t = seconds_per_call(build_matmul(impl, 64), 3)
         matmul = 2 * 64 ** 3 / t
         if t < 2e-3:
-            matmul = max(matmul, 2 * 256 ** 3 / best_time(build_matmul(impl, 256), 3))
+            matmul = max(matmul, 2 * 256 ** 3 / seconds_per_call(build_matmul(impl, 256), 3))
         _PROBES[impl.name] = {"elementwise": elementwise, "matmul": matmul}
     return _PROBES[impl.name]
 

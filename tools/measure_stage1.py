@@ -17,29 +17,13 @@ import argparse
 import os
 import sys
 import time
-import timeit
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 import stage0_python as s0  # noqa: E402
 import stage1_strides as s1  # noqa: E402
-
-
-def best(fn, number=None, repeat=3):
-    """Seconds per call, best of ``repeat``; ``number`` calls per repeat (by default
-    enough for 0.2 s, so short ops are not timed one call at a time)."""
-    timer = timeit.Timer(fn)
-    if number is None:
-        number = timer.autorange()[0]
-    return min(timer.repeat(number=number, repeat=repeat)) / number
-
-
-def fmt(seconds):
-    for unit, scale in (("s", 1), ("ms", 1e-3), ("us", 1e-6)):
-        if seconds >= scale:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds * 1e9:.3g} ns"
+from stage_timing import best, fmt  # noqa: E402
 
 
 def square(sg, n):
@@ -91,10 +75,10 @@ def kernels(quick):
         args = {sg: make(sg) for sg in (s0, s1)}
         times = {s0: [], s1: [], "off": []}
         for _ in range(rounds):
-            times[s0].append(best(lambda: op(*args[s0]), number, 2))
-            times[s1].append(best(lambda: op(*args[s1]), number, 2))
+            times[s0].append(best(lambda: op(*args[s0]), 2, number))
+            times[s1].append(best(lambda: op(*args[s1]), 2, number))
             s1.memory.set_pool_enabled(False)
-            times["off"].append(best(lambda: op(*args[s1]), number, 2))
+            times["off"].append(best(lambda: op(*args[s1]), 2, number))
             s1.memory.set_pool_enabled(True)
         t0, t1, toff = min(times[s0]), min(times[s1]), min(times["off"])
         print(f"| {name} | {fmt(t0)} | {fmt(t1)} | {t1 / t0:.2f} | {fmt(toff)} |")

@@ -17,7 +17,6 @@ command: ``stagegrad train --stage 2 --model mlp --epochs 5 --subset all``.
 import argparse
 import os
 import sys
-import timeit
 
 # single thread for the peers too: set before NumPy and PyTorch load their BLAS
 for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -30,20 +29,13 @@ import numpy as np  # noqa: E402
 
 import stage1_strides as s1  # noqa: E402
 import stage2_cython as s2  # noqa: E402
+from stage_timing import best, fmt  # noqa: E402
 
 try:
     import torch  # noqa: E402
     torch.set_num_threads(1)
 except ImportError:
     torch = None
-
-
-def best(fn, repeat=5, number=None):
-    """Seconds per call, best of ``repeat`` runs of ``number`` calls (enough for 0.2 s)."""
-    timer = timeit.Timer(fn)
-    if number is None:
-        number = timer.autorange()[0]
-    return min(timer.repeat(number=number, repeat=repeat)) / number
 
 
 def alternate(fns, rounds=3, repeat=3):
@@ -53,13 +45,6 @@ def alternate(fns, rounds=3, repeat=3):
         for i, f in enumerate(fns):
             out[i] = min(out[i], best(f, repeat=repeat))
     return out
-
-
-def fmt(seconds):
-    for unit, scale in (("s", 1), ("ms", 1e-3), ("us", 1e-6)):
-        if seconds >= scale:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds * 1e9:.3g} ns"
 
 
 def stage_tensor(sg, arr):

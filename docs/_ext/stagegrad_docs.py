@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from stagegrad import STAGES, coverage
-from stagegrad import report as R
+from stagegrad import journey_report as R
 from stagegrad.workloads import MLP_SHAPE, stage_packages
 
 GENERATED = "_generated"

@@ -9,7 +9,7 @@ before the server starts, with the path and the reason.
 import sys
 
 from .. import installed_text
-from ..serve import _loopback, _port, bind
+from ..dashboard import bind, is_loopback, port_number
 from .model import CheckpointError, Served
 
 
@@ -23,7 +23,7 @@ def add_arguments(p):
     p.add_argument("--name", default=None, help="the model's name in the API (default: the file's name)")
     p.add_argument("--host", default="127.0.0.1",
                    help="the address to listen on; anything but a loopback address serves other machines")
-    p.add_argument("--port", type=_port, default=8080, help="the port; 0 picks a free one")
+    p.add_argument("--port", type=port_number, default=8080, help="the port; 0 picks a free one")
     p.add_argument("--max-batch", type=int, default=32, help="instances a batch holds at most")
     p.add_argument("--max-wait-ms", type=float, default=5.0,
                    help="how long a batch waits for more requests after its first, while requests "
@@ -55,6 +55,6 @@ def run(args):
     sock, address = bind(args.host, args.port)  # bound here: the address printed is the one in use
     print(f"serving {served.kind} model {served.name!r} on {served.backend} at {address}"
           f"/v1/models/{served.name}:{'generate' if served.text else 'predict'}", file=sys.stderr)
-    if not _loopback(args.host):
+    if not is_loopback(args.host):
         print(f"deploy: listening on {args.host}: anyone who can reach it can use the model", file=sys.stderr)
     uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])

@@ -21,7 +21,7 @@ the wrong endpoint for the model (400), wrong shapes, numbers that are not finit
 float32, images that overflow inside the model, prompts past the context or outside the
 vocabulary, bad sampling settings (422). A full queue is a 503 with ``Retry-After``; any other
 5xx is the server's own fault, answered as JSON with a ``request_id`` that its log names
-(``serve.guard``). The OpenAPI document (``/openapi.json``) describes every body
+(``dashboard.guard``). The OpenAPI document (``/openapi.json``) describes every body
 (``openapi.py``).
 """
 import asyncio
@@ -35,7 +35,7 @@ from typing import Annotated
 from fastapi import FastAPI, HTTPException, Path, Request
 from fastapi.responses import PlainTextResponse, StreamingResponse
 
-from ..serve import guard
+from ..dashboard import guard
 from . import openapi as api
 from .batching import Batcher, QueueFull
 from .metrics import Metrics

@@ -24,7 +24,7 @@ import urllib.request
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from ..report import write_tables
+from ..formatting import write_tables
 from . import process
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -148,11 +148,11 @@ def _level(endpoint, data, clients, requests, seconds):
 
 
 def _untrained_cnn(folder):
-    from .. import load_stage, train
+    from .. import load_stage, training
     sg = load_stage("3")
     sg.manual_seed(0)
     path = Path(folder) / "cnn.ckpt"
-    sg.save({"model": train.build_model(sg, "cnn").state_dict(), "model_kind": "cnn"}, str(path))
+    sg.save({"model": training.build_model(sg, "cnn").state_dict(), "model_kind": "cnn"}, str(path))
     return path
 
 

@@ -10,8 +10,8 @@ import struct
 import tempfile
 from pathlib import Path
 
-from .. import load_stage, train, train_parts, train_text
-from ..serve import architecture
+from .. import load_stage, train_parts, train_text, training
+from ..dashboard import architecture
 
 IMAGE = (1, 28, 28)  # the shape an image model takes (MNIST's)
 TEXT_KINDS = ("gpt", "lstm")
@@ -85,7 +85,7 @@ class Served:
             return train_text.build_model(lib, self.kind, self.tokenizer.vocab_size, self.config)
         if self.kind == "custom":  # built layer by layer in the dashboard: the layers are in the file
             return architecture.build(lib, ckpt["architecture"])
-        return train.build_model(lib, self.kind, ckpt.get("width", 1.0))  # older checkpoints: 1.0
+        return training.build_model(lib, self.kind, ckpt.get("width", 1.0))  # older checkpoints: 1.0
 
     def _to_torch(self, ckpt):
         import torch

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from .. import machine
-from ..report import write_tables
+from ..formatting import write_tables
 from .common import Unavailable
 from .compiler import compiler_flags, denormals
 from .hardware import counters, energy

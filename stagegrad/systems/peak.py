@@ -1,7 +1,7 @@
 """The compute roof: stage 3's FMA loop on each SIMD path, beside the BLAS libraries' GEMMs."""
 import os
 
-from .. import machine
+from ..measure import seconds_per_call
 from .common import has, stage3, titled
 
 
@@ -35,7 +35,7 @@ def peak(quick, out=None):
         if has(peer):
             gemm_rows.append((f"{peer} GEMM", workloads.build_matmul(workloads.Impl(peer), n)))
     for label, fn in gemm_rows:
-        g = 2 * n ** 3 / machine.best_time(fn, 3 if quick else 10) / 1e9
+        g = 2 * n ** 3 / seconds_per_call(fn, 3 if quick else 10) / 1e9
         rows.append([f"{label}, {n}x{n}", f"{g:.1f}", f"{g / top:.0%}"])
     unpinned = os.environ.get("STAGEGRAD_UNPINNED")
     pins = os.environ.get("OPENBLAS_CORETYPE")

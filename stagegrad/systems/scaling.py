@@ -1,9 +1,10 @@
 """Threads: a sweep from one to every core on stage 3, with Amdahl's law fitted and the
 memory-bandwidth ceiling beside it."""
-import threading
 from pathlib import Path
 
 from .. import machine
+from ..formatting import pyplot
+from ..measure import on_threads, seconds_per_call
 from .common import stage3, titled
 
 
@@ -38,7 +39,7 @@ def threads(quick, out=None):
     cnn = models_bench.MODELS["cnn"]
     net = cnn.build(sg)
     opt = sg.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
-    x, y = (sg.from_numpy(a) for a in models_bench._data(cnn, 64))
+    x, y = (sg.from_numpy(a) for a in models_bench.batch_data(cnn, 64))
 
     def cnn_step():
         loss = sg.nn.functional.cross_entropy(net(x), y)
@@ -56,7 +57,7 @@ def threads(quick, out=None):
         for p in counts:
             sg.set_num_threads(p)
             for name, fn in work.items():
-                times[name].append(machine.best_time(fn, repeats))
+                times[name].append(seconds_per_call(fn, repeats))
     finally:
         sg.set_num_threads(1)
     bandwidth = [_copies_on_threads(sg, p, n, repeats) for p in counts]
@@ -82,23 +83,15 @@ def _copies_on_threads(sg, p, n, repeats):
     """GB/s of ``p`` one-thread copies of ``n`` floats at once, each its own arrays in its own
     Python thread (the kernels release the GIL): what the memory system carries."""
     pairs = [(sg.ones(n), sg.empty(n)) for _ in range(p)]
-    rates, start = [0.0] * p, threading.Barrier(p)
 
-    def one(i):
+    def rate(i):
         src, dst = pairs[i]
-        start.wait()
-        rates[i] = 2 * n * 4 / machine.best_time(lambda: dst.copy_(src), repeats) / 1e9
-    workers = [threading.Thread(target=one, args=(i,)) for i in range(p)]
-    for w in workers:
-        w.start()
-    for w in workers:
-        w.join()
-    return sum(rates)
+        return 2 * n * 4 / seconds_per_call(lambda: dst.copy_(src), repeats) / 1e9
+    return on_threads(rate, p)
 
 
 def _plot_threads(counts, times, fits, ceiling, path):
-    from ..report import _pyplot
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     grid = [1 + i * (counts[-1] - 1) / 50 for i in range(51)]
     ax.plot(counts, counts, ":", color="grey", label="ideal")

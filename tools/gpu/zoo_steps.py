@@ -36,10 +36,10 @@ def _session(lib, model, state, x, y, to_device, sync):
     net.to("cuda")
     net.train()
     xs, ys = to_device(x), to_device(y)
-    opt = mb._optimizer(lib, net, model.optimizer)
+    opt = mb.make_optimizer(lib, net, model.optimizer)
 
     def step(synchronize=True):
-        loss = mb._loss(lib, net, xs, ys)
+        loss = mb.model_loss(lib, net, xs, ys)
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -98,7 +98,7 @@ def measure(keys, budget, batch_size=None):
         rows.append(row)
         torch.manual_seed(0)
         state = {k: v.detach().numpy().copy() for k, v in model.build(torch).state_dict().items()}
-        x, y = mb._data(model, batch)
+        x, y = mb.batch_data(model, batch)
         try:
             ref = _session(torch, model, state, x, y, lambda a: torch.from_numpy(a.copy()).cuda(),
                            torch.cuda.synchronize)
@@ -112,7 +112,7 @@ def measure(keys, budget, batch_size=None):
                             sg.cuda.synchronize)
             row["loss"] = float(ours().item())
             if "torch_loss" in row:
-                _, row["loss_ok"] = mb._close(row["loss"], row["torch_loss"])
+                _, row["loss_ok"] = mb.compare(row["loss"], row["torch_loss"])
             row["stage4_s"], row["stage4_calls"] = _time(ours, budget)
             row["launches"], row["syncs"] = _stage4_counts(sg, ours)
         except Exception as e:

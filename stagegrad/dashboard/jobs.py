@@ -1,6 +1,6 @@
 """Runs as jobs: one worker process each, at most ``max_runs`` at a time, the rest queued.
 
-A run's process (``python -m stagegrad.serve.worker``) gets its settings as JSON on its
+A run's process (``python -m stagegrad.dashboard.worker``) gets its settings as JSON on its
 standard input and reports as JSON lines on its standard output; a thread per process
 reads them, stores them (``Store``) and hands them to ``Hub``, which passes them to every
 page streaming that run. Nothing a worker does can block the server: the server only
@@ -95,7 +95,7 @@ class Jobs:
         env = dict(os.environ, PYTHONPATH=path)
         if self.threads is not None:  # read by the kernels' libraries when the worker imports them
             env.update({name: str(self.threads) for name in THREAD_VARIABLES})
-        proc = subprocess.Popen([sys.executable, "-m", "stagegrad.serve.worker", str(out),
+        proc = subprocess.Popen([sys.executable, "-m", "stagegrad.dashboard.worker", str(out),
                                  self.data_dir or ""], env=env,
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                 text=True)

@@ -1,21 +1,20 @@
-"""Rendering a journey report: the comparison table (Markdown for the site, fixed-width
-text for a terminal, row by row as the journey measures), the headline ratios and the
-two figures; and ``write_tables``, which every measuring command writes its results with."""
-import json
+"""The journey's report: the comparison table (Markdown for the site, fixed-width text for a
+terminal, row by row as the journey measures), the machine's facts, the headline ratios of the
+landing page and the two figures (the speed-up ladder and the roofline). The generic pieces
+(numbers, Markdown tables, wrapping, the plotting backend) are ``formatting``'s."""
 import math
 import textwrap
-from pathlib import Path
 
 from . import plausibility
+from .cells import SINGLE_NOTE, cell_marks, unpinned_note
+from .formatting import WIDTH, fmt_seconds, pyplot
 
-WIDTH = 100        # the terminal table fits this many columns
 CELL = 8           # characters per implementation column in the terminal
 LEGEND = ("Each cell: the median time of one call. Under a stage's time: its speed-up over the stage "
           "before. Under a peer's time: how fast {last} is relative to that peer (the peer's time over "
           "{last}'s). Above 1x means faster.")
 BLANK = ("A blank cell: the workload multiplies no matrices, so the stage ran it with its first GEMM "
          "only.")
-SINGLE = "*: a single call, warm-up included (one call took the whole budget)."
 UNSTEADY = (f"~: unsteady, the samples disagreed by more than {plausibility.SPREAD_LIMIT:g}x even when "
             "measured again; the median of them all is shown, and the headline quotes none of its ratios.")
 DOUBTED = "?: a ratio that is not a result; its note says why."
@@ -24,17 +23,6 @@ CORES = ("cores used: the most CPU time over wall time of any of the column's ce
 NBSP = "\u00a0"
 STATUS = {"skipped": "skip", "unsupported": "n/a", "error": "error"}
 STATUS_WORDS = {"skipped": "skipped", "unsupported": "not supported", "error": "failed"}
-
-
-def fmt_seconds(t):
-    """Three significant digits in the largest unit under 1000 of it (at most 7 characters
-    below 1000 s: the terminal table's cells are 8 wide)."""
-    if t is None:
-        return "—"
-    for scale, unit in ((1e6, "µs"), (1e3, "ms"), (1, "s")):
-        if t * scale < 999.5:  # what would round to 1000 moves up a unit
-            return f"{t * scale:.3g} {unit}"
-    return f"{t:,.0f} s"
 
 
 def _ratio(x):
@@ -128,8 +116,7 @@ class Grid:
                                     f"{impl['label']}, {where}")
                 cells.append((f"{STATUS[r['status']]} [{n}]", ""))
                 continue
-            marks = ("*" if r.get("note") else "") + ("~" if r.get("unsteady") else "")
-            time = fmt_seconds(r["time_s"]) + marks
+            time = fmt_seconds(r["time_s"]) + cell_marks(r)
             self.unsteady |= bool(r.get("unsteady"))
             if r.get("cores"):
                 self.cores[impl["name"]] = max(self.cores.get(impl["name"], 0.0), r["cores"])
@@ -160,7 +147,7 @@ class Grid:
         """What the cells mean; call it after the rows (it mentions what they contained)."""
         parts = [LEGEND.format(last=self.last["label"] if self.last else "the last stage")]
         parts += [BLANK] if self.blank else []
-        parts += [SINGLE] if self.single else []
+        parts += [SINGLE_NOTE] if self.single else []
         parts += [UNSTEADY] if self.unsteady else []
         parts += [DOUBTED] if self.doubted else []
         parts += [CORES] if self.cores else []
@@ -279,37 +266,6 @@ class TextTable:
         return "\n".join(lines)
 
 
-def markdown_table(head, rows):
-    """A Markdown table's lines: the header ``head`` and ``rows`` (lists of strings), each
-    column as wide as its widest cell."""
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
-    return ["| " + " | ".join(h.ljust(w) for h, w in zip(head, widths)) + " |",
-            "|" + "|".join("-" * (w + 2) for w in widths) + "|",
-            *("| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |" for r in rows)]
-
-
-def write_tables(out, name, data, table):
-    """``name.json`` (``data``, every measurement) and ``name.md`` (``table``, Markdown) in
-    the folder ``out``, made if missing; their paths."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = out / f"{name}.json", out / f"{name}.md"
-    paths[0].write_text(json.dumps(data, indent=1) + "\n")
-    paths[1].write_text(table + "\n")
-    return paths
-
-
-def fit(markdown_text, width=WIDTH):
-    """Markdown for a terminal: prose wrapped to ``width``; tables (already narrow) as they are."""
-    out = []
-    for line in markdown_text.splitlines():
-        if line.startswith("|") or not line:
-            out.append(line)
-        else:
-            out += textwrap.wrap(line, width, subsequent_indent="  " if line.startswith("- ") else "")
-    return "\n".join(out)
-
-
 def text(report, impls=None, width=WIDTH):
     """The whole comparison for a terminal (what the journey printed as it went)."""
     t = TextTable(report, impls, width)
@@ -347,8 +303,7 @@ def machine_summary(report, width=None):
         lines.append(f"- OPENBLAS_CORETYPE={m['openblas_coretype']}: OpenBLAS (NumPy's and stage 3's) runs "
                      "that core's kernels, which may be narrower than this CPU's")
     if m.get("openblas_unpinned"):
-        lines.append(f"- unset for this run: {m['openblas_unpinned']} (the host's pin of OpenBLAS to an "
-                     "older core's kernels), so that OpenBLAS runs this CPU's own")
+        lines.append(f"- {unpinned_note(m)}")
     cache = m.get("cache_bandwidth") or {}  # absent from reports written before it was measured
     if bw["gbs"]:
         lines.append(f"- memory bandwidth: {bw['gbs']:.1f} GB/s ({bw['by']}; {bw['method']})")
@@ -432,13 +387,6 @@ def headline(report):
 
 # ------------------------------------------------------------------ figures
 
-def _pyplot():
-    import matplotlib
-    matplotlib.use("Agg")  # files only, never a window
-    import matplotlib.pyplot as plt
-    return plt
-
-
 def speedup_series(report):
     """For each workload, the cell at the largest size that stage 0 (the first stage)
     completed, and every implementation's speed-up over it there."""
@@ -465,7 +413,7 @@ def plot_speedups(report, path):
     a hollow marker beside it); the peers are not a next step, so they stand apart, right
     of the divider, as unconnected markers in the workload's colour."""
     from matplotlib.lines import Line2D
-    plt = _pyplot()
+    plt = pyplot()
     impls = report["implementations"]
     packages = list(dict.fromkeys(i["package"] for i in impls if i["kind"] == "stage"))
     peers = [i for i in impls if i["kind"] == "peer"]
@@ -523,7 +471,7 @@ def plot_speedups(report, path):
 def plot_roofline(report, path):
     """Achieved GFLOP/s against two roofs: DRAM bandwidth (the compulsory traffic of a
     large operand) and cache bandwidth (operands that stay in L2 can run above the first)."""
-    plt = _pyplot()
+    plt = pyplot()
     peak = report["machine"]["peak"]["gflops"]
     bw = report["machine"]["bandwidth"]["gbs"]
     cache = (report["machine"].get("cache_bandwidth") or {}).get("gbs")

@@ -17,7 +17,7 @@ import os
 import socket
 from pathlib import Path
 
-from ..train_parts import integer as _integer
+from ..train_parts import integer
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost")
 
@@ -30,11 +30,11 @@ def default_db():
 
 
 def _max_runs(text):
-    return _integer(text, 1, 65, "a number of runs in [1, 64]")
+    return integer(text, 1, 65, "a number of runs in [1, 64]")
 
 
 def _threads(text):
-    return _integer(text, 1, 1025, "a number of threads in [1, 1024]")
+    return integer(text, 1, 1025, "a number of threads in [1, 1024]")
 
 
 def default_threads(max_runs):
@@ -44,8 +44,9 @@ def default_threads(max_runs):
     return max(1, (os.cpu_count() or 1) // max_runs)
 
 
-def _port(text):
-    return _integer(text, 0, 65536, "a port in [0, 65535]")
+def port_number(text):
+    """A ``--port`` option's value: a port in [0, 65535] (0: the kernel picks a free one)."""
+    return integer(text, 0, 65536, "a port in [0, 65535]")
 
 
 def add_arguments(p):
@@ -53,7 +54,7 @@ def add_arguments(p):
     p.add_argument("--host", default="127.0.0.1",
                    help="the address to listen on; anything but a loopback address lets other machines "
                         "start runs on this one (default 127.0.0.1)")
-    p.add_argument("--port", type=_port, default=8750, help="the port; 0 picks a free one (default 8750)")
+    p.add_argument("--port", type=port_number, default=8750, help="the port; 0 picks a free one (default 8750)")
     p.add_argument("--db", default=default_db(), metavar="PATH",
                    help="the SQLite file of the run history; each run's weights and log go to 'runs/' "
                         "beside it (default %(default)s, under $XDG_DATA_HOME when set)")
@@ -68,7 +69,8 @@ def add_arguments(p):
                         "--max-runs runs)")
 
 
-def _loopback(host):
+def is_loopback(host):
+    """Whether ``host`` (a name or an address) is this machine's loopback: only this machine reaches it."""
     if host == "localhost":
         return True
     try:
@@ -98,7 +100,7 @@ def run(args):
     except ImportError as e:
         raise RuntimeError(f"the dashboard needs FastAPI and uvicorn ({e}); install them with "
                            f"pip install -e '.[serve]' (./dev serve does)") from None
-    local = _loopback(args.host)
+    local = is_loopback(args.host)
     # on loopback, a request must name this machine: a DNS name an attacker points at
     # 127.0.0.1 would otherwise let their page read the API (Starlette's host check reads
     # IPv4 and names only, so an IPv6 address goes without it)

@@ -60,7 +60,7 @@ PEERS = {"torch": "PyTorch", "onnxruntime": "ONNX Runtime"}  # what serves a run
 # a run's id as SQLite stores it: anything else is no run (a 422, before the database is asked)
 RunId = Annotated[int, PathParameter(ge=1, le=2 ** 63 - 1)]
 Download = Annotated[str, PathParameter(json_schema_extra={"enum": list(DOWNLOADS)})]
-LOG = logging.getLogger("stagegrad.serve")
+LOG = logging.getLogger("stagegrad.dashboard")
 
 
 def _backends(stages):

@@ -1,4 +1,4 @@
-"""One training run in its own process: ``python -m stagegrad.serve.worker OUT_DIR [DATA_DIR]``.
+"""One training run in its own process: ``python -m stagegrad.dashboard.worker OUT_DIR [DATA_DIR]``.
 
 The settings (already checked by ``settings.check``) arrive as JSON on standard input.
 Progress leaves as JSON lines on the standard output the process started with: ``start``
@@ -6,7 +6,7 @@ Progress leaves as JSON lines on the standard output the process started with: `
 rate, at most about ten a second, and at every evaluation), then ``done`` with the final
 metrics and the files written to ``OUT_DIR``, or ``error``. Everything else the training
 code prints goes to ``OUT_DIR/log.txt``. The loops are ``stagegrad train``'s own
-(``train.fit``, ``train_text.train_step``), so a run here computes what that command does.
+(``training.fit``, ``train_text.train_step``), so a run here computes what that command does.
 """
 import json
 import math
@@ -16,7 +16,7 @@ import time
 import traceback
 from pathlib import Path
 
-from .. import datafiles, load_stage, train, train_text
+from .. import datafiles, load_stage, train_text, training
 from . import architecture
 
 # the language models' size in the dashboard: small enough to learn something in minutes
@@ -115,7 +115,7 @@ def run_mnist(sg, s, data, out, report):
     test_set = tdata.Subset(test_set, range(min(s["test_subset"], len(test_set))))
     sg.manual_seed(s["seed"])
     model = (architecture.build(sg, s["architecture"]) if s["model"] == "custom" else
-             train.build_model(sg, s["model"], s.get("width", 1.0)))
+             training.build_model(sg, s["model"], s.get("width", 1.0)))
     opt = optimizer(sg, s, model.parameters())
     loader = tdata.DataLoader(train_set, batch_size=s["batch_size"], shuffle=True,
                               generator=sg.Generator().manual_seed(s["seed"]))
@@ -138,11 +138,11 @@ def run_mnist(sg, s, data, out, report):
                         elapsed=time.perf_counter() - t0)
 
     def on_epoch(epoch):
-        tally["test_accuracy"] = train.evaluate(sg, model, test_set)
+        tally["test_accuracy"] = training.evaluate(sg, model, test_set)
         report.send("point", step=epoch * len(loader), epoch=epoch, test_accuracy=tally["test_accuracy"],
                     elapsed=time.perf_counter() - t0)
 
-    seen, train_time, loss = train.fit(sg, model, opt, sched, loader, s["epochs"], on_step=on_step,
+    seen, train_time, loss = training.fit(sg, model, opt, sched, loader, s["epochs"], on_step=on_step,
                                        on_epoch=on_epoch)
     about = {"model_kind": s["model"], "width": s.get("width", 1.0)}
     if s["model"] == "custom":
