@@ -9,6 +9,7 @@ import types
 import pytest
 
 from stage0_python import backend as reference
+from stage0_python.vocabulary import FUSED_KERNELS
 
 
 def _bound_names(path):
@@ -31,7 +32,7 @@ def _expected(backend):
     names = set(reference.PRIMITIVES) | set(reference.HELPERS) | {"FUSED", "VIEWS"}
     if not backend.VIEWS:
         names |= set(reference.COPYING_HELPERS)
-    return names | {f for name in backend.FUSED for f in reference.FUSED_KERNELS[name]}
+    return names | {f for name in backend.FUSED for f in FUSED_KERNELS[name]}
 
 
 def _instance(backend):

@@ -34,7 +34,8 @@ The primitive set, which every stage's backend provides under the same names:
   ``versioned``) and
   ``from_dlpack(obj)`` (a buffer over the memory of an object with ``__dlpack__``, or of a
   capsule), both zero-copy; a stage that cannot share memory raises CapabilityError
-- fused kernels a stage may offer are listed in ``FUSED`` (stage 0 offers none).
+- fused kernels a stage may offer (``vocabulary.FUSED_KERNELS`` declares them) are listed in
+  ``FUSED`` (stage 0 offers none).
 """
 import math
 import operator
@@ -50,7 +51,8 @@ from .shapes import check as _check_shape
 # The contract as code: every stage's backend defines these names (a test checks it, and
 # the docs' primitive table lists them), and the frontend reaches memory through nothing
 # else: the primitives, in the groups above; the shape helpers the frontend also calls;
-# and the fused kernels a stage may offer, each used only where its ``FUSED`` names it.
+# and the fused kernels a stage may offer (``FUSED_KERNELS`` in ``vocabulary.py``), each
+# used only where its ``FUSED`` names it.
 PRIMITIVES = (
     "from_list", "full", "arange", "uniform", "normal", "randint",
     "cast",
@@ -68,20 +70,6 @@ PRIMITIVES = (
 )
 HELPERS = ("prod", "broadcast_shapes", "contiguous_strides")
 COPYING_HELPERS = ("view_layout",)  # called only on a stage whose VIEWS is False
-FUSED_KERNELS = {  # the name in FUSED -> the functions it brings
-    "softmax": ("softmax", "softmax_backward"), "log_softmax": ("log_softmax", "softmax_backward"),
-    "cross_entropy": ("cross_entropy", "cross_entropy_backward"), "linear": ("linear", "linear_backward"),
-    "layer_norm": ("layer_norm", "layer_norm_backward"), "adam": ("adam_step",), "sgd": ("sgd_step",),
-    "rmsprop": ("rmsprop_step",),
-    "conv2d": ("conv2d", "conv2d_backward"), "max_pool2d": ("max_pool2d", "max_pool2d_backward"),
-    "avg_pool2d": ("avg_pool2d", "avg_pool2d_backward"), "batch_norm": ("batch_norm", "batch_norm_backward"),
-    "lstm_cell": ("lstm_cell", "lstm_cell_backward"),
-    "recurrent": ("recurrent", "recurrent_backward"),
-    "gelu": ("gelu", "gelu_backward"),
-    "relu": ("relu_backward",),
-    "attention": ("attention", "attention_backward"),
-}
-
 FUSED = frozenset()
 VIEWS = False  # movement results are copies here (see view_layout)
 INF = math.inf

@@ -22,7 +22,7 @@ another (``binary`` casts) reaches stage 3's through ``self``.
 """
 import os as _os
 
-from stage0_python.vocabulary import FLOAT_CODES, HALF_CODES, float32, int64
+from stage0_python.vocabulary import FLOAT_CODES, FUSED_KERNELS, HALF_CODES, float32, int64
 from stage2_cython import backend as _stage2
 from stage3_simd import _kernels as K
 
@@ -151,9 +151,7 @@ class Backend(_S2):
     # Each fused kernel replaces a composite of several primitives with one pass over the
     # data (see csrc/fused.hpp); the frontend uses one where its name is in FUSED and its
     # operands fit (float32 or float64, one dtype), and the composite otherwise.
-    FUSED = frozenset({"softmax", "log_softmax", "cross_entropy", "linear", "layer_norm", "adam", "sgd",
-                       "rmsprop", "conv2d", "max_pool2d", "avg_pool2d", "batch_norm", "lstm_cell",
-                       "recurrent", "gelu", "relu", "attention"})
+    FUSED = frozenset(FUSED_KERNELS)  # every one the vocabulary declares
     GEMMS = GEMMS
     get_gemm, set_gemm = staticmethod(get_gemm), staticmethod(set_gemm)
     set_num_threads, get_num_threads = staticmethod(K.set_num_threads), staticmethod(K.get_num_threads)

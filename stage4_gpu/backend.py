@@ -14,6 +14,7 @@ The primitive set and its signatures are stage 0's (``stage0_python/backend.py``
 creation primitives make host buffers, which the frontend then places on the device it
 was asked for.
 """
+from stage0_python.vocabulary import FUSED_KERNELS
 from stage3_simd import backend as _stage3
 from stage3_simd.backend import K, gemm_for  # noqa: F401  (the cpu device's, as on stage 3)
 
@@ -23,6 +24,7 @@ from .cuda import backend as _cuda
 from .cuda.buffer import Buffer as _CudaBuffer
 from .device import DeviceError, _to_host, device_of
 from .gpu import backend as gpu
+from .gpu import fused as gpu_fused
 from .webgpu.buffer import Buffer as _GpuBuffer
 
 # each device's buffer type and its primitive set: the device layer's, each primitive
@@ -53,7 +55,9 @@ def _to_device(op, bufs, kind):
     return out
 
 
-# each primitive the devices also have, and the positions of its buffer arguments
+# each primitive the devices also have, and the positions of its buffer arguments; then the
+# functions of the fused kernels the devices have (gpu/fused.py's FUSED), at the positions the
+# vocabulary declares (the other fused kernels run on the CPU only)
 _BUFFERS = {
     "cast": (0,), "unary": (1,), "binary": (1, 2), "where": (0, 1, 2),
     "reduce": (1,), "arg_reduce": (1,), "sort": (0,), "scan": (1,),
@@ -64,13 +68,7 @@ _BUFFERS = {
     "take": (0, 1), "gather": (0, 2), "scatter_add": (2, 3), "matmul": (0, 1),
     "unfold": (0,), "fold": (0,), "assign": (0, 4), "put": (0, 1, 2), "set_data": (0, 1),
     "to_dlpack": (0,),
-    # the fused kernels the devices have (gpu/fused.py); the others run on the CPU only
-    "softmax": (0,), "log_softmax": (0,), "softmax_backward": (0, 1), "cross_entropy": (0, 1, 2),
-    "cross_entropy_backward": (0, 1, 2, 3), "adam_step": (0, 1, 2, 3, 4), "sgd_step": (0, 1, 2),
-    "rmsprop_step": (0, 1, 2, 3, 4), "layer_norm": (0, 2, 3), "layer_norm_backward": (0, 1, 2, 3, 4),
-    "attention": (0, 1, 2, 3), "attention_backward": (0, 1, 2, 3, 4, 5, 6),
-    "conv2d": (0, 1, 2), "conv2d_backward": (0, 1, 2),
-    "recurrent": (3, 4, 5, 6, 7, 8), "recurrent_backward": (3, 4, 5, 7, 9),
+    **{fn: positions for name in sorted(gpu_fused.FUSED) for fn, positions in FUSED_KERNELS[name].items()},
 }
 _NONE = frozenset({type(None)})  # an absent optional buffer (a weight, a bias)
 
