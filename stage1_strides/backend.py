@@ -14,8 +14,10 @@ The primitive set is stage 0's, under the same names and signatures (see
 - results are packed (``struct``) into arrays from the pool (``pool.py``);
 - the in-place primitives write into the storage, through the destination's strides.
 
-Stage 0's pure helpers (the scalar functions, shape rules, index plans) are imported,
-not copied: what stage 1 rewrites is only how elements are found and stored.
+Stage 0's pure helpers are imported, not copied: the scalar functions and value
+computations from its backend, the shape, stride and view rules from its layout library
+(``stage0_python/layout.py``). What stage 1 rewrites is only how elements are found and
+stored.
 """
 import operator
 import struct
@@ -24,11 +26,12 @@ from collections import namedtuple
 from itertools import repeat
 
 from stage0_python import backend as _s0
-from stage0_python.backend import (  # noqa: F401  (re-exported: the frontend uses some)
-    BINARY, BOOL_RESULT, UNARY, argmax_of, argmin_of, axis_positions, int_pow, shift_op,
-    map_safe, overlaps, reduced_shape, to_int, arange_values, broadcast_shapes, contiguous_strides,
-    diagonal_layout, fold_values, normal_values, prod, refuse_overlapping_write, strided_indices,
-    unfold_values, uniform_values, view_strides, windows_layout)
+from stage0_python.backend import (
+    BINARY, BOOL_RESULT, UNARY, arange_values, argmax_of, argmin_of, fold_values, int_pow, map_safe, normal_values,
+    shift_op, to_int, unfold_values, uniform_values)
+from stage0_python.layout import (
+    axis_positions, broadcast_shapes, contiguous_strides, diagonal_layout, overlaps, prod, reduced_shape,
+    refuse_overlapping_write, strided_indices, view_strides, windows_layout)
 
 from .capabilities import refusal
 from .dtypes import bool_, float64, int64

@@ -28,7 +28,8 @@ import functools
 import math
 
 from stage0_python import backend as _s0
-from stage0_python.backend import diagonal_layout, refuse_overlapping_write, to_int, windows_layout, wrap_int
+from stage0_python.backend import to_int, wrap_int
+from stage0_python.layout import diagonal_layout, refuse_overlapping_write, windows_layout
 from stage0_python.vocabulary import BOOL_RESULT, SMALL_INT_CODES, int32
 from stage2_cython import (_buffer, _conv, _convert, _dlpack, _elementwise, _index, _matmul, _random,
                            _reduce, _sort)

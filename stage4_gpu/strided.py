@@ -4,7 +4,7 @@ make new views (laid out by stage 0's ``view_layout`` exactly as on the host). E
 device's ``buffer.py`` names the driver its buffers reach their memory and kernels
 through (``gpu/driver.py``); reading values back is the one place the host waits for the
 device."""
-from stage0_python.backend import view_layout
+from stage0_python.layout import view_layout
 
 from ._strided import StridedCore, contiguous_strides
 
