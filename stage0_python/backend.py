@@ -3,7 +3,9 @@ another thing: ``sg.backends``, the switches PyTorch programs set, as ``torch.ba
 
 A ``Buffer`` is a contiguous, row-major ``array.array`` with a shape and a dtype.
 Arrays are never mutated after creation; an in-place update swaps ``Buffer.data``,
-so two buffers may share one array (``reshape`` is free) without aliasing writes.
+so two buffers may share one array (``reshape`` is free) without aliasing writes. The
+layout arithmetic the kernels compute with (shapes, strides, index positions, the rules of
+views) is stage 0's layout library, ``layout.py``.
 
 The primitive set, which every stage's backend provides under the same names:
 
@@ -43,8 +45,8 @@ from array import array
 
 from stage0_python.vocabulary import BOOL_RESULT
 from stage0_python.layout import (  # noqa: F401  (view_layout: the frontend calls it here)
-    axis_positions, broadcast_shapes, contiguous_strides, diagonal_layout, prod, reduced_shape, strided_indices,
-    view_layout, windows_layout)
+    axis_positions, broadcast_shapes, contiguous_strides, diagonal_layout, nested, prod, reduced_shape,
+    strided_indices, view_layout, windows_layout)
 
 from .capabilities import refusal
 from .dtypes import IntegerPowerError, bool_, float64, int64
@@ -113,6 +115,16 @@ def to_int(v):
     return int(v)
 
 
+def fill_value(value, dtype):
+    """``value`` as ``full`` repeats it in ``dtype``: 1 or 0 for bool, a float, or an int
+    taken as a cast takes it (``to_int``; one beyond the dtype's range wraps when stored)."""
+    if dtype is bool_:
+        return 1 if value else 0
+    if dtype.is_floating_point:
+        return float(value)
+    return to_int(value)
+
+
 class Buffer:
     """Contiguous storage. ``version`` counts in-place writes, so autograd can tell
     whether a tensor it saved has changed since."""
@@ -140,16 +152,7 @@ class Buffer:
         return bool(v) if self.dtype is bool_ else v
 
     def tolist(self):
-        vals = self.values()
-        if not self.shape:
-            return vals[0]
-
-        def build(off, dims):
-            if len(dims) == 1:
-                return vals[off:off + dims[0]]
-            step = prod(dims[1:])
-            return [build(off + i * step, dims[1:]) for i in range(dims[0])]
-        return build(0, self.shape)
+        return nested(self.values(), self.shape)
 
     def nbytes(self):
         return self.numel * self.dtype.itemsize
@@ -163,12 +166,7 @@ def from_list(values, shape, dtype):
 
 def full(shape, value, dtype):
     n = prod(shape)
-    if dtype is bool_:
-        value = 1 if value else 0
-    elif dtype.is_floating_point:
-        value = float(value)
-    else:
-        value = to_int(value)
+    value = fill_value(value, dtype)
     try:
         return Buffer(array(dtype.typecode, [value]) * n, shape, dtype)
     except OverflowError:
@@ -182,21 +180,12 @@ def arange_values(start, stop, step):
     return [start + i * step for i in range(n)]
 
 
-def arange(start, stop, step, dtype):
-    vals = arange_values(start, stop, step)
-    return from_list(vals, (len(vals),), dtype)
-
-
 def uniform_values(n, low, high, double, generator):
     u = generator.uniform(n, double=double)
     if low != 0.0 or high != 1.0:
         span = high - low
         u = [low + span * x for x in u]
     return u
-
-
-def uniform(shape, low, high, dtype, generator):
-    return from_list(uniform_values(prod(shape), low, high, dtype is float64, generator), shape, dtype)
 
 
 def normal_values(n, mean, std, generator):
@@ -206,12 +195,26 @@ def normal_values(n, mean, std, generator):
     return z
 
 
-def normal(shape, mean, std, dtype, generator):
-    return from_list(normal_values(prod(shape), mean, std, generator), shape, dtype)
+def creation_from_values(from_list):
+    """The creation primitives whose elements are computed as Python numbers (``arange``,
+    ``uniform``, ``normal``, ``randint``), each storing them with ``from_list``: stage 0's
+    below, and stage 1's over its own storage."""
+    def arange(start, stop, step, dtype):
+        vals = arange_values(start, stop, step)
+        return from_list(vals, (len(vals),), dtype)
+
+    def uniform(shape, low, high, dtype, generator):
+        return from_list(uniform_values(prod(shape), low, high, dtype is float64, generator), shape, dtype)
+
+    def normal(shape, mean, std, dtype, generator):
+        return from_list(normal_values(prod(shape), mean, std, generator), shape, dtype)
+
+    def randint(shape, low, high, dtype, generator):
+        return from_list(generator.randint(low, high, prod(shape)), shape, dtype)
+    return arange, uniform, normal, randint
 
 
-def randint(shape, low, high, dtype, generator):
-    return from_list(generator.randint(low, high, prod(shape)), shape, dtype)
+arange, uniform, normal, randint = creation_from_values(from_list)
 
 
 def cast(x, dtype):
@@ -499,19 +502,29 @@ def _broadcast_values(x, shape):
     return expand(x, shape).data
 
 
-def binary(op, a, b, dtype):
-    """``op`` elementwise over broadcast ``a`` and ``b``; both already hold ``dtype``
-    (comparisons return bool)."""
-    shape = broadcast_shapes(a.shape, b.shape)
-    out = bool_ if op in BOOL_RESULT else dtype
-    if dtype is bool_ and op in ("add", "mul", "maximum", "minimum"):
-        op = {"add": "logical_or", "mul": "logical_and", "maximum": "logical_or",
-              "minimum": "logical_and"}[op]
+BOOL_LOGIC = {"add": "logical_or", "mul": "logical_and", "maximum": "logical_or", "minimum": "logical_and"}
+
+
+def binary_op(op, dtype):
+    """(the op ``binary`` runs for ``op`` on operands of ``dtype``, and its function of two
+    Python numbers): on bool, arithmetic is logic (``BOOL_LOGIC``); an integer ``pow``
+    refuses negative exponents; a shift is made for ``dtype``'s width."""
+    if dtype is bool_ and op in BOOL_LOGIC:
+        op = BOOL_LOGIC[op]
     f = BINARY[op]
     if op == "pow" and not dtype.is_floating_point:
         f = int_pow
     elif f is None:
         f = shift_op(op, dtype)
+    return op, f
+
+
+def binary(op, a, b, dtype):
+    """``op`` elementwise over broadcast ``a`` and ``b``; both already hold ``dtype``
+    (comparisons return bool)."""
+    shape = broadcast_shapes(a.shape, b.shape)
+    out = bool_ if op in BOOL_RESULT else dtype
+    op, f = binary_op(op, dtype)
     if b.numel == 1 and a.numel != 1 or a.numel == 1 and b.numel != 1:
         # the scalar case, common enough for its own loop
         if b.numel == 1:

@@ -4,7 +4,9 @@ Stage 0 stores every tensor contiguously, but it keeps the rules of the strided 
 (which views exist and how they are laid out, as PyTorch lays them out) so that it knows
 which of its copies stand for views. Those stages import the rules from here by full name
 (``stage0_python.layout``, one module in the process, as the vocabulary is), as do stage 0's
-backend and the frontend's shape checks: one definition of each rule for every stage.
+backend and the frontend's shape checks: one definition of each rule for every stage. The
+last section is what a strided view written in Python (stage 1's buffer, stage 4's device
+views) answers from its fields alone.
 """
 
 
@@ -77,6 +79,20 @@ def axis_positions(shape, axis, index):
             raise IndexError(f"index {i} is out of bounds for dimension {axis} with size {n}")
         out.append(b + i * st)
     return out
+
+
+def nested(values, shape):
+    """Row-major ``values`` as nested lists of ``shape`` (``tolist``): the one value when
+    ``shape`` has no dims."""
+    if not shape:
+        return values[0]
+
+    def build(off, dims):
+        if len(dims) == 1:
+            return values[off:off + dims[0]]
+        step = prod(dims[1:])
+        return [build(off + i * step, dims[1:]) for i in range(dims[0])]
+    return build(0, tuple(shape))
 
 
 # ---------------------------------------------------------------- views
@@ -185,3 +201,49 @@ def refuse_overlapping_write(region):
         raise RuntimeError(f"setitem: more than one element of the written-to region (shape "
                            f"{list(region.shape)}, stride {list(region.strides)}) refers to a single "
                            f"memory location; clone() the tensor first")
+
+
+# ---------------------------------------------------------------- a strided view
+#
+# What the strided buffers written in Python (stage 1's, and stage 4's views of a device's
+# storage) answer alike, from their ``shape``, ``strides``, ``offset`` and ``storage``.
+# Stage 2's compiled Buffer answers the same from C fields (``_buffer.pyx``).
+
+def row_major(shape, strides):
+    """Whether ``strides`` lay ``shape`` out in row-major order, without gaps (the stride of
+    a size-1 dim aside): PyTorch's ``is_contiguous``."""
+    expected = 1
+    for n, s in zip(reversed(shape), reversed(strides)):
+        if n != 1 and s != expected:
+            return False
+        expected *= n
+    return True
+
+
+def strides(x):
+    """The strides of the view ``x``, in elements."""
+    return x.strides
+
+
+def storage_offset(x):
+    """Where the view ``x`` starts in its storage, in elements."""
+    return x.offset
+
+
+def storage_id(x):
+    """An id of ``x``'s storage: the same for every view of it."""
+    return id(x.storage)
+
+
+class VersionOnStorage:
+    """A view's ``version`` (its in-place writes so far, which autograd checks) kept on its
+    storage: a write through any view of a storage is seen through all of them."""
+    __slots__ = ()
+
+    @property
+    def version(self):
+        return self.storage.version
+
+    @version.setter
+    def version(self, value):
+        self.storage.version = value

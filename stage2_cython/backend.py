@@ -28,7 +28,7 @@ import functools
 import math
 
 from stage0_python import backend as _s0
-from stage0_python.backend import to_int, wrap_int
+from stage0_python.backend import BOOL_LOGIC, to_int, wrap_int
 from stage0_python.layout import diagonal_layout, refuse_overlapping_write, windows_layout
 from stage0_python.vocabulary import BOOL_RESULT, SMALL_INT_CODES, int32
 from stage2_cython import (_buffer, _conv, _convert, _dlpack, _elementwise, _index, _matmul, _random,
@@ -37,10 +37,6 @@ from stage2_cython import (_buffer, _conv, _convert, _dlpack, _elementwise, _ind
 from . import dtypes
 from .capabilities import lacking
 from .dtypes import bool_, int64
-
-# on bool operands arithmetic is logic, as in stage 0
-_BOOL_OPS = {"add": "logical_or", "mul": "logical_and", "maximum": "logical_or",
-             "minimum": "logical_and"}
 
 
 def widening(codes, wide):
@@ -147,8 +143,8 @@ class Backend:
     def binary(self, op, a, b, dtype):
         """``op`` elementwise over broadcast ``a`` and ``b``, which hold ``dtype``
         (comparisons return bool)."""
-        if dtype is bool_ and op in _BOOL_OPS:
-            op = _BOOL_OPS[op]
+        if dtype is bool_ and op in BOOL_LOGIC:  # on bool operands arithmetic is logic, as in stage 0
+            op = BOOL_LOGIC[op]
         if a.dtype is not dtype:
             a = self.cast(a, dtype)
         if b.dtype is not dtype:
