@@ -1,10 +1,12 @@
-"""The primitive contract (``stage0_python/backend.py``'s ``PRIMITIVES``, ``HELPERS`` and
-``FUSED_KERNELS``) against every stage's backend, and against what the frontend calls."""
+"""The primitive contract (``stage0_python/backend.py``'s ``PRIMITIVES`` and ``HELPERS``, and
+the vocabulary's ``FUSED_KERNELS``) against every stage's backend, and against what the
+frontend calls."""
 import pathlib
 import re
 
 import stage0_python
 from stage0_python import backend as reference
+from stage0_python.vocabulary import FUSED_KERNELS
 
 FRONTEND = pathlib.Path(stage0_python.__file__).parent
 # what the frontend may also read off a backend: its settings, not primitives
@@ -18,13 +20,13 @@ def test_every_backend_defines_the_contract(sg):
     missing = [n for n in names if not callable(getattr(backend, n, None))]
     assert not missing, f"{sg.__name__}'s backend lacks {missing}"
     for name in backend.FUSED:  # a fused kernel it offers brings its functions
-        assert name in reference.FUSED_KERNELS, name
-        assert all(callable(getattr(backend, f, None)) for f in reference.FUSED_KERNELS[name]), name
+        assert name in FUSED_KERNELS, name
+        assert all(callable(getattr(backend, f, None)) for f in FUSED_KERNELS[name]), name
 
 
 def test_the_frontend_calls_nothing_outside_the_contract():
     allowed = set(reference.PRIMITIVES) | set(reference.HELPERS) | set(reference.COPYING_HELPERS) | SETTINGS
-    allowed |= {f for fs in reference.FUSED_KERNELS.values() for f in fs}
+    allowed |= {f for fs in FUSED_KERNELS.values() for f in fs}
     used = {}
     for path in FRONTEND.rglob("*.py"):
         if path.name == "backend.py":

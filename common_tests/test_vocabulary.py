@@ -66,6 +66,19 @@ def test_stage0s_kernel_tables_are_the_vocabulary():
     assert reference.BOOL_RESULT is V.BOOL_RESULT
 
 
+def test_the_devices_fused_kernels_are_declared_ones():
+    """The devices' fused kernels (``gpu/fused.py``'s ``FUSED``; each backend's is checked in
+    ``test_contract.py``) are among those the vocabulary declares, and stage 4 routes each of
+    their functions at the buffer positions declared there."""
+    pytest.importorskip("stage4_gpu")
+    from stage4_gpu import backend as b4
+    from stage4_gpu.gpu import fused
+    assert fused.FUSED <= set(V.FUSED_KERNELS) and fused.NAMED_ONLY <= fused.FUSED
+    for name in fused.FUSED:
+        for fn, positions in V.FUSED_KERNELS[name].items():
+            assert getattr(b4, fn).positions == positions, fn
+
+
 def test_stage3s_compiled_tables_name_only_vocabulary_ops():
     s3 = pytest.importorskip("stage3_simd")
     K = s3.backend.K

@@ -3,7 +3,9 @@ another thing: ``sg.backends``, the switches PyTorch programs set, as ``torch.ba
 
 A ``Buffer`` is a contiguous, row-major ``array.array`` with a shape and a dtype.
 Arrays are never mutated after creation; an in-place update swaps ``Buffer.data``,
-so two buffers may share one array (``reshape`` is free) without aliasing writes.
+so two buffers may share one array (``reshape`` is free) without aliasing writes. The
+layout arithmetic the kernels compute with (shapes, strides, index positions, the rules of
+views) is stage 0's layout library, ``layout.py``.
 
 The primitive set, which every stage's backend provides under the same names:
 
@@ -34,7 +36,8 @@ The primitive set, which every stage's backend provides under the same names:
   ``versioned``) and
   ``from_dlpack(obj)`` (a buffer over the memory of an object with ``__dlpack__``, or of a
   capsule), both zero-copy; a stage that cannot share memory raises CapabilityError
-- fused kernels a stage may offer are listed in ``FUSED`` (stage 0 offers none).
+- fused kernels a stage may offer (``vocabulary.FUSED_KERNELS`` declares them) are listed in
+  ``FUSED`` (stage 0 offers none).
 """
 import math
 import operator
@@ -42,6 +45,9 @@ from array import array
 
 from stage0_python.op_table import FUNCTIONS, periodic
 from stage0_python.vocabulary import BOOL_RESULT
+from stage0_python.layout import (  # noqa: F401  (view_layout: the frontend calls it here)
+    axis_positions, broadcast_shapes, contiguous_strides, diagonal_layout, nested, prod, reduced_shape,
+    strided_indices, view_layout, windows_layout)
 
 from .capabilities import refusal
 from .dtypes import IntegerPowerError, bool_, float64, int64
@@ -51,7 +57,8 @@ from .shapes import check as _check_shape
 # The contract as code: every stage's backend defines these names (a test checks it, and
 # the docs' primitive table lists them), and the frontend reaches memory through nothing
 # else: the primitives, in the groups above; the shape helpers the frontend also calls;
-# and the fused kernels a stage may offer, each used only where its ``FUSED`` names it.
+# and the fused kernels a stage may offer (``FUSED_KERNELS`` in ``vocabulary.py``), each
+# used only where its ``FUSED`` names it.
 PRIMITIVES = (
     "from_list", "full", "arange", "uniform", "normal", "randint",
     "cast",
@@ -69,52 +76,10 @@ PRIMITIVES = (
 )
 HELPERS = ("prod", "broadcast_shapes", "contiguous_strides")
 COPYING_HELPERS = ("view_layout",)  # called only on a stage whose VIEWS is False
-FUSED_KERNELS = {  # the name in FUSED -> the functions it brings
-    "softmax": ("softmax", "softmax_backward"), "log_softmax": ("log_softmax", "softmax_backward"),
-    "cross_entropy": ("cross_entropy", "cross_entropy_backward"), "linear": ("linear", "linear_backward"),
-    "layer_norm": ("layer_norm", "layer_norm_backward"), "adam": ("adam_step",), "sgd": ("sgd_step",),
-    "rmsprop": ("rmsprop_step",),
-    "conv2d": ("conv2d", "conv2d_backward"), "max_pool2d": ("max_pool2d", "max_pool2d_backward"),
-    "avg_pool2d": ("avg_pool2d", "avg_pool2d_backward"), "batch_norm": ("batch_norm", "batch_norm_backward"),
-    "lstm_cell": ("lstm_cell", "lstm_cell_backward"),
-    "recurrent": ("recurrent", "recurrent_backward"),
-    "gelu": ("gelu", "gelu_backward"),
-    "relu": ("relu_backward",),
-    "attention": ("attention", "attention_backward"),
-}
-
 FUSED = frozenset()
 VIEWS = False  # movement results are copies here (see view_layout)
 INF = math.inf
 NAN = math.nan
-
-
-def prod(shape):
-    n = 1
-    for s in shape:
-        n *= s
-    return n
-
-
-def contiguous_strides(shape):
-    # a size-0 dim counts as 1, as in PyTorch (no element is addressed either way)
-    strides = [1] * len(shape)
-    for i in range(len(shape) - 2, -1, -1):
-        strides[i] = strides[i + 1] * max(shape[i + 1], 1)
-    return tuple(strides)
-
-
-def strided_indices(shape, strides, offset=0):
-    """Flat positions of every element of a strided view, in row-major order."""
-    idx = [offset]
-    for n, s in zip(shape, strides):
-        if n == 1:
-            continue
-        steps = [j * s for j in range(n)]
-        idx = [b + t for b in idx for t in steps]
-    if prod(shape) == 0:
-        return []
-    return idx
 
 
 def wrap_int(value, dtype):
@@ -151,6 +116,16 @@ def to_int(v):
     return int(v)
 
 
+def fill_value(value, dtype):
+    """``value`` as ``full`` repeats it in ``dtype``: 1 or 0 for bool, a float, or an int
+    taken as a cast takes it (``to_int``; one beyond the dtype's range wraps when stored)."""
+    if dtype is bool_:
+        return 1 if value else 0
+    if dtype.is_floating_point:
+        return float(value)
+    return to_int(value)
+
+
 class Buffer:
     """Contiguous storage. ``version`` counts in-place writes, so autograd can tell
     whether a tensor it saved has changed since."""
@@ -178,16 +153,7 @@ class Buffer:
         return bool(v) if self.dtype is bool_ else v
 
     def tolist(self):
-        vals = self.values()
-        if not self.shape:
-            return vals[0]
-
-        def build(off, dims):
-            if len(dims) == 1:
-                return vals[off:off + dims[0]]
-            step = prod(dims[1:])
-            return [build(off + i * step, dims[1:]) for i in range(dims[0])]
-        return build(0, self.shape)
+        return nested(self.values(), self.shape)
 
     def nbytes(self):
         return self.numel * self.dtype.itemsize
@@ -201,12 +167,7 @@ def from_list(values, shape, dtype):
 
 def full(shape, value, dtype):
     n = prod(shape)
-    if dtype is bool_:
-        value = 1 if value else 0
-    elif dtype.is_floating_point:
-        value = float(value)
-    else:
-        value = to_int(value)
+    value = fill_value(value, dtype)
     try:
         return Buffer(array(dtype.typecode, [value]) * n, shape, dtype)
     except OverflowError:
@@ -220,21 +181,12 @@ def arange_values(start, stop, step):
     return [start + i * step for i in range(n)]
 
 
-def arange(start, stop, step, dtype):
-    vals = arange_values(start, stop, step)
-    return from_list(vals, (len(vals),), dtype)
-
-
 def uniform_values(n, low, high, double, generator):
     u = generator.uniform(n, double=double)
     if low != 0.0 or high != 1.0:
         span = high - low
         u = [low + span * x for x in u]
     return u
-
-
-def uniform(shape, low, high, dtype, generator):
-    return from_list(uniform_values(prod(shape), low, high, dtype is float64, generator), shape, dtype)
 
 
 def normal_values(n, mean, std, generator):
@@ -244,12 +196,26 @@ def normal_values(n, mean, std, generator):
     return z
 
 
-def normal(shape, mean, std, dtype, generator):
-    return from_list(normal_values(prod(shape), mean, std, generator), shape, dtype)
+def creation_from_values(from_list):
+    """The creation primitives whose elements are computed as Python numbers (``arange``,
+    ``uniform``, ``normal``, ``randint``), each storing them with ``from_list``: stage 0's
+    below, and stage 1's over its own storage."""
+    def arange(start, stop, step, dtype):
+        vals = arange_values(start, stop, step)
+        return from_list(vals, (len(vals),), dtype)
+
+    def uniform(shape, low, high, dtype, generator):
+        return from_list(uniform_values(prod(shape), low, high, dtype is float64, generator), shape, dtype)
+
+    def normal(shape, mean, std, dtype, generator):
+        return from_list(normal_values(prod(shape), mean, std, generator), shape, dtype)
+
+    def randint(shape, low, high, dtype, generator):
+        return from_list(generator.randint(low, high, prod(shape)), shape, dtype)
+    return arange, uniform, normal, randint
 
 
-def randint(shape, low, high, dtype, generator):
-    return from_list(generator.randint(low, high, prod(shape)), shape, dtype)
+arange, uniform, normal, randint = creation_from_values(from_list)
 
 
 def cast(x, dtype):
@@ -489,25 +455,27 @@ BINARY = {
 _FAST = {"div": operator.truediv, "pow": operator.pow}
 
 
-def broadcast_shapes(*shapes):
-    ndim = max((len(s) for s in shapes), default=0)
-    out = []
-    for i in range(-ndim, 0):
-        size = 1
-        for s in shapes:
-            d = s[i] if -i <= len(s) else 1
-            if d != 1:
-                if size not in (1, d):
-                    return None
-                size = d
-        out.append(size)
-    return tuple(out)
-
-
 def _broadcast_values(x, shape):
     if x.shape == shape:
         return x.data
     return expand(x, shape).data
+
+
+BOOL_LOGIC = {"add": "logical_or", "mul": "logical_and", "maximum": "logical_or", "minimum": "logical_and"}
+
+
+def binary_op(op, dtype):
+    """(the op ``binary`` runs for ``op`` on operands of ``dtype``, and its function of two
+    Python numbers): on bool, arithmetic is logic (``BOOL_LOGIC``); an integer ``pow``
+    refuses negative exponents; a shift is made for ``dtype``'s width."""
+    if dtype is bool_ and op in BOOL_LOGIC:
+        op = BOOL_LOGIC[op]
+    f = BINARY[op]
+    if op == "pow" and not dtype.is_floating_point:
+        f = int_pow
+    elif f is None:
+        f = shift_op(op, dtype)
+    return op, f
 
 
 def binary(op, a, b, dtype):
@@ -515,14 +483,7 @@ def binary(op, a, b, dtype):
     (comparisons return bool)."""
     shape = broadcast_shapes(a.shape, b.shape)
     out = bool_ if op in BOOL_RESULT else dtype
-    if dtype is bool_ and op in ("add", "mul", "maximum", "minimum"):
-        op = {"add": "logical_or", "mul": "logical_and", "maximum": "logical_or",
-              "minimum": "logical_and"}[op]
-    f = BINARY[op]
-    if op == "pow" and not dtype.is_floating_point:
-        f = int_pow
-    elif f is None:
-        f = shift_op(op, dtype)
+    op, f = binary_op(op, dtype)
     if b.numel == 1 and a.numel != 1 or a.numel == 1 and b.numel != 1:
         # the scalar case, common enough for its own loop
         if b.numel == 1:
@@ -592,13 +553,6 @@ def _group_last(x, axes):
     perm = permute(x, order) if order != list(range(len(order))) else x
     group = prod(x.shape[d] for d in axes)
     return perm.data, [x.shape[d] for d in keep], group
-
-
-def reduced_shape(shape, axes, keepdim):
-    """The shape left after reducing ``shape`` over ``axes``."""
-    if keepdim:
-        return tuple(1 if d in axes else n for d, n in enumerate(shape))
-    return tuple(n for d, n in enumerate(shape) if d not in axes)
 
 
 def reduce(op, x, axes, keepdim, dtype=None):
@@ -771,110 +725,6 @@ def slice(x, starts, steps, counts):
     return Buffer(_pack_same(x, [src[i] for i in idx]), counts, x.dtype)
 
 
-def diagonal_layout(shape, strides, start, offset, dim1, dim2):
-    """(shape, strides, start) of the diagonal of dims ``dim1``/``dim2`` (``offset``
-    above it when positive, below when negative), appended as the last dim, as in
-    ``torch.diagonal``."""
-    n1, n2 = shape[dim1], shape[dim2]
-    size = max(0, min(n1, n2 - offset) if offset >= 0 else min(n1 + offset, n2))
-    if size:
-        start += offset * strides[dim2] if offset >= 0 else -offset * strides[dim1]
-    keep = [d for d in range(len(shape)) if d not in (dim1, dim2)]
-    return ((*(shape[d] for d in keep), size), (*(strides[d] for d in keep), strides[dim1] + strides[dim2]),
-            start)
-
-
-def overlaps(x):
-    """Whether two of x's elements share memory through a broadcast (stride 0) dim."""
-    return any(s == 0 and n > 1 for n, s in zip(x.shape, x.strides))
-
-
-def refuse_overlapping_write(region):
-    """The strided stages' refusal to write into a region whose elements share memory:
-    which of the writes would win is not defined (stage 0 has no strides, so no such region)."""
-    if overlaps(region):
-        raise RuntimeError(f"setitem: more than one element of the written-to region (shape "
-                           f"{list(region.shape)}, stride {list(region.strides)}) refers to a single "
-                           f"memory location; clone() the tensor first")
-
-
-def view_strides(shape, strides, new_shape):
-    """Strides that lay ``new_shape`` over the same elements, or None when the layout
-    does not allow it (PyTorch's rule, so views get PyTorch's strides)."""
-    if prod(shape) == 0:
-        return contiguous_strides(new_shape)
-    if not shape:
-        return (1,) * len(new_shape)
-    new = [0] * len(new_shape)
-    view_d = len(new_shape) - 1
-    base = strides[-1] if strides else 1
-    tensor_numel = view_numel = 1
-    for d in range(len(shape) - 1, -1, -1):
-        tensor_numel *= shape[d]
-        # a chunk ends where the next dim out does not continue it in memory
-        if d == 0 or (shape[d - 1] != 1 and strides[d - 1] != tensor_numel * base):
-            while view_d >= 0 and (view_numel < tensor_numel or new_shape[view_d] == 1):
-                new[view_d] = view_numel * base
-                view_numel *= new_shape[view_d]
-                view_d -= 1
-            if view_numel != tensor_numel:
-                return None
-            if d > 0:
-                base = strides[d - 1]
-                tensor_numel = view_numel = 1
-    if view_d != -1:
-        return None
-    return tuple(new)
-
-
-def view_layout(layout, op, args):
-    """The (shape, strides, offset) that movement ``op`` (with the Function's ``args``)
-    gives a view of a tensor laid out as ``layout``, as the strided stages and PyTorch
-    lay it out; None where they copy instead (a reshape the strides do not allow). Stage
-    0 copies every time and keeps this to know which of its copies stand for views."""
-    shape, strides, offset = layout
-    if op == "reshape":
-        new_shape = tuple(args[0])
-        new = view_strides(shape, strides, new_shape)
-        return None if new is None else (new_shape, new, offset)
-    if op == "permute":
-        dims = args[0]
-        return tuple(shape[d] for d in dims), tuple(strides[d] for d in dims), offset
-    if op == "expand":
-        new_shape = tuple(args[0])
-        pad = len(new_shape) - len(shape)
-        new = [0] * len(new_shape)
-        for i in range(len(new_shape) - 1, -1, -1):
-            d = i - pad
-            size = shape[d] if d >= 0 else 1
-            if d >= 0:
-                stride = strides[d]
-            else:
-                stride = new_shape[i + 1] * new[i + 1] if i + 1 < len(new_shape) else 1
-            new[i] = 0 if size != new_shape[i] else stride
-        return new_shape, tuple(new), offset
-    if op == "slice":
-        starts, steps, counts = args
-        return (tuple(counts), tuple(st * sp for st, sp in zip(strides, steps)),
-                offset + sum(s * st for s, st in zip(starts, strides)))
-    if op == "diagonal":
-        return diagonal_layout(shape, strides, offset, *args)
-    if op == "windows":
-        return (*windows_layout(shape, strides, *args), offset)
-    raise ValueError(f"view_layout: unknown movement op {op!r}")
-
-
-def windows_layout(shape, strides, dim, size, step):
-    """(shape, strides) of the windows of ``size`` every ``step`` along ``dim`` (a new
-    last dim indexes within a window), as in ``torch.Tensor.unfold``."""
-    shape, strides = list(shape), list(strides)
-    st = strides[dim] if shape else 1
-    if shape:
-        shape[dim] = (shape[dim] - size) // step + 1
-        strides[dim] = st * step
-    return (*shape, size), (*strides, st)
-
-
 def _strided_copy(x, shape, strides, start):
     _check_shape(shape, "view copy", x.dtype)
     src = x.data
@@ -949,21 +799,6 @@ def take(x, index):
     """Flat gather: ``out[i] = x.flat[index[i]]``, shaped like ``index``."""
     src = x.data
     return Buffer(_pack_same(x, [src[i] for i in index.data]), index.shape, x.dtype)
-
-
-def axis_positions(shape, axis, index):
-    """For every element of ``index`` the flat position in a tensor of ``shape`` that
-    it selects along ``axis`` (other coordinates taken from the element's own)."""
-    strides = contiguous_strides(shape)
-    base = strided_indices(index.shape, [s if d != axis else 0 for d, s in enumerate(strides)])
-    st = strides[axis]
-    n = shape[axis]
-    out = []
-    for b, i in zip(base, index.data):
-        if not 0 <= i < n:  # negative indices are refused, as PyTorch refuses them here
-            raise IndexError(f"index {i} is out of bounds for dimension {axis} with size {n}")
-        out.append(b + i * st)
-    return out
 
 
 def gather(x, axis, index):

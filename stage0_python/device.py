@@ -10,11 +10,31 @@ from stage0_python.vocabulary import DeviceError, device
 CPU = device("cpu")
 
 
+class DefaultDevice:
+    """The device creation functions use when given none: the CPU until ``set``. Each
+    stage's device module keeps one (``_DEFAULT``), which asks that module's
+    ``check_device`` whether the stage can use a device set."""
+    __slots__ = ("device", "_check")
+
+    def __init__(self, check_device):
+        self.device = CPU
+        self._check = check_device
+
+    def get(self):
+        """The device creation functions use when given none (the CPU unless set)."""
+        return self.device
+
+    def set(self, dev):
+        """Make ``dev`` (None: the CPU) the device creation functions use when given none, as
+        ``torch.set_default_device``; a device the stage cannot use raises DeviceError."""
+        self.device = CPU if dev is None else self._check(dev, "set_default_device")
+
+
 def check_device(dev, op):
     """``dev`` (a device, a string, or None for the default device) made a device, refused
     unless it is the CPU: a DeviceError naming ``op`` and the device."""
     if dev is None:
-        return _DEFAULT[0]
+        return _DEFAULT.device
     d = dev if isinstance(dev, device) else device(dev)
     if d.type != "cpu":
         raise DeviceError(f"{op}: device {str(d)!r} is not available: this stage runs on the CPU "
@@ -22,18 +42,8 @@ def check_device(dev, op):
     return d  # any CPU index is the one CPU, as in PyTorch
 
 
-_DEFAULT = [CPU]
-
-
-def get_default_device():
-    """The device creation functions use when given none (the CPU unless set)."""
-    return _DEFAULT[0]
-
-
-def set_default_device(dev):
-    """Make ``dev`` (None: the CPU) the device creation functions use when given none, as
-    ``torch.set_default_device``; a device the stage cannot use raises DeviceError."""
-    _DEFAULT[0] = CPU if dev is None else check_device(dev, "set_default_device")
+_DEFAULT = DefaultDevice(check_device)
+get_default_device, set_default_device = _DEFAULT.get, _DEFAULT.set
 
 
 def device_of(buf):

@@ -85,6 +85,8 @@ import time
 from array import array
 from collections import OrderedDict
 
+from stage0_python.layout import prod as _numel  # also safetensors_io's
+
 from . import backend as B
 from . import checkpoint_objects as objects
 from . import dtypes
@@ -185,13 +187,6 @@ class _Plan:
         self.memo[id(obj)] = len(self.kept)
         self.kept.append(obj)
         return None
-
-
-def _numel(shape):
-    n = 1
-    for s in shape:
-        n *= s
-    return n
 
 
 def _aligned(n):

@@ -19,6 +19,9 @@ operation, the shape and the dtype.
 import operator
 import os
 
+from stage0_python.layout import broadcast_shapes
+from stage0_python.layout import prod as numel  # the exact element count (Python integers never wrap)
+
 MAX_NUMEL = 2**63 - 1
 _memory = []
 
@@ -75,14 +78,6 @@ def _human(n):
             return f"{n:.1f} {unit}"
 
 
-def numel(shape):
-    """The exact element count of ``shape`` (Python integers never wrap)."""
-    n = 1
-    for s in shape:
-        n *= s
-    return n
-
-
 def check(shape, op, dtype=None):
     """``shape`` as a tuple of ints, or a clear error naming ``op``. With ``dtype``, the
     caller is about to allocate: the bytes must fit in memory as well."""
@@ -111,18 +106,22 @@ def broadcast(op, *shapes, dtype=None):
     """The shape NumPy's rule gives ``shapes`` (dims align from the right; each is 1 or
     the common size), checked as ``check`` does; a ShapeError naming ``op`` when they
     do not broadcast."""
-    ndim = max((len(s) for s in shapes), default=0)
-    out = []
-    for i in range(-ndim, 0):
-        size = 1
-        for s in shapes:
-            d = s[i] if -i <= len(s) else 1
-            if d != 1:
-                if size not in (1, d):
-                    listed = " and ".join(str(list(s)) for s in shapes)
-                    what = f", dtype {dtype.name}" if dtype is not None else ""
-                    raise ShapeError(f"{op}: shapes {listed} cannot be broadcast together (size {d} "
-                                     f"against {size} at dim {ndim + i} of the result{what})")
-                size = d
-        out.append(size)
+    out = broadcast_shapes(*shapes)
+    if out is None:
+        dim, size, other = _clash(shapes)
+        listed = " and ".join(str(list(s)) for s in shapes)
+        what = f", dtype {dtype.name}" if dtype is not None else ""
+        raise ShapeError(f"{op}: shapes {listed} cannot be broadcast together (size {other} "
+                         f"against {size} at dim {dim} of the result{what})")
     return check(out, op, dtype)
+
+
+def _clash(shapes):
+    """Where ``shapes`` first fail to broadcast: the dim of the result, the size the shapes
+    before give it, and the first other size (1s aside) that meets it."""
+    ndim = max(len(s) for s in shapes)
+    for dim in range(ndim):
+        sizes = [s[dim - ndim] for s in shapes if dim - ndim >= -len(s) and s[dim - ndim] != 1]
+        other = next((n for n in sizes if n != sizes[0]), None)
+        if other is not None:
+            return dim, sizes[0], other

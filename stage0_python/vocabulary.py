@@ -198,3 +198,30 @@ COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
 REDUCE = ("sum", "prod", "max", "min", "any", "all")  # reduce(op, ...); any and all give bool
 ARG_REDUCE = ("argmax", "argmin")
 SCAN = ("sum", "prod", "max", "min", "logsumexp")  # scan(op, ...), the cumulative forms
+
+
+# ---------------------------------------------------------------- fused kernels
+
+# Every fused kernel a backend may offer, under the name its ``FUSED`` set gives it: the
+# backend functions it brings, each with the positions of its buffer arguments (by which
+# stage 4 sends a call to the device its buffers live on). A backend's ``FUSED`` names the
+# ones it implements; the frontend calls a function only where its kernel is named there.
+FUSED_KERNELS = {
+    "softmax": {"softmax": (0,), "softmax_backward": (0, 1)},
+    "log_softmax": {"log_softmax": (0,), "softmax_backward": (0, 1)},
+    "cross_entropy": {"cross_entropy": (0, 1, 2), "cross_entropy_backward": (0, 1, 2, 3)},
+    "linear": {"linear": (0, 1, 2), "linear_backward": (0, 1, 2, 3)},
+    "layer_norm": {"layer_norm": (0, 2, 3), "layer_norm_backward": (0, 1, 2, 3, 4)},
+    "adam": {"adam_step": (0, 1, 2, 3, 4)},
+    "sgd": {"sgd_step": (0, 1, 2)},
+    "rmsprop": {"rmsprop_step": (0, 1, 2, 3, 4)},
+    "conv2d": {"conv2d": (0, 1, 2), "conv2d_backward": (0, 1, 2)},
+    "max_pool2d": {"max_pool2d": (0,), "max_pool2d_backward": (0, 1)},
+    "avg_pool2d": {"avg_pool2d": (0,), "avg_pool2d_backward": (0,)},
+    "batch_norm": {"batch_norm": (0, 1, 2, 3, 4), "batch_norm_backward": (0, 1, 2, 3, 4, 5)},
+    "lstm_cell": {"lstm_cell": (0, 1), "lstm_cell_backward": (0, 1, 2, 3, 4)},
+    "recurrent": {"recurrent": (3, 4, 5, 6, 7, 8), "recurrent_backward": (3, 4, 5, 7, 9)},
+    "gelu": {"gelu": (0,), "gelu_backward": (0, 1)},
+    "relu": {"relu_backward": (0, 1)},
+    "attention": {"attention": (0, 1, 2, 3), "attention_backward": (0, 1, 2, 3, 4, 5, 6)},
+}

@@ -14,8 +14,10 @@ The primitive set is stage 0's, under the same names and signatures (see
 - results are packed (``struct``) into arrays from the pool (``pool.py``);
 - the in-place primitives write into the storage, through the destination's strides.
 
-Stage 0's pure helpers (the scalar functions, shape rules, index plans) are imported,
-not copied: what stage 1 rewrites is only how elements are found and stored.
+Stage 0's pure helpers are imported, not copied: the scalar functions and value
+computations from its backend, the shape, stride and view rules from its layout library
+(``stage0_python/layout.py``). What stage 1 rewrites is only how elements are found and
+stored.
 """
 import operator
 import struct
@@ -24,14 +26,16 @@ from collections import namedtuple
 from itertools import repeat
 
 from stage0_python import backend as _s0
-from stage0_python.backend import (  # noqa: F401  (re-exported: the frontend uses some)
-    BINARY, BOOL_RESULT, UNARY, argmax_of, argmin_of, axis_positions, int_pow, shift_op,
-    map_safe, overlaps, reduced_shape, to_int, arange_values, broadcast_shapes, contiguous_strides,
-    diagonal_layout, fold_values, normal_values, prod, refuse_overlapping_write, strided_indices,
-    unfold_values, uniform_values, view_strides, windows_layout)
+from stage0_python import layout
+from stage0_python.backend import (
+    BOOL_RESULT, UNARY, argmax_of, argmin_of, binary_op, creation_from_values, fill_value, fold_values, map_safe,
+    to_int, unfold_values)
+from stage0_python.layout import (
+    VersionOnStorage, axis_positions, broadcast_shapes, contiguous_strides, diagonal_layout, overlaps, prod,
+    reduced_shape, refuse_overlapping_write, row_major, strided_indices, view_strides, windows_layout)
 
 from .capabilities import refusal
-from .dtypes import bool_, float64, int64
+from .dtypes import bool_, int64
 from .pool import POOL
 
 FUSED = frozenset()
@@ -67,9 +71,10 @@ def _storage_of(typecode, contents):
     return Storage(arr)
 
 
-class Buffer:
+class Buffer(VersionOnStorage):
     """``dense``: the view is its whole storage in row-major order, so a kernel can use
-    the storage's array as it lies (the common case, tested once here)."""
+    the storage's array as it lies (the common case, tested once here). ``version`` is
+    the storage's."""
     __slots__ = ("storage", "shape", "strides", "offset", "dtype", "numel", "dense")
 
     def __init__(self, storage, shape, strides, offset, dtype):
@@ -80,14 +85,6 @@ class Buffer:
         self.dtype = dtype
         self.numel = n = prod(shape)
         self.dense = offset == 0 and n == len(storage.data) and strides == _contig(shape)
-
-    @property
-    def version(self):
-        return self.storage.version
-
-    @version.setter
-    def version(self, value):
-        self.storage.version = value
 
     def values(self):
         """The elements as Python numbers, row-major."""
@@ -272,12 +269,7 @@ def from_list(values, shape, dtype):
 
 def full(shape, value, dtype):
     n = prod(shape)
-    if dtype is bool_:
-        value = 1 if value else 0
-    elif dtype.is_floating_point:
-        value = float(value)
-    else:
-        value = to_int(value)
+    value = fill_value(value, dtype)
     try:
         one = array(dtype.typecode, (value,))
     except OverflowError:  # an int beyond the dtype: wraps, as stage 0 does
@@ -289,21 +281,7 @@ def full(shape, value, dtype):
     return _fresh(arr, tuple(shape), dtype)
 
 
-def arange(start, stop, step, dtype):
-    vals = arange_values(start, stop, step)
-    return from_list(vals, (len(vals),), dtype)
-
-
-def uniform(shape, low, high, dtype, generator):
-    return from_list(uniform_values(prod(shape), low, high, dtype is float64, generator), shape, dtype)
-
-
-def normal(shape, mean, std, dtype, generator):
-    return from_list(normal_values(prod(shape), mean, std, generator), shape, dtype)
-
-
-def randint(shape, low, high, dtype, generator):
-    return from_list(generator.randint(low, high, prod(shape)), shape, dtype)
+arange, uniform, normal, randint = creation_from_values(from_list)  # stage 0's values, stored here
 
 
 def cast(x, dtype):
@@ -338,14 +316,7 @@ def _values_as(x, shape):
 def binary(op, a, b, dtype):
     shape = broadcast_shapes(a.shape, b.shape)
     out = bool_ if op in BOOL_RESULT else dtype
-    if dtype is bool_ and op in ("add", "mul", "maximum", "minimum"):
-        op = {"add": "logical_or", "mul": "logical_and", "maximum": "logical_or",
-              "minimum": "logical_and"}[op]
-    f = BINARY[op]
-    if op == "pow" and not dtype.is_floating_point:
-        f = int_pow
-    elif f is None:
-        f = shift_op(op, dtype)
+    op, f = binary_op(op, dtype)
     na, nb = a.numel, b.numel
     if nb == 1 and na != 1:
         xs, y = _values_as(a, shape), b.storage.data[b.offset]
@@ -495,26 +466,10 @@ def cat(xs, axis):
 # ---------------------------------------------------------------- layout queries
 
 def is_contiguous(x):
-    if x.dense or x.numel == 0:
-        return True
-    expected = 1
-    for n, s in zip(reversed(x.shape), reversed(x.strides)):
-        if n != 1 and s != expected:
-            return False
-        expected *= n
-    return True
+    return x.dense or x.numel == 0 or row_major(x.shape, x.strides)
 
 
-def strides(x):
-    return x.strides
-
-
-def storage_offset(x):
-    return x.offset
-
-
-def storage_id(x):
-    return id(x.storage)
+strides, storage_offset, storage_id = layout.strides, layout.storage_offset, layout.storage_id  # read off the view
 
 
 def data_ptr(x):

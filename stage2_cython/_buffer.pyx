@@ -7,13 +7,13 @@ buffer protocol with its own shape and byte strides, so ``np.asarray(buf)`` and
 included. ``copy_into`` is the strided copy every kernel module uses to materialise.
 """
 cimport cython
-from cpython.buffer cimport PyBUF_FORMAT, PyBUF_STRIDES
+from cpython.buffer cimport PyBUF_STRIDES
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t, uintptr_t
 from libc.string cimport memcpy
 
 from stage2_cython._iter cimport NdIter, iter_next, iter_prepare
-from stage2_cython._storage cimport Storage, foreign_storage, new_storage
+from stage2_cython._storage cimport Storage, describe_elements, foreign_storage, new_storage
 from stage2_cython._types cimport (BFLOAT16, BOOL, FLOAT16, FLOAT32, FLOAT64, INT8, INT16, INT32, INT64,
                                    MAXDIM, PY_SSIZE_T_MAX, UINT8, bfloat16_to_float, float32_t,
                                    float64_t, half_to_float, int8_t, int16_t, itemsize_of, uint16_t,
@@ -188,19 +188,6 @@ cdef object _element(char* p, int code):
     return (<float64_t*>p)[0]
 
 
-cdef char* _FORMATS[10]
-_FORMATS[<int>BOOL] = b"?"
-_FORMATS[<int>INT32] = b"i"
-_FORMATS[<int>INT64] = b"q"
-_FORMATS[<int>FLOAT32] = b"f"
-_FORMATS[<int>FLOAT64] = b"d"
-_FORMATS[<int>FLOAT16] = b"e"
-_FORMATS[<int>BFLOAT16] = b"H"  # no format names bfloat16: its raw words (numpy() refuses it)
-_FORMATS[<int>UINT8] = b"B"
-_FORMATS[<int>INT8] = b"b"
-_FORMATS[<int>INT16] = b"h"
-
-
 cdef list _elements(Buffer c):
     # memoryview reads no 2-byte float; read those one by one
     cdef char* p = data_of(c)
@@ -272,17 +259,9 @@ cdef class Buffer(BufferCore):
         for i in range(self.ndim):
             dims[i] = <Py_ssize_t>self.shape[i]
             dims[self.ndim + i] = <Py_ssize_t>self.strides[i] * item
-        view.buf = data_of(self)
         view.obj = self
-        view.len = self.numel * item
-        view.readonly = 0
-        view.itemsize = item
-        view.format = _FORMATS[self.code] if flags & PyBUF_FORMAT else NULL
-        view.ndim = self.ndim
-        view.shape = dims
-        view.strides = dims + self.ndim
-        view.suboffsets = NULL
-        view.internal = dims
+        describe_elements(view, data_of(self), self.numel * item, self.code, flags, self.ndim, dims,
+                          dims + self.ndim, dims)
 
     def __releasebuffer__(self, Py_buffer* view):
         PyMem_Free(view.internal)

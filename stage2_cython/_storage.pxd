@@ -20,3 +20,5 @@ cdef enum:
 
 cdef Storage new_storage(Py_ssize_t n, int code)
 cdef Storage foreign_storage(char* ptr, Py_ssize_t n, int code, object owner)
+cdef void describe_elements(Py_buffer* view, char* buf, Py_ssize_t nbytes, int code, int flags, int ndim,
+                            Py_ssize_t* shape, Py_ssize_t* strides, void* internal) noexcept

@@ -194,7 +194,7 @@ def set_limit(nbytes):
     _evict_to(_limit)
 
 
-# ---------------------------------------------------------------- Storage
+# ---------------------------------------------------------------- the buffer protocol
 
 cdef char* _FORMATS[10]
 _FORMATS[<int>BOOL] = b"?"
@@ -203,10 +203,30 @@ _FORMATS[<int>INT64] = b"q"
 _FORMATS[<int>FLOAT32] = b"f"
 _FORMATS[<int>FLOAT64] = b"d"
 _FORMATS[<int>FLOAT16] = b"e"
-_FORMATS[<int>BFLOAT16] = b"H"  # no format names bfloat16: its raw words
+_FORMATS[<int>BFLOAT16] = b"H"  # no format names bfloat16: its raw words (numpy() refuses it)
 _FORMATS[<int>UINT8] = b"B"
 _FORMATS[<int>INT8] = b"b"
 _FORMATS[<int>INT16] = b"h"
+
+
+cdef void describe_elements(Py_buffer* view, char* buf, Py_ssize_t nbytes, int code, int flags, int ndim,
+                            Py_ssize_t* shape, Py_ssize_t* strides, void* internal) noexcept:
+    """Fill ``view`` for a ``__getbuffer__`` exporting writable elements of dtype ``code`` at
+    ``buf`` (``shape`` and ``strides`` in bytes, as the protocol has them), the format only
+    where ``flags`` ask for it; all but ``view.obj``, which the exporter sets to itself."""
+    view.buf = buf
+    view.len = nbytes
+    view.readonly = 0
+    view.itemsize = itemsize_of(code)
+    view.format = _FORMATS[code] if flags & PyBUF_FORMAT else NULL
+    view.ndim = ndim
+    view.shape = shape
+    view.strides = strides
+    view.suboffsets = NULL
+    view.internal = internal
+
+
+# ---------------------------------------------------------------- Storage
 
 
 @cython.auto_pickle(False)  # a pointer must never be pickled: __reduce__ copies the bytes
@@ -239,17 +259,10 @@ cdef class Storage:
 
     def __getbuffer__(self, Py_buffer* view, int flags):
         # one flat, C-contiguous, writable run of elements: no copy is made
-        view.buf = self.ptr
         view.obj = self
-        view.len = self.nbytes
-        view.readonly = 0
-        view.itemsize = itemsize_of(self.code)
-        view.format = _FORMATS[self.code] if flags & PyBUF_FORMAT else NULL
-        view.ndim = 1
-        view.shape = &self.length if flags & PyBUF_ND else NULL
-        view.strides = &self.stride if (flags & PyBUF_STRIDES) == PyBUF_STRIDES else NULL
-        view.suboffsets = NULL
-        view.internal = NULL
+        describe_elements(view, self.ptr, self.nbytes, self.code, flags, 1,
+                          &self.length if flags & PyBUF_ND else NULL,
+                          &self.stride if (flags & PyBUF_STRIDES) == PyBUF_STRIDES else NULL, NULL)
 
     def __releasebuffer__(self, Py_buffer* view):
         pass

@@ -18,9 +18,9 @@ stage 1's. What changes is where the work happens:
 This module only routes: it picks result dtypes and converts arguments, then calls the
 compiled kernel. The primitives are the methods of ``Backend``, so that stage 3's backend
 can subclass it and replace one by name: a primitive here that calls another (``binary``
-casts its operands) calls ``self``'s, which may be stage 3's. The module exports an
-instance's methods under the primitives' names (``exports``), which is how the frontend
-reaches every stage's backend: ``B.binary(...)``. The compiled modules never import the
+casts its operands) calls ``self``'s, which may be stage 3's. The module's names, written
+out at its end, are an instance's methods under the primitives' names, which is how the
+frontend reaches every stage's backend: ``B.binary(...)``. The compiled modules never import the
 frontend (a compiled module is shared by every stage that reaches it); they receive the
 vocabulary's dtype objects and carry them along.
 """
@@ -28,7 +28,8 @@ import functools
 import math
 
 from stage0_python import backend as _s0
-from stage0_python.backend import diagonal_layout, refuse_overlapping_write, to_int, windows_layout, wrap_int
+from stage0_python.backend import BOOL_LOGIC, to_int, wrap_int
+from stage0_python.layout import diagonal_layout, refuse_overlapping_write, windows_layout
 from stage0_python.vocabulary import BOOL_RESULT, SMALL_INT_CODES, int32
 from stage2_cython import (_buffer, _conv, _convert, _dlpack, _elementwise, _index, _matmul, _random,
                            _reduce, _sort)
@@ -36,10 +37,6 @@ from stage2_cython import (_buffer, _conv, _convert, _dlpack, _elementwise, _ind
 from . import dtypes
 from .capabilities import lacking
 from .dtypes import bool_, int64
-
-# on bool operands arithmetic is logic, as in stage 0
-_BOOL_OPS = {"add": "logical_or", "mul": "logical_and", "maximum": "logical_or",
-             "minimum": "logical_and"}
 
 
 def widening(codes, wide):
@@ -146,8 +143,8 @@ class Backend:
     def binary(self, op, a, b, dtype):
         """``op`` elementwise over broadcast ``a`` and ``b``, which hold ``dtype``
         (comparisons return bool)."""
-        if dtype is bool_ and op in _BOOL_OPS:
-            op = _BOOL_OPS[op]
+        if dtype is bool_ and op in BOOL_LOGIC:  # on bool operands arithmetic is logic, as in stage 0
+            op = BOOL_LOGIC[op]
         if a.dtype is not dtype:
             a = self.cast(a, dtype)
         if b.dtype is not dtype:
@@ -304,12 +301,27 @@ class Backend:
         return _dlpack.from_capsule(capsule, dtype)
 
 
-def exports(backend):
-    """The module names a class's primitive set is reached by: every public attribute of the
-    instance ``backend`` (its primitives as bound methods, ``FUSED``, ``VIEWS``, ...)."""
-    return {name: getattr(backend, name) for name in dir(backend)
-            if not name.startswith("_") and name != "dtypes"}
+_BACKEND = Backend()
 
-
-# the primitives as this module's names, which is how the frontend reaches them
-globals().update(exports(Backend()))
+# The primitive set as this module's names, which is how the frontend reaches it
+# (``B.binary(...)``): each one the instance's bound method or the compiled function itself,
+# so that a call costs what a call on the instance does. In the groups of stage 0's contract.
+Buffer, FUSED, VIEWS = Backend.Buffer, Backend.FUSED, Backend.VIEWS
+from_list, full, arange = _BACKEND.from_list, _BACKEND.full, _BACKEND.arange
+uniform, normal, randint = _BACKEND.uniform, _BACKEND.normal, _BACKEND.randint
+cast = _BACKEND.cast
+unary, binary, where = _BACKEND.unary, _BACKEND.binary, _BACKEND.where
+reduce, arg_reduce = _BACKEND.reduce, _BACKEND.arg_reduce
+sort, scan = _BACKEND.sort, _BACKEND.scan
+reshape, permute, expand, slice = _BACKEND.reshape, _BACKEND.permute, _BACKEND.expand, _BACKEND.slice
+diagonal, windows, contiguous = _BACKEND.diagonal, _BACKEND.windows, _BACKEND.contiguous
+alias, copy, cat = _BACKEND.alias, _BACKEND.copy, _BACKEND.cat
+is_contiguous, strides, storage_offset = _BACKEND.is_contiguous, _BACKEND.strides, _BACKEND.storage_offset
+data_ptr, storage_id, shares_storage = _BACKEND.data_ptr, _BACKEND.storage_id, _BACKEND.shares_storage
+take, gather, scatter_add = _BACKEND.take, _BACKEND.gather, _BACKEND.scatter_add
+matmul = _BACKEND.matmul
+unfold, fold = _BACKEND.unfold, _BACKEND.fold
+assign, put, set_data = _BACKEND.assign, _BACKEND.put, _BACKEND.set_data
+view_dtype, from_buffer = _BACKEND.view_dtype, _BACKEND.from_buffer
+to_dlpack, from_dlpack = _BACKEND.to_dlpack, _BACKEND.from_dlpack
+prod, broadcast_shapes, contiguous_strides = _BACKEND.prod, _BACKEND.broadcast_shapes, _BACKEND.contiguous_strides

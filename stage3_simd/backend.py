@@ -22,9 +22,8 @@ another (``binary`` casts) reaches stage 3's through ``self``.
 """
 import os as _os
 
-from stage0_python.vocabulary import FLOAT_CODES, HALF_CODES, float32, int64
+from stage0_python.vocabulary import FLOAT_CODES, FUSED_KERNELS, HALF_CODES, float32, int64
 from stage2_cython import backend as _stage2
-from stage2_cython.backend import exports
 from stage3_simd import _kernels as K
 
 from . import dtypes
@@ -152,9 +151,7 @@ class Backend(_S2):
     # Each fused kernel replaces a composite of several primitives with one pass over the
     # data (see csrc/fused.hpp); the frontend uses one where its name is in FUSED and its
     # operands fit (float32 or float64, one dtype), and the composite otherwise.
-    FUSED = frozenset({"softmax", "log_softmax", "cross_entropy", "linear", "layer_norm", "adam", "sgd",
-                       "rmsprop", "conv2d", "max_pool2d", "avg_pool2d", "batch_norm", "lstm_cell",
-                       "recurrent", "gelu", "relu", "attention"})
+    FUSED = frozenset(FUSED_KERNELS)  # every one the vocabulary declares
     GEMMS = GEMMS
     get_gemm, set_gemm = staticmethod(get_gemm), staticmethod(set_gemm)
     set_num_threads, get_num_threads = staticmethod(K.set_num_threads), staticmethod(K.get_num_threads)
@@ -513,4 +510,42 @@ class Backend(_S2):
 _BACKEND = Backend()
 # what no SIMD kernel covers goes back to the backend (see _kernels.pyx)
 K.set_fallbacks(_BACKEND._half_unary, _BACKEND._half_binary, dtypes.bool_)
-globals().update(exports(_BACKEND))
+
+# The primitive set as this module's names, which is how the frontend reaches it
+# (``B.linear_backward(...)``): each one the instance's bound method or the compiled entry
+# point itself (``unary``, ``binary``), so that a call costs what a call on the instance does.
+# Stage 0's groups, then the settings (``get_gemm`` and ``set_gemm`` are the functions above)
+# and the fused kernels.
+Buffer, FUSED, VIEWS = Backend.Buffer, Backend.FUSED, Backend.VIEWS
+from_list, full, arange = _BACKEND.from_list, _BACKEND.full, _BACKEND.arange
+uniform, normal, randint = _BACKEND.uniform, _BACKEND.normal, _BACKEND.randint
+cast = _BACKEND.cast
+unary, binary, where = _BACKEND.unary, _BACKEND.binary, _BACKEND.where
+reduce, arg_reduce = _BACKEND.reduce, _BACKEND.arg_reduce
+sort, scan = _BACKEND.sort, _BACKEND.scan
+reshape, permute, expand, slice = _BACKEND.reshape, _BACKEND.permute, _BACKEND.expand, _BACKEND.slice
+diagonal, windows, contiguous = _BACKEND.diagonal, _BACKEND.windows, _BACKEND.contiguous
+alias, copy, cat = _BACKEND.alias, _BACKEND.copy, _BACKEND.cat
+is_contiguous, strides, storage_offset = _BACKEND.is_contiguous, _BACKEND.strides, _BACKEND.storage_offset
+data_ptr, storage_id, shares_storage = _BACKEND.data_ptr, _BACKEND.storage_id, _BACKEND.shares_storage
+take, gather, scatter_add = _BACKEND.take, _BACKEND.gather, _BACKEND.scatter_add
+matmul = _BACKEND.matmul
+unfold, fold = _BACKEND.unfold, _BACKEND.fold
+assign, put, set_data = _BACKEND.assign, _BACKEND.put, _BACKEND.set_data
+view_dtype, from_buffer = _BACKEND.view_dtype, _BACKEND.from_buffer
+to_dlpack, from_dlpack = _BACKEND.to_dlpack, _BACKEND.from_dlpack
+prod, broadcast_shapes, contiguous_strides = _BACKEND.prod, _BACKEND.broadcast_shapes, _BACKEND.contiguous_strides
+set_num_threads, get_num_threads = Backend.set_num_threads, Backend.get_num_threads
+softmax, log_softmax, softmax_backward = _BACKEND.softmax, _BACKEND.log_softmax, _BACKEND.softmax_backward
+cross_entropy, cross_entropy_backward = _BACKEND.cross_entropy, _BACKEND.cross_entropy_backward
+linear, linear_backward = _BACKEND.linear, _BACKEND.linear_backward
+layer_norm, layer_norm_backward = _BACKEND.layer_norm, _BACKEND.layer_norm_backward
+adam_step, sgd_step, rmsprop_step = _BACKEND.adam_step, _BACKEND.sgd_step, _BACKEND.rmsprop_step
+conv2d, conv2d_backward = _BACKEND.conv2d, _BACKEND.conv2d_backward
+max_pool2d, max_pool2d_backward = _BACKEND.max_pool2d, _BACKEND.max_pool2d_backward
+avg_pool2d, avg_pool2d_backward = _BACKEND.avg_pool2d, _BACKEND.avg_pool2d_backward
+batch_norm, batch_norm_backward = _BACKEND.batch_norm, _BACKEND.batch_norm_backward
+lstm_cell, lstm_cell_backward = _BACKEND.lstm_cell, _BACKEND.lstm_cell_backward
+recurrent, recurrent_backward = _BACKEND.recurrent, _BACKEND.recurrent_backward
+gelu, gelu_backward, relu_backward = _BACKEND.gelu, _BACKEND.gelu_backward, _BACKEND.relu_backward
+attention, attention_backward = _BACKEND.attention, _BACKEND.attention_backward

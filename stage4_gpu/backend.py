@@ -14,8 +14,9 @@ The primitive set and its signatures are stage 0's (``stage0_python/backend.py``
 creation primitives make host buffers, which the frontend then places on the device it
 was asked for.
 """
+from stage0_python.vocabulary import FUSED_KERNELS
 from stage3_simd import backend as _stage3
-from stage3_simd.backend import K, exports, gemm_for  # noqa: F401  (K, gemm_for: the cpu device's, as on stage 3)
+from stage3_simd.backend import K, gemm_for  # noqa: F401  (the cpu device's, as on stage 3)
 
 from . import dtypes
 from ._routing import Routed
@@ -23,6 +24,7 @@ from .cuda import backend as _cuda
 from .cuda.buffer import Buffer as _CudaBuffer
 from .device import DeviceError, _to_host, device_of
 from .gpu import backend as gpu
+from .gpu import fused as gpu_fused
 from .webgpu.buffer import Buffer as _GpuBuffer
 
 # each device's buffer type and its primitive set: the device layer's, each primitive
@@ -36,8 +38,6 @@ class CpuBackend(_stage3.Backend):
 
 
 cpu = CpuBackend()
-# every name of the cpu's primitive set; those a device also has are routed below
-globals().update(exports(cpu))
 
 
 def _to_device(op, bufs, kind):
@@ -55,10 +55,29 @@ def _to_device(op, bufs, kind):
     return out
 
 
-def _routed(name, positions):
-    """Primitive ``name`` routed by its buffer arguments at ``positions`` (a list of
-    buffers, for ``cat``, counts as its buffers): host buffers only, or one device's only,
-    go straight there (``_routing.Routed``, compiled), anything else through ``general``."""
+# each primitive the devices also have, and the positions of its buffer arguments; then the
+# functions of the fused kernels the devices have (gpu/fused.py's FUSED), at the positions the
+# vocabulary declares (the other fused kernels run on the CPU only)
+_BUFFERS = {
+    "cast": (0,), "unary": (1,), "binary": (1, 2), "where": (0, 1, 2),
+    "reduce": (1,), "arg_reduce": (1,), "sort": (0,), "scan": (1,),
+    "reshape": (0,), "permute": (0,), "expand": (0,), "slice": (0,), "diagonal": (0,),
+    "windows": (0,), "contiguous": (0,), "alias": (0,), "copy": (0,), "cat": (0,),
+    "is_contiguous": (0,), "strides": (0,), "storage_offset": (0,), "data_ptr": (0,),
+    "storage_id": (0,), "shares_storage": (0, 1),
+    "take": (0, 1), "gather": (0, 2), "scatter_add": (2, 3), "matmul": (0, 1),
+    "unfold": (0,), "fold": (0,), "assign": (0, 4), "put": (0, 1, 2), "set_data": (0, 1),
+    "to_dlpack": (0,),
+    **{fn: positions for name in sorted(gpu_fused.FUSED) for fn, positions in FUSED_KERNELS[name].items()},
+}
+_NONE = frozenset({type(None)})  # an absent optional buffer (a weight, a bias)
+
+
+def _routed(name):
+    """Primitive ``name`` routed by its buffer arguments (at its ``_BUFFERS`` positions; a
+    list of buffers, for ``cat``, counts as its buffers): host buffers only, or one device's
+    only, go straight there (``_routing.Routed``, compiled), anything else through ``general``."""
+    positions = _BUFFERS[name]
     on_cpu = getattr(cpu, name)
     on_device = {kind: getattr(module, name) for kind, module in _DEVICES.items()}
     devices = frozenset(_DEVICES)
@@ -97,33 +116,51 @@ def _routed(name, positions):
     return Routed(name, positions, on_cpu, on_device, general)
 
 
-_NONE = frozenset({type(None)})  # an absent optional buffer (a weight, a bias)
-
-# each primitive and the positions of its buffer arguments
-_BUFFERS = {
-    "cast": (0,), "unary": (1,), "binary": (1, 2), "where": (0, 1, 2),
-    "reduce": (1,), "arg_reduce": (1,), "sort": (0,), "scan": (1,),
-    "reshape": (0,), "permute": (0,), "expand": (0,), "slice": (0,), "diagonal": (0,),
-    "windows": (0,), "contiguous": (0,), "alias": (0,), "copy": (0,), "cat": (0,),
-    "is_contiguous": (0,), "strides": (0,), "storage_offset": (0,), "data_ptr": (0,),
-    "storage_id": (0,), "shares_storage": (0, 1),
-    "take": (0, 1), "gather": (0, 2), "scatter_add": (2, 3), "matmul": (0, 1),
-    "unfold": (0,), "fold": (0,), "assign": (0, 4), "put": (0, 1, 2), "set_data": (0, 1),
-    "to_dlpack": (0,),
-    # the fused kernels the devices have (gpu/fused.py); the others run on the CPU only
-    "softmax": (0,), "log_softmax": (0,), "softmax_backward": (0, 1), "cross_entropy": (0, 1, 2),
-    "cross_entropy_backward": (0, 1, 2, 3), "adam_step": (0, 1, 2, 3, 4), "sgd_step": (0, 1, 2),
-    "rmsprop_step": (0, 1, 2, 3, 4), "layer_norm": (0, 2, 3), "layer_norm_backward": (0, 1, 2, 3, 4),
-    "attention": (0, 1, 2, 3), "attention_backward": (0, 1, 2, 3, 4, 5, 6),
-    "conv2d": (0, 1, 2), "conv2d_backward": (0, 1, 2),
-    "recurrent": (3, 4, 5, 6, 7, 8), "recurrent_backward": (3, 4, 5, 7, 9),
-}
-globals().update({name: _routed(name, pos) for name, pos in _BUFFERS.items()})
-
-
 def view_dtype(x, dtype):
     """The cpu device's ``view_dtype``; on a device, a copy read through the host (each
     device's LACKS names ``dtype_views``: its memory is not reinterpreted in place)."""
     if type(x) not in _DEVICES:
         return cpu.view_dtype(x, dtype)
     return type(x).upload(cpu.contiguous(cpu.view_dtype(_to_host(x), dtype)))
+
+
+# The primitive set as this module's names, which is how the frontend reaches it
+# (``B.matmul(...)``): the cpu device's bound methods where no device has the primitive, else
+# the routed primitive (``_BUFFERS`` names each), in the groups of stage 0's contract; then
+# stage 3's settings and fused kernels.
+Buffer, FUSED, VIEWS, GEMMS = cpu.Buffer, cpu.FUSED, cpu.VIEWS, cpu.GEMMS
+from_list, full, arange = cpu.from_list, cpu.full, cpu.arange
+uniform, normal, randint = cpu.uniform, cpu.normal, cpu.randint
+cast = _routed("cast")
+unary, binary, where = _routed("unary"), _routed("binary"), _routed("where")
+reduce, arg_reduce = _routed("reduce"), _routed("arg_reduce")
+sort, scan = _routed("sort"), _routed("scan")
+reshape, permute, expand, slice = _routed("reshape"), _routed("permute"), _routed("expand"), _routed("slice")
+diagonal, windows, contiguous = _routed("diagonal"), _routed("windows"), _routed("contiguous")
+alias, copy, cat = _routed("alias"), _routed("copy"), _routed("cat")
+is_contiguous, strides = _routed("is_contiguous"), _routed("strides")
+storage_offset, data_ptr = _routed("storage_offset"), _routed("data_ptr")
+storage_id, shares_storage = _routed("storage_id"), _routed("shares_storage")
+take, gather, scatter_add = _routed("take"), _routed("gather"), _routed("scatter_add")
+matmul = _routed("matmul")
+unfold, fold = _routed("unfold"), _routed("fold")
+assign, put, set_data = _routed("assign"), _routed("put"), _routed("set_data")
+from_buffer = cpu.from_buffer
+to_dlpack, from_dlpack = _routed("to_dlpack"), cpu.from_dlpack
+prod, broadcast_shapes, contiguous_strides = cpu.prod, cpu.broadcast_shapes, cpu.contiguous_strides
+get_gemm, set_gemm = cpu.get_gemm, cpu.set_gemm
+set_num_threads, get_num_threads = cpu.set_num_threads, cpu.get_num_threads
+softmax, log_softmax = _routed("softmax"), _routed("log_softmax")
+softmax_backward = _routed("softmax_backward")
+cross_entropy, cross_entropy_backward = _routed("cross_entropy"), _routed("cross_entropy_backward")
+linear, linear_backward = cpu.linear, cpu.linear_backward
+layer_norm, layer_norm_backward = _routed("layer_norm"), _routed("layer_norm_backward")
+adam_step, sgd_step, rmsprop_step = _routed("adam_step"), _routed("sgd_step"), _routed("rmsprop_step")
+conv2d, conv2d_backward = _routed("conv2d"), _routed("conv2d_backward")
+max_pool2d, max_pool2d_backward = cpu.max_pool2d, cpu.max_pool2d_backward
+avg_pool2d, avg_pool2d_backward = cpu.avg_pool2d, cpu.avg_pool2d_backward
+batch_norm, batch_norm_backward = cpu.batch_norm, cpu.batch_norm_backward
+lstm_cell, lstm_cell_backward = cpu.lstm_cell, cpu.lstm_cell_backward
+recurrent, recurrent_backward = _routed("recurrent"), _routed("recurrent_backward")
+gelu, gelu_backward, relu_backward = cpu.gelu, cpu.gelu_backward, cpu.relu_backward
+attention, attention_backward = _routed("attention"), _routed("attention_backward")

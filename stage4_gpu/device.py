@@ -8,30 +8,18 @@ live on (``check_device``, and so the default device), where a buffer lives
 without the host waiting (``pin``, ``is_pinned``), and which fused kernels a device offers
 (``fused``).
 """
+from stage0_python.device import CPU, DefaultDevice
 from stage0_python.vocabulary import DeviceError, device
 
-CPU = device("cpu")
 WEBGPU = device("webgpu", 0)
 CUDA = device("cuda", 0)
-_DEFAULT = [CPU]
-
-
-def get_default_device():
-    """The device creation functions use when given none (the CPU unless set)."""
-    return _DEFAULT[0]
-
-
-def set_default_device(dev):
-    """Make ``dev`` (None: the CPU) the device creation functions use when given none, as
-    ``torch.set_default_device``; a device the stage cannot use raises DeviceError."""
-    _DEFAULT[0] = CPU if dev is None else check_device(dev, "set_default_device")
 
 
 def check_device(dev, op):
     """``dev`` (a device, a string, or None for the default device) made a device this stage
     can put a tensor on; a DeviceError naming ``op``, the device and why otherwise."""
     if dev is None:
-        return _DEFAULT[0]
+        return _DEFAULT.device
     d = dev if isinstance(dev, device) else device(dev)
     if d.type == "cpu":
         return d
@@ -61,6 +49,10 @@ def check_device(dev, op):
     raise DeviceError(f"{op}: device {str(d)!r} is not available: this stage runs on the CPU, "
                       f"on 'webgpu' and on 'cuda' (see sg.webgpu.is_available(), "
                       f"sg.cuda.is_available())")
+
+
+_DEFAULT = DefaultDevice(check_device)
+get_default_device, set_default_device = _DEFAULT.get, _DEFAULT.set
 
 
 def device_of(buf):

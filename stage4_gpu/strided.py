@@ -4,16 +4,17 @@ make new views (laid out by stage 0's ``view_layout`` exactly as on the host). E
 device's ``buffer.py`` names the driver its buffers reach their memory and kernels
 through (``gpu/driver.py``); reading values back is the one place the host waits for the
 device."""
-from stage0_python.backend import view_layout
+from stage0_python import layout
+from stage0_python.layout import VersionOnStorage, nested, prod, row_major, view_layout
 
 from ._strided import StridedCore, contiguous_strides
 
 
-class StridedBuffer(StridedCore):
+class StridedBuffer(StridedCore, VersionOnStorage):
     """A strided view of a device storage; a device's Buffer sets ``driver`` (its
     ``gpu.driver.Driver``), which also names the device. Its storage, shape, strides,
     offset, dtype and numel are C fields (``_strided.pyx``), as a host buffer's, which
-    stage 4's compiled frontend reads."""
+    stage 4's compiled frontend reads; its ``version`` is the storage's."""
     __slots__ = ()
     driver = None
 
@@ -25,14 +26,6 @@ class StridedBuffer(StridedCore):
     def device(self):
         """The device the storage lives on."""
         return self.driver.device
-
-    @property
-    def version(self):
-        return self.storage.version
-
-    @version.setter
-    def version(self, value):
-        self.storage.version = value
 
     @property
     def nbytes(self):
@@ -48,10 +41,7 @@ class StridedBuffer(StridedCore):
     @classmethod
     def empty(cls, shape, dtype):
         """A new contiguous buffer on this device (contents undefined)."""
-        n = 1
-        for s in shape:
-            n *= s
-        return cls(cls.driver.allocate(n, dtype), tuple(shape), contiguous_strides(shape), 0, dtype)
+        return cls(cls.driver.allocate(prod(shape), dtype), tuple(shape), contiguous_strides(shape), 0, dtype)
 
     @classmethod
     def full(cls, shape, value, dtype):
@@ -70,12 +60,7 @@ class StridedBuffer(StridedCore):
         return cls(storage, tuple(host_buf.shape), contiguous_strides(host_buf.shape), 0, host_buf.dtype)
 
     def is_contiguous(self):
-        expected = 1
-        for n, s in zip(reversed(self.shape), reversed(self.strides)):
-            if n != 1 and s != expected:
-                return False
-            expected *= n
-        return True
+        return row_major(self.shape, self.strides)
 
     # ---------------------------------------------------------------- reading back
 
@@ -101,18 +86,7 @@ class StridedBuffer(StridedCore):
         return self.values()[0]
 
     def tolist(self):
-        vals = self.values()
-        if not self.shape:
-            return vals[0]
-
-        def build(off, dims):
-            if len(dims) == 1:
-                return vals[off:off + dims[0]]
-            step = 1
-            for d in dims[1:]:
-                step *= d
-            return [build(off + i * step, dims[1:]) for i in range(dims[0])]
-        return build(0, list(self.shape))
+        return nested(self.values(), self.shape)
 
     def __repr__(self):
         return f"{self.device.type}.Buffer(shape={self.shape}, dtype={self.dtype.name})"
@@ -161,16 +135,7 @@ def is_contiguous(x):
     return x.is_contiguous()
 
 
-def strides(x):
-    return x.strides
-
-
-def storage_offset(x):
-    return x.offset
-
-
-def storage_id(x):
-    return id(x.storage)
+strides, storage_offset, storage_id = layout.strides, layout.storage_offset, layout.storage_id  # read off the view
 
 
 def shares_storage(a, b):

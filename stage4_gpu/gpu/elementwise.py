@@ -9,7 +9,7 @@ The host checks what the CPU stages refuse before the kernel could compute it wr
 an integer division by zero, an integer to a negative power, a NaN or infinity made an
 integer. Each check reads one number back, so the host waits there.
 """
-from stage0_python.backend import broadcast_shapes
+from stage0_python.layout import broadcast_shapes
 from stage0_python.vocabulary import BOOL_RESULT
 
 from .._strided import elementwise_layout

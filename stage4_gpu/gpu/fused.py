@@ -18,6 +18,8 @@ from .matmul import matmul
 from .movement import copy, permute, reshape, slice
 from .reduce import reduce
 
+# the fused kernels of the vocabulary's FUSED_KERNELS that the devices have (stage 4's backend
+# routes their functions at the buffer positions declared there)
 FUSED = frozenset({"softmax", "log_softmax", "cross_entropy", "layer_norm", "adam", "sgd", "rmsprop",
                    "attention", "conv2d", "recurrent"})
 # the fused kernels a driver has only where its ``fused_dtypes`` names them (WebGPU has none)

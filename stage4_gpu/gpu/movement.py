@@ -2,7 +2,7 @@
 slice, diagonal, windows) is new metadata over the same storage (``../strided.py``);
 copies (``contiguous``, ``copy``, ``cat``, the in-place writes) run the driver's strided
 copy, its elementwise kernel with no operation."""
-from stage0_python.backend import refuse_overlapping_write
+from stage0_python.layout import refuse_overlapping_write
 
 from ..strided import (  # noqa: F401  (the views: the same on every device)
     alias, diagonal, expand, is_contiguous, permute, reshape, shares_storage, slice, storage_id,
