@@ -5,6 +5,9 @@ intermediate alive, and the hand-written backward is one line. A backend that li
 ``softmax``/``log_softmax`` in ``FUSED`` runs its own kernels, forward and backward, and
 one that lists ``cross_entropy`` computes the loss of class-index targets and its
 gradient in one pass each (``CrossEntropy``); the composites stay the reference.
+
+It builds on ``Tensor``'s base, not on ``Tensor``: ``Tensor.softmax`` calls it, and its
+mixin (elementwise.py) imports it while the class is being made.
 """
 import math
 
@@ -13,13 +16,14 @@ from stage0_python.vocabulary import ArgumentError
 from . import backend as B
 from . import shapes
 from .autocast import float32 as _float32
-from .autograd import Function
 from .device import fused, place
 from .dtypes import int32, int64
+from .graph import Function
+from .ops import where
 from .shapes import ShapeError
-from .tensor import Tensor, where
+from .tensor_core import TensorCore
 
-wrap = Tensor._make
+wrap = TensorCore._make
 
 
 def _rows_fused(name, t):
@@ -96,7 +100,7 @@ def logsigmoid(input):
 
 
 def _float_input(x, op):
-    if not isinstance(x, Tensor):
+    if not isinstance(x, TensorCore):
         raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
     if not x.dtype.is_floating_point:
         raise TypeError(f"{op}: expected a floating-point input, got {x.dtype.name}")
@@ -130,12 +134,12 @@ class _Gelu(Function):
     def forward(ctx, x, approximate):
         ctx.approximate = approximate
         ctx.save_for_backward(x)
-        return Tensor._make(B.gelu(x._data, approximate))
+        return wrap(B.gelu(x._data, approximate))
 
     @staticmethod
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
-        return Tensor._make(B.gelu_backward(g._data, x._data, ctx.approximate)), None
+        return wrap(B.gelu_backward(g._data, x._data, ctx.approximate)), None
 
 
 def gelu(input, approximate="none"):
@@ -189,7 +193,7 @@ def one_hot(tensor, num_classes=-1):
     elif num_classes == -1:
         raise ValueError("one_hot: cannot infer the number of classes from an empty tensor")
     shapes.check((*tensor.shape, num_classes), "one_hot", int64)
-    classes = Tensor._make(place(B.arange(0, num_classes, 1, int64), tensor.device))
+    classes = wrap(place(B.arange(0, num_classes, 1, int64), tensor.device))
     return (tensor.unsqueeze(-1) == classes).long()
 
 
@@ -328,7 +332,7 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
 
 
 def _check_same_shape(input, target, op):
-    if not isinstance(target, Tensor):
+    if not isinstance(target, TensorCore):
         raise TypeError(f"{op}: target must be a Tensor, got {type(target).__name__}")
     if tuple(input.shape) != tuple(target.shape):
         raise ShapeError(f"{op}: target shape {list(target.shape)} must match input shape "

@@ -8,14 +8,13 @@ core API; every stage runs this file on its own ``Tensor`` and backend.
 """
 from . import backend as B
 from . import dtypes as D
+from . import ops
 from .dtypes import bool_
 from .method_forms import inplace_form
 from .tensor_core import TensorCore
 
 # Tensor lists MathMethods among its bases, so this module loads before Tensor exists: it
-# tests and makes tensors through Tensor's base, as tensor_core does, and tensor.py binds
-# the Functions' module, which builds on Tensor, once it does
-ops = None
+# tests and makes tensors through Tensor's base, as tensor_core and ops do
 
 _NUMBER = (bool, int, float)
 

@@ -1,21 +1,29 @@
 """The differentiable primitives: each a ``Function`` whose forward calls one backend
-kernel and whose backward is written by hand from Tensor operations.
+kernel and whose backward is written by hand from Tensor operations; and ``where``, the
+function form of ``Where``, which the backward formulas use too.
 
 Everything richer (``mean``, ``var``, ``softmax``, losses, layers) is composed from
-these in ``tensor.py``, ``functional.py`` and ``nn/``.
+these in ``tensor.py`` and its method mixins, ``functional.py`` and ``nn/``.
+
+Design: this module builds on ``Tensor``'s base, not on ``Tensor``, so that it loads
+before the class exists: the method mixins ``Tensor`` lists among its bases import it
+while the class is being made. ``wrap`` makes a ``Tensor`` all the same (``tensor_core``
+is bound to the class once it exists), and the Functions run only after that.
 """
 import math
 
 from stage0_python import vocabulary
 
 from . import backend as B
-from .autograd import Function
+from . import dtypes as D
+from . import shapes
 from .device import fused, pin, place
-from .dtypes import int64
-from .tensor import Tensor, where
+from .dtypes import bool_, int64
+from .graph import Function
+from .tensor_core import TensorCore
 from .views import view_of
 
-wrap = Tensor._make
+wrap = TensorCore._make
 
 
 def unbroadcast(g, shape):
@@ -304,6 +312,25 @@ class Where(Function):
         zero = g.new_zeros(())
         return (None, unbroadcast(where(ctx.cond, g, zero), sa),
                 unbroadcast(where(ctx.cond, zero, g), sb))
+
+
+def where(condition, input, other):
+    """``input`` where ``condition`` is True, ``other`` elsewhere (numbers allowed, dtypes promoted); see
+    torch.where."""
+    return checked_where(condition, input, other, "where")
+
+
+def checked_where(condition, input, other, op):
+    """``where``, its errors naming ``op`` (``masked_fill`` is one too)."""
+    if not isinstance(condition, TensorCore):
+        raise TypeError(f"{op}: condition must be a bool Tensor, got {type(condition).__name__}")
+    if condition.dtype is not bool_:
+        condition = condition.bool()
+    dtype = D.result_type(*(v for v in (input, other)))
+    a = input.to(dtype) if isinstance(input, TensorCore) else wrap(B.full((), input, dtype))
+    b = other.to(dtype) if isinstance(other, TensorCore) else wrap(B.full((), other, dtype))
+    shapes.broadcast(op, condition.shape, a.shape, b.shape, dtype=dtype)
+    return Where.apply(condition, a, b)
 
 
 class Clamp(Function):

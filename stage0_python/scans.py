@@ -5,15 +5,15 @@ from Tensor ops, so it is differentiable again. The methods are ``ScanMethods``,
 ``Tensor``; the package exports them as functions too.
 """
 from . import backend as B
+from .arguments import to_dtype
 from .dtypes import int64
 from .graph import Function
 from .method_forms import ValuesIndices
+from .ops import where
 from .tensor_core import TensorCore
 
 # Tensor lists ScanMethods among its bases, so this module loads before Tensor exists: it
-# tests and makes tensors through Tensor's base, as tensor_core does, and tensor.py binds
-# these two of its own once Tensor does
-where = _to_dtype = None
+# tests and makes tensors through Tensor's base, as tensor_core and ops do
 wrap = TensorCore._make
 
 
@@ -97,7 +97,7 @@ def _scan(x, op, dim, name):
 def _accumulating(x, dtype, name):
     """PyTorch's rule: an explicit dtype is cast to first; integers and bool become int64."""
     _check(x, name)
-    dtype = _to_dtype(dtype)
+    dtype = to_dtype(dtype)
     if dtype is None:
         dtype = x.dtype if x.dtype.is_floating_point else int64
     return x if x.dtype is dtype else x.to(dtype)
