@@ -120,25 +120,26 @@ def full(size, fill_value, dtype=None, requires_grad=False, device=None):
     return _finish(B.full(_sizes((size,), "full", dtype), fill_value, dtype), requires_grad, device)
 
 
+def _filled(op, size, value, dtype, requires_grad, device):
+    """A tensor of the shape ``size`` names, every element ``value``, of ``dtype`` or the default."""
+    device = check_device(device, op)
+    dtype = to_dtype(dtype) or D.get_default_dtype()
+    return _finish(B.full(_sizes(size, op, dtype), value, dtype), requires_grad, device)
+
+
 def zeros(*size, dtype=None, requires_grad=False, device=None):
     """See torch.zeros."""
-    device = check_device(device, "zeros")
-    dtype = to_dtype(dtype) or D.get_default_dtype()
-    return _finish(B.full(_sizes(size, "zeros", dtype), 0, dtype), requires_grad, device)
+    return _filled("zeros", size, 0, dtype, requires_grad, device)
 
 
 def ones(*size, dtype=None, requires_grad=False, device=None):
     """See torch.ones."""
-    device = check_device(device, "ones")
-    dtype = to_dtype(dtype) or D.get_default_dtype()
-    return _finish(B.full(_sizes(size, "ones", dtype), 1, dtype), requires_grad, device)
+    return _filled("ones", size, 1, dtype, requires_grad, device)
 
 
 def empty(*size, dtype=None, requires_grad=False, device=None):
     """Zero-filled: unlike C, Python cannot hand out uninitialised memory."""
-    device = check_device(device, "empty")
-    dtype = to_dtype(dtype) or D.get_default_dtype()
-    return _finish(B.full(_sizes(size, "empty", dtype), 0, dtype), requires_grad, device)
+    return _filled("empty", size, 0, dtype, requires_grad, device)
 
 
 def arange(start, end=None, step=1, dtype=None, requires_grad=False, device=None):
@@ -188,34 +189,34 @@ def eye(n, m=None, dtype=None, requires_grad=False, device=None):
     return _finish(B.from_list(vals, (n, m), dtype), requires_grad, device)
 
 
+def _sampled(op, size, dtype, generator, requires_grad, device, sample):
+    """A float tensor of the shape ``size`` names, ``sample(shape, dtype, generator)`` drawn
+    from ``generator`` or the project's default one."""
+    device = check_device(device, op)
+    dtype = _float_dtype(dtype, op)
+    gen = generator or R.default_generator
+    return _finish(sample(_sizes(size, op, dtype), dtype, gen), requires_grad, device)
+
+
 def rand(*size, dtype=None, generator=None, requires_grad=False, device=None):
     """Samples of U(0, 1) from the project's generator: a seed gives the same values on every stage, not
     PyTorch's. See torch.rand."""
-    device = check_device(device, "rand")
-    dtype = _float_dtype(dtype, "rand")
-    gen = generator or R.default_generator
-    buf = B.uniform(_sizes(size, "rand", dtype), 0.0, 1.0, dtype, gen)
-    return _finish(buf, requires_grad, device)
+    return _sampled("rand", size, dtype, generator, requires_grad, device,
+                    lambda shape, dtype, gen: B.uniform(shape, 0.0, 1.0, dtype, gen))
 
 
 def randn(*size, dtype=None, generator=None, requires_grad=False, device=None):
     """Samples of N(0, 1) from the project's generator: a seed gives the same values on every stage, not
     PyTorch's. See torch.randn."""
-    device = check_device(device, "randn")
-    dtype = _float_dtype(dtype, "randn")
-    gen = generator or R.default_generator
-    buf = B.normal(_sizes(size, "randn", dtype), 0.0, 1.0, dtype, gen)
-    return _finish(buf, requires_grad, device)
+    return _sampled("randn", size, dtype, generator, requires_grad, device,
+                    lambda shape, dtype, gen: B.normal(shape, 0.0, 1.0, dtype, gen))
 
 
 def normal(mean, std, size, dtype=None, generator=None, device=None):
     """Samples of N(mean, std²) of shape ``size`` (``mean`` and ``std`` are numbers) from the project's
     generator; see torch.normal."""
-    device = check_device(device, "normal")
-    dtype = _float_dtype(dtype, "normal")
-    gen = generator or R.default_generator
-    buf = B.normal(_sizes((size,), "normal", dtype), mean, std, dtype, gen)
-    return _finish(buf, False, device)
+    return _sampled("normal", (size,), dtype, generator, False, device,
+                    lambda shape, dtype, gen: B.normal(shape, mean, std, dtype, gen))
 
 
 def randint(low, high=None, size=None, dtype=None, generator=None, device=None):

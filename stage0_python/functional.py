@@ -38,44 +38,52 @@ def _shift(x, dim):
     return x - x.amax(dim=dim, keepdim=True) if x.numel() else x
 
 
-class LogSoftmax(Function):
-    @staticmethod
-    def forward(ctx, x, dim):
-        if _rows_fused("log_softmax", x):
-            y = wrap(B.log_softmax(x._data, dim))
+class _Softmaxes(Function):
+    """Softmax, or its log (``log``), along ``dim``: the backend's fused kernels, forward and
+    backward, where its ``FUSED`` lists ``name``, and elsewhere the composite (``composite``
+    of the shifted input, ``composite_backward``), which stays the reference."""
+
+    name, log = "softmax", False
+
+    @classmethod
+    def forward(cls, ctx, x, dim):
+        if _rows_fused(cls.name, x):
+            y = wrap((B.log_softmax if cls.log else B.softmax)(x._data, dim))
         else:
-            s = _shift(x, dim)
-            y = s - s.exp().sum(dim=dim, keepdim=True).log()
+            y = cls.composite(_shift(x, dim), dim)
         ctx.dim = dim
         ctx.save_for_backward(y)
         return y
 
-    @staticmethod
-    def backward(ctx, g):
+    @classmethod
+    def backward(cls, ctx, g):
         (y,) = ctx.saved_tensors
-        if _rows_fused("log_softmax", y):
-            return wrap(B.softmax_backward(g._data, y._data, ctx.dim, True)), None
-        return g - y.exp() * g.sum(dim=ctx.dim, keepdim=True), None
+        if _rows_fused(cls.name, y):
+            return wrap(B.softmax_backward(g._data, y._data, ctx.dim, cls.log)), None
+        return cls.composite_backward(g, y, ctx.dim), None
 
 
-class Softmax(Function):
-    @staticmethod
-    def forward(ctx, x, dim):
-        if _rows_fused("softmax", x):
-            y = wrap(B.softmax(x._data, dim))
-        else:
-            e = _shift(x, dim).exp()
-            y = e / e.sum(dim=dim, keepdim=True)
-        ctx.dim = dim
-        ctx.save_for_backward(y)
-        return y
+class LogSoftmax(_Softmaxes):
+    name, log = "log_softmax", True
 
     @staticmethod
-    def backward(ctx, g):
-        (y,) = ctx.saved_tensors
-        if _rows_fused("softmax", y):
-            return wrap(B.softmax_backward(g._data, y._data, ctx.dim, False)), None
-        return y * (g - (g * y).sum(dim=ctx.dim, keepdim=True)), None
+    def composite(s, dim):
+        return s - s.exp().sum(dim=dim, keepdim=True).log()
+
+    @staticmethod
+    def composite_backward(g, y, dim):
+        return g - y.exp() * g.sum(dim=dim, keepdim=True)
+
+
+class Softmax(_Softmaxes):
+    @staticmethod
+    def composite(s, dim):
+        e = s.exp()
+        return e / e.sum(dim=dim, keepdim=True)
+
+    @staticmethod
+    def composite_backward(g, y, dim):
+        return y * (g - (g * y).sum(dim=dim, keepdim=True))
 
 
 class LogSigmoid(Function):

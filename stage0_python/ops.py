@@ -564,28 +564,34 @@ class Slice(Function):
         return wrap(out), None, None, None
 
 
-class Diagonal(Function):
-    @staticmethod
-    def forward(ctx, x, offset, dim1, dim2):
-        ctx.shape, ctx.args = x.shape, (offset, dim1, dim2)
-        return view_of(x, B.diagonal(x._data, offset, dim1, dim2), Diagonal, ctx.args)
+class _ScatteredView(Function):
+    """A view whose elements lie at scattered positions of its input (``view``, from the
+    input's buffer and three arguments): its gradient adds back where it read."""
+
+    @classmethod
+    def forward(cls, ctx, x, *args):
+        ctx.shape, ctx.args = x.shape, args
+        return view_of(x, cls.view(x._data, *args), cls, args)
+
+    @classmethod
+    def backward(cls, ctx, g):
+        return _scatter_back(g, ctx.shape, cls, ctx.args), None, None, None
+
+
+class Diagonal(_ScatteredView):
+    """``Tensor.diagonal``: the diagonal at ``offset`` between ``dim1`` and ``dim2``."""
 
     @staticmethod
-    def backward(ctx, g):
-        return _scatter_back(g, ctx.shape, Diagonal, ctx.args), None, None, None
+    def view(data, offset, dim1, dim2):
+        return B.diagonal(data, offset, dim1, dim2)
 
 
-class Windows(Function):
+class Windows(_ScatteredView):
     """``Tensor.unfold``: overlapping windows, whose gradients add up."""
 
     @staticmethod
-    def forward(ctx, x, dim, size, step):
-        ctx.shape, ctx.args = x.shape, (dim, size, step)
-        return view_of(x, B.windows(x._data, dim, size, step), Windows, ctx.args)
-
-    @staticmethod
-    def backward(ctx, g):
-        return _scatter_back(g, ctx.shape, Windows, ctx.args), None, None, None
+    def view(data, dim, size, step):
+        return B.windows(data, dim, size, step)
 
 
 class Cat(Function):

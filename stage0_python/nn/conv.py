@@ -5,7 +5,7 @@ import math
 from . import functional as F
 from .functional.helpers import _ntuple
 from . import init
-from .module import Module, Parameter, _empty
+from .module import Module, _weight_and_bias
 
 _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
@@ -48,12 +48,7 @@ class _ConvNd(Module):
             shape = (in_channels, out_channels // groups, *self.kernel_size)
         else:
             shape = (out_channels, in_channels // groups, *self.kernel_size)
-        self.weight = Parameter(_empty(shape, dtype, device))
-        if bias:
-            self.bias = Parameter(_empty((out_channels,), dtype, device))
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        _weight_and_bias(self, shape, out_channels if bias else None, dtype, device)
 
     def reset_parameters(self):
         # PyTorch's default: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weight and bias
@@ -77,12 +72,16 @@ class _ConvNd(Module):
                 pads += [self.padding[i], self.padding[i]]
         return pads
 
-    def forward(self, input):
+    def _check_input(self, input):
+        """ValueError unless ``input`` is a batched or unbatched input with ``in_channels``."""
         nd = self._nd
         if input.ndim not in (nd + 1, nd + 2) or input.shape[-nd - 1] != self.in_channels:
             raise ValueError(f"{self._get_name()}({self.extra_repr()}): expected a {nd + 2}-D (batched) "
                              f"or {nd + 1}-D (unbatched) input with {self.in_channels} channels, got "
                              f"shape {tuple(input.shape)}")
+
+    def forward(self, input):
+        self._check_input(input)
         conv = type(self)._conv
         if self.padding_mode != "zeros":
             x = F.pad(input, self._explicit_padding(), mode=self.padding_mode)
@@ -158,11 +157,7 @@ class _ConvTransposeNd(_ConvNd):
         return tuple(pads)
 
     def forward(self, input, output_size=None):
-        nd = self._nd
-        if input.ndim not in (nd + 1, nd + 2) or input.shape[-nd - 1] != self.in_channels:
-            raise ValueError(f"{self._get_name()}({self.extra_repr()}): expected a {nd + 2}-D (batched) "
-                             f"or {nd + 1}-D (unbatched) input with {self.in_channels} channels, got "
-                             f"shape {tuple(input.shape)}")
+        self._check_input(input)
         op = self._output_padding(input, output_size)
         return type(self)._conv(input, self.weight, self.bias, self.stride, self.padding, op,
                                 self.groups, self.dilation)

@@ -8,7 +8,7 @@ to ``_buffers``. Everything else (``parameters()``, ``state_dict()``, ``train()`
 """
 from collections import OrderedDict, namedtuple
 
-from ..autograd import no_grad
+from ..autograd import clear_grads, no_grad
 from ..creation import empty
 from ..dtypes import BY_NAME, DType
 from ..tensor import Tensor
@@ -48,6 +48,17 @@ def _empty(shape, dtype=None, device=None):
     """A zero-filled tensor for a layer to initialise (the layers' ``dtype=``/``device=``)."""
     t = empty(*shape, dtype=dtype)
     return t if device is None else t.to(device=device)
+
+
+def _weight_and_bias(layer, weight_shape, bias_size, dtype, device):
+    """Give ``layer`` its ``weight`` of ``weight_shape`` and its ``bias`` of ``bias_size``
+    elements (None: a ``bias`` parameter that is None), then draw them (``reset_parameters``)."""
+    layer.weight = Parameter(_empty(weight_shape, dtype, device))
+    if bias_size is not None:
+        layer.bias = Parameter(_empty((bias_size,), dtype, device))
+    else:
+        layer.register_parameter("bias", None)
+    layer.reset_parameters()
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -366,14 +377,7 @@ class Module:
 
     def zero_grad(self, set_to_none=True):
         """See torch.nn.Module.zero_grad."""
-        for p in self.parameters():
-            if p.grad is None:
-                continue
-            if set_to_none:
-                p.grad = None
-            else:
-                p.grad = p.grad.detach()
-                p.grad.zero_()
+        clear_grads(self.parameters(), set_to_none)
 
     # ------------------------------------------------------------ state
 

@@ -1,7 +1,7 @@
 """NAdam, as ``torch.optim.NAdam``'s single-tensor path computes it."""
 import struct
 
-from .optimizer import Optimizer, addcdiv_, addcmul_, lerp_, path_options
+from .optimizer import Optimizer, addcdiv_, addcmul_, lerp_, path_options, weight_decay
 
 
 def _float32(x):
@@ -36,15 +36,11 @@ class NAdam(Optimizer):
         state = self._states(group, [p])[0]
         grad = -p.grad if group["maximize"] else p.grad
         beta1, beta2 = group["betas"]
-        lr, wd, decay = group["lr"], group["weight_decay"], group["momentum_decay"]
+        lr, decay = group["lr"], group["momentum_decay"]
         state["step"] += 1
         step = state["step"]
         bias_correction2 = 1 - beta2 ** step
-        if wd != 0:
-            if group["decoupled_weight_decay"]:
-                p.mul_(1 - lr * wd)
-            else:
-                grad = grad.add(p, alpha=wd)
+        grad = weight_decay(p, grad, group)
         mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * decay)))
         mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * decay)))
         # float32 times float32 is exact in a double; one rounding then gives float32's product

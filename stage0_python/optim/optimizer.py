@@ -22,7 +22,7 @@ import functools
 import inspect
 
 from .. import creation
-from ..autograd import enable_grad, no_grad
+from ..autograd import clear_grads, enable_grad, no_grad
 from ..tensor import Tensor
 
 # PyTorch's constructor checks: these must be >= 0 (the comparison also refuses NaN),
@@ -52,6 +52,18 @@ def addcmul_(start, t1, t2, value):
 def addcdiv_(start, t1, t2, value):
     """``start += value * t1 / t2`` in PyTorch's order (see ``addcmul_``)."""
     return start.add_(t1 * value / t2)
+
+
+def weight_decay(p, grad, group):
+    """``grad`` with ``group``'s weight decay ``wd``: ``wd * p`` added (L2), or, with
+    ``decoupled_weight_decay``, ``p`` itself shrunk in place by ``1 - lr * wd`` instead."""
+    lr, wd = group["lr"], group["weight_decay"]
+    if wd != 0:
+        if group["decoupled_weight_decay"]:
+            p.mul_(1 - lr * wd)
+        else:
+            grad = grad.add(p, alpha=wd)
+    return grad
 
 
 def path_options(**options):
@@ -198,15 +210,7 @@ class Optimizer:
 
     def zero_grad(self, set_to_none=True):
         """Clear every parameter's ``.grad``: drop it (default) or fill it with zeros."""
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                if set_to_none:
-                    p.grad = None
-                else:
-                    p.grad = p.grad.detach()
-                    p.grad.zero_()
+        clear_grads((p for group in self.param_groups for p in group["params"]), set_to_none)
 
     def step(self, closure=None):
         """One update of every parameter that has a gradient (``closure`` re-evaluates the
