@@ -379,35 +379,31 @@ class ToDevice(Function):
         return g.to(ctx.source), None, None
 
 
-class PinMemory(Function):
+class _Copy(Function):
+    """A copy of its input, however laid out: the gradient passes through."""
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+class PinMemory(_Copy):
     """A copy in page-locked host memory (``device.pin``); the gradient passes through."""
     @staticmethod
     def forward(ctx, x):
         return wrap(pin(x._data))
 
-    @staticmethod
-    def backward(ctx, g):
-        return g
 
-
-class Contiguous(Function):
+class Contiguous(_Copy):
     @staticmethod
     def forward(ctx, x):
         return wrap(B.contiguous(x._data))
 
-    @staticmethod
-    def backward(ctx, g):
-        return g
 
-
-class Clone(Function):
+class Clone(_Copy):
     @staticmethod
     def forward(ctx, x):
         return wrap(B.copy(x._data))
-
-    @staticmethod
-    def backward(ctx, g):
-        return g
 
 
 # ------------------------------------------------------------------ reductions
@@ -487,6 +483,24 @@ class ExtremeDim(Function):
         if not ctx.keepdim:
             g = g.unsqueeze(ctx.dim)
         return wrap(B.scatter_add(ctx.shape, ctx.dim, ctx.idx._data, g._data)), None, None, None
+
+
+class Picked(Function):
+    """The base of a Function whose values are elements of ``x`` picked along ``dim``,
+    returned with their indices (sort, cummax, cummin): the gradient of each value goes back
+    to where it was picked."""
+
+    @staticmethod
+    def picked(ctx, x, dim, vals, idx):
+        """The outputs ``(vals, idx)`` as tensors, with what the backward needs kept in ``ctx``."""
+        idx = wrap(idx)
+        ctx.shape, ctx.dim, ctx.idx = x.shape, dim, idx
+        ctx.mark_non_differentiable(idx)
+        return wrap(vals), idx
+
+    @staticmethod
+    def backward(ctx, g, _):
+        return wrap(B.scatter_add(ctx.shape, ctx.dim, ctx.idx._data, g._data)), None, None
 
 
 # ------------------------------------------------------------------ matmul

@@ -81,21 +81,21 @@ class ReductionMethods:
             return self.minimum(dim)
         return self._extreme("min", dim, keepdim)
 
+    def _extreme_over(self, op, name, dim, keepdim):
+        axes = self._dims(dim, name)
+        if any(self.shape[d] == 0 for d in axes):
+            raise ValueError(f"{name}: cannot reduce an empty dim of shape {list(self.shape)}")
+        return ops.Extreme.apply(self, op, axes, keepdim)
+
     @accepts_axis
     def amax(self, dim=None, keepdim=False):
         """The maximum over ``dim`` (one or several dims), without indices; see torch.amax."""
-        axes = self._dims(dim, "amax")
-        if any(self.shape[d] == 0 for d in axes):
-            raise ValueError(f"amax: cannot reduce an empty dim of shape {list(self.shape)}")
-        return ops.Extreme.apply(self, "max", axes, keepdim)
+        return self._extreme_over("max", "amax", dim, keepdim)
 
     @accepts_axis
     def amin(self, dim=None, keepdim=False):
         """The minimum over ``dim`` (one or several dims), without indices; see torch.amin."""
-        axes = self._dims(dim, "amin")
-        if any(self.shape[d] == 0 for d in axes):
-            raise ValueError(f"amin: cannot reduce an empty dim of shape {list(self.shape)}")
-        return ops.Extreme.apply(self, "min", axes, keepdim)
+        return self._extreme_over("min", "amin", dim, keepdim)
 
     def _arg(self, op, dim, keepdim):
         if dim is None:

@@ -9,7 +9,7 @@ from .arguments import to_dtype
 from .dtypes import int64
 from .graph import Function
 from .method_forms import ValuesIndices
-from .ops import where
+from .ops import Picked, where
 from .tensor_core import TensorCore
 
 # Tensor lists ScanMethods among its bases, so this module loads before Tensor exists: it
@@ -62,20 +62,12 @@ def _cumprod_grad(x, y, g, d):
     return where(before, g_before, where(first, at_first, 0.0))
 
 
-class ScanExtreme(Function):
+class ScanExtreme(Picked):
     """cummax and cummin: values and the index each running extreme came from."""
 
     @staticmethod
     def forward(ctx, x, op, dim):
-        vals, idx = B.scan(op, x._data, dim)
-        idx = wrap(idx)
-        ctx.shape, ctx.dim, ctx.idx = x.shape, dim, idx
-        ctx.mark_non_differentiable(idx)
-        return wrap(vals), idx
-
-    @staticmethod
-    def backward(ctx, g, _):
-        return wrap(B.scatter_add(ctx.shape, ctx.dim, ctx.idx._data, g._data)), None, None
+        return Picked.picked(ctx, x, dim, *B.scan(op, x._data, dim))
 
 
 def _check(x, name):

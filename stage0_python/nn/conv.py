@@ -5,7 +5,7 @@ import math
 from . import functional as F
 from .functional.helpers import _ntuple
 from . import init
-from .module import Module, _weight_and_bias
+from .module import Module, _weight_and_bias, _with_options
 
 _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
@@ -89,18 +89,12 @@ class _ConvNd(Module):
         return conv(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
     def extra_repr(self):
-        s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
-        if self.padding != (0,) * len(self.padding):
-            s += f", padding={self.padding}"
-        if self.dilation != (1,) * len(self.dilation):
-            s += f", dilation={self.dilation}"
-        if self.groups != 1:
-            s += f", groups={self.groups}"
-        if self.bias is None:
-            s += ", bias=False"
-        if self.padding_mode != "zeros":
-            s += f", padding_mode={self.padding_mode}"
-        return s
+        return _with_options(
+            f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}",
+            ("padding", self.padding, self.padding != (0,) * len(self.padding)),
+            ("dilation", self.dilation, self.dilation != (1,) * len(self.dilation)),
+            ("groups", self.groups, self.groups != 1), ("bias", False, self.bias is None),
+            ("padding_mode", self.padding_mode, self.padding_mode != "zeros"))
 
 
 class Conv1d(_ConvNd):
@@ -163,10 +157,8 @@ class _ConvTransposeNd(_ConvNd):
                                 self.groups, self.dilation)
 
     def extra_repr(self):
-        s = super().extra_repr()
-        if self.output_padding != (0,) * self._nd:
-            s += f", output_padding={self.output_padding}"
-        return s
+        return _with_options(super().extra_repr(),
+                             ("output_padding", self.output_padding, self.output_padding != (0,) * self._nd))
 
 
 class ConvTranspose1d(_ConvTransposeNd):

@@ -1,7 +1,7 @@
 """NAdam, as ``torch.optim.NAdam``'s single-tensor path computes it."""
 import struct
 
-from .optimizer import Optimizer, addcdiv_, addcmul_, lerp_, path_options, weight_decay
+from .optimizer import Optimizer, adam_first_moment, addcdiv_, addcmul_, path_options
 
 
 def _float32(x):
@@ -37,16 +37,13 @@ class NAdam(Optimizer):
         grad = -p.grad if group["maximize"] else p.grad
         beta1, beta2 = group["betas"]
         lr, decay = group["lr"], group["momentum_decay"]
-        state["step"] += 1
-        step = state["step"]
+        grad, step = adam_first_moment(p, grad, state, group)
         bias_correction2 = 1 - beta2 ** step
-        grad = weight_decay(p, grad, group)
         mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * decay)))
         mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * decay)))
         # float32 times float32 is exact in a double; one rounding then gives float32's product
         state["mu_product"] = mu_product = _float32(_float32(state["mu_product"]) * _float32(mu))
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-        lerp_(exp_avg, grad, 1 - beta1)
         addcmul_(exp_avg_sq.mul_(beta2), grad, grad, value=1 - beta2)
         denom = exp_avg_sq.div(bias_correction2).sqrt().add_(group["eps"])
         addcdiv_(p, grad, denom, value=-lr * (1.0 - mu) / (1.0 - mu_product))

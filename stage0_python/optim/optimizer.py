@@ -54,16 +54,20 @@ def addcdiv_(start, t1, t2, value):
     return start.add_(t1 * value / t2)
 
 
-def weight_decay(p, grad, group):
-    """``grad`` with ``group``'s weight decay ``wd``: ``wd * p`` added (L2), or, with
-    ``decoupled_weight_decay``, ``p`` itself shrunk in place by ``1 - lr * wd`` instead."""
+def adam_first_moment(p, grad, state, group):
+    """How a step of the Adam family (Adam, RAdam, NAdam) begins: count it, apply the weight
+    decay ``wd`` (``wd * p`` added to the gradient, or, with ``decoupled_weight_decay``, ``p``
+    shrunk in place by ``1 - lr * wd``), and move ``exp_avg`` toward the gradient by
+    ``1 - beta1``. Returns the gradient, decayed, and the step count."""
+    state["step"] += 1
     lr, wd = group["lr"], group["weight_decay"]
     if wd != 0:
         if group["decoupled_weight_decay"]:
             p.mul_(1 - lr * wd)
         else:
             grad = grad.add(p, alpha=wd)
-    return grad
+    lerp_(state["exp_avg"], grad, 1 - group["betas"][0])
+    return grad, state["step"]
 
 
 def path_options(**options):
