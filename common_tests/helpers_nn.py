@@ -60,28 +60,38 @@ def compare_grads(ours, theirs, rtol, atol):
             assert_close(g, p.grad, rtol=rtol, atol=atol)
 
 
-def run_both(sg, ours, theirs, inputs, train=True, seed=12345, rtol=None, atol=None):
-    """Forward ``inputs`` (NumPy arrays; float ones require grad) through both, check the
-    outputs, backpropagate one random upstream gradient, check input and parameter
-    gradients and the state; return the stage's inputs and output."""
+def forward_backward_both(sg, ours, theirs, inputs, grads, dtype=None, rtol=None, atol=None, seed=12345):
+    """Call ``ours`` on the stage's tensors of ``inputs`` (NumPy arrays; those ``grads`` marks
+    require grad) and ``theirs`` on PyTorch's; check the outputs, backpropagate one random
+    upstream gradient through both and check the inputs' gradients, within ``tol(dtype)``
+    (the output's dtype unless given). Returns the stage's inputs, its output and the
+    tolerances."""
     torch = need_torch()
-    ours.train(train)
-    theirs.train(train)
-    diff = [np.asarray(a).dtype.kind == "f" for a in inputs]
-    xs = [T(sg, a, requires_grad=d) for a, d in zip(inputs, diff)]
-    ts = [torch.tensor(np.asarray(a), requires_grad=d) for a, d in zip(inputs, diff)]
+    xs = [T(sg, a, requires_grad=g) for a, g in zip(inputs, grads)]
+    ts = [torch.tensor(np.asarray(a), requires_grad=g) for a, g in zip(inputs, grads)]
     out = ours(*xs)
     tout = theirs(*ts)
-    dtype = str(tout.dtype).replace("torch.", "")
+    dtype = dtype or str(tout.dtype).replace("torch.", "")
     r, a = tol(dtype, rtol, atol)
     assert_close(out, tout, rtol=r, atol=a)
     g = upstream(tuple(tout.shape), dtype, seed)
     out.backward(T(sg, g))
     tout.backward(torch.tensor(g))
     for k, (x, t) in enumerate(zip(xs, ts)):
-        if diff[k]:
+        if grads[k]:
             assert x.grad is not None, f"input {k}: no gradient"
             assert_close(x.grad, t.grad, rtol=r, atol=a)
+    return xs, out, (r, a)
+
+
+def run_both(sg, ours, theirs, inputs, train=True, seed=12345, rtol=None, atol=None):
+    """Forward ``inputs`` (NumPy arrays; float ones require grad) through both, check the
+    outputs, backpropagate one random upstream gradient, check input and parameter
+    gradients and the state; return the stage's inputs and output."""
+    ours.train(train)
+    theirs.train(train)
+    diff = [np.asarray(a).dtype.kind == "f" for a in inputs]
+    xs, out, (r, a) = forward_backward_both(sg, ours, theirs, inputs, diff, rtol=rtol, atol=atol, seed=seed)
     compare_grads(ours, theirs, r, a)
     compare_state(ours, theirs, r, a)
     return xs, out

@@ -8,20 +8,12 @@ import warnings
 import numpy as np
 import pytest
 
+from .helpers_half import f32, two_byte_dtypes
 from .oracle import need_torch
 
 pytestmark = pytest.mark.needs_torch
 
-
-@pytest.fixture(params=["bfloat16", "float16"])
-def fast(request, sg):
-    if request.param in sg.LACKS:
-        pytest.skip(f"{sg.__name__} declares it lacks {request.param}")
-    return request.param
-
-
-def _f32(t):
-    return np.asarray(t.detach().float().tolist(), dtype=np.float32)
+fast = two_byte_dtypes(["bfloat16", "float16"])
 
 
 def _inputs(lib, seed=0):
@@ -63,12 +55,12 @@ def test_outputs_dtypes_values_and_grads_as_torch(sg, fast):
     rtol = 2.0 ** -6 if fast == "bfloat16" else 2.0 ** -9
     for k in theirs:
         assert ours[k].dtype.name == str(theirs[k].dtype).rpartition(".")[2], k
-        scale = max(1.0, float(np.abs(_f32(theirs[k])).max()))
-        np.testing.assert_allclose(_f32(ours[k]), _f32(theirs[k]), rtol=rtol, atol=rtol * scale, err_msg=k)
+        scale = max(1.0, float(np.abs(f32(theirs[k])).max()))
+        np.testing.assert_allclose(f32(ours[k]), f32(theirs[k]), rtol=rtol, atol=rtol * scale, err_msg=k)
     for k in their_grads:  # float32 parameters get float32 gradients through the casts
         assert our_grads[k].dtype is sg.float32 and their_grads[k].dtype == torch.float32
-        scale = max(1.0, float(np.abs(_f32(their_grads[k])).max()))
-        np.testing.assert_allclose(_f32(our_grads[k]), _f32(their_grads[k]), rtol=4 * rtol,
+        scale = max(1.0, float(np.abs(f32(their_grads[k])).max()))
+        np.testing.assert_allclose(f32(our_grads[k]), f32(their_grads[k]), rtol=4 * rtol,
                                    atol=4 * rtol * scale, err_msg=k)
 
 

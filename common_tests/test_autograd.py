@@ -81,21 +81,23 @@ def test_backward_twice_through_freed_graph_raises(sg):
         y.backward()
 
 
+def _saved_then_changed(lib, x):
+    """``sum((x * 1.5) ** 2)``, whose product saved ``y = x * 1.5``, after ``y`` is changed in
+    place under ``lib.no_grad()``: a graph whose backward must be refused."""
+    y = x * 1.5
+    z = (y * y).sum()
+    with lib.no_grad():
+        y[0] = 0.0
+    return z
+
+
 def test_inplace_change_of_saved_tensor_raises(sg):
     torch = need_torch()
     a = data((3,), seed=9)
-    t = TT(a, requires_grad=True)
-    ty = t * 1.5
-    tz = (ty * ty).sum()
-    with torch.no_grad():
-        ty[0] = 0.0
+    tz = _saved_then_changed(torch, TT(a, requires_grad=True))
     with pytest.raises(RuntimeError):
         tz.backward()
-    x = T(sg, a, requires_grad=True)
-    y = x * 1.5
-    z = (y * y).sum()
-    with sg.no_grad():
-        y[0] = 0.0
+    z = _saved_then_changed(sg, T(sg, a, requires_grad=True))
     with pytest.raises(RuntimeError):
         z.backward()
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from .helpers_nested import assert_same_nested
 from .helpers_optim import stage_tensor
 from .oracle import assert_close, need_torch, np_
 
@@ -123,23 +124,6 @@ def _samples(lib, make):
     return out
 
 
-def _compare(ours, theirs, torch, where="batch"):
-    if isinstance(theirs, torch.Tensor):
-        assert hasattr(ours, "grad_fn"), f"{where}: expected a tensor, got {type(ours).__name__}"
-        assert_close(ours, theirs)
-    elif isinstance(theirs, dict):
-        assert isinstance(ours, dict) and list(ours) == list(theirs), where
-        for k in theirs:
-            _compare(ours[k], theirs[k], torch, f"{where}[{k!r}]")
-    elif isinstance(theirs, (list, tuple)):
-        assert type(ours) is type(theirs) and len(ours) == len(theirs), \
-            f"{where}: {type(ours).__name__} != {type(theirs).__name__}"
-        for i, (a, b) in enumerate(zip(ours, theirs)):
-            _compare(a, b, torch, f"{where}[{i}]")
-    else:
-        assert ours == theirs, where
-
-
 @pytest.mark.needs_torch
 @pytest.mark.capability("float64")
 def test_default_collate_matches_torch(sg):
@@ -147,7 +131,7 @@ def test_default_collate_matches_torch(sg):
     from torch.utils.data import default_collate as torch_collate
     ours = sg.data.default_collate(_samples(sg, lambda a: stage_tensor(sg, a)))
     theirs = torch_collate(_samples(torch, torch.tensor))
-    _compare(ours, theirs, torch)
+    assert_same_nested(ours, theirs, torch, "batch")
     assert ours["label"].dtype is sg.int64 and ours["weight"].dtype is sg.float64
     assert ours["flag"].dtype is sg.bool
     with pytest.raises(RuntimeError, match="equal size"):

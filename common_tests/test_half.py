@@ -5,25 +5,16 @@ them (its ``LACKS`` names them) is skipped with that reason."""
 import numpy as np
 import pytest
 
+from .helpers_half import f32, two_byte_dtypes
 from .oracle import need_torch
 
 pytestmark = pytest.mark.needs_torch
 
-
-@pytest.fixture(params=["float16", "bfloat16"])
-def half(request, sg):
-    if request.param in sg.LACKS:
-        pytest.skip(f"{sg.__name__} declares it lacks {request.param}")
-    return request.param
-
-
-def _f32(t):
-    """A float32 NumPy copy of a tensor of either library (exact for 2-byte floats)."""
-    return np.asarray(t.float().tolist(), dtype=np.float32)
+half = two_byte_dtypes(["float16", "bfloat16"])
 
 
 def _same_bits(ours, theirs):
-    a, b = _f32(ours), _f32(theirs)
+    a, b = f32(ours), f32(theirs)
     assert np.array_equal(np.isnan(a), np.isnan(b))
     keep = ~np.isnan(a)
     bad = np.flatnonzero(a[keep].view(np.uint32) != b[keep].view(np.uint32))
@@ -100,7 +91,7 @@ def test_math_within_one_unit_in_the_last_place(sg, half, op):
     x, tx = _pair(sg, torch, half, (500,), scale=2.0, positive=op in ("log", "rsqrt"))
     out = getattr(x, op)()
     assert out.dtype is x.dtype
-    np.testing.assert_allclose(_f32(out), _f32(getattr(tx, op)()), rtol=_ulp(half), atol=1e-6)
+    np.testing.assert_allclose(f32(out), f32(getattr(tx, op)()), rtol=_ulp(half), atol=1e-6)
 
 
 def test_reductions_products_and_rows(sg, half):
@@ -116,8 +107,8 @@ def test_reductions_products_and_rows(sg, half):
     ]
     for i, (ours, theirs) in enumerate(checks):
         assert ours.dtype is x.dtype and ours.shape == tuple(theirs.shape), i
-        scale = max(1.0, float(np.abs(_f32(theirs)).max()))
-        np.testing.assert_allclose(_f32(ours), _f32(theirs), rtol=tol["rtol"], atol=tol["atol"] * scale,
+        scale = max(1.0, float(np.abs(f32(theirs)).max()))
+        np.testing.assert_allclose(f32(ours), f32(theirs), rtol=tol["rtol"], atol=tol["atol"] * scale,
                                    err_msg=str(i))
     assert x.argmax(dim=1).tolist() == tx.argmax(dim=1).tolist()
     target = [3, 0, 39, 7] * 4
@@ -149,7 +140,7 @@ def test_a_training_step_in_the_dtype(sg, half):
             loss.backward()
             opt.step()
         assert all(p.dtype is getattr(lib, half) and p.grad.dtype is getattr(lib, half) for p in net.parameters())
-        results.append([_f32(p.detach()) for p in net.parameters()])
+        results.append([f32(p.detach()) for p in net.parameters()])
     for ours, theirs in zip(*results):
         np.testing.assert_allclose(ours, theirs, rtol=8 * _ulp(half), atol=8 * _ulp(half))
 

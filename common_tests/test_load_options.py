@@ -5,7 +5,8 @@ import io
 import numpy as np
 import pytest
 
-from .oracle import assert_close, need_torch
+from .helpers_nested import assert_same_nested
+from .oracle import need_torch
 
 
 def _nested(lib, dtype="float64"):
@@ -15,21 +16,6 @@ def _nested(lib, dtype="float64"):
             "epoch": 7, "lr": 0.001, "name": "mlp", "best": None, "flag": True,
             "history": [lib.tensor(0.5), (1, lib.tensor([True, False]), "x"), [[], {}]],
             3: (None, 2.5, lib.tensor([], dtype=getattr(lib, dtype)))}
-
-
-def _same(ours, theirs, torch, where="obj"):
-    if isinstance(theirs, torch.Tensor):
-        assert_close(ours, theirs)
-    elif isinstance(theirs, dict):
-        assert isinstance(ours, dict) and list(ours) == list(theirs), where
-        for k in theirs:
-            _same(ours[k], theirs[k], torch, f"{where}[{k!r}]")
-    elif isinstance(theirs, (list, tuple)):
-        assert type(ours) is type(theirs) and len(ours) == len(theirs), where
-        for i, (a, b) in enumerate(zip(ours, theirs)):
-            _same(a, b, torch, f"{where}[{i}]")
-    else:
-        assert ours == theirs and type(ours) is type(theirs), where
 
 
 def _round_trip(lib, obj, **load_args):
@@ -52,7 +38,7 @@ def test_nested_round_trip_with_map_location_as_torch(sg, where, dtype):
 
     ours = _round_trip(sg, _nested(sg, dtype), map_location=location(sg))
     theirs = _round_trip(torch, _nested(torch, dtype), map_location=location(torch))
-    _same(ours, theirs, torch)
+    assert_same_nested(ours, theirs, torch)
 
 
 @pytest.mark.needs_torch
@@ -62,7 +48,7 @@ def test_weights_only_is_accepted(sg, tmp_path, weights_only, dtype):
     torch = need_torch()
     sg.save(_nested(sg, dtype), tmp_path / "ours.ckpt")
     torch.save(_nested(torch, dtype), tmp_path / "theirs.pt")
-    _same(sg.load(tmp_path / "ours.ckpt", weights_only=weights_only),
+    assert_same_nested(sg.load(tmp_path / "ours.ckpt", weights_only=weights_only),
           torch.load(tmp_path / "theirs.pt", weights_only=weights_only), torch)
     with pytest.raises(TypeError, match="weights_only"):
         sg.load(tmp_path / "ours.ckpt", weights_only="yes")

@@ -32,6 +32,13 @@ def _maker(cls, dtype, *args, **kwargs):
     return make
 
 
+def _layers(sg, mode, dtype, **options):
+    """The stage's layer of ``mode`` over ``IN`` features with ``HID`` hidden, and PyTorch's,
+    with ``options`` and the same weights (PyTorch's initial ones)."""
+    cls, kw = MODES[mode]
+    return same_layer(sg, _maker(cls, dtype, IN, HID, **options, **kw), randomize=False)
+
+
 def _flat(out):
     """A module's output (tensors nested in tuples) as a flat list of tensors."""
     if isinstance(out, (tuple, list)):
@@ -91,10 +98,8 @@ def _call(mode):
 @pytest.mark.parametrize("num_layers", [1, 2])
 @pytest.mark.parametrize("mode", list(MODES))
 def test_layer_matches_torch(sg, mode, num_layers, bidirectional, batch_first, dtype):
-    cls, kw = MODES[mode]
-    make = _maker(cls, dtype, IN, HID, num_layers=num_layers, bidirectional=bidirectional,
-                  batch_first=batch_first, **kw)
-    ours, theirs = same_layer(sg, make, randomize=False)
+    ours, theirs = _layers(sg, mode, dtype, num_layers=num_layers, bidirectional=bidirectional,
+                           batch_first=batch_first)
     x = _data((BATCH, SEQ, IN) if batch_first else (SEQ, BATCH, IN), dtype)
     # the two-layer cases also start from given states (and check their gradients)
     states = _states(mode, num_layers * (1 + bidirectional), BATCH, HID, dtype) if num_layers == 2 else []
@@ -114,9 +119,7 @@ def test_lstm_proj_size_matches_torch(sg, num_layers, bidirectional, dtype):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("mode", list(MODES))
 def test_layer_without_bias_matches_torch(sg, mode, dtype):
-    cls, kw = MODES[mode]
-    ours, theirs = same_layer(sg, _maker(cls, dtype, IN, HID, num_layers=2, bias=False, **kw),
-                              randomize=False)
+    ours, theirs = _layers(sg, mode, dtype, num_layers=2, bias=False)
     assert [n for n, _ in ours.named_parameters()] == [n for n, _ in theirs.named_parameters()]
     _compare(sg, ours, theirs, [_data((SEQ, BATCH, IN), dtype)], _call(mode), dtype)
 
@@ -124,9 +127,7 @@ def test_layer_without_bias_matches_torch(sg, mode, dtype):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("mode", list(MODES))
 def test_unbatched_input_matches_torch(sg, mode, dtype):
-    cls, kw = MODES[mode]
-    ours, theirs = same_layer(sg, _maker(cls, dtype, IN, HID, num_layers=2, bidirectional=True, **kw),
-                              randomize=False)
+    ours, theirs = _layers(sg, mode, dtype, num_layers=2, bidirectional=True)
     x = _data((SEQ, IN), dtype)
     _compare(sg, ours, theirs, [x], _call(mode), dtype)
     ours.zero_grad()
@@ -216,9 +217,7 @@ def test_packed_unsorted_matches_torch(sg, mode, dtype):
     """Lengths out of order (enforce_sorted=False), two bidirectional layers, given states:
     pack, run, pad back; gradients reach the padded input through the packing."""
     torch = need_torch()
-    cls, kw = MODES[mode]
-    ours, theirs = same_layer(sg, _maker(cls, dtype, IN, HID, num_layers=2, bidirectional=True, **kw),
-                              randomize=False)
+    ours, theirs = _layers(sg, mode, dtype, num_layers=2, bidirectional=True)
     lengths = [2, 4, 1]
 
     def call(layer, args):

@@ -5,8 +5,8 @@ sizes, non-integer scale factors and both align_corners settings."""
 import numpy as np
 import pytest
 
-from .helpers_core import T, upstream
-from .helpers_nn import rand, run_both, same_layer, tol
+from .helpers_core import T
+from .helpers_nn import forward_backward_both, rand, run_both, same_layer
 from .oracle import assert_close, need_torch
 from .test_nn_layers import _converted
 
@@ -20,18 +20,8 @@ def _compare(sg, fn, inputs, dtype, grads=None):
     output and the gradient of every floating input under a random upstream."""
     torch = need_torch()
     grads = grads or [np.asarray(a).dtype.kind == "f" for a in inputs]
-    xs = [T(sg, a, requires_grad=g) for a, g in zip(inputs, grads)]
-    ts = [torch.tensor(np.asarray(a), requires_grad=g) for a, g in zip(inputs, grads)]
-    out, tout = fn(sg.nn.functional, *xs), fn(torch.nn.functional, *ts)
-    r, a = tol(dtype)
-    assert_close(out, tout, rtol=r, atol=a)
-    g = upstream(tuple(tout.shape), dtype)
-    out.backward(T(sg, g))
-    tout.backward(torch.tensor(g))
-    for k, (x, t) in enumerate(zip(xs, ts)):
-        if grads[k]:
-            assert x.grad is not None, f"input {k}: no gradient"
-            assert_close(x.grad, t.grad, rtol=r, atol=a)
+    _, out, _ = forward_backward_both(sg, lambda *xs: fn(sg.nn.functional, *xs),
+                                      lambda *ts: fn(torch.nn.functional, *ts), inputs, grads, dtype)
     return out
 
 

@@ -58,6 +58,14 @@ def _ids(c):
     return f"{c[0]}-" + "-".join(f"{k}={v}" for k, v in c[1].items())
 
 
+def _side_by_side(sg, name, **kwargs):
+    """A fresh float32 ``Pair`` and optimizer ``name`` with ``kwargs`` over each side's
+    parameters: ``(pair, the stage's optimizer, PyTorch's)``."""
+    torch = need_torch()
+    pair = Pair(sg)
+    return pair, getattr(sg.optim, name)(pair.p, **kwargs), getattr(torch.optim, name)(pair.tp, **kwargs)
+
+
 def run_side_by_side(pair, opt, topt, steps, dtype):
     for step in range(steps):
         opt.zero_grad()
@@ -114,10 +122,7 @@ def test_params_without_grad_are_left_alone(sg):
 
 @pytest.mark.needs_torch
 def test_closure_is_evaluated_with_grad(sg):
-    torch = need_torch()
-    pair = Pair(sg)
-    opt = sg.optim.SGD(pair.p, lr=0.1)
-    topt = torch.optim.SGD(pair.tp, lr=0.1)
+    pair, opt, topt = _side_by_side(sg, "SGD", lr=0.1)
 
     def closure():
         opt.zero_grad()
@@ -170,9 +175,7 @@ def test_state_dict_layout_and_round_trip(sg, config):
     torch = need_torch()
     name, kwargs = config
     kwargs = dict(kwargs, lr=kwargs.get("lr", 1.0))
-    pair = Pair(sg)
-    opt = getattr(sg.optim, name)(pair.p, **kwargs, foreach=False)
-    topt = getattr(torch.optim, name)(pair.tp, **kwargs, foreach=False)
+    pair, opt, topt = _side_by_side(sg, name, **kwargs, foreach=False)
     run_side_by_side(pair, opt, topt, 8, "float32")
     sd, tsd = opt.state_dict(), topt.state_dict()
     # PyTorch's layout: state keyed by parameter index, the same state names per parameter
@@ -511,9 +514,7 @@ def test_new_optimizers_refuse_what_torch_refuses(sg, name, kwargs):
 @pytest.mark.needs_torch
 def test_adagrad_state_exists_before_the_first_step(sg):
     torch = need_torch()
-    pair = Pair(sg)
-    opt = sg.optim.Adagrad(pair.p, initial_accumulator_value=0.5)
-    topt = torch.optim.Adagrad(pair.tp, initial_accumulator_value=0.5)
+    pair, opt, topt = _side_by_side(sg, "Adagrad", initial_accumulator_value=0.5)
     sd, tsd = opt.state_dict(), topt.state_dict()
     assert set(sd["state"]) == set(tsd["state"]) == {0, 1, 2, 3}
     for i in tsd["state"]:

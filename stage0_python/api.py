@@ -31,7 +31,9 @@ from .math_ops import (acos, acosh, arccos, arccosh, arcsin, arcsinh, arctan, ar
 from .random import Generator, initial_seed, manual_seed, seed
 from .printing import get_printoptions, printoptions, set_printoptions
 from .shapes import IndexRangeError, ShapeError
-from .tensor import Size, Tensor, ValuesIndices, device, where
+from .method_forms import ValuesIndices
+from .ops import where
+from .tensor import Size, Tensor, device
 from .device import get_default_device, set_default_device
 from .threads import get_num_threads, set_num_threads
 from .sorting import argsort, bucketize, kthvalue, msort, searchsorted, sort, topk

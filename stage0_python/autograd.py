@@ -33,13 +33,7 @@ class set_grad_enabled:
     def __call__(self, fn):
         mode = self.mode
         _set_grad_enabled(self.prev)
-
-        def wrapper(*args, **kwargs):
-            with set_grad_enabled(mode):
-                return fn(*args, **kwargs)
-        wrapper.__name__ = getattr(fn, "__name__", "wrapper")
-        wrapper.__doc__ = getattr(fn, "__doc__", None)
-        return wrapper
+        return _within(lambda: set_grad_enabled(mode), fn)
 
 
 class no_grad(set_grad_enabled):
@@ -98,13 +92,32 @@ class inference_mode:
 
     def __call__(self, fn):
         mode = self.mode
+        return _within(lambda: inference_mode(mode), fn)
 
-        def wrapper(*args, **kwargs):
-            with inference_mode(mode):
-                return fn(*args, **kwargs)
-        wrapper.__name__ = getattr(fn, "__name__", "wrapper")
-        wrapper.__doc__ = getattr(fn, "__doc__", None)
-        return wrapper
+
+def _within(context, fn):
+    """``fn`` as a decorator of grad mode makes it: each call runs inside a fresh
+    ``context()``; the name and docstring stay ``fn``'s."""
+    def wrapper(*args, **kwargs):
+        with context():
+            return fn(*args, **kwargs)
+    wrapper.__name__ = getattr(fn, "__name__", "wrapper")
+    wrapper.__doc__ = getattr(fn, "__doc__", None)
+    return wrapper
+
+
+def clear_grads(params, set_to_none=True):
+    """Clear the ``.grad`` of each of ``params`` that has one: drop it (``set_to_none``) or
+    fill it with zeros in place, detached from any graph (``zero_grad`` of modules and
+    optimizers)."""
+    for p in params:
+        if p.grad is None:
+            continue
+        if set_to_none:
+            p.grad = None
+        else:
+            p.grad = p.grad.detach()
+            p.grad.zero_()
 
 
 def _root_grads(tensors, grad_tensors, caller):

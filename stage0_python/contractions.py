@@ -1,7 +1,9 @@
-"""Products that name their dims: ``einsum``, the BLAS-style ``addmm`` family
-(``addmm``, ``addmv``, ``addr``, ``baddbmm``, ``addbmm``), and ``cdist``.
+"""Products: ``matmul`` (the ``@`` operator) with its 2-d, batched and 1-d forms (``mm``,
+``bmm``, ``dot``), one ``MatMul`` Function; and, composed from it, the products that name
+their dims: ``einsum``, the BLAS-style ``addmm`` family (``addmm``, ``addmv``, ``addr``,
+``baddbmm``, ``addbmm``), and ``cdist``.
 
-All are compositions of differentiable Tensor operations (``diagonal``, ``sum``,
+The compositions are of differentiable Tensor operations (``diagonal``, ``sum``,
 ``permute``, ``reshape``, ``matmul``), so their gradients need no rules of their own.
 ``einsum`` takes a diagonal for a label repeated within an operand, sums a label no one
 else needs, then contracts the operands left to right, each pair as one batched matmul.
@@ -10,15 +12,11 @@ import math
 
 from stage0_python.vocabulary import ArgumentError
 
+from . import ops, shapes
 from .autocast import lower as _lower
-from .dtypes import int64
+from .dtypes import bool_, int64
 from .shapes import ShapeError
 from .tensor_core import TensorCore
-
-# Tensor lists ContractionMethods among its bases, so this module loads before Tensor
-# exists: it tests tensors through Tensor's base, as tensor_core does, and tensor.py binds
-# the Functions' module, which builds on Tensor, once it does
-ops = None
 
 
 # ------------------------------------------------------------------ einsum
@@ -188,11 +186,75 @@ def cdist(x1, x2, p=2.0, compute_mode=None):
 # ------------------------------------------------------------------ Tensor methods
 
 class ContractionMethods:
-    """Tensor's methods of the addmm family, each also the package's function
-    (``sg.addmm(c, a, b)`` is ``c.addmm(a, b)``, so its first parameter keeps the
-    function's name, ``input``), and ``fill_diagonal_``."""
+    """Tensor's products: ``matmul`` and its forms, the methods of the addmm family, each
+    also the package's function (``sg.addmm(c, a, b)`` is ``c.addmm(a, b)``, so its first
+    parameter keeps the function's name, ``input``), and ``fill_diagonal_``."""
 
     __slots__ = ()
+
+    def __matmul__(self, o):
+        return self.matmul(o)
+
+    def __rmatmul__(self, o):
+        return self._infer(o).matmul(self)
+
+    def matmul(self, other):
+        """Matrix product with NumPy's rules for 1-D and batched operands (the ``@`` operator); see
+        torch.matmul."""
+        a, b = _lower(self, other)
+        if not isinstance(b, TensorCore):
+            raise TypeError(f"matmul: expected a Tensor, got {type(b).__name__}")
+        if a.dtype is not b.dtype:
+            raise TypeError(f"matmul: expected both operands to have the same dtype, got "
+                            f"{a.dtype.name} and {b.dtype.name}")
+        if a.dtype is bool_:
+            raise TypeError("matmul: not supported for bool tensors")
+        if not a.ndim or not b.ndim:
+            raise ShapeError(f"matmul: both arguments need at least 1 dimension, got shapes "
+                             f"{list(a.shape)} and {list(b.shape)}")
+        if a.shape[-1] != b.shape[-2 if b.ndim > 1 else -1]:
+            raise ShapeError(f"matmul: shapes {list(a.shape)} and {list(b.shape)} cannot be "
+                             f"multiplied ({a.shape[-1]} != {b.shape[-2 if b.ndim > 1 else -1]}; "
+                             f"dtype {a.dtype.name})")
+        if a.ndim == 1 and b.ndim == 1:
+            return a.unsqueeze(0).matmul(b.unsqueeze(1)).reshape(())
+        if a.ndim == 1:
+            return a.unsqueeze(0).matmul(b).squeeze(-2)
+        if b.ndim == 1:
+            return a.matmul(b.unsqueeze(1)).squeeze(-1)
+        if b.ndim == 2 and a.ndim > 2:
+            # fold the batch into rows: one large matmul instead of a broadcast weight
+            return a.reshape(-1, a.shape[-1]).matmul(b).reshape(*a.shape[:-1], b.shape[-1])
+        try:
+            batch = shapes.broadcast("matmul", a.shape[:-2], b.shape[:-2])
+        except ValueError:
+            raise ShapeError(f"matmul: batch dims of {list(a.shape)} and {list(b.shape)} cannot be "
+                             f"broadcast (dtype {a.dtype.name})") from None
+        shapes.check((*batch, a.shape[-2], b.shape[-1]), "matmul", a.dtype)
+        if tuple(a.shape[:-2]) != batch:
+            a = a.expand(*batch, *a.shape[-2:])
+        if tuple(b.shape[:-2]) != batch:
+            b = b.expand(*batch, *b.shape[-2:])
+        return ops.MatMul.apply(a, b)
+
+    def mm(self, other):
+        """Product of two 2-D tensors; see torch.mm."""
+        if self.ndim != 2 or other.ndim != 2:
+            raise ShapeError(f"mm: expected 2-D tensors, got {list(self.shape)} and {list(other.shape)}")
+        return self.matmul(other)
+
+    def bmm(self, other):
+        """Batched matrix product of two 3-D tensors; see torch.bmm."""
+        if self.ndim != 3 or other.ndim != 3 or self.shape[0] != other.shape[0]:
+            raise ShapeError(f"bmm: expected 3-D tensors with equal batch, got {list(self.shape)} "
+                             f"and {list(other.shape)}")
+        return self.matmul(other)
+
+    def dot(self, other):
+        """Inner product of two 1-D tensors; see torch.dot."""
+        if self.ndim != 1 or other.ndim != 1:
+            raise ShapeError(f"dot: expected 1-D tensors, got {list(self.shape)} and {list(other.shape)}")
+        return self.matmul(other)
 
     def addmm(input, mat1, mat2, *, beta=1, alpha=1):
         """See torch.addmm: ``beta * input + alpha * (mat1 @ mat2)``."""

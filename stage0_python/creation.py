@@ -4,14 +4,15 @@ import math
 
 from . import backend as B
 from . import dtypes as D
+from . import ops, shapes
 from . import random as R
-from . import shapes
+from .arguments import check_fits, shape_arg, to_dtype
 from .capabilities import CapabilityError
 from .dtypes import int64
 from .device import check_device, place
 from .shapes import ShapeError
 from .method_forms import accepts_axis
-from .tensor import Tensor, _check_fits, _shape_arg, _to_dtype
+from .tensor import Tensor
 
 
 def _finish(buf, requires_grad, device):
@@ -20,7 +21,7 @@ def _finish(buf, requires_grad, device):
 
 
 def _float_dtype(dtype, op):
-    dtype = _to_dtype(dtype) or D.get_default_dtype()
+    dtype = to_dtype(dtype) or D.get_default_dtype()
     if not dtype.is_floating_point:
         raise TypeError(f"{op}: expected a floating-point dtype, got {dtype.name}")
     return dtype
@@ -28,7 +29,7 @@ def _float_dtype(dtype, op):
 
 def _sizes(size, op, dtype):
     """The shape ``size`` names, checked for a tensor of ``dtype`` (shapes.check)."""
-    return shapes.check(_shape_arg(size, op), op, dtype)
+    return shapes.check(shape_arg(size, op), op, dtype)
 
 
 def tensor(data, dtype=None, requires_grad=False, device=None):
@@ -85,7 +86,7 @@ def frombuffer(buffer, dtype, count=-1, offset=0, requires_grad=False):
     either side are seen by the other, and the buffer cannot be resized while the tensor lives.
     A read-only one (``bytes``) is copied, where PyTorch shares it and warns that writing is
     undefined; stages 0 and 1 copy. The tensor is on the CPU. See torch.frombuffer."""
-    dtype = _to_dtype(dtype, "frombuffer")
+    dtype = to_dtype(dtype, "frombuffer")
     try:
         raw = memoryview(buffer).cast("B")
     except TypeError as e:
@@ -114,30 +115,31 @@ def frombuffer(buffer, dtype, count=-1, offset=0, requires_grad=False):
 def full(size, fill_value, dtype=None, requires_grad=False, device=None):
     """A tensor of ``size`` filled with ``fill_value``, of its dtype unless given; see torch.full."""
     device = check_device(device, "full")
-    dtype = _to_dtype(dtype) or D.result_type(fill_value)
-    _check_fits([fill_value], dtype)
+    dtype = to_dtype(dtype) or D.result_type(fill_value)
+    check_fits([fill_value], dtype)
     return _finish(B.full(_sizes((size,), "full", dtype), fill_value, dtype), requires_grad, device)
+
+
+def _filled(op, size, value, dtype, requires_grad, device):
+    """A tensor of the shape ``size`` names, every element ``value``, of ``dtype`` or the default."""
+    device = check_device(device, op)
+    dtype = to_dtype(dtype) or D.get_default_dtype()
+    return _finish(B.full(_sizes(size, op, dtype), value, dtype), requires_grad, device)
 
 
 def zeros(*size, dtype=None, requires_grad=False, device=None):
     """See torch.zeros."""
-    device = check_device(device, "zeros")
-    dtype = _to_dtype(dtype) or D.get_default_dtype()
-    return _finish(B.full(_sizes(size, "zeros", dtype), 0, dtype), requires_grad, device)
+    return _filled("zeros", size, 0, dtype, requires_grad, device)
 
 
 def ones(*size, dtype=None, requires_grad=False, device=None):
     """See torch.ones."""
-    device = check_device(device, "ones")
-    dtype = _to_dtype(dtype) or D.get_default_dtype()
-    return _finish(B.full(_sizes(size, "ones", dtype), 1, dtype), requires_grad, device)
+    return _filled("ones", size, 1, dtype, requires_grad, device)
 
 
 def empty(*size, dtype=None, requires_grad=False, device=None):
     """Zero-filled: unlike C, Python cannot hand out uninitialised memory."""
-    device = check_device(device, "empty")
-    dtype = _to_dtype(dtype) or D.get_default_dtype()
-    return _finish(B.full(_sizes(size, "empty", dtype), 0, dtype), requires_grad, device)
+    return _filled("empty", size, 0, dtype, requires_grad, device)
 
 
 def arange(start, end=None, step=1, dtype=None, requires_grad=False, device=None):
@@ -153,7 +155,7 @@ def arange(start, end=None, step=1, dtype=None, requires_grad=False, device=None
     if (end - start) * step < 0:
         raise ValueError(f"arange: upper bound and larger bound inconsistent with step sign "
                          f"(start={start}, end={end}, step={step})")
-    dtype = _to_dtype(dtype) or D.result_type(start, end, step)
+    dtype = to_dtype(dtype) or D.result_type(start, end, step)
     shapes.check((max(0, math.ceil((end - start) / step)),), "arange", dtype)
     return _finish(B.arange(start, end, step, dtype), requires_grad, device)
 
@@ -163,7 +165,7 @@ def linspace(start, end, steps, dtype=None, requires_grad=False, device=None):
     device = check_device(device, "linspace")
     if steps < 0:
         raise ValueError(f"linspace: number of steps must be non-negative, got {steps}")
-    dtype = _to_dtype(dtype) or D.get_default_dtype()
+    dtype = to_dtype(dtype) or D.get_default_dtype()
     if dtype is D.bool_:  # PyTorch has no bool linspace kernel and says so the same way
         raise NotImplementedError("linspace: not implemented for dtype bool")
     shapes.check((steps,), "linspace", dtype)
@@ -181,40 +183,40 @@ def eye(n, m=None, dtype=None, requires_grad=False, device=None):
     """The ``n`` x ``m`` identity matrix; see torch.eye."""
     device = check_device(device, "eye")
     m = n if m is None else m
-    dtype = _to_dtype(dtype) or D.get_default_dtype()
+    dtype = to_dtype(dtype) or D.get_default_dtype()
     shapes.check((n, m), "eye", dtype)
     vals = [1 if i == j else 0 for i in range(n) for j in range(m)]
     return _finish(B.from_list(vals, (n, m), dtype), requires_grad, device)
 
 
+def _sampled(op, size, dtype, generator, requires_grad, device, sample):
+    """A float tensor of the shape ``size`` names, ``sample(shape, dtype, generator)`` drawn
+    from ``generator`` or the project's default one."""
+    device = check_device(device, op)
+    dtype = _float_dtype(dtype, op)
+    gen = generator or R.default_generator
+    return _finish(sample(_sizes(size, op, dtype), dtype, gen), requires_grad, device)
+
+
 def rand(*size, dtype=None, generator=None, requires_grad=False, device=None):
     """Samples of U(0, 1) from the project's generator: a seed gives the same values on every stage, not
     PyTorch's. See torch.rand."""
-    device = check_device(device, "rand")
-    dtype = _float_dtype(dtype, "rand")
-    gen = generator or R.default_generator
-    buf = B.uniform(_sizes(size, "rand", dtype), 0.0, 1.0, dtype, gen)
-    return _finish(buf, requires_grad, device)
+    return _sampled("rand", size, dtype, generator, requires_grad, device,
+                    lambda shape, dtype, gen: B.uniform(shape, 0.0, 1.0, dtype, gen))
 
 
 def randn(*size, dtype=None, generator=None, requires_grad=False, device=None):
     """Samples of N(0, 1) from the project's generator: a seed gives the same values on every stage, not
     PyTorch's. See torch.randn."""
-    device = check_device(device, "randn")
-    dtype = _float_dtype(dtype, "randn")
-    gen = generator or R.default_generator
-    buf = B.normal(_sizes(size, "randn", dtype), 0.0, 1.0, dtype, gen)
-    return _finish(buf, requires_grad, device)
+    return _sampled("randn", size, dtype, generator, requires_grad, device,
+                    lambda shape, dtype, gen: B.normal(shape, 0.0, 1.0, dtype, gen))
 
 
 def normal(mean, std, size, dtype=None, generator=None, device=None):
     """Samples of N(mean, std²) of shape ``size`` (``mean`` and ``std`` are numbers) from the project's
     generator; see torch.normal."""
-    device = check_device(device, "normal")
-    dtype = _float_dtype(dtype, "normal")
-    gen = generator or R.default_generator
-    buf = B.normal(_sizes((size,), "normal", dtype), mean, std, dtype, gen)
-    return _finish(buf, False, device)
+    return _sampled("normal", (size,), dtype, generator, False, device,
+                    lambda shape, dtype, gen: B.normal(shape, mean, std, dtype, gen))
 
 
 def randint(low, high=None, size=None, dtype=None, generator=None, device=None):
@@ -229,7 +231,7 @@ def randint(low, high=None, size=None, dtype=None, generator=None, device=None):
     if low >= high:
         raise ValueError(f"randint: expected low < high, got low={low}, high={high}")
     gen = generator or R.default_generator
-    dtype = _to_dtype(dtype) or int64
+    dtype = to_dtype(dtype) or int64
     buf = B.randint(_sizes((size,), "randint", dtype), low, high, dtype, gen)
     return _finish(buf, False, device)
 
@@ -239,7 +241,7 @@ def randperm(n, dtype=None, generator=None, device=None):
     see torch.randperm."""
     device = check_device(device, "randperm")
     gen = generator or R.default_generator
-    dtype = _to_dtype(dtype) or int64
+    dtype = to_dtype(dtype) or int64
     (n,) = shapes.check((n,), "randperm", dtype)
     return _finish(B.from_list(gen.randperm(n), (n,), dtype), False, device)
 
@@ -290,7 +292,6 @@ def _sequence(tensors, op):
 @accepts_axis
 def cat(tensors, dim=0):
     """Join tensors along an existing dim (their dtypes promoted); see torch.cat. ``concat`` is the same."""
-    from . import ops
     tensors = [t for t in _sequence(tensors, "cat") if not (t.ndim == 1 and t.numel() == 0)] or list(tensors)[:1]
     first = tensors[0]
     if not first.ndim:

@@ -5,6 +5,9 @@ intermediate alive, and the hand-written backward is one line. A backend that li
 ``softmax``/``log_softmax`` in ``FUSED`` runs its own kernels, forward and backward, and
 one that lists ``cross_entropy`` computes the loss of class-index targets and its
 gradient in one pass each (``CrossEntropy``); the composites stay the reference.
+
+It builds on ``Tensor``'s base, not on ``Tensor``: ``Tensor.softmax`` calls it, and its
+mixin (elementwise.py) imports it while the class is being made.
 """
 import math
 
@@ -13,13 +16,14 @@ from stage0_python.vocabulary import ArgumentError
 from . import backend as B
 from . import shapes
 from .autocast import float32 as _float32
-from .autograd import Function
 from .device import fused, place
 from .dtypes import int32, int64
+from .graph import Function
+from .ops import where
 from .shapes import ShapeError
-from .tensor import Tensor, where
+from .tensor_core import TensorCore
 
-wrap = Tensor._make
+wrap = TensorCore._make
 
 
 def _rows_fused(name, t):
@@ -34,44 +38,52 @@ def _shift(x, dim):
     return x - x.amax(dim=dim, keepdim=True) if x.numel() else x
 
 
-class LogSoftmax(Function):
-    @staticmethod
-    def forward(ctx, x, dim):
-        if _rows_fused("log_softmax", x):
-            y = wrap(B.log_softmax(x._data, dim))
+class _Softmaxes(Function):
+    """Softmax, or its log (``log``), along ``dim``: the backend's fused kernels, forward and
+    backward, where its ``FUSED`` lists ``name``, and elsewhere the composite (``composite``
+    of the shifted input, ``composite_backward``), which stays the reference."""
+
+    name, log = "softmax", False
+
+    @classmethod
+    def forward(cls, ctx, x, dim):
+        if _rows_fused(cls.name, x):
+            y = wrap((B.log_softmax if cls.log else B.softmax)(x._data, dim))
         else:
-            s = _shift(x, dim)
-            y = s - s.exp().sum(dim=dim, keepdim=True).log()
+            y = cls.composite(_shift(x, dim), dim)
         ctx.dim = dim
         ctx.save_for_backward(y)
         return y
 
-    @staticmethod
-    def backward(ctx, g):
+    @classmethod
+    def backward(cls, ctx, g):
         (y,) = ctx.saved_tensors
-        if _rows_fused("log_softmax", y):
-            return wrap(B.softmax_backward(g._data, y._data, ctx.dim, True)), None
-        return g - y.exp() * g.sum(dim=ctx.dim, keepdim=True), None
+        if _rows_fused(cls.name, y):
+            return wrap(B.softmax_backward(g._data, y._data, ctx.dim, cls.log)), None
+        return cls.composite_backward(g, y, ctx.dim), None
 
 
-class Softmax(Function):
-    @staticmethod
-    def forward(ctx, x, dim):
-        if _rows_fused("softmax", x):
-            y = wrap(B.softmax(x._data, dim))
-        else:
-            e = _shift(x, dim).exp()
-            y = e / e.sum(dim=dim, keepdim=True)
-        ctx.dim = dim
-        ctx.save_for_backward(y)
-        return y
+class LogSoftmax(_Softmaxes):
+    name, log = "log_softmax", True
 
     @staticmethod
-    def backward(ctx, g):
-        (y,) = ctx.saved_tensors
-        if _rows_fused("softmax", y):
-            return wrap(B.softmax_backward(g._data, y._data, ctx.dim, False)), None
-        return y * (g - (g * y).sum(dim=ctx.dim, keepdim=True)), None
+    def composite(s, dim):
+        return s - s.exp().sum(dim=dim, keepdim=True).log()
+
+    @staticmethod
+    def composite_backward(g, y, dim):
+        return g - y.exp() * g.sum(dim=dim, keepdim=True)
+
+
+class Softmax(_Softmaxes):
+    @staticmethod
+    def composite(s, dim):
+        e = s.exp()
+        return e / e.sum(dim=dim, keepdim=True)
+
+    @staticmethod
+    def composite_backward(g, y, dim):
+        return y * (g - (g * y).sum(dim=dim, keepdim=True))
 
 
 class LogSigmoid(Function):
@@ -96,7 +108,7 @@ def logsigmoid(input):
 
 
 def _float_input(x, op):
-    if not isinstance(x, Tensor):
+    if not isinstance(x, TensorCore):
         raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
     if not x.dtype.is_floating_point:
         raise TypeError(f"{op}: expected a floating-point input, got {x.dtype.name}")
@@ -130,12 +142,12 @@ class _Gelu(Function):
     def forward(ctx, x, approximate):
         ctx.approximate = approximate
         ctx.save_for_backward(x)
-        return Tensor._make(B.gelu(x._data, approximate))
+        return wrap(B.gelu(x._data, approximate))
 
     @staticmethod
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
-        return Tensor._make(B.gelu_backward(g._data, x._data, ctx.approximate)), None
+        return wrap(B.gelu_backward(g._data, x._data, ctx.approximate)), None
 
 
 def gelu(input, approximate="none"):
@@ -189,7 +201,7 @@ def one_hot(tensor, num_classes=-1):
     elif num_classes == -1:
         raise ValueError("one_hot: cannot infer the number of classes from an empty tensor")
     shapes.check((*tensor.shape, num_classes), "one_hot", int64)
-    classes = Tensor._make(place(B.arange(0, num_classes, 1, int64), tensor.device))
+    classes = wrap(place(B.arange(0, num_classes, 1, int64), tensor.device))
     return (tensor.unsqueeze(-1) == classes).long()
 
 
@@ -328,7 +340,7 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
 
 
 def _check_same_shape(input, target, op):
-    if not isinstance(target, Tensor):
+    if not isinstance(target, TensorCore):
         raise TypeError(f"{op}: target must be a Tensor, got {type(target).__name__}")
     if tuple(input.shape) != tuple(target.shape):
         raise ShapeError(f"{op}: target shape {list(target.shape)} must match input shape "

@@ -10,9 +10,10 @@ import operator
 from . import autograd, ops, views
 from . import backend as B
 from . import dtypes as D
-from .dtypes import bool_, int32, int64
+from .dtypes import bool_, int64
 from .shapes import ShapeError, out_of_range
-from .tensor import Tensor, where
+from .ops import where
+from .tensor import Tensor
 from .device import place
 
 
@@ -64,13 +65,6 @@ def setitem(t, key, value):
         raise ShapeError(f"setitem: value of shape {list(value.shape)} cannot be broadcast to "
                          f"the indexed shape {list(positions.shape)}")
     t._inplace(lambda x: ops.IndexPut.apply(x, positions, value.to(t.dtype)), "setitem")
-
-
-def check_index_tensor(index, op):
-    if not isinstance(index, Tensor):
-        raise TypeError(f"{op}: index must be a Tensor, got {type(index).__name__}")
-    if index.dtype not in (int64, int32):
-        raise TypeError(f"{op}: index must be an int64 or int32 tensor, got {index.dtype.name}")
 
 
 def parse_index(shape, key):

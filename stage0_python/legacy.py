@@ -10,8 +10,9 @@ names, as ``Tensor.type()`` returns them, are PyTorch's (``'torch.FloatTensor'``
 ``Tensor.type`` accepts them back, and with the stage's package name in place of ``torch``.
 """
 from . import dtypes as D
+from .arguments import to_dtype
 from .device import check_device
-from .tensor import Tensor, _legacy_buffer, _to_dtype
+from .tensor import Tensor, _legacy_buffer
 
 _STAGE = __name__.rpartition(".")[0]  # this stage's package: Tensor.type() accepts it for torch
 
@@ -25,7 +26,7 @@ class _LegacyType(type):
         if device is not None and kind != "cpu":  # as PyTorch's, on a stage with a GPU too
             raise RuntimeError(f"{cls.__name__}: the legacy types are CPU tensors, but device '{device}' was "
                                f"given; make it with sg.tensor(data, device=...) instead")
-        _to_dtype(cls.dtype, cls.__name__)  # a dtype this stage only names is refused here
+        to_dtype(cls.dtype, cls.__name__)  # a dtype this stage only names is refused here
         if args and isinstance(args[0], Tensor) and args[0].dtype is not cls.dtype:
             raise TypeError(f"{cls.__name__}: expected a {cls.dtype.name} tensor, got {args[0].dtype.name} "
                             f"(convert with .to({cls.dtype.name}) or .type({cls.__name__}))")

@@ -8,14 +8,13 @@ core API; every stage runs this file on its own ``Tensor`` and backend.
 """
 from . import backend as B
 from . import dtypes as D
+from . import ops
 from .dtypes import bool_
 from .method_forms import inplace_form
 from .tensor_core import TensorCore
 
 # Tensor lists MathMethods among its bases, so this module loads before Tensor exists: it
-# tests and makes tensors through Tensor's base, as tensor_core does, and tensor.py binds
-# the Functions' module, which builds on Tensor, once it does
-ops = None
+# tests and makes tensors through Tensor's base, as tensor_core and ops do
 
 _NUMBER = (bool, int, float)
 
@@ -84,12 +83,17 @@ def _bitwise(self, other, op, reverse=False):
     return self._binary(other, op, None, reverse)
 
 
+def _int_result(out, op, name, operand):
+    """``out``, a bitwise result; TypeError naming ``op`` where it is NotImplemented, which
+    ``operand`` (the argument ``name``), being no Tensor or int, made it."""
+    if out is NotImplemented:
+        raise TypeError(f"{op}: {name} must be a Tensor or a Python int, got {type(operand).__name__}")
+    return out
+
+
 def _bitwise_method(op):
     def method(self, other):
-        out = _bitwise(self, other, op)
-        if out is NotImplemented:
-            raise TypeError(f"{op}: other must be a Tensor or a Python int, got {type(other).__name__}")
-        return out
+        return _int_result(_bitwise(self, other, op), op, "other", other)
     method.__name__ = op
     method.__doc__ = f"See torch.{op}: integer and bool tensors only (floats: DTypeNotImplementedError)."
     return method
@@ -267,10 +271,7 @@ def _number_first(name, dunder):
         if not isinstance(other, TensorCore):
             raise TypeError(f"{name}: expected a Tensor operand, got {type(input).__name__} and "
                             f"{type(other).__name__}")
-        out = getattr(other, f"__r{dunder}__")(input)
-        if out is NotImplemented:
-            raise TypeError(f"{name}: input must be a Tensor or a Python int, got {type(input).__name__}")
-        return out
+        return _int_result(getattr(other, f"__r{dunder}__")(input), name, "input", input)
     function.__name__ = name
     function.__doc__ = f"See torch.{name}: ``input`` may be a Python number."
     return function

@@ -1,8 +1,14 @@
 """The differentiable primitives: each a ``Function`` whose forward calls one backend
-kernel and whose backward is written by hand from Tensor operations.
+kernel and whose backward is written by hand from Tensor operations; and ``where``, the
+function form of ``Where``, which the backward formulas use too.
 
 Everything richer (``mean``, ``var``, ``softmax``, losses, layers) is composed from
-these in ``tensor.py``, ``functional.py`` and ``nn/``.
+these in ``tensor.py`` and its method mixins, ``functional.py`` and ``nn/``.
+
+Design: this module builds on ``Tensor``'s base, not on ``Tensor``, so that it loads
+before the class exists: the method mixins ``Tensor`` lists among its bases import it
+while the class is being made. ``wrap`` makes a ``Tensor`` all the same (``tensor_core``
+is bound to the class once it exists), and the Functions run only after that.
 """
 import math
 
@@ -10,13 +16,15 @@ from stage0_python import vocabulary
 from stage0_python.op_table import FUNCTIONS
 
 from . import backend as B
-from .autograd import Function
+from . import dtypes as D
+from . import shapes
 from .device import fused, pin, place
-from .dtypes import int64
-from .tensor import Tensor, where
+from .dtypes import bool_, int64
+from .graph import Function
+from .tensor_core import TensorCore
 from .views import view_of
 
-wrap = Tensor._make
+wrap = TensorCore._make
 
 
 def unbroadcast(g, shape):
@@ -294,6 +302,25 @@ class Where(Function):
                 unbroadcast(where(ctx.cond, zero, g), sb))
 
 
+def where(condition, input, other):
+    """``input`` where ``condition`` is True, ``other`` elsewhere (numbers allowed, dtypes promoted); see
+    torch.where."""
+    return checked_where(condition, input, other, "where")
+
+
+def checked_where(condition, input, other, op):
+    """``where``, its errors naming ``op`` (``masked_fill`` is one too)."""
+    if not isinstance(condition, TensorCore):
+        raise TypeError(f"{op}: condition must be a bool Tensor, got {type(condition).__name__}")
+    if condition.dtype is not bool_:
+        condition = condition.bool()
+    dtype = D.result_type(*(v for v in (input, other)))
+    a = input.to(dtype) if isinstance(input, TensorCore) else wrap(B.full((), input, dtype))
+    b = other.to(dtype) if isinstance(other, TensorCore) else wrap(B.full((), other, dtype))
+    shapes.broadcast(op, condition.shape, a.shape, b.shape, dtype=dtype)
+    return Where.apply(condition, a, b)
+
+
 class Clamp(Function):
     @staticmethod
     def forward(ctx, x, lo, hi):
@@ -340,35 +367,31 @@ class ToDevice(Function):
         return g.to(ctx.source), None, None
 
 
-class PinMemory(Function):
+class _Copy(Function):
+    """A copy of its input, however laid out: the gradient passes through."""
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+class PinMemory(_Copy):
     """A copy in page-locked host memory (``device.pin``); the gradient passes through."""
     @staticmethod
     def forward(ctx, x):
         return wrap(pin(x._data))
 
-    @staticmethod
-    def backward(ctx, g):
-        return g
 
-
-class Contiguous(Function):
+class Contiguous(_Copy):
     @staticmethod
     def forward(ctx, x):
         return wrap(B.contiguous(x._data))
 
-    @staticmethod
-    def backward(ctx, g):
-        return g
 
-
-class Clone(Function):
+class Clone(_Copy):
     @staticmethod
     def forward(ctx, x):
         return wrap(B.copy(x._data))
-
-    @staticmethod
-    def backward(ctx, g):
-        return g
 
 
 # ------------------------------------------------------------------ reductions
@@ -450,6 +473,24 @@ class ExtremeDim(Function):
         return wrap(B.scatter_add(ctx.shape, ctx.dim, ctx.idx._data, g._data)), None, None, None
 
 
+class Picked(Function):
+    """The base of a Function whose values are elements of ``x`` picked along ``dim``,
+    returned with their indices (sort, cummax, cummin): the gradient of each value goes back
+    to where it was picked."""
+
+    @staticmethod
+    def picked(ctx, x, dim, vals, idx):
+        """The outputs ``(vals, idx)`` as tensors, with what the backward needs kept in ``ctx``."""
+        idx = wrap(idx)
+        ctx.shape, ctx.dim, ctx.idx = x.shape, dim, idx
+        ctx.mark_non_differentiable(idx)
+        return wrap(vals), idx
+
+    @staticmethod
+    def backward(ctx, g, _):
+        return wrap(B.scatter_add(ctx.shape, ctx.dim, ctx.idx._data, g._data)), None, None
+
+
 # ------------------------------------------------------------------ matmul
 
 class MatMul(Function):
@@ -525,28 +566,34 @@ class Slice(Function):
         return wrap(out), None, None, None
 
 
-class Diagonal(Function):
-    @staticmethod
-    def forward(ctx, x, offset, dim1, dim2):
-        ctx.shape, ctx.args = x.shape, (offset, dim1, dim2)
-        return view_of(x, B.diagonal(x._data, offset, dim1, dim2), Diagonal, ctx.args)
+class _ScatteredView(Function):
+    """A view whose elements lie at scattered positions of its input (``view``, from the
+    input's buffer and three arguments): its gradient adds back where it read."""
+
+    @classmethod
+    def forward(cls, ctx, x, *args):
+        ctx.shape, ctx.args = x.shape, args
+        return view_of(x, cls.view(x._data, *args), cls, args)
+
+    @classmethod
+    def backward(cls, ctx, g):
+        return _scatter_back(g, ctx.shape, cls, ctx.args), None, None, None
+
+
+class Diagonal(_ScatteredView):
+    """``Tensor.diagonal``: the diagonal at ``offset`` between ``dim1`` and ``dim2``."""
 
     @staticmethod
-    def backward(ctx, g):
-        return _scatter_back(g, ctx.shape, Diagonal, ctx.args), None, None, None
+    def view(data, offset, dim1, dim2):
+        return B.diagonal(data, offset, dim1, dim2)
 
 
-class Windows(Function):
+class Windows(_ScatteredView):
     """``Tensor.unfold``: overlapping windows, whose gradients add up."""
 
     @staticmethod
-    def forward(ctx, x, dim, size, step):
-        ctx.shape, ctx.args = x.shape, (dim, size, step)
-        return view_of(x, B.windows(x._data, dim, size, step), Windows, ctx.args)
-
-    @staticmethod
-    def backward(ctx, g):
-        return _scatter_back(g, ctx.shape, Windows, ctx.args), None, None, None
+    def view(data, dim, size, step):
+        return B.windows(data, dim, size, step)
 
 
 class Cat(Function):

@@ -1,5 +1,5 @@
-"""Shape ops composed from differentiable primitives: ``roll flip diag diag_embed outer
-ger repeat_interleave``, and the non-differentiable ``unique unique_consecutive equal``.
+"""Shape ops composed from differentiable primitives: ``roll diag diag_embed outer ger
+repeat_interleave``, and the non-differentiable ``unique unique_consecutive equal``.
 
 Each is a few lines over ``narrow``/``cat``, ``where``, ``index_select`` and ``sort``:
 their gradients come from those. The methods are ``RearrangingMethods``, a base of
@@ -11,12 +11,11 @@ from . import backend as B
 from .dtypes import bool_, int64
 from .shapes import ShapeError
 from .device import place
+from .ops import where
 from .tensor_core import TensorCore
 
 # Tensor lists RearrangingMethods among its bases, so this module loads before Tensor
-# exists: it tests and makes tensors through Tensor's base, as tensor_core does, and
-# tensor.py binds these two, which build on Tensor, once it does
-cat = where = None
+# exists: it tests and makes tensors through Tensor's base, as tensor_core and ops do
 wrap = TensorCore._make
 
 
@@ -88,6 +87,7 @@ class RearrangingMethods:
         if len(shifts) != len(dims):
             raise ShapeError(f"roll: shifts {list(shifts)} and dims {list(dims)} must have the same length "
                              f"(shape {list(input.shape)})")
+        from .creation import cat  # here: creation builds on Tensor
         x = input
         for s, dim in zip(shifts, dims):
             d = x._dim(dim, "roll")
@@ -100,6 +100,7 @@ class RearrangingMethods:
     def diag_embed(input, offset=0, dim1=-2, dim2=-1):
         """See torch.diag_embed: the last dim of ``input`` laid on the ``offset`` diagonal of
         new dims ``dim1`` and ``dim2`` (zeros elsewhere)."""
+        from .creation import cat  # here: creation builds on Tensor
         _tensor(input, "diag_embed")
         if not input.ndim:
             raise ShapeError("diag_embed: input must have at least one dim, got a 0-d tensor")

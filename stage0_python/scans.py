@@ -5,15 +5,15 @@ from Tensor ops, so it is differentiable again. The methods are ``ScanMethods``,
 ``Tensor``; the package exports them as functions too.
 """
 from . import backend as B
+from .arguments import to_dtype
 from .dtypes import int64
 from .graph import Function
 from .method_forms import ValuesIndices
+from .ops import Picked, where
 from .tensor_core import TensorCore
 
 # Tensor lists ScanMethods among its bases, so this module loads before Tensor exists: it
-# tests and makes tensors through Tensor's base, as tensor_core does, and tensor.py binds
-# these two of its own once Tensor does
-where = _to_dtype = None
+# tests and makes tensors through Tensor's base, as tensor_core and ops do
 wrap = TensorCore._make
 
 
@@ -62,20 +62,12 @@ def _cumprod_grad(x, y, g, d):
     return where(before, g_before, where(first, at_first, 0.0))
 
 
-class ScanExtreme(Function):
+class ScanExtreme(Picked):
     """cummax and cummin: values and the index each running extreme came from."""
 
     @staticmethod
     def forward(ctx, x, op, dim):
-        vals, idx = B.scan(op, x._data, dim)
-        idx = wrap(idx)
-        ctx.shape, ctx.dim, ctx.idx = x.shape, dim, idx
-        ctx.mark_non_differentiable(idx)
-        return wrap(vals), idx
-
-    @staticmethod
-    def backward(ctx, g, _):
-        return wrap(B.scatter_add(ctx.shape, ctx.dim, ctx.idx._data, g._data)), None, None
+        return Picked.picked(ctx, x, dim, *B.scan(op, x._data, dim))
 
 
 def _check(x, name):
@@ -97,7 +89,7 @@ def _scan(x, op, dim, name):
 def _accumulating(x, dtype, name):
     """PyTorch's rule: an explicit dtype is cast to first; integers and bool become int64."""
     _check(x, name)
-    dtype = _to_dtype(dtype)
+    dtype = to_dtype(dtype)
     if dtype is None:
         dtype = x.dtype if x.dtype.is_floating_point else int64
     return x if x.dtype is dtype else x.to(dtype)

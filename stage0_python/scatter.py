@@ -1,5 +1,6 @@
-"""Writing along an axis by index: ``scatter`` (with ``reduce=``), ``scatter_reduce``,
-``index_add``/``index_fill``/``index_copy`` and ``masked_scatter``, as PyTorch defines them.
+"""Writing along an axis by index: ``scatter`` (with ``reduce=``), ``scatter_add``,
+``scatter_reduce``, ``index_add``/``index_fill``/``index_copy`` and ``masked_scatter``, as
+PyTorch defines them (``selecting.py`` holds the reading side: gather, index_select).
 
 Every form comes down to the flat positions, in the input's row-major order, that the
 index selects, and one backend primitive: ``put``, which writes, adds, multiplies or keeps
@@ -9,17 +10,17 @@ forms are scatters with an expanded index, so their gradients come from it.
 from stage0_python.vocabulary import ArgumentError
 
 from . import backend as B
+from . import ops
 from .device import place
 from .dtypes import bool_, int64
 from .graph import Function
 from .method_forms import inplace_form
+from .ops import where
 from .shapes import IndexRangeError, ShapeError, out_of_range
 from .tensor_core import TensorCore
 
-# Tensor lists ScatterMethods among its bases, so this module loads before Tensor exists:
-# it tests and makes tensors through Tensor's base, as tensor_core does, and tensor.py
-# binds these two, which build on Tensor, once it does
-ops = where = None
+# Tensor lists ScatterMethods among its bases, so this module loads before Tensor exists: it
+# tests and makes tensors through Tensor's base, as tensor_core and ops do
 wrap = TensorCore._make
 
 REDUCES = ("sum", "prod", "mean", "amax", "amin")
@@ -174,6 +175,19 @@ class ScatterMethods:
             src = src.reshape(-1)
         pos = positions(x, d, idx, "scatter")
         return ops.IndexPut.apply(x, pos, _source(x, idx, src, "scatter")).reshape(self.shape)
+
+    def scatter_add(self, dim, index, src):
+        """Add ``src`` into a copy of ``self`` at ``index`` along ``dim``; see torch.scatter_add."""
+        d = self._axis_index("scatter_add", dim, index, src)
+        if index.ndim and src.ndim == index.ndim and tuple(src.shape) != tuple(index.shape):
+            src = src[tuple(slice(0, n) for n in index.shape)]  # only this corner is read, by position
+        try:
+            if not index.ndim or not self.ndim or not index.numel():  # as a 1-d scatter
+                x, index, src, d = self.reshape(-1), index.reshape(-1), src.reshape(-1), 0
+                return ops.ScatterAdd.apply(x, d, index, src.to(self.dtype)).reshape(self.shape)
+            return ops.ScatterAdd.apply(self, d, index, src.to(self.dtype))
+        except IndexError as e:
+            raise IndexRangeError(f"scatter_add: {e}") from None
 
     def scatter_reduce(self, dim, index, src, reduce, *, include_self=True):
         """See torch.Tensor.scatter_reduce: ``src`` combined into ``self`` at ``index`` along

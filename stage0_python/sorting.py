@@ -8,8 +8,8 @@ with ``searchsorted`` and ``bucketize``.
 from . import backend as B
 from .device import place
 from .dtypes import bool_, int32, int64
-from .graph import Function
 from .method_forms import ValuesIndices
+from .ops import Picked
 from .shapes import ShapeError
 from .tensor_core import TensorCore
 
@@ -18,18 +18,10 @@ from .tensor_core import TensorCore
 wrap = TensorCore._make
 
 
-class Sort(Function):
+class Sort(Picked):
     @staticmethod
     def forward(ctx, x, dim, descending):
-        vals, idx = B.sort(x._data, dim, descending)
-        vals, idx = wrap(vals), wrap(idx)
-        ctx.shape, ctx.dim, ctx.idx = x.shape, dim, idx
-        ctx.mark_non_differentiable(idx)
-        return vals, idx
-
-    @staticmethod
-    def backward(ctx, g, _):
-        return wrap(B.scatter_add(ctx.shape, ctx.dim, ctx.idx._data, g._data)), None, None
+        return Picked.picked(ctx, x, dim, *B.sort(x._data, dim, descending))
 
 
 def _check_tensor(x, op):

@@ -9,14 +9,19 @@ through a view rewrites the base's history (``write_through``), and a view whose
 base changed since it was made re-derives its own from the base before it is used
 (``sync``). An in-place write is computed out of place and then copied into the tensor's
 elements (``inplace``), so every backward rule stays the out-of-place one.
+
+It builds on ``Tensor``'s base and the graph, not on ``Tensor``: ``ops`` and the method
+mixins use it while the class is being made.
 """
-from . import autograd, ops
 from . import backend as B
 from .capabilities import lacking
 from .device import place
 from .dtypes import int64
+from .graph import is_grad_enabled
 from .shapes import ShapeError
-from .tensor import Tensor
+from .tensor_core import TensorCore
+
+wrap = TensorCore._make
 
 
 class ViewRecord:
@@ -69,7 +74,7 @@ def view_of(x, buf, fn, args):
     there; on a stage without views, mark the copy with the layout PyTorch's view would
     have, so that writing into it (the write could not reach ``x``) or a ``view`` PyTorch
     could not make is refused, as PyTorch would."""
-    out = ops.wrap(buf)
+    out = wrap(buf)
     v = x._view
     if B.shares_storage(buf, x._data):
         base, steps = (x, ()) if v is None or v.steps is None else (v.base, v.steps)
@@ -101,7 +106,7 @@ def inplace(t, compute, op, fill=False):
     and give ``t`` its place in the graph. Where storage is shared the write is seen through
     every view of it, so writing through a view also rewrites its base's history.
     ``fill``: every element gets the same value, so elements sharing memory are fine."""
-    grad_mode = autograd.is_grad_enabled()
+    grad_mode = is_grad_enabled()
     base = None
     if t._view is not None:
         base = t._view.base
@@ -149,7 +154,7 @@ def inplace(t, compute, op, fill=False):
 
 def _old(t, copy):
     """``t``'s current contents as a tensor in ``t``'s place in the graph: a copy, or an alias."""
-    src = Tensor._make(B.copy(t._data) if copy else B.alias(t._data))
+    src = wrap(B.copy(t._data) if copy else B.alias(t._data))
     src.requires_grad, src.grad_fn, src._output_nr = t.requires_grad, t.grad_fn, t._output_nr
     src._accumulator = t._accumulator
     return src
@@ -171,10 +176,11 @@ def write_through(t, base, result, op):
     """An in-place change of view ``t`` whose base is in the graph (PyTorch's CopySlices):
     the base becomes "old base with the view's elements replaced by ``result``", a
     differentiable IndexPut, and the view is re-derived from the new base."""
+    from .ops import IndexPut  # here: ops builds on this module
     steps = t._view.steps
-    positions = Tensor._make(place(B.arange(0, base.numel(), 1, int64), base.device))
+    positions = wrap(place(B.arange(0, base.numel(), 1, int64), base.device))
     positions = replay(positions.reshape(base.shape), steps)
-    base._inplace(lambda b: ops.IndexPut.apply(b, positions, result), op)
+    base._inplace(lambda b: IndexPut.apply(b, positions, result), op)
     t._view = ViewRecord.view(base, steps, None)
     sync(t)
 
@@ -189,7 +195,7 @@ def sync(t):
     now = (t._data.version, v.base.grad_fn, v.base.requires_grad)
     if v.stamp == now:
         return
-    if v.base.requires_grad and autograd.is_grad_enabled():
+    if v.base.requires_grad and is_grad_enabled():
         fresh = replay(v.base, v.steps)
         t.requires_grad, t.grad_fn, t._output_nr = True, fresh.grad_fn, fresh._output_nr
     t._view = ViewRecord.view(v.base, v.steps, now)

@@ -250,15 +250,8 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
     """Every rank's ``input_tensor``, concatenated along dim 0 in rank order, into
     ``output_tensor`` (or stacked, when ``output_tensor`` has one more dim of the world
     size); see torch.distributed.all_gather_into_tensor."""
-    _check_group(group, "all_gather_into_tensor")
-    comm = _require("all_gather_into_tensor")
-    _check_tensor(output_tensor, "all_gather_into_tensor", "output_tensor")
-    _check_tensor(input_tensor, "all_gather_into_tensor", "input_tensor")
-    _same_dtype("all_gather_into_tensor", output_tensor, input_tensor)
-    size = comm.Get_size()
-    if output_tensor.numel() != size * input_tensor.numel():
-        raise ValueError(f"all_gather_into_tensor: output_tensor of shape {list(output_tensor.shape)} must "
-                         f"hold world size ({size}) x input_tensor's {input_tensor.numel()} elements")
+    comm = _one_per_rank("all_gather_into_tensor", group, (output_tensor, "output_tensor"),
+                         (input_tensor, "input_tensor"), whole="output")
     name = _type_name(input_tensor)
     send = [_readable(input_tensor), _datatype(name)]
     out, finish = _writable(output_tensor)
@@ -274,14 +267,7 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
     comm = _require("all_gather")
     _check_tensor(tensor, "all_gather")
     size = comm.Get_size()
-    if not isinstance(tensor_list, (list, tuple)) or len(tensor_list) != size:
-        raise ValueError(f"all_gather: tensor_list must be a list of world size ({size}) tensors")
-    for i, t in enumerate(tensor_list):
-        _check_tensor(t, "all_gather", f"tensor_list[{i}]")
-        _same_dtype("all_gather", t, tensor)
-        if tuple(t.shape) != tuple(tensor.shape):
-            raise ValueError(f"all_gather: tensor_list[{i}] has shape {list(t.shape)}, but tensor has "
-                             f"{list(tensor.shape)}")
+    _check_rank_list("all_gather", tensor_list, "tensor_list", (tensor, "tensor"), size)
     name = _type_name(tensor)
     n = tensor.numel()
     holder, out = _empty_host(size * n, name)
@@ -302,15 +288,7 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
     """Combine ``input`` across the ranks with ``op`` and leave in each rank's ``output``
     its block of the result: rank ``r`` gets block ``r`` of dim 0 (``input`` holds world
     size x ``output``'s elements); see torch.distributed.reduce_scatter_tensor."""
-    _check_group(group, "reduce_scatter_tensor")
-    comm = _require("reduce_scatter_tensor")
-    _check_tensor(output, "reduce_scatter_tensor", "output")
-    _check_tensor(input, "reduce_scatter_tensor", "input")
-    _same_dtype("reduce_scatter_tensor", output, input)
-    size = comm.Get_size()
-    if input.numel() != size * output.numel():
-        raise ValueError(f"reduce_scatter_tensor: input of shape {list(input.shape)} must hold world size "
-                         f"({size}) x output's {output.numel()} elements")
+    comm = _one_per_rank("reduce_scatter_tensor", group, (output, "output"), (input, "input"), whole="input")
     return _reduce_scatter(comm, output, _readable(input), op, async_op, "reduce_scatter_tensor")
 
 
@@ -320,19 +298,43 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
     _check_group(group, "reduce_scatter")
     comm = _require("reduce_scatter")
     _check_tensor(output, "reduce_scatter", "output")
-    size = comm.Get_size()
-    if not isinstance(input_list, (list, tuple)) or len(input_list) != size:
-        raise ValueError(f"reduce_scatter: input_list must be a list of world size ({size}) tensors")
-    for i, t in enumerate(input_list):
-        _check_tensor(t, "reduce_scatter", f"input_list[{i}]")
-        _same_dtype("reduce_scatter", t, output)
-        if tuple(t.shape) != tuple(output.shape):
-            raise ValueError(f"reduce_scatter: input_list[{i}] has shape {list(t.shape)}, but output has "
-                             f"{list(output.shape)}")
+    _check_rank_list("reduce_scatter", input_list, "input_list", (output, "output"), comm.Get_size())
     # the entries side by side in one contiguous block: MPI scatters blocks of it
     with no_grad():
         joined = creation.stack([t.detach() for t in input_list])
     return _reduce_scatter(comm, output, _readable(joined), op, async_op, "reduce_scatter")
+
+
+def _one_per_rank(caller, group, output, input, whole):
+    """The communicator for ``caller``, whose ``output`` and ``input`` (each ``(tensor, name)``)
+    have one dtype and of which one, ``whole`` ("output" or "input"), holds world size x the
+    other's elements."""
+    (out, out_name), (inp, inp_name) = output, input
+    _check_group(group, caller)
+    comm = _require(caller)
+    _check_tensor(out, caller, out_name)
+    _check_tensor(inp, caller, inp_name)
+    _same_dtype(caller, out, inp)
+    size = comm.Get_size()
+    (big, big_name), (block, block_name) = (output, input) if whole == "output" else (input, output)
+    if big.numel() != size * block.numel():
+        raise ValueError(f"{caller}: {big_name} of shape {list(big.shape)} must hold world size ({size}) x "
+                         f"{block_name}'s {block.numel()} elements")
+    return comm
+
+
+def _check_rank_list(caller, tensors, what, like, size):
+    """``tensors`` (named ``what``) must be a list of one tensor per rank, each of the dtype
+    and shape of ``like`` (``(tensor, name)``)."""
+    like, like_name = like
+    if not isinstance(tensors, (list, tuple)) or len(tensors) != size:
+        raise ValueError(f"{caller}: {what} must be a list of world size ({size}) tensors")
+    for i, t in enumerate(tensors):
+        _check_tensor(t, caller, f"{what}[{i}]")
+        _same_dtype(caller, t, like)
+        if tuple(t.shape) != tuple(like.shape):
+            raise ValueError(f"{caller}: {what}[{i}] has shape {list(t.shape)}, but {like_name} has "
+                             f"{list(like.shape)}")
 
 
 def _reduce_scatter(comm, output, send_buf, op, async_op, caller):

@@ -6,17 +6,28 @@ from . import init
 from .module import Module, Parameter, _empty
 
 
-class ReLU(Module):
-    """See torch.nn.ReLU."""
+def _inplace_repr(inplace, sep=""):
+    return f"{sep}inplace=True" if inplace else ""
+
+
+class _InplaceActivation(Module):
+    """An activation whose only option is ``inplace``; ``_fn`` names its functional form."""
+    _fn = None
+
     def __init__(self, inplace=False):
         super().__init__()
         self.inplace = inplace
 
     def forward(self, input):
-        return F.relu(input, inplace=self.inplace)
+        return getattr(F, self._fn)(input, inplace=self.inplace)
 
     def extra_repr(self):
-        return "inplace=True" if self.inplace else ""
+        return _inplace_repr(self.inplace)
+
+
+class ReLU(_InplaceActivation):
+    """See torch.nn.ReLU."""
+    _fn = "relu"
 
 
 class GELU(Module):
@@ -35,17 +46,9 @@ class GELU(Module):
         return f"approximate={self.approximate!r}"
 
 
-class SiLU(Module):
+class SiLU(_InplaceActivation):
     """See torch.nn.SiLU."""
-    def __init__(self, inplace=False):
-        super().__init__()
-        self.inplace = inplace
-
-    def forward(self, input):
-        return F.silu(input, inplace=self.inplace)
-
-    def extra_repr(self):
-        return "inplace=True" if self.inplace else ""
+    _fn = "silu"
 
 
 class Tanh(Module):
@@ -95,36 +98,31 @@ def _softmax_dim(name, ndim):
     return 0 if ndim in (0, 1, 3) else 1
 
 
-class Softmax(Module):
+class _AlongDim(Module):
+    """A softmax over ``dim`` (None: PyTorch's legacy choice, with its warning); ``_fn``
+    names its functional form."""
+    _fn = None
+
+    def __init__(self, dim=None):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        dim = _softmax_dim(self._fn, input.ndim) if self.dim is None else self.dim
+        return getattr(F, self._fn)(input, dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class Softmax(_AlongDim):
     """See torch.nn.Softmax."""
-    def __init__(self, dim=None):
-        super().__init__()
-        self.dim = dim
-
-    def forward(self, input):
-        dim = _softmax_dim("softmax", input.ndim) if self.dim is None else self.dim
-        return F.softmax(input, dim)
-
-    def extra_repr(self):
-        return f"dim={self.dim}"
+    _fn = "softmax"
 
 
-class LogSoftmax(Module):
+class LogSoftmax(_AlongDim):
     """See torch.nn.LogSoftmax."""
-    def __init__(self, dim=None):
-        super().__init__()
-        self.dim = dim
-
-    def forward(self, input):
-        dim = _softmax_dim("log_softmax", input.ndim) if self.dim is None else self.dim
-        return F.log_softmax(input, dim)
-
-    def extra_repr(self):
-        return f"dim={self.dim}"
-
-
-def _inplace_repr(inplace, sep=""):
-    return f"{sep}inplace=True" if inplace else ""
+    _fn = "log_softmax"
 
 
 class ELU(Module):
@@ -147,21 +145,6 @@ class CELU(ELU):
 
     def forward(self, input):
         return F.celu(input, self.alpha, self.inplace)
-
-
-class _InplaceActivation(Module):
-    """An activation whose only option is ``inplace``; ``_fn`` names its functional form."""
-    _fn = None
-
-    def __init__(self, inplace=False):
-        super().__init__()
-        self.inplace = inplace
-
-    def forward(self, input):
-        return getattr(F, self._fn)(input, inplace=self.inplace)
-
-    def extra_repr(self):
-        return _inplace_repr(self.inplace)
 
 
 class SELU(_InplaceActivation):
@@ -278,19 +261,9 @@ class Threshold(Module):
         return f"threshold={self.threshold}, value={self.value}" + _inplace_repr(self.inplace, ", ")
 
 
-class Softmin(Module):
+class Softmin(_AlongDim):
     """``softmax(-x)`` over ``dim``."""
-
-    def __init__(self, dim=None):
-        super().__init__()
-        self.dim = dim
-
-    def forward(self, input):
-        dim = _softmax_dim("softmin", input.ndim) if self.dim is None else self.dim
-        return F.softmin(input, dim)
-
-    def extra_repr(self):
-        return f"dim={self.dim}"
+    _fn = "softmin"
 
 
 class PReLU(Module):

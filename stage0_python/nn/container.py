@@ -37,7 +37,23 @@ def _fused_activation(first, second):
     return None
 
 
-class Sequential(Module):
+class _Numbered(Module):
+    """What ``Sequential`` and ``ModuleList`` share: their modules, in order, keyed ``0``,
+    ``1``, ... again after every insertion or deletion, as in PyTorch."""
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def _renumber(self, modules):
+        self._modules.clear()
+        for i, m in enumerate(modules):
+            self.add_module(str(i), m)
+
+
+class Sequential(_Numbered):
     """Modules called in order, each on the previous one's output. Built from modules
     (named ``0``, ``1``, ...) or from one ``OrderedDict`` of named modules."""
 
@@ -63,12 +79,6 @@ class Sequential(Module):
                 i += 2
         return x
 
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
-
     def __getitem__(self, idx):
         if isinstance(idx, slice):
             return type(self)(OrderedDict(list(self._modules.items())[idx]))
@@ -85,12 +95,6 @@ class Sequential(Module):
         for key in (keys[idx] if isinstance(idx, slice) else [keys[_index(idx, len(keys), "Sequential")]]):
             del self._modules[key]
         self._renumber(list(self._modules.values()))
-
-    def _renumber(self, modules):
-        # after a deletion or insertion the keys are 0..n-1 again, as in PyTorch
-        self._modules.clear()
-        for i, m in enumerate(modules):
-            self.add_module(str(i), m)
 
     def append(self, module):
         """See torch.nn.Sequential.append."""
@@ -114,19 +118,13 @@ class Sequential(Module):
         return self
 
 
-class ModuleList(Module):
+class ModuleList(_Numbered):
     """A list of modules whose parameters the parent registers."""
 
     def __init__(self, modules=None):
         super().__init__()
         if modules is not None:
             self.extend(modules)
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
 
     def __getitem__(self, idx):
         if isinstance(idx, slice):
@@ -142,9 +140,7 @@ class ModuleList(Module):
             del items[idx]
         else:
             del items[_index(idx, len(items), type(self).__name__)]
-        self._modules.clear()
-        for i, m in enumerate(items):
-            self.add_module(str(i), m)
+        self._renumber(items)
 
     def __iadd__(self, modules):
         return self.extend(modules)
@@ -170,9 +166,7 @@ class ModuleList(Module):
         """See torch.nn.ModuleList.insert."""
         items = list(self._modules.values())
         items.insert(index, module)
-        self._modules.clear()
-        for i, m in enumerate(items):
-            self.add_module(str(i), m)
+        self._renumber(items)
 
     def __repr__(self):
         # runs of identical modules print once, as "(0-2): 3 x Linear(...)", as in PyTorch

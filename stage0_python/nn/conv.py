@@ -5,7 +5,7 @@ import math
 from . import functional as F
 from .functional.helpers import _ntuple
 from . import init
-from .module import Module, Parameter, _empty
+from .module import Module, _weight_and_bias, _with_options
 
 _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
@@ -48,12 +48,7 @@ class _ConvNd(Module):
             shape = (in_channels, out_channels // groups, *self.kernel_size)
         else:
             shape = (out_channels, in_channels // groups, *self.kernel_size)
-        self.weight = Parameter(_empty(shape, dtype, device))
-        if bias:
-            self.bias = Parameter(_empty((out_channels,), dtype, device))
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        _weight_and_bias(self, shape, out_channels if bias else None, dtype, device)
 
     def reset_parameters(self):
         # PyTorch's default: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weight and bias
@@ -77,12 +72,16 @@ class _ConvNd(Module):
                 pads += [self.padding[i], self.padding[i]]
         return pads
 
-    def forward(self, input):
+    def _check_input(self, input):
+        """ValueError unless ``input`` is a batched or unbatched input with ``in_channels``."""
         nd = self._nd
         if input.ndim not in (nd + 1, nd + 2) or input.shape[-nd - 1] != self.in_channels:
             raise ValueError(f"{self._get_name()}({self.extra_repr()}): expected a {nd + 2}-D (batched) "
                              f"or {nd + 1}-D (unbatched) input with {self.in_channels} channels, got "
                              f"shape {tuple(input.shape)}")
+
+    def forward(self, input):
+        self._check_input(input)
         conv = type(self)._conv
         if self.padding_mode != "zeros":
             x = F.pad(input, self._explicit_padding(), mode=self.padding_mode)
@@ -90,18 +89,12 @@ class _ConvNd(Module):
         return conv(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
     def extra_repr(self):
-        s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
-        if self.padding != (0,) * len(self.padding):
-            s += f", padding={self.padding}"
-        if self.dilation != (1,) * len(self.dilation):
-            s += f", dilation={self.dilation}"
-        if self.groups != 1:
-            s += f", groups={self.groups}"
-        if self.bias is None:
-            s += ", bias=False"
-        if self.padding_mode != "zeros":
-            s += f", padding_mode={self.padding_mode}"
-        return s
+        return _with_options(
+            f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}",
+            ("padding", self.padding, self.padding != (0,) * len(self.padding)),
+            ("dilation", self.dilation, self.dilation != (1,) * len(self.dilation)),
+            ("groups", self.groups, self.groups != 1), ("bias", False, self.bias is None),
+            ("padding_mode", self.padding_mode, self.padding_mode != "zeros"))
 
 
 class Conv1d(_ConvNd):
@@ -158,20 +151,14 @@ class _ConvTransposeNd(_ConvNd):
         return tuple(pads)
 
     def forward(self, input, output_size=None):
-        nd = self._nd
-        if input.ndim not in (nd + 1, nd + 2) or input.shape[-nd - 1] != self.in_channels:
-            raise ValueError(f"{self._get_name()}({self.extra_repr()}): expected a {nd + 2}-D (batched) "
-                             f"or {nd + 1}-D (unbatched) input with {self.in_channels} channels, got "
-                             f"shape {tuple(input.shape)}")
+        self._check_input(input)
         op = self._output_padding(input, output_size)
         return type(self)._conv(input, self.weight, self.bias, self.stride, self.padding, op,
                                 self.groups, self.dilation)
 
     def extra_repr(self):
-        s = super().extra_repr()
-        if self.output_padding != (0,) * self._nd:
-            s += f", output_padding={self.output_padding}"
-        return s
+        return _with_options(super().extra_repr(),
+                             ("output_padding", self.output_padding, self.output_padding != (0,) * self._nd))
 
 
 class ConvTranspose1d(_ConvTransposeNd):

@@ -4,7 +4,7 @@ import math
 from . import functional as F
 from .functional.linear_maps import _linear
 from . import init
-from .module import Module, Parameter, _empty
+from .module import Module, _weight_and_bias
 from ..shapes import ShapeError
 
 
@@ -28,12 +28,7 @@ class Linear(Module):
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
-        self.weight = Parameter(_empty((out_features, in_features), dtype, device))
-        if bias:
-            self.bias = Parameter(_empty((out_features,), dtype, device))
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        _weight_and_bias(self, (out_features, in_features), out_features if bias else None, dtype, device)
 
     def reset_parameters(self):
         """Draw the parameters again as the constructor does (PyTorch's scheme, from the project's
@@ -66,12 +61,8 @@ class Bilinear(Module):
     def __init__(self, in1_features, in2_features, out_features, bias=True, device=None, dtype=None):
         super().__init__()
         self.in1_features, self.in2_features, self.out_features = in1_features, in2_features, out_features
-        self.weight = Parameter(_empty((out_features, in1_features, in2_features), dtype, device))
-        if bias:
-            self.bias = Parameter(_empty((out_features,), dtype, device))
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        _weight_and_bias(self, (out_features, in1_features, in2_features), out_features if bias else None,
+                         dtype, device)
 
     def reset_parameters(self):
         """Draw the parameters again as the constructor does (PyTorch's scheme, from the project's

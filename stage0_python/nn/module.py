@@ -8,7 +8,7 @@ to ``_buffers``. Everything else (``parameters()``, ``state_dict()``, ``train()`
 """
 from collections import OrderedDict, namedtuple
 
-from ..autograd import no_grad
+from ..autograd import clear_grads, no_grad
 from ..creation import empty
 from ..dtypes import BY_NAME, DType
 from ..tensor import Tensor
@@ -48,6 +48,23 @@ def _empty(shape, dtype=None, device=None):
     """A zero-filled tensor for a layer to initialise (the layers' ``dtype=``/``device=``)."""
     t = empty(*shape, dtype=dtype)
     return t if device is None else t.to(device=device)
+
+
+def _with_options(head, *options):
+    """A layer's ``extra_repr``: ``head``, then ``, name=value`` for each ``(name, value,
+    shown)`` of ``options`` that is ``shown`` (PyTorch shows an option that is not its default)."""
+    return head + "".join(f", {name}={value}" for name, value, shown in options if shown)
+
+
+def _weight_and_bias(layer, weight_shape, bias_size, dtype, device):
+    """Give ``layer`` its ``weight`` of ``weight_shape`` and its ``bias`` of ``bias_size``
+    elements (None: a ``bias`` parameter that is None), then draw them (``reset_parameters``)."""
+    layer.weight = Parameter(_empty(weight_shape, dtype, device))
+    if bias_size is not None:
+        layer.bias = Parameter(_empty((bias_size,), dtype, device))
+    else:
+        layer.register_parameter("bias", None)
+    layer.reset_parameters()
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -143,29 +160,27 @@ class Module:
         if "." in name:
             raise KeyError(f'{kind} name can\'t contain ".", got: {name}')
 
+    def _check_entry(self, store, kind, name, value, cls):
+        """PyTorch's checks of ``value`` (None or a ``cls``) registered as the ``kind`` ``name``
+        in the registry ``store`` (``_parameters``, ``_buffers``)."""
+        if store not in self.__dict__:
+            raise AttributeError(f"cannot assign {kind} before Module.__init__() call")
+        self._check_name(name, kind)
+        if hasattr(self, name) and name not in self.__dict__[store]:
+            raise KeyError(f"attribute '{name}' already exists")
+        if value is not None and not isinstance(value, cls):
+            raise TypeError(f"cannot assign '{type(value).__name__}' object to {kind} '{name}' "
+                            f"({cls.__name__} or None required)")
+
     def register_parameter(self, name, param):
         """See torch.nn.Module.register_parameter."""
-        if "_parameters" not in self.__dict__:
-            raise AttributeError("cannot assign parameter before Module.__init__() call")
-        self._check_name(name, "parameter")
-        if hasattr(self, name) and name not in self._parameters:
-            raise KeyError(f"attribute '{name}' already exists")
-        if param is not None and not isinstance(param, Parameter):
-            raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
-                            f"(Parameter or None required)")
+        self._check_entry("_parameters", "parameter", name, param, Parameter)
         self._parameters[name] = param
 
     def register_buffer(self, name, tensor, persistent=True):
         """A tensor that is module state but not a parameter (running statistics);
         ``persistent=False`` keeps it out of ``state_dict``."""
-        if "_buffers" not in self.__dict__:
-            raise AttributeError("cannot assign buffer before Module.__init__() call")
-        self._check_name(name, "buffer")
-        if hasattr(self, name) and name not in self._buffers:
-            raise KeyError(f"attribute '{name}' already exists")
-        if tensor is not None and not isinstance(tensor, Tensor):
-            raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
-                            f"(Tensor or None required)")
+        self._check_entry("_buffers", "buffer", name, tensor, Tensor)
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent_buffers_set.discard(name)
@@ -366,14 +381,7 @@ class Module:
 
     def zero_grad(self, set_to_none=True):
         """See torch.nn.Module.zero_grad."""
-        for p in self.parameters():
-            if p.grad is None:
-                continue
-            if set_to_none:
-                p.grad = None
-            else:
-                p.grad = p.grad.detach()
-                p.grad.zero_()
+        clear_grads(self.parameters(), set_to_none)
 
     # ------------------------------------------------------------ state
 

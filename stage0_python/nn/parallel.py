@@ -18,6 +18,7 @@ from ..autograd import is_grad_enabled, no_grad
 from ..dtypes import int32
 from ..distributed import collectives as C
 from ..distributed import process_group as PG
+from ..nested import leaves
 from ..tensor import Tensor
 from .module import Module
 
@@ -165,8 +166,8 @@ class DistributedDataParallel(Module):
 
     def _mark_unused(self, out):
         """Count the parameters the graph of ``out`` does not reach as ready now."""
-        reached, stack, seen = set(), [t.grad_fn for t in _tensors(out) if t.grad_fn is not None], set()
-        for t in _tensors(out):
+        reached, stack, seen = set(), [t.grad_fn for t in leaves(out, Tensor) if t.grad_fn is not None], set()
+        for t in leaves(out, Tensor):
             if t.requires_grad and t.grad_fn is None and t._accumulator is not None:
                 stack.append(t._accumulator)  # the output is a leaf itself
         while stack:
@@ -275,15 +276,3 @@ class DistributedDataParallel(Module):
             yield
         finally:
             self.__dict__["require_backward_grad_sync"] = previous
-
-
-def _tensors(out):
-    """The tensors in a forward's output: a tensor, or nested tuples, lists and dicts."""
-    if isinstance(out, Tensor):
-        yield out
-    elif isinstance(out, (list, tuple)):
-        for o in out:
-            yield from _tensors(o)
-    elif isinstance(out, dict):
-        for o in out.values():
-            yield from _tensors(o)

@@ -99,43 +99,39 @@ class AvgPool3d(AvgPool2d):
                             self.count_include_pad, self.divisor_override)
 
 
-class AdaptiveAvgPool2d(Module):
-    """Average pooling to a fixed ``output_size`` (an int, or a pair whose ``None``
-    entries keep the input's size)."""
-
-    def __init__(self, output_size):
-        super().__init__()
-        self.output_size = output_size
-
-    def forward(self, input):
-        _check(self, input, 2)
-        return F.adaptive_avg_pool2d(input, self.output_size)
-
-    def extra_repr(self):
-        return f"output_size={self.output_size}"
-
-
-class AdaptiveAvgPool1d(Module):
-    """See torch.nn.AdaptiveAvgPool1d."""
-
-    def __init__(self, output_size):
-        super().__init__()
-        self.output_size = output_size
-
-    def forward(self, input):
-        _check(self, input, 1)
-        return F.adaptive_avg_pool1d(input, self.output_size)
-
-    def extra_repr(self):
-        return f"output_size={self.output_size}"
-
-
-class _AdaptiveMaxPoolNd(Module):
+class _AdaptivePoolNd(Module):
+    """Pooling of ``_nd`` dims to a fixed ``output_size``."""
     _nd = 0
 
-    def __init__(self, output_size, return_indices=False):
+    def __init__(self, output_size):
         super().__init__()
         self.output_size = output_size
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"
+
+
+class _AdaptiveAvgPoolNd(_AdaptivePoolNd):
+    def forward(self, input):
+        _check(self, input, self._nd)
+        fn = F.adaptive_avg_pool1d if self._nd == 1 else F.adaptive_avg_pool2d
+        return fn(input, self.output_size)
+
+
+class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
+    """Average pooling to a fixed ``output_size`` (an int, or a pair whose ``None``
+    entries keep the input's size)."""
+    _nd = 2
+
+
+class AdaptiveAvgPool1d(_AdaptiveAvgPoolNd):
+    """See torch.nn.AdaptiveAvgPool1d."""
+    _nd = 1
+
+
+class _AdaptiveMaxPoolNd(_AdaptivePoolNd):
+    def __init__(self, output_size, return_indices=False):
+        super().__init__(output_size)
         self.return_indices = return_indices
 
     def forward(self, input):

@@ -29,7 +29,7 @@ from . import functional as F
 from . import init
 from .. import backend as B
 from .functional.image_kernels import _takes
-from .module import Module, Parameter, _empty
+from .module import Module, Parameter, _empty, _with_options
 from .utils.rnn import PackedSequence
 from ..autograd import Function
 from ..creation import cat, stack, zeros
@@ -399,20 +399,12 @@ class RNNBase(Module):
         return x, [stack(f) for f in finals]
 
     def extra_repr(self):
-        s = f"{self.input_size}, {self.hidden_size}"
-        if self.proj_size != 0:
-            s += f", proj_size={self.proj_size}"
-        if self.num_layers != 1:
-            s += f", num_layers={self.num_layers}"
-        if self.bias is not True:
-            s += f", bias={self.bias}"
-        if self.batch_first is not False:
-            s += f", batch_first={self.batch_first}"
-        if self.dropout != 0:
-            s += f", dropout={self.dropout}"
-        if self.bidirectional is not False:
-            s += f", bidirectional={self.bidirectional}"
-        return s
+        return _with_options(
+            f"{self.input_size}, {self.hidden_size}", ("proj_size", self.proj_size, self.proj_size != 0),
+            ("num_layers", self.num_layers, self.num_layers != 1), ("bias", self.bias, self.bias is not True),
+            ("batch_first", self.batch_first, self.batch_first is not False),
+            ("dropout", self.dropout, self.dropout != 0),
+            ("bidirectional", self.bidirectional, self.bidirectional is not False))
 
 
 class RNN(RNNBase):
@@ -518,12 +510,9 @@ class RNNCellBase(Module):
         return tuple(s.squeeze(0) for s in new) if unbatched else tuple(new)
 
     def extra_repr(self):
-        s = f"{self.input_size}, {self.hidden_size}"
-        if not self.bias:
-            s += f", bias={self.bias}"
-        if getattr(self, "nonlinearity", "tanh") != "tanh":
-            s += f", nonlinearity={self.nonlinearity}"
-        return s
+        nonlinearity = getattr(self, "nonlinearity", "tanh")
+        return _with_options(f"{self.input_size}, {self.hidden_size}", ("bias", self.bias, not self.bias),
+                             ("nonlinearity", nonlinearity, nonlinearity != "tanh"))
 
 
 class RNNCell(RNNCellBase):

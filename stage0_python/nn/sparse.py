@@ -2,7 +2,7 @@
 from . import functional as F
 from . import init
 from ..autograd import no_grad
-from .module import Module, Parameter, _empty
+from .module import Module, Parameter, _empty, _with_options
 from ..shapes import ShapeError
 
 
@@ -50,16 +50,11 @@ class Embedding(Module):
                            self.scale_grad_by_freq, self.sparse)
 
     def extra_repr(self):
-        s = f"{self.num_embeddings}, {self.embedding_dim}"
-        if self.padding_idx is not None:
-            s += f", padding_idx={self.padding_idx}"
-        if self.max_norm is not None:
-            s += f", max_norm={self.max_norm}"
-        if self.norm_type != 2:
-            s += f", norm_type={self.norm_type}"
-        if self.scale_grad_by_freq:
-            s += f", scale_grad_by_freq={self.scale_grad_by_freq}"
-        return s
+        return _with_options(f"{self.num_embeddings}, {self.embedding_dim}",
+                             ("padding_idx", self.padding_idx, self.padding_idx is not None),
+                             ("max_norm", self.max_norm, self.max_norm is not None),
+                             ("norm_type", self.norm_type, self.norm_type != 2),
+                             ("scale_grad_by_freq", self.scale_grad_by_freq, bool(self.scale_grad_by_freq)))
 
     @classmethod
     def from_pretrained(cls, embeddings, freeze=True, padding_idx=None, max_norm=None, norm_type=2.0,
@@ -116,7 +111,5 @@ class EmbeddingBag(Module):
                                self.include_last_offset, self.padding_idx)
 
     def extra_repr(self):
-        s = f"{self.num_embeddings}, {self.embedding_dim}, mode={self.mode!r}"
-        if self.padding_idx is not None:
-            s += f", padding_idx={self.padding_idx}"
-        return s
+        return _with_options(f"{self.num_embeddings}, {self.embedding_dim}, mode={self.mode!r}",
+                             ("padding_idx", self.padding_idx, self.padding_idx is not None))

@@ -56,7 +56,42 @@ def _clones(module, n):
     return ModuleList([copy.deepcopy(module) for _ in range(n)])
 
 
-class TransformerEncoderLayer(Module):
+class _Layer(Module):
+    """What the encoder and decoder layers share, made in PyTorch's order (its state dict's):
+    self-attention, with ``memory`` attention over the encoder's output too
+    (``multihead_attn``), the feed-forward block (linear1, activation, dropout, linear2),
+    and a LayerNorm and a dropout for each of these blocks (``norm1``, ``dropout1``, ...)."""
+
+    def __init__(self, d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first,
+                 norm_first, bias, device, dtype, memory):
+        super().__init__()
+        kw = dict(device=device, dtype=dtype)
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
+                                            batch_first=batch_first, **kw)
+        if memory:
+            self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
+                                                     batch_first=batch_first, **kw)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
+        self.dropout = Dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
+        self.norm_first = norm_first
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        if memory:
+            self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.dropout1 = Dropout(dropout)
+        self.dropout2 = Dropout(dropout)
+        if memory:
+            self.dropout3 = Dropout(dropout)
+        self.activation = _activation(activation, "TransformerDecoderLayer" if memory else "TransformerEncoderLayer")
+
+    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal):
+        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+                           need_weights=False, is_causal=is_causal)[0]
+        return self.dropout1(x)
+
+
+class TransformerEncoderLayer(_Layer):
     """See torch.nn.TransformerEncoderLayer: self-attention then a feed-forward block
     (linear1, activation, dropout, linear2), each with dropout, a residual connection and
     a LayerNorm, applied after the residual (post-norm) or, with ``norm_first``, before
@@ -66,19 +101,8 @@ class TransformerEncoderLayer(Module):
     def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation="relu",
                  layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True, device=None,
                  dtype=None):
-        super().__init__()
-        kw = dict(device=device, dtype=dtype)
-        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
-                                            batch_first=batch_first, **kw)
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
-        self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
-        self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-        self.dropout1 = Dropout(dropout)
-        self.dropout2 = Dropout(dropout)
-        self.activation = _activation(activation, "TransformerEncoderLayer")
+        super().__init__(d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first,
+                         norm_first, bias, device, dtype, memory=False)
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
         """``src`` (S, N, E), (N, S, E) with ``batch_first``, or (S, E); ``is_causal`` is
@@ -92,16 +116,11 @@ class TransformerEncoderLayer(Module):
             x = self.norm2(x + self._ff_block(x))
         return x
 
-    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal):
-        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
-                           need_weights=False, is_causal=is_causal)[0]
-        return self.dropout1(x)
-
     def _ff_block(self, x):
         return self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))
 
 
-class TransformerDecoderLayer(Module):
+class TransformerDecoderLayer(_Layer):
     """See torch.nn.TransformerDecoderLayer: self-attention over ``tgt``, attention over
     ``memory`` (``multihead_attn``), then the feed-forward block; each with dropout, a
     residual connection and a LayerNorm (``norm1``..``norm3``), post-norm or, with
@@ -110,23 +129,8 @@ class TransformerDecoderLayer(Module):
     def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation="relu",
                  layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True, device=None,
                  dtype=None):
-        super().__init__()
-        kw = dict(device=device, dtype=dtype)
-        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
-                                            batch_first=batch_first, **kw)
-        self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
-                                                 batch_first=batch_first, **kw)
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
-        self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
-        self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-        self.dropout1 = Dropout(dropout)
-        self.dropout2 = Dropout(dropout)
-        self.dropout3 = Dropout(dropout)
-        self.activation = _activation(activation, "TransformerDecoderLayer")
+        super().__init__(d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first,
+                         norm_first, bias, device, dtype, memory=True)
 
     def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
                 memory_key_padding_mask=None, tgt_is_causal=False, memory_is_causal=False):
@@ -145,11 +149,6 @@ class TransformerDecoderLayer(Module):
             x = self.norm3(x + self._ff_block(x))
         return x
 
-    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal):
-        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
-                           need_weights=False, is_causal=is_causal)[0]
-        return self.dropout1(x)
-
     def _mha_block(self, x, mem, attn_mask, key_padding_mask, is_causal):
         x = self.multihead_attn(x, mem, mem, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
                                 need_weights=False, is_causal=is_causal)[0]
@@ -159,44 +158,53 @@ class TransformerDecoderLayer(Module):
         return self.dropout3(self.linear2(self.dropout(self.activation(self.linear1(x)))))
 
 
-class TransformerEncoder(Module):
+class _Stack(Module):
+    """``num_layers`` deep copies of ``layer`` (``layers.0``, ...), applied in turn, then
+    ``norm`` if given."""
+
+    def __init__(self, layer, num_layers, norm):
+        super().__init__()
+        self.layers = _clones(layer, num_layers)
+        self.num_layers = num_layers
+        self.norm = norm
+
+    def _is_causal(self, mask, is_causal, x):
+        """``is_causal``; when it is None, whether ``mask`` is exactly the causal float mask of
+        ``x``'s sequence."""
+        batch_first = self.layers[0].self_attn.batch_first if len(self.layers) else False
+        return _detect_is_causal_mask(mask, is_causal, _get_seq_len(x, batch_first))
+
+
+class TransformerEncoder(_Stack):
     """See torch.nn.TransformerEncoder: ``num_layers`` deep copies of ``encoder_layer``
     (``layers.0``, ...) applied in turn, then ``norm`` if given. ``enable_nested_tensor``
     and ``mask_check`` are accepted and ignored (there is no nested-tensor fast path)."""
 
     def __init__(self, encoder_layer, num_layers, norm=None, enable_nested_tensor=True, mask_check=True):
-        super().__init__()
-        self.layers = _clones(encoder_layer, num_layers)
-        self.num_layers = num_layers
-        self.norm = norm
+        super().__init__(encoder_layer, num_layers, norm)
         self.enable_nested_tensor = enable_nested_tensor
         self.mask_check = mask_check
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
         """``is_causal=None`` means: causal if ``mask`` is exactly the causal float mask."""
-        batch_first = self.layers[0].self_attn.batch_first if len(self.layers) else False
-        is_causal = _detect_is_causal_mask(mask, is_causal, _get_seq_len(src, batch_first))
+        is_causal = self._is_causal(mask, is_causal, src)
         x = src
         for layer in self.layers:
             x = layer(x, src_mask=mask, is_causal=is_causal, src_key_padding_mask=src_key_padding_mask)
         return x if self.norm is None else self.norm(x)
 
 
-class TransformerDecoder(Module):
+class TransformerDecoder(_Stack):
     """See torch.nn.TransformerDecoder: ``num_layers`` deep copies of ``decoder_layer``
     applied in turn to ``tgt`` with the same ``memory``, then ``norm`` if given."""
 
     def __init__(self, decoder_layer, num_layers, norm=None):
-        super().__init__()
-        self.layers = _clones(decoder_layer, num_layers)
-        self.num_layers = num_layers
-        self.norm = norm
+        super().__init__(decoder_layer, num_layers, norm)
 
     def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
                 memory_key_padding_mask=None, tgt_is_causal=None, memory_is_causal=False):
         """``tgt_is_causal=None`` means: causal if ``tgt_mask`` is exactly the causal float mask."""
-        batch_first = self.layers[0].self_attn.batch_first if len(self.layers) else False
-        tgt_is_causal = _detect_is_causal_mask(tgt_mask, tgt_is_causal, _get_seq_len(tgt, batch_first))
+        tgt_is_causal = self._is_causal(tgt_mask, tgt_is_causal, tgt)
         x = tgt
         for layer in self.layers:
             x = layer(x, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
@@ -221,18 +229,14 @@ class Transformer(Module):
         layer_kw = dict(dim_feedforward=dim_feedforward, dropout=dropout, activation=activation,
                         layer_norm_eps=layer_norm_eps, batch_first=batch_first, norm_first=norm_first,
                         bias=bias, **kw)
-        if custom_encoder is not None:
-            self.encoder = custom_encoder
-        else:
-            layer = TransformerEncoderLayer(d_model, nhead, **layer_kw)
-            norm = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-            self.encoder = TransformerEncoder(layer, num_encoder_layers, norm)
-        if custom_decoder is not None:
-            self.decoder = custom_decoder
-        else:
-            layer = TransformerDecoderLayer(d_model, nhead, **layer_kw)
-            norm = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-            self.decoder = TransformerDecoder(layer, num_decoder_layers, norm)
+
+        def stack(custom, stack_class, layer_class, num_layers):
+            if custom is not None:
+                return custom
+            layer = layer_class(d_model, nhead, **layer_kw)
+            return stack_class(layer, num_layers, LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw))
+        self.encoder = stack(custom_encoder, TransformerEncoder, TransformerEncoderLayer, num_encoder_layers)
+        self.decoder = stack(custom_decoder, TransformerDecoder, TransformerDecoderLayer, num_decoder_layers)
         self._reset_parameters()
         self.d_model = d_model
         self.nhead = nhead

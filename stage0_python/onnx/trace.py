@@ -28,6 +28,7 @@ import importlib
 import inspect
 import sys
 
+from ..nested import leaves
 from .errors import ExportError
 from .functions import APPLIES, EXTRA, FUNCTIONS
 
@@ -149,7 +150,7 @@ class Trace:
 
     def record(self, kind, args, result):
         args = self.ref(args)
-        dynamic = any(v.dynamic for v in _vals(args))
+        dynamic = any(v.dynamic for v in leaves(args, Val))
         self.records.append((kind, args, self._outputs(result, dynamic)))
 
     # ------------------------------------------------------------ wrappers
@@ -172,7 +173,7 @@ class Trace:
                 refs = self.ref(args)
                 self._counter += 1
                 new = Val(f"{PREFIX}v{self._counter}", args[0].shape, args[0].dtype,
-                          any(v.dynamic for v in _vals(refs)))
+                          any(v.dynamic for v in leaves(refs, Val)))
                 self.records.append((name, refs, new))
                 self.made.append(new)
                 self._overwrite(args[0], new)
@@ -250,9 +251,10 @@ class Trace:
         checks = importlib.import_module(sg.__name__ + ".shapes").out_of_range
         for owner, attr, new in list(_references(sg.__name__, checks, self._check(checks))):
             swap(owner, attr, new)
-        for name in _READS:
-            if name in vars(sg.Tensor):
-                swap(sg.Tensor, name, self._read(name, vars(sg.Tensor)[name]))
+        for name in _READS:  # on the class that defines each: Tensor or one of its method mixins
+            owner = next((cls for cls in sg.Tensor.__mro__ if name in vars(cls)), None)
+            if owner is not None:
+                swap(owner, name, self._read(name, vars(owner)[name]))
 
     @contextlib.contextmanager
     def installed(self):
@@ -293,17 +295,6 @@ def _holds(obj, buffer_type):
     if isinstance(obj, buffer_type):
         return True
     return isinstance(obj, (tuple, list)) and any(_holds(o, buffer_type) for o in obj)
-
-
-def _vals(obj):
-    if isinstance(obj, Val):
-        yield obj
-    elif isinstance(obj, (tuple, list)):
-        for o in obj:
-            yield from _vals(o)
-    elif isinstance(obj, dict):
-        for o in obj.values():
-            yield from _vals(o)
 
 
 def run(sg, model, inputs, input_names, params, snapshot):

@@ -1,7 +1,7 @@
 """Adam and AdamW, following the order of operations of PyTorch's single-tensor path,
 so float32 results agree to rounding."""
 from .. import backend as B
-from .optimizer import Optimizer, lerp_, path_options
+from .optimizer import Optimizer, adam_first_moment, path_options
 from ..device import fused
 
 
@@ -31,16 +31,9 @@ class Adam(Optimizer):
         if not state:
             state.update(self._fresh_state(p, group))
         beta1, beta2 = group["betas"]
-        lr, wd = group["lr"], group["weight_decay"]
-        state["step"] += 1
-        step = state["step"]
-        if wd != 0:
-            if group["decoupled_weight_decay"]:
-                p.mul_(1 - lr * wd)
-            else:
-                grad = grad.add(p, alpha=wd)
+        lr = group["lr"]
+        grad, step = adam_first_moment(p, grad, state, group)
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-        lerp_(exp_avg, grad, 1 - beta1)
         exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
         bias_correction1 = 1 - beta1 ** step
         bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5

@@ -1,7 +1,7 @@
 """NAdam, as ``torch.optim.NAdam``'s single-tensor path computes it."""
 import struct
 
-from .optimizer import Optimizer, addcdiv_, addcmul_, lerp_, path_options
+from .optimizer import Optimizer, adam_first_moment, addcdiv_, addcmul_, path_options
 
 
 def _float32(x):
@@ -36,21 +36,14 @@ class NAdam(Optimizer):
         state = self._states(group, [p])[0]
         grad = -p.grad if group["maximize"] else p.grad
         beta1, beta2 = group["betas"]
-        lr, wd, decay = group["lr"], group["weight_decay"], group["momentum_decay"]
-        state["step"] += 1
-        step = state["step"]
+        lr, decay = group["lr"], group["momentum_decay"]
+        grad, step = adam_first_moment(p, grad, state, group)
         bias_correction2 = 1 - beta2 ** step
-        if wd != 0:
-            if group["decoupled_weight_decay"]:
-                p.mul_(1 - lr * wd)
-            else:
-                grad = grad.add(p, alpha=wd)
         mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * decay)))
         mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * decay)))
         # float32 times float32 is exact in a double; one rounding then gives float32's product
         state["mu_product"] = mu_product = _float32(_float32(state["mu_product"]) * _float32(mu))
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-        lerp_(exp_avg, grad, 1 - beta1)
         addcmul_(exp_avg_sq.mul_(beta2), grad, grad, value=1 - beta2)
         denom = exp_avg_sq.div(bias_correction2).sqrt().add_(group["eps"])
         addcdiv_(p, grad, denom, value=-lr * (1.0 - mu) / (1.0 - mu_product))

@@ -22,7 +22,7 @@ import functools
 import inspect
 
 from .. import creation
-from ..autograd import enable_grad, no_grad
+from ..autograd import clear_grads, enable_grad, no_grad
 from ..tensor import Tensor
 
 # PyTorch's constructor checks: these must be >= 0 (the comparison also refuses NaN),
@@ -52,6 +52,22 @@ def addcmul_(start, t1, t2, value):
 def addcdiv_(start, t1, t2, value):
     """``start += value * t1 / t2`` in PyTorch's order (see ``addcmul_``)."""
     return start.add_(t1 * value / t2)
+
+
+def adam_first_moment(p, grad, state, group):
+    """How a step of the Adam family (Adam, RAdam, NAdam) begins: count it, apply the weight
+    decay ``wd`` (``wd * p`` added to the gradient, or, with ``decoupled_weight_decay``, ``p``
+    shrunk in place by ``1 - lr * wd``), and move ``exp_avg`` toward the gradient by
+    ``1 - beta1``. Returns the gradient, decayed, and the step count."""
+    state["step"] += 1
+    lr, wd = group["lr"], group["weight_decay"]
+    if wd != 0:
+        if group["decoupled_weight_decay"]:
+            p.mul_(1 - lr * wd)
+        else:
+            grad = grad.add(p, alpha=wd)
+    lerp_(state["exp_avg"], grad, 1 - group["betas"][0])
+    return grad, state["step"]
 
 
 def path_options(**options):
@@ -198,15 +214,7 @@ class Optimizer:
 
     def zero_grad(self, set_to_none=True):
         """Clear every parameter's ``.grad``: drop it (default) or fill it with zeros."""
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                if set_to_none:
-                    p.grad = None
-                else:
-                    p.grad = p.grad.detach()
-                    p.grad.zero_()
+        clear_grads((p for group in self.param_groups for p in group["params"]), set_to_none)
 
     def step(self, closure=None):
         """One update of every parameter that has a gradient (``closure`` re-evaluates the

@@ -1,5 +1,5 @@
 """RAdam, as ``torch.optim.RAdam``'s single-tensor path computes it."""
-from .optimizer import Optimizer, addcmul_, lerp_, path_options
+from .optimizer import Optimizer, adam_first_moment, addcmul_, path_options
 
 
 class RAdam(Optimizer):
@@ -24,16 +24,9 @@ class RAdam(Optimizer):
         state = self._states(group, [p])[0]
         grad = -p.grad if group["maximize"] else p.grad
         beta1, beta2 = group["betas"]
-        lr, wd = group["lr"], group["weight_decay"]
-        state["step"] += 1
-        step = state["step"]
-        if wd != 0:
-            if group["decoupled_weight_decay"]:
-                p.mul_(1 - lr * wd)
-            else:
-                grad = grad.add(p, alpha=wd)
+        lr = group["lr"]
+        grad, step = adam_first_moment(p, grad, state, group)
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-        lerp_(exp_avg, grad, 1 - beta1)
         addcmul_(exp_avg_sq.mul_(beta2), grad, grad, value=1 - beta2)
         bias_correction1 = 1 - beta1 ** step
         bias_correction2 = 1 - beta2 ** step

@@ -6,7 +6,7 @@ import warnings
 from ... import functional as _core
 from ...autograd import Function
 from ...shapes import ShapeError
-from ...tensor import where
+from ...ops import where
 from .helpers import _inplace, _narrow
 
 

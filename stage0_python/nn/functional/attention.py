@@ -14,7 +14,8 @@ from ...device import fused
 from ...dtypes import bool_, float32, float64
 from ...functional import softmax
 from ...shapes import ShapeError
-from ...tensor import Tensor, where
+from ...ops import where
+from ...tensor import Tensor
 from .dropouts import dropout
 from .linear_maps import linear
 from .padding import pad

@@ -4,7 +4,7 @@ import math
 
 from ... import backend as B
 from ...autograd import Function
-from ...tensor import where
+from ...ops import where
 
 
 class _PNorm(Function):

@@ -7,7 +7,7 @@ from ...autograd import Function, no_grad
 from ...creation import cat
 from ...dtypes import bool_, int32, int64
 from ...shapes import ShapeError
-from ...tensor import where
+from ...ops import where
 from .helpers import _const
 
 

@@ -1,6 +1,10 @@
 """What several parts of ``nn.functional`` share: argument tuples, constant tensors, the
-``inplace=True`` form, a slice along one dim and the batched view of an input."""
+``inplace=True`` form, a slice along one dim, the batched view of an input, and the
+optional operands and gradients of the Functions on fused kernels (``_buffer``,
+``_tensors``)."""
 import numbers
+
+from ...tensor_core import TensorCore
 
 
 def _ntuple(value, n, name, what):
@@ -14,6 +18,16 @@ def _ntuple(value, n, name, what):
     if len(value) != n or not all(isinstance(v, numbers.Integral) for v in value):
         raise ValueError(f"{name}: {what} must be an int or a tuple of {n} ints, got {value}")
     return tuple(int(v) for v in value)
+
+
+def _buffer(t):
+    """``t``'s backend buffer, None for no tensor (an optional weight, bias or saved output)."""
+    return None if t is None else t._data
+
+
+def _tensors(*bufs):
+    """The buffers a fused backward returns as tensors, None (a gradient not asked for) kept."""
+    return tuple(None if b is None else TensorCore._make(b) for b in bufs)
 
 
 def _const(values, shape, like, dtype=None):

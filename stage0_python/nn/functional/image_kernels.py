@@ -10,6 +10,7 @@ from ... import backend as B
 from ...autograd import Function
 from ...device import fused
 from ...tensor import Tensor
+from .helpers import _buffer, _tensors
 
 
 def _takes(name, *tensors):
@@ -21,17 +22,13 @@ def _takes(name, *tensors):
             and fused(name, *(t._data for t in given)))
 
 
-def _tensors(*bufs):
-    return tuple(None if b is None else Tensor._make(b) for b in bufs)
-
-
 class Conv2d(Function):
     """Convolution of (N, C, H, W) by (O, C/groups, kh, kw) for groups 1 or groups == C (depthwise);
     the backward gives the input's, the filters' and the bias's gradients."""
 
     @staticmethod
     def forward(ctx, x, w, b, window, out, groups):
-        y = B.conv2d(x._data, w._data, None if b is None else b._data, window, out, groups)
+        y = B.conv2d(x._data, w._data, _buffer(b), window, out, groups)
         ctx.window, ctx.groups = window, groups
         ctx.save_for_backward(x, w)
         return Tensor._make(y)
@@ -78,7 +75,7 @@ class BatchNorm(Function):
 
     @staticmethod
     def forward(ctx, x, w, b, running_mean, running_var, training, momentum, eps, act):
-        bufs = (None if t is None else t._data for t in (w, b, running_mean, running_var))
+        bufs = (_buffer(t) for t in (w, b, running_mean, running_var))
         y, mean, rstd = B.batch_norm(x._data, *bufs, training, momentum, eps, act)
         for t in (running_mean, running_var):
             if training and t is not None:
@@ -92,6 +89,5 @@ class BatchNorm(Function):
     def backward(ctx, g):
         x, w, y = ctx.saved_tensors
         need = ctx.needs_input_grad
-        grads = B.batch_norm_backward(g._data, x._data, None if y is None else y._data, *ctx.stats,
-                                      None if w is None else w._data, *ctx.mode, *need[:3])
+        grads = B.batch_norm_backward(g._data, x._data, _buffer(y), *ctx.stats, _buffer(w), *ctx.mode, *need[:3])
         return (*_tensors(*grads), None, None, None, None, None, None)

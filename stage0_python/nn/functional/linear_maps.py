@@ -8,6 +8,7 @@ from ...device import fused
 from ...functional import gelu as _gelu
 from ...shapes import ShapeError
 from ...tensor import Tensor
+from .helpers import _buffer, _tensors
 
 
 def linear(input, weight, bias=None):
@@ -43,7 +44,7 @@ class _Linear(Function):
 
     @staticmethod
     def forward(ctx, x, w, b, act):
-        y, pre = B.linear(x._data, w._data, None if b is None else b._data, act)
+        y, pre = B.linear(x._data, w._data, _buffer(b), act)
         out = Tensor._make(y)
         need_x, need_w = ctx.needs_input_grad[:2]
         # relu's derivative comes from the output, gelu's from the values before it
@@ -56,9 +57,8 @@ class _Linear(Function):
         x, w, out = ctx.saved_tensors
         need = ctx.needs_input_grad
         saved = out._data if ctx.act == "relu" else ctx.pre
-        grads = B.linear_backward(g._data, None if x is None else x._data, None if w is None else w._data,
-                                  saved, ctx.act, *need[:3])
-        return (*(None if d is None else Tensor._make(d) for d in grads), None)
+        grads = B.linear_backward(g._data, _buffer(x), _buffer(w), saved, ctx.act, *need[:3])
+        return (*_tensors(*grads), None)
 
 
 _ACTIVATIONS = {None: lambda y: y, "relu": lambda y: y.relu(), "gelu": lambda y: y.gelu(),

@@ -5,7 +5,8 @@ import warnings
 
 from ...autocast import float32 as _float32
 from ...functional import _reduce
-from ...tensor import Tensor, where
+from ...ops import where
+from ...tensor import Tensor
 
 
 def _legacy_reduction(size_average, reduce, reduction):

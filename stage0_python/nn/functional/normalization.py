@@ -10,6 +10,7 @@ from ...device import fused
 from ...shapes import ShapeError
 from ...tensor import Tensor
 from .activations import relu6
+from .helpers import _buffer, _tensors
 from .image_kernels import BatchNorm, _takes
 from .padding import pad
 
@@ -105,7 +106,7 @@ class _LayerNorm(Function):
 
     @staticmethod
     def forward(ctx, x, weight, bias, shape, eps):
-        w, b = (None if t is None else t._data for t in (weight, bias))
+        w, b = _buffer(weight), _buffer(bias)
         y, mean, rstd = B.layer_norm(x._data, B.prod(shape), w, b, eps)
         ctx.stats, ctx.shape = (mean, rstd), shape
         ctx.save_for_backward(x, weight)
@@ -115,9 +116,9 @@ class _LayerNorm(Function):
     def backward(ctx, g):
         x, weight = ctx.saved_tensors
         need = ctx.needs_input_grad
-        grads = B.layer_norm_backward(g._data, x._data, *ctx.stats, None if weight is None else weight._data,
-                                      ctx.shape, need[0], need[1], need[2])
-        return (*(None if d is None else Tensor._make(d) for d in grads), None, None)
+        grads = B.layer_norm_backward(g._data, x._data, *ctx.stats, _buffer(weight), ctx.shape, need[0], need[1],
+                                      need[2])
+        return (*_tensors(*grads), None, None)
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):

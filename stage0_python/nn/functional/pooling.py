@@ -9,7 +9,7 @@ from ...autograd import Function
 from ...dtypes import bool_, iinfo, int64
 from ...shapes import ShapeError
 from ...creation import stack
-from ...tensor import where
+from ...ops import where
 from .helpers import _batched, _const, _ntuple
 from .im2col import _Unfold, _check_geometry
 from .image_kernels import AvgPool2d, MaxPool2d, _takes

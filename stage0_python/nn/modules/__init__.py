@@ -2,19 +2,20 @@
 every layer, as in ``nn``, and the files that define them under PyTorch's module names
 (``loss``, ``conv``, ``linear``, ``batchnorm`` for ``normalization``, and so on), so that the
 private base classes programs subclass (``_Loss``, ``_ConvNd``) are where they look."""
-import importlib
 import sys
 
 from .. import *  # noqa: F401, F403  (every layer)
 from .. import Module, Parameter  # noqa: F401
+# the nn files, each under PyTorch's name for it
+from .. import (activation, container, conv, distance, dropout, flatten, linear, loss, module, normalization,
+                padding, pooling, rnn, sparse, transformer, upsampling)
 
-# PyTorch's submodule name -> the nn file that holds those classes here
-_FILES = {"activation": "activation", "batchnorm": "normalization", "container": "container",
-          "conv": "conv", "distance": "distance", "dropout": "dropout", "flatten": "flatten",
-          "instancenorm": "normalization", "linear": "linear", "loss": "loss", "module": "module",
-          "normalization": "normalization", "padding": "padding", "pooling": "pooling", "rnn": "rnn",
-          "sparse": "sparse", "transformer": "transformer", "upsampling": "upsampling"}
-for _name, _file in _FILES.items():
-    _module = importlib.import_module(f"{__package__.rpartition('.')[0]}.{_file}")
-    globals()[_name] = _module
+batchnorm = instancenorm = normalization
+
+_SUBMODULES = {"activation": activation, "batchnorm": batchnorm, "container": container, "conv": conv,
+               "distance": distance, "dropout": dropout, "flatten": flatten, "instancenorm": instancenorm,
+               "linear": linear, "loss": loss, "module": module, "normalization": normalization,
+               "padding": padding, "pooling": pooling, "rnn": rnn, "sparse": sparse, "transformer": transformer,
+               "upsampling": upsampling}
+for _name, _module in _SUBMODULES.items():
     sys.modules[f"{__name__}.{_name}"] = _module  # `import ...nn.modules.loss` finds it
