@@ -180,8 +180,8 @@ def frontend_extensions(stage):
     # the declarations each module is compiled with: Cython tracks a .py's own cimports only,
     # not those of a .pxd found by the module's name, so a C file older than one is removed
     # (and made again) here
-    declarations = [f"{stage}/tensor_core.pxd", f"{stage}/graph.pxd", "stage3_simd/graph_decls.pxi",
-                    "stage2_cython/_buffer.pxd", "stage2_cython/_storage.pxd"]
+    declarations = [f"{stage}/tensor_core.pxd", f"{stage}/graph.pxd", "stage3_simd/tensor_core_decls.pxi",
+                    "stage3_simd/graph_decls.pxi", "stage2_cython/_buffer.pxd", "stage2_cython/_storage.pxd"]
     newest = max(Path(d).stat().st_mtime for d in declarations)
     for name in ("tensor_core", "graph"):
         c_file = GENERATED / stage / "stage0_python" / f"{name}.c"

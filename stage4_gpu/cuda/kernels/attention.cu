@@ -108,6 +108,23 @@ template <typename T> __device__ __forceinline__ T att_exp(T x, T shift) {
   return x == limits<T>::lowest() || shift == limits<T>::lowest() ? T(0) : m_exp(x - shift);
 }
 
+// a thread's accumulators of one pass over a head (CH chunks of TILE columns), zeroed
+template <typename T> __device__ __forceinline__ void att_clear(T (&acc)[ATT_CH][ATT_PER]) {
+  for (int c = 0; c < ATT_CH; c++)
+    for (int j = 0; j < ATT_PER; j++) acc[c][j] = T(0);
+}
+
+// a thread's accumulators of the pass from column e0 into its row `dst` (`width` columns)
+template <typename T>
+__device__ __forceinline__ void att_store(T* dst, const T (&acc)[ATT_CH][ATT_PER], i64 e0, i64 width) {
+  const int cb = threadIdx.x % 8;
+  for (int c = 0; c < ATT_CH; c++)
+    for (int j = 0; j < ATT_PER; j++) {
+      const i64 col = e0 + c * ATT_TILE + cb + 8 * j;
+      if (col < width) dst[col] = acc[c][j];
+    }
+}
+
 template <typename T>
 __global__ void attention_forward(const Params p, T* __restrict__ out, T* __restrict__ lse,
                                   const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
@@ -127,8 +144,7 @@ __global__ void attention_forward(const Params p, T* __restrict__ out, T* __rest
     // passes over the output's columns, CH tiles wide each (one unless Ev > 128)
     for (i64 e0 = 0; e0 == 0 || e0 < a.Ev; e0 += ATT_CH * ATT_TILE) {
       T acc[ATT_CH][ATT_PER];
-      for (int c = 0; c < ATT_CH; c++)
-        for (int j = 0; j < ATT_PER; j++) acc[c][j] = T(0);
+      att_clear(acc);
       if (t < ATT_TILE) {
         sm[t] = limits<T>::lowest();
         sl[t] = T(0);
@@ -167,10 +183,8 @@ __global__ void attention_forward(const Params p, T* __restrict__ out, T* __rest
       const T l = sl[ra], inv = l > T(0) ? T(1) / l : T(0);  // no key: a row of zeros
       if (i < a.L) {
         for (int c = 0; c < ATT_CH; c++)
-          for (int j = 0; j < ATT_PER; j++) {
-            const i64 col = e0 + c * ATT_TILE + cb + 8 * j;
-            if (col < a.Ev) out[(problem * a.L + i) * a.Ev + col] = acc[c][j] * inv;
-          }
+          for (int j = 0; j < ATT_PER; j++) acc[c][j] *= inv;
+        att_store(out + (problem * a.L + i) * a.Ev, acc, e0, a.Ev);
         if (e0 == 0 && cb == 0)
           lse[problem * a.L + i] = l > T(0) || l != l ? sm[ra] + m_log(l) : limits<T>::lowest();
       }
@@ -214,8 +228,7 @@ __global__ void attention_backward_dq(const Params p, T* __restrict__ dq, T* __r
     __syncthreads();
     for (i64 e0 = 0; e0 < a.E; e0 += ATT_CH * ATT_TILE) {
       T acc[ATT_CH][ATT_PER];
-      for (int c = 0; c < ATT_CH; c++)
-        for (int j = 0; j < ATT_PER; j++) acc[c][j] = T(0);
+      att_clear(acc);
       for (i64 j0 = 0; j0 < keys; j0 += ATT_TILE) {
         T s[ATT_PER] = {}, dp[ATT_PER] = {};
         att_dot(s, q + at * a.E, rows, a.E, kn + j0 * a.E, a.S - j0, a.E, a.E, sa, sb);       // Q K^T
@@ -231,13 +244,7 @@ __global__ void attention_backward_dq(const Params p, T* __restrict__ dq, T* __r
           att_times(acc[c], sds, kn + j0 * a.E, a.S - j0, a.E, col, a.E, sb);  // dQ += dS K
         }
       }
-      const i64 i = i0 + ra;
-      if (i < a.L)
-        for (int c = 0; c < ATT_CH; c++)
-          for (int j = 0; j < ATT_PER; j++) {
-            const i64 col = e0 + c * ATT_TILE + cb + 8 * j;
-            if (col < a.E) dq[(at + ra) * a.E + col] = acc[c][j];
-          }
+      if (i0 + ra < a.L) att_store(dq + (at + ra) * a.E, acc, e0, a.E);
     }
     __syncthreads();  // sd and slse are rewritten by the next block
   }
@@ -266,8 +273,8 @@ __global__ void attention_backward_dkdv(const Params p, T* __restrict__ dk, T* _
     const i64 first = a.causal ? j0 : 0;
     for (i64 e0 = 0; e0 < widest; e0 += ATT_CH * ATT_TILE) {
       T gk[ATT_CH][ATT_PER], gv[ATT_CH][ATT_PER];
-      for (int c = 0; c < ATT_CH; c++)
-        for (int j = 0; j < ATT_PER; j++) gk[c][j] = gv[c][j] = T(0);
+      att_clear(gk);
+      att_clear(gv);
       for (i64 problem = head * a.group; problem < (head + 1) * a.group; problem++) {
         for (i64 i0 = first; i0 < a.L; i0 += ATT_TILE) {
           const i64 rows = a.L - i0, at = problem * a.L + i0;
@@ -297,13 +304,10 @@ __global__ void attention_backward_dkdv(const Params p, T* __restrict__ dk, T* _
           }
         }
       }
-      if (ra < keys)
-        for (int c = 0; c < ATT_CH; c++)
-          for (int j = 0; j < ATT_PER; j++) {
-            const i64 col = e0 + c * ATT_TILE + cb + 8 * j;
-            if (col < a.E) dk[(head * a.S + j0 + ra) * a.E + col] = gk[c][j];
-            if (col < a.Ev) dv[(head * a.S + j0 + ra) * a.Ev + col] = gv[c][j];
-          }
+      if (ra < keys) {
+        att_store(dk + (head * a.S + j0 + ra) * a.E, gk, e0, a.E);
+        att_store(dv + (head * a.S + j0 + ra) * a.Ev, gv, e0, a.Ev);
+      }
     }
   }
 }

@@ -252,11 +252,7 @@ struct Mma {
   }
   template <typename F>
   __device__ void each(F f) const {
-    const int lane = threadIdx.x & 31, g = lane >> 2, q = 2 * (lane & 3);
-    for (int i = 0; i < 2; i++)
-      for (int j = 0; j < 4; j++)
-        for (int e = 0; e < 4; e++)
-          f(warp_row() + 16 * i + g + (e >= 2 ? 8 : 0), warp_col() + 8 * j + q + (e & 1), acc[i][j][e]);
+    mma_each<2, 4>(acc, threadIdx.x & 31, [&](int r, int c, float v) { f(warp_row() + r, warp_col() + c, v); });
   }
 };
 

@@ -26,7 +26,6 @@ __global__ void hgemm(const Params p, T* __restrict__ out, const T* __restrict__
   const i64 tiles_n = (n + HG_TILE - 1) / HG_TILE, tiles_m = (m + HG_TILE - 1) / HG_TILE;
   const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
   const int wr = (warp >> 1) * 32, wc = (warp & 1) * 32;  // this warp's quarter of the tile
-  const T zero = T(0.0f);
   for (i64 tile = blockIdx.x; tile < batches * tiles_n * tiles_m; tile += gridDim.x) {
     const i64 batch = tile / (tiles_n * tiles_m), rest = tile % (tiles_n * tiles_m);
     const i64 row0 = (rest / tiles_m) * HG_TILE, col0 = (rest % tiles_m) * HG_TILE;
@@ -34,24 +33,14 @@ __global__ void hgemm(const Params p, T* __restrict__ out, const T* __restrict__
     const T* bb = b + batch * k * m;
     float acc[2][4][4] = {};
     for (i64 k0 = 0; k0 < k; k0 += HG_K) {
-      for (int e = t; e < HG_TILE * HG_K; e += HG_THREADS) {
-        const int r = e / HG_K, c = e % HG_K;  // A: consecutive threads along a row
-        as[r][c] = (row0 + r < n && k0 + c < k) ? ab[(row0 + r) * k + k0 + c] : zero;
-        const int br = e / HG_TILE, bc = e % HG_TILE;
-        bs[br][bc] = (k0 + br < k && col0 + bc < m) ? bb[(k0 + br) * m + col0 + bc] : zero;
-      }
+      copy_tile<HG_TILE, HG_K, HG_THREADS>(as[0], HG_K + HG_PAD, ab, row0, n, k0, k);
+      copy_tile<HG_K, HG_TILE, HG_THREADS>(bs[0], HG_TILE + HG_PAD, bb, k0, k, col0, m);
       __syncthreads();
       for (int i = 0; i < 2; i++)
         for (int j = 0; j < 4; j++)
           mma_16x8x16(acc[i][j], &as[wr + 16 * i][0], HG_K + HG_PAD, &bs[0][wc + 8 * j], HG_TILE + HG_PAD, lane);
       __syncthreads();
     }
-    const int g = lane >> 2, q = 2 * (lane & 3);
-    for (int i = 0; i < 2; i++)
-      for (int j = 0; j < 4; j++)
-        for (int e = 0; e < 4; e++) {
-          const i64 r = row0 + wr + 16 * i + g + (e >= 2 ? 8 : 0), c = col0 + wc + 8 * j + q + (e & 1);
-          if (r < n && c < m) out[(batch * n + r) * m + c] = T(acc[i][j][e]);
-        }
+    store_c<T, 2, 4>(out + batch * n * m, acc, row0 + wr, col0 + wc, n, m, lane);
   }
 }

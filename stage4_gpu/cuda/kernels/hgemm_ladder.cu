@@ -30,6 +30,8 @@
 // what is checked there too; cp.async's is a plain copy, commit and wait no-ops. wgmma's
 // emulation computes each thread's accumulators from shared memory read through the
 // descriptors' own fields (wg_element): the layout and the encoding are checked there.
+// What hgemm.cu's rung has too comes from mma.cuh: the mma instruction (mma_sync_16x8x16),
+// C's store from the accumulators (store_c) and rung a's tile copies (copy_tile).
 //
 // Rungs a to c pad shared rows by 8 elements (16 bytes): the eight rows an 8 x 8 matrix load
 // touches fall in different banks, and every row stays 16-byte aligned for ldmatrix and
@@ -39,6 +41,7 @@
 // (batches, n, m) contiguous. One block per tile of C, a grid-stride loop over the tiles of
 // every batch.
 #include "common.cuh"
+#include "mma.cuh"
 
 #define TC_PAD 8
 
@@ -54,11 +57,6 @@ __device__ __forceinline__ unsigned smem_addr(const void* p) {
 #define TC_PTX 0
 #endif
 
-template <typename T>
-__device__ __forceinline__ unsigned pack_pair(const T& lo, const T& hi) {
-  return (unsigned)lo.bits | ((unsigned)hi.bits << 16);
-}
-
 // r: the four 8 x 8 matrices of the 16 x 16 tile at `tile` (rows ld elements apart), in
 // the mma's A layout: r[0] rows 0-7, r[1] rows 8-15 (columns 0-7), r[2] and r[3] the same
 // for columns 8-15; lane l holds row l / 4, columns 2 (l % 4) and + 1 of each.
@@ -73,7 +71,7 @@ __device__ __forceinline__ void ldmatrix_x4(unsigned* r, const T* tile, int ld, 
 #else
   for (int j = 0; j < 4; j++) {
     const T* e = tile + ((j & 1) * 8 + (lane >> 2)) * ld + (j >> 1) * 8 + 2 * (lane & 3);
-    r[j] = pack_pair(e[0], e[1]);
+    r[j] = pack2(e[0].bits, e[1].bits);
   }
 #endif
 }
@@ -91,27 +89,18 @@ __device__ __forceinline__ void ldmatrix_x4_trans(unsigned* r, const T* tile, in
 #else
   for (int j = 0; j < 4; j++) {
     const T* e = tile + ((j & 1) * 8 + 2 * (lane & 3)) * ld + (j >> 1) * 8 + (lane >> 2);
-    r[j] = pack_pair(e[0], e[ld]);
+    r[j] = pack2(e[0].bits, e[ld].bits);
   }
 #endif
 }
 
 // c (the lane's four accumulators of a 16 x 8 tile: rows l / 4 and + 8, columns 2 (l % 4)
 // and + 1) += A B, from the fragments a (ldmatrix_x4's) and b (two of ldmatrix_x4_trans's)
+// rather than from shared memory as mma.cuh's mma_16x8x16
 template <typename T>
 __device__ __forceinline__ void mma_16x8x16(float* c, const unsigned* a, const unsigned* b, int lane) {
 #if TC_PTX
-  if constexpr (is_half<T>::value) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-                 "{%8,%9}, {%0,%1,%2,%3};"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-  } else {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-                 "{%8,%9}, {%0,%1,%2,%3};"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-  }
+  mma_sync_16x8x16<T>(c, a, b);  // mma.cuh's
 #else
   // the warp's fragments meet in memory: every thread of the block calls this together, and
   // the barriers order the writes before the reads, and the reads before the next writes
@@ -176,20 +165,6 @@ __device__ __forceinline__ void copy_chunk(T* dst, const T* base, i64 row, i64 r
   for (int e = 0; e < 8; e++) dst[e] = (row < rows && col + e < cols) ? src[e] : T(0.0f);
 }
 
-// the lane's accumulators of a warp's MI x NI grid of 16 x 8 tiles into C (rows n, columns
-// m), the warp's tile at (r0, c0), rounded once to T
-template <typename T, int MI, int NI>
-__device__ __forceinline__ void store_c(T* out, float (*acc)[NI][4], i64 r0, i64 c0, i64 n, i64 m,
-                                        int lane) {
-  const int g = lane >> 2, q = 2 * (lane & 3);
-  for (int i = 0; i < MI; i++)
-    for (int j = 0; j < NI; j++)
-      for (int e = 0; e < 4; e++) {
-        const i64 r = r0 + 16 * i + g + (e >= 2 ? 8 : 0), c = c0 + 8 * j + q + (e & 1);
-        if (r < n && c < m) out[r * m + c] = T(acc[i][j][e]);
-      }
-}
-
 // one K step of 16 for a warp's WM x WN tile: A's fragments from at (the warp's rows, lda
 // apart), B's from bt (the warp's columns, ldb apart)
 template <typename T, int MI, int NI>
@@ -221,7 +196,6 @@ __global__ void hgemm_ldmatrix(const Params p, T* __restrict__ out, const T* __r
   const i64 tiles_n = (n + TILE - 1) / TILE, tiles_m = (m + TILE - 1) / TILE;
   const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
   const int wr = (warp >> 1) * 32, wc = (warp & 1) * 32;
-  const T zero = T(0.0f);
   for (i64 tile = blockIdx.x; tile < batches * tiles_n * tiles_m; tile += gridDim.x) {
     const i64 batch = tile / (tiles_n * tiles_m), rest = tile % (tiles_n * tiles_m);
     const i64 row0 = (rest / tiles_m) * TILE, col0 = (rest % tiles_m) * TILE;
@@ -229,12 +203,8 @@ __global__ void hgemm_ldmatrix(const Params p, T* __restrict__ out, const T* __r
     const T* bb = b + batch * k * m;
     float acc[2][4][4] = {};
     for (i64 k0 = 0; k0 < k; k0 += BK) {
-      for (int e = t; e < TILE * BK; e += THREADS) {
-        const int r = e / BK, c = e % BK;
-        as[r * LDA + c] = (row0 + r < n && k0 + c < k) ? ab[(row0 + r) * k + k0 + c] : zero;
-        const int br = e / TILE, bc = e % TILE;
-        bs[br * LDB + bc] = (k0 + br < k && col0 + bc < m) ? bb[(k0 + br) * m + col0 + bc] : zero;
-      }
+      copy_tile<TILE, BK, THREADS>(as, LDA, ab, row0, n, k0, k);
+      copy_tile<BK, TILE, THREADS>(bs, LDB, bb, k0, k, col0, m);
       __syncthreads();
       warp_k16<T, 2, 4>(acc, &as[wr * LDA], LDA, &bs[wc], LDB, lane);
       __syncthreads();

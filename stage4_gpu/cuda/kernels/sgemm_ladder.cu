@@ -55,6 +55,28 @@ __device__ __forceinline__ float4 f4(float x, float y, float z, float w) {
   B += z * K * N;                                                 \
   C += z * M * N;
 
+// row `row` of A times column `col` of B, one product after another: tiers 1 and 2's work
+// for each element of C
+__device__ __forceinline__ float row_times_col(const float* A, const float* B, i64 N, i64 K, i64 row, i64 col) {
+  float acc = 0.0f;
+  for (i64 k = 0; k < K; k++) acc += A[row * K + k] * B[k * N + col];
+  return acc;
+}
+
+// the float4 at p[i], or zeros where it lies outside the matrix (tiers 6 on: a float4 at a
+// column that is a multiple of 4 is wholly inside or wholly out)
+__device__ __forceinline__ float4 load4(const float* p, i64 i, bool inside) {
+  return inside ? *reinterpret_cast<const float4*>(&p[i]) : f4(0.0f, 0.0f, 0.0f, 0.0f);
+}
+
+// v, A's elements (m, k) .. (m, k + 3), into the transposed tile: as[k * bm + m] and on
+__device__ __forceinline__ void store_transposed(float* as, int bm, int m, int k, float4 v) {
+  as[(k + 0) * bm + m] = v.x;
+  as[(k + 1) * bm + m] = v.y;
+  as[(k + 2) * bm + m] = v.z;
+  as[(k + 3) * bm + m] = v.w;
+}
+
 // ---------------------------------------------------------------- 1 naive
 // block (16, 16); grid (ceil(M / 16), ceil(N / 16), batches)
 extern "C" __global__ void sgemm_naive(i64 M, i64 N, i64 K, const float* A, const float* B, float* C) {
@@ -62,9 +84,7 @@ extern "C" __global__ void sgemm_naive(i64 M, i64 N, i64 K, const float* A, cons
   const i64 row = (i64)blockIdx.x * 16 + threadIdx.x;
   const i64 col = (i64)blockIdx.y * 16 + threadIdx.y;
   if (row >= M || col >= N) return;
-  float acc = 0.0f;
-  for (i64 k = 0; k < K; k++) acc += A[row * K + k] * B[k * N + col];
-  C[row * N + col] = acc;
+  C[row * N + col] = row_times_col(A, B, N, K, row, col);
 }
 
 // ---------------------------------------------------------------- 2 coalesced
@@ -75,9 +95,7 @@ extern "C" __global__ void sgemm_coalesced(i64 M, i64 N, i64 K, const float* A, 
   const i64 col = (i64)blockIdx.x * 16 + threadIdx.x;
   const i64 row = (i64)blockIdx.y * 16 + threadIdx.y;
   if (row >= M || col >= N) return;
-  float acc = 0.0f;
-  for (i64 k = 0; k < K; k++) acc += A[row * K + k] * B[k * N + col];
-  C[row * N + col] = acc;
+  C[row * N + col] = row_times_col(A, B, N, K, row, col);
 }
 
 // ---------------------------------------------------------------- 3 shared
@@ -179,18 +197,11 @@ extern "C" __global__ void sgemm_vectorized(i64 M, i64 N, i64 K, const float* A,
   const i64 r0 = (i64)blockIdx.y * BM, c0 = (i64)blockIdx.x * BN;
   const int ar = t / (BK / 4), ac = (t % (BK / 4)) * 4;  // one float4 of each tile per thread
   const int br = t / (BN / 4), bc = (t % (BN / 4)) * 4;
-  const float4 zero = f4(0.0f, 0.0f, 0.0f, 0.0f);
   float acc[TM][TN] = {{0.0f}};
   float rm[TM], rn[TN];
   for (i64 k0 = 0; k0 < K; k0 += BK) {
-    const float4 va = (r0 + ar < M && k0 + ac < K)
-        ? *reinterpret_cast<const float4*>(&A[(r0 + ar) * K + k0 + ac]) : zero;
-    as[(ac + 0) * BM + ar] = va.x;
-    as[(ac + 1) * BM + ar] = va.y;
-    as[(ac + 2) * BM + ar] = va.z;
-    as[(ac + 3) * BM + ar] = va.w;
-    *reinterpret_cast<float4*>(&bs[br * BN + bc]) = (k0 + br < K && c0 + bc < N)
-        ? *reinterpret_cast<const float4*>(&B[(k0 + br) * N + c0 + bc]) : zero;
+    store_transposed(as, BM, ar, ac, load4(A, (r0 + ar) * K + k0 + ac, r0 + ar < M && k0 + ac < K));
+    *reinterpret_cast<float4*>(&bs[br * BN + bc]) = load4(B, (k0 + br) * N + c0 + bc, k0 + br < K && c0 + bc < N);
     __syncthreads();
     for (int k = 0; k < BK; k++) {
       for (int i = 0; i < TM; i++) rm[i] = as[k * BM + trow * TM + i];
@@ -226,22 +237,15 @@ extern "C" __global__ void sgemm_warptile(i64 M, i64 N, i64 K, const float* A, c
   const int wr = (warp / (BN / WN)) * WM, wc = (warp % (BN / WN)) * WN;  // warp tile origin
   const int lr = (lane / 8) * TM, lc = (lane % 8) * TN;  // lane's origin in a sub-tile
   const i64 r0 = (i64)blockIdx.y * BM, c0 = (i64)blockIdx.x * BN;
-  const float4 zero = f4(0.0f, 0.0f, 0.0f, 0.0f);
   float acc[SUBS][TM][TN] = {{{0.0f}}};
   float rm[SUBS][TM], rn[TN];
   for (i64 k0 = 0; k0 < K; k0 += BK) {
     for (int s = 0; s < 2; s++) {  // 2 float4 of each tile per thread (128 x 16 = 512 float4)
       const int ia = t + s * 256;
       const int ar = ia / (BK / 4), ac = (ia % (BK / 4)) * 4;
-      const float4 va = (r0 + ar < M && k0 + ac < K)
-          ? *reinterpret_cast<const float4*>(&A[(r0 + ar) * K + k0 + ac]) : zero;
-      as[(ac + 0) * BM + ar] = va.x;
-      as[(ac + 1) * BM + ar] = va.y;
-      as[(ac + 2) * BM + ar] = va.z;
-      as[(ac + 3) * BM + ar] = va.w;
+      store_transposed(as, BM, ar, ac, load4(A, (r0 + ar) * K + k0 + ac, r0 + ar < M && k0 + ac < K));
       const int br = ia / (BN / 4), bc = (ia % (BN / 4)) * 4;
-      *reinterpret_cast<float4*>(&bs[br * BN + bc]) = (k0 + br < K && c0 + bc < N)
-          ? *reinterpret_cast<const float4*>(&B[(k0 + br) * N + c0 + bc]) : zero;
+      *reinterpret_cast<float4*>(&bs[br * BN + bc]) = load4(B, (k0 + br) * N + c0 + bc, k0 + br < K && c0 + bc < N);
     }
     __syncthreads();
     for (int k = 0; k < BK; k++) {
@@ -283,19 +287,16 @@ __device__ __forceinline__ void warptile_pipelined(i64 M, i64 N, i64 K, const fl
   const int wr = (warp / (BN / WN)) * WM, wc = (warp % (BN / WN)) * WN;
   const int lr = (lane / 8) * TM, lc = (lane % 8) * TN;
   const i64 r0 = (i64)blockIdx.y * BM, c0 = (i64)blockIdx.x * BN;
-  const float4 zero = f4(0.0f, 0.0f, 0.0f, 0.0f);
   float4 ra[LOADS_A], rb[LOADS_B];  // the next tile, in flight
   auto swz = [](int k) { return SWIZZLE ? ((k >> 2) & 3) << 3 : 0; };
   auto load = [&](i64 k0) {
     for (int s = 0; s < LOADS_A; s++) {
       const int ia = t + s * THREADS, ar = ia / (BK / 4), ac = (ia % (BK / 4)) * 4;
-      ra[s] = (r0 + ar < M && k0 + ac < K) ? *reinterpret_cast<const float4*>(&A[(r0 + ar) * K + k0 + ac])
-                                           : zero;
+      ra[s] = load4(A, (r0 + ar) * K + k0 + ac, r0 + ar < M && k0 + ac < K);
     }
     for (int s = 0; s < LOADS_B; s++) {
       const int ib = t + s * THREADS, br = ib / (BN / 4), bc = (ib % (BN / 4)) * 4;
-      rb[s] = (k0 + br < K && c0 + bc < N) ? *reinterpret_cast<const float4*>(&B[(k0 + br) * N + c0 + bc])
-                                           : zero;
+      rb[s] = load4(B, (k0 + br) * N + c0 + bc, k0 + br < K && c0 + bc < N);
     }
   };
   auto store = [&](int buf) {

@@ -14,6 +14,7 @@
 // the host passes a zero-dim shape as one dimension of size 1.
 
 {BINDINGS}
+#include "strided.wgsl"
 
 fn at_flat(i: i32, k: i32) -> i32 {
   let base = 3 + k * 2;
@@ -23,14 +24,7 @@ fn at_flat(i: i32, k: i32) -> i32 {
 fn at(i: i32, k: i32) -> i32 {
   let nd = p[1];
   let base = 2 + nd + k * (nd + 1);
-  var rem = i;
-  var off = p[base];
-  for (var d = nd - 1; d >= 0; d--) {
-    let s = p[2 + d];
-    off += (rem % s) * p[base + 1 + d];
-    rem /= s;
-  }
-  return off;
+  return view_offset(i, nd, 2, base + 1, p[base]);
 }
 
 @compute @workgroup_size(256)

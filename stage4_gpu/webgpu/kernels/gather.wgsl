@@ -12,6 +12,7 @@
 @group(0) @binding(1) var<storage, read> x: array<{T}>;
 @group(0) @binding(2) var<storage, read> idx: array<{I}>;
 @group(0) @binding(3) var<storage, read> p: array<i32>;
+#include "strided.wgsl"
 
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {
@@ -35,12 +36,5 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw
   }
   // take: j is a row-major position in x
   let xn = p[5 + 3 * nd];
-  var xr = j;
-  var off = p[3 + 2 * nd];
-  for (var d = xn - 1; d >= 0; d--) {
-    let s = p[6 + 3 * nd + d];
-    off += (xr % s) * p[6 + 3 * nd + xn + d];
-    xr /= s;
-  }
-  out[i] = x[off];
+  out[i] = x[view_offset(j, xn, 6 + 3 * nd, 6 + 3 * nd + xn, p[3 + 2 * nd])];
 }

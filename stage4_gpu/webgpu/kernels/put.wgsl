@@ -10,17 +10,13 @@
 @group(0) @binding(1) var<storage, read> idx: array<{I}>;
 @group(0) @binding(2) var<storage, read> src: array<{T}>;
 @group(0) @binding(3) var<storage, read> p: array<i32>;
+#include "strided.wgsl"
 
 @compute @workgroup_size(1)
 fn main() {
   let nd = p[1];
   for (var i = 0; i < p[0]; i++) {
-    var rem = i32(idx[i]);
-    var off = p[2 + nd];
-    for (var d = nd - 1; d >= 0; d--) {
-      off += (rem % p[2 + d]) * p[3 + nd + d];
-      rem /= p[2 + d];
-    }
+    let off = view_offset(i32(idx[i]), nd, 2, 3 + nd, p[2 + nd]);
     let a = dst[off];
     let b = src[i];
     dst[off] = {COMBINE};

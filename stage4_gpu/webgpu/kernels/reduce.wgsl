@@ -17,19 +17,15 @@
 @group(0) @binding(0) var<storage, read_write> out: array<{O}>;
 @group(0) @binding(1) var<storage, read> x: array<{T}>;
 @group(0) @binding(2) var<storage, read> p: array<i32>;
+#include "strided.wgsl"
 
 var<workgroup> vals: array<{A}, 64>;
 var<workgroup> idx: array<i32, 64>;
 
+// the offset from `base` of kept (or reduced) position i: its shape at p[shape_at], its
+// strides right after
 fn offset_of(i: i32, ndim: i32, shape_at: i32) -> i32 {
-  var rem = i;
-  var off = 0;
-  for (var d = ndim - 1; d >= 0; d--) {
-    let s = p[shape_at + d];
-    off += (rem % s) * p[shape_at + ndim + d];
-    rem /= s;
-  }
-  return off;
+  return view_offset(i, ndim, shape_at, shape_at + ndim, 0);
 }
 
 @compute @workgroup_size(64)

@@ -6,14 +6,14 @@
 // order, ties included.
 //
 // Type filled in: T; BEFORE(a, b) whether key a comes before key b, ties aside.
-// Parameters `p`: [elements, row length, other ndim m, other shape..., x offset,
-//                  x other strides..., x axis stride, out other strides..., out axis stride].
+// Parameters `p`: along.wgsl's, one thread per element.
 
 {HELPERS}
 @group(0) @binding(0) var<storage, read_write> vals: array<{T}>;
 @group(0) @binding(1) var<storage, read_write> order: array<i64>;
 @group(0) @binding(2) var<storage, read> x: array<{T}>;
 @group(0) @binding(3) var<storage, read> p: array<i32>;
+#include "along.wgsl"
 
 fn equal(a: {T}, b: {T}) -> bool { return {EQUAL}; }
 fn before(a: {T}, b: {T}) -> bool { return {BEFORE}; }
@@ -24,25 +24,15 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw
   if (i >= p[0]) { return; }
   {SETUP}
   let n = p[1];
-  let m = p[2];
   let j = i % n;
-  var r = i / n;
-  var xo = p[3 + m];
-  var oo = 0;
-  for (var d = m - 1; d >= 0; d--) {
-    let c = r % p[3 + d];
-    r /= p[3 + d];
-    xo += c * p[4 + m + d];
-    oo += c * p[5 + 2 * m + d];
-  }
-  let xs = p[4 + 2 * m];
-  let v = x[xo + j * xs];
+  let row = row_of(i / n);
+  let v = x[row.x + j * row.x_step];
   var rank = 0;
   for (var k = 0; k < n; k++) {
-    let u = x[xo + k * xs];
+    let u = x[row.x + k * row.x_step];
     if (before(u, v) || (k < j && equal(u, v))) { rank++; }
   }
-  let at = oo + rank * p[5 + 3 * m];
+  let at = row.out + rank * row.out_step;
   vals[at] = v;
   order[at] = i64(j);
 }
