@@ -130,7 +130,6 @@ class MathMethods:
     erfc, erfc_ = _float_unary("erfc"), inplace_form("erfc")
     log2, log2_ = _float_unary("log2"), inplace_form("log2")
     log10, log10_ = _float_unary("log10"), inplace_form("log10")
-    logit_ = inplace_form("logit")
     arcsin, arcsin_ = asin, inplace_form("arcsin")
     arccos, arccos_ = acos, inplace_form("arccos")
     arctan, arctan_ = atan, inplace_form("arctan")
@@ -144,6 +143,8 @@ class MathMethods:
         default float dtype."""
         x = self if eps is None else self.clamp(eps, 1 - eps)
         return x._unary("logit")
+
+    logit_ = inplace_form("logit")
 
     def trunc(self):
         """See torch.trunc: rounds toward zero, keeping -0.0; integer tensors are returned as

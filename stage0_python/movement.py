@@ -10,6 +10,7 @@ are ``MovementMethods``, a base of ``Tensor``.
 """
 import operator
 
+from stage0_python.layout import row_major
 from stage0_python.vocabulary import ArgumentError
 
 from . import backend as B
@@ -27,15 +28,8 @@ wrap = TensorCore._make
 
 def _dense(shape, strides):
     """Whether ``strides`` lay ``shape`` out row-major (size-1 dims count as any, as in
-    PyTorch's is_contiguous)."""
-    if B.prod(shape) == 0:
-        return True
-    expected = 1
-    for n, st in zip(reversed(shape), reversed(strides)):
-        if n != 1 and st != expected:
-            return False
-        expected *= n
-    return True
+    PyTorch's is_contiguous); an empty shape is dense whatever its strides."""
+    return B.prod(shape) == 0 or row_major(shape, strides)
 
 
 class MovementMethods:

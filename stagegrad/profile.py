@@ -20,7 +20,8 @@ lives:
 - backend: the Python routing in a stage's ``backend.py``;
 - autograd: ``Function.apply``, the backward engine, nodes and contexts;
 - ops: the Functions' forward and backward bodies (``ops.py``, functional forms);
-- tensor: Tensor construction, metadata, promotion and the methods of ``tensor.py``;
+- tensor: Tensor construction, metadata, promotion and the methods of ``tensor.py`` and its
+  mixins' modules;
 - optimizer: the optimizer's update (``optim/``);
 - nn: modules and ``nn.functional``;
 - other: the rest (the interpreter's own builtins, the loop).
@@ -60,6 +61,12 @@ def add_arguments(p):
     p.add_argument("--out", default="out/profile", help="output folder (default out/profile)")
 
 
+# the modules of Tensor's method families (its mixins), stage 0's files inherited by every stage
+_TENSOR_MIXINS = frozenset(f"{m}.py" for m in (
+    "elementwise", "math_ops", "movement", "reductions", "selecting", "scatter", "inplace", "contractions",
+    "rearranging", "scans", "sorting", "sampling", "arguments"))
+
+
 def bucket(filename, name):
     """The bucket of one profiled function (``pstats`` key parts)."""
     path = filename.replace("\\", "/")
@@ -72,6 +79,8 @@ def bucket(filename, name):
         return "kernels" if any(c in name for c in compiled) else "other"
     if "/stage" in path and "/_" in path.rsplit("/", 1)[-1][:2]:  # a stage's compiled module in source
         return "kernels"
+    if path.rsplit("/", 2)[-2:-1] == ["stage0_python"] and path.rsplit("/", 1)[-1] in _TENSOR_MIXINS:
+        return "tensor"
     for suffix, b in (("backend.py", "backend"), ("autograd.py", "autograd"), ("graph.py", "autograd"),
                       ("ops.py", "ops"), ("/functional.py", "ops"), ("tensor.py", "tensor"),
                       ("tensor_core.py", "tensor"), ("indexing.py", "tensor"), ("dtypes.py", "tensor"),

@@ -17,7 +17,8 @@
 //                          offset, strides[nd]].
 #include "common.cuh"
 #include "math.cuh"
-#include "op_table.cuh"  // the op table's float functions: kernels.py writes it from the table
+// the op table's float functions: a header with no file, which kernels.py writes from the table
+#include "op_table.cuh"
 
 // whether the K operands of p run along one dimension with stride 1 or 0 each, the
 // output's 1 (then operand k starts at p[3 + 2k], strided by p[4 + 2k])
