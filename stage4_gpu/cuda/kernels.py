@@ -92,7 +92,7 @@ CTYPE = {"bool": "bool", "int32": "int", "int64": "long long", "float32": "float
          "float64": "double", "float16": "half_t", "bfloat16": "bf16_t", "uint8": "unsigned char",
          "int8": "signed char", "int16": "short"}
 
-_INCLUDE = re.compile(r'^#include "([^"]+)"\s*$', re.M)
+_INCLUDE = re.compile(r'^#include "([^"]+)"\s*(?://.*)?$', re.M)  # a trailing comment allowed
 _SOURCES = {}
 
 
