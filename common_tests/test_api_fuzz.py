@@ -23,8 +23,8 @@ with warnings.catch_warnings():  # starlette 1 suggests httpx2 for its test clie
     warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testclient`")
     TestClient = pytest.importorskip("fastapi.testclient").TestClient  # CI=true insists on it
 
-from stagegrad.deploy.app import create_app as deploy_app  # noqa: E402
 from stagegrad.dashboard.app import create_app as dashboard_app  # noqa: E402
+from stagegrad.deploy.app import create_app as deploy_app  # noqa: E402
 
 from .test_deploy import _checkpoint  # noqa: E402
 

@@ -3,7 +3,7 @@ Functions, autograd.grad, gradcheck, deep graphs and the errors PyTorch raises."
 import numpy as np
 import pytest
 
-from .helpers_core import T, TT, assert_close, check_grads, data, float64_if, gradcheck, need_torch, upstream
+from .helpers_core import TT, T, assert_close, check_grads, data, float64_if, gradcheck, need_torch, upstream
 
 
 def _flags(t):

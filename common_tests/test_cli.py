@@ -301,7 +301,7 @@ def test_stage_option_lists_the_installed_stages(capsys):
     assert "stage0_python" in installed
     _, commands = _subparsers()
     for name, option in [("train", "--stage"), ("sample", "--stage"), ("journey", "--stages"),
-                         ("profile", "--stages"), ("docs", "--stages")]:
+                         ("profile", "--stages"), ("models", "--stages")]:
         action = next(a for a in commands[name]._actions if option in a.option_strings)
         for pkg in installed:
             assert f"({pkg})" in action.help, (name, action.help)
@@ -447,6 +447,7 @@ def _table_rows(table):
 @pytest.mark.needs_torch
 def test_conv_ladder_checks_every_rung_against_pytorch_then_times_it(tmp_path):
     from stagegrad.conv_ladder import LAYERS, PASSES, RUNGS, WINOGRAD_ONLY
+
     from .oracle import need_torch
     need_torch()
     r = _conv_ladder(tmp_path)

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from .helpers_core import NP, DTYPES, T, assert_close, data, need_torch, sgdt
+from .helpers_core import DTYPES, NP, T, assert_close, data, need_torch, sgdt
 
 
 @pytest.mark.parametrize("value,dtype", [

@@ -21,10 +21,10 @@ import numpy as np
 import pytest
 
 from stagegrad import load_stage, train_text, training
+from stagegrad.dashboard import bind
 from stagegrad.deploy import loadtest, process
 from stagegrad.deploy.batching import Batcher, QueueFull
 from stagegrad.deploy.model import CheckpointError, Served
-from stagegrad.dashboard import bind
 
 fastapi = pytest.importorskip("fastapi", reason="the deploy API needs FastAPI (pip install -e '.[serve]')")
 from fastapi.testclient import TestClient  # noqa: E402
@@ -386,6 +386,7 @@ def test_loadtest_report_names_every_server_and_level():
 def _png(pixels, mode="L"):
     import base64
     import io
+
     from PIL import Image
     buf = io.BytesIO()
     Image.fromarray(pixels, mode=mode).save(buf, format="PNG")

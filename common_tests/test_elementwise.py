@@ -6,8 +6,22 @@ import operator
 import numpy as np
 import pytest
 
-from .helpers_core import (INTS, NP, T, TT, assert_close, check_grads, data, float64_if, functional, gradcheck,
-                           need_torch, np_gelu, np_sigmoid, sgdt)
+from .helpers_core import (
+    INTS,
+    NP,
+    TT,
+    T,
+    assert_close,
+    check_grads,
+    data,
+    float64_if,
+    functional,
+    gradcheck,
+    need_torch,
+    np_gelu,
+    np_sigmoid,
+    sgdt,
+)
 
 
 def _torch_fn(name):

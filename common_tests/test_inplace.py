@@ -3,7 +3,7 @@ stages with views) how they act through aliases, compared with PyTorch."""
 import numpy as np
 import pytest
 
-from .helpers_core import T, TT, assert_close, data, need_torch, upstream
+from .helpers_core import TT, T, assert_close, data, need_torch, upstream
 
 views = pytest.mark.capability("views")
 

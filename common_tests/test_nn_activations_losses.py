@@ -8,8 +8,8 @@ import pytest
 
 from .helpers_core import T, upstream
 from .helpers_nn import rand, run_both, same_layer, tol
-from .test_nn_layers import _converted
 from .oracle import assert_close, need_torch
+from .test_nn_layers import _converted
 
 pytestmark = pytest.mark.needs_torch
 

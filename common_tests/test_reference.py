@@ -180,3 +180,13 @@ def test_tables_become_entries():
     assert ".. py:class:: no_grad\n" in out and ":py:class:`stage0_python.no_grad`" in out
     assert ".. autoclass:: Node\n" in out
     assert out.count("```") == page.count("```")
+
+
+def test_op_table_rows_stand_for_every_function_of_the_table():
+    """Adding a row to the op table lists it in the reference with no page edited."""
+    from stage0_python.op_table import FUNCTIONS
+    page = ("```{eval-rst}\n.. currentmodule:: stage0_python\n\n.. autosummary::\n   :nosignatures:\n\n"
+            "   Tensor.abs\n   Tensor.{op_table}_\n```\n")
+    assert REF.tables(page) == [("stage0_python", ["Tensor.abs"] + [f"Tensor.{f.name}_" for f in FUNCTIONS])]
+    out = REF.expand(page)
+    assert "   Tensor.logit_\n" in out and ".. automethod:: Tensor.logit_\n" in out and "{op_table}" not in out

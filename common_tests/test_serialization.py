@@ -159,8 +159,9 @@ def test_foreign_files_raise(sg, tmp_path):
     cases = {"empty": (b"", "empty"), "text": (b"hello, world\n" * 10, "not a stagegrad checkpoint"),
              "npy": (b"\x93NUMPY\x01\x00" + b"\0" * 100, "NumPy")}
     try:  # a zip that is no torch.save file (a .pt file loads: test_safetensors.py)
-        import torch  # noqa: F401
         import zipfile
+
+        import torch  # noqa: F401
         buf = io.BytesIO()
         with zipfile.ZipFile(buf, "w") as z:
             z.writestr("notes.txt", "not a checkpoint")

@@ -18,14 +18,15 @@ import warnings
 
 import numpy as np
 import pytest
+
 with warnings.catch_warnings():  # starlette 1 suggests httpx2 for its test client; httpx works the same
     warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testclient`")
     TestClient = pytest.importorskip("fastapi.testclient").TestClient  # CI=true insists on it
 
 from stagegrad import datafiles, installed_stages, load_stage, train_text, training
-from stagegrad.deploy.model import Served
 from stagegrad.dashboard import architecture, settings, worker
 from stagegrad.dashboard.app import create_app
+from stagegrad.deploy.model import Served
 
 TIMEOUT = 60
 TINY = {"model": "mlp", "stage": "3", "epochs": 2, "subset": 256, "test_subset": 200, "batch_size": 32,
@@ -120,8 +121,8 @@ def test_a_run_streams_its_progress_and_the_history_keeps_it(client, finished):
 
 
 def test_downloads_are_the_trained_model(client, finished, tmp_path):
-    from safetensors.numpy import load_file
     import onnxruntime
+    from safetensors.numpy import load_file
     run, _ = finished
     sg = load_stage("3")
     r = client.get(f"/api/runs/{run['id']}/weights.safetensors")

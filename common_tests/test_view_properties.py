@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from .helpers_core import T, TT, assert_close, need_torch
+from .helpers_core import TT, T, assert_close, need_torch
 
 pytestmark = pytest.mark.capability("views")
 SETTINGS = settings(max_examples=60, deadline=None, derandomize=True,

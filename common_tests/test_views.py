@@ -7,7 +7,7 @@ copying)."""
 import numpy as np
 import pytest
 
-from .helpers_core import T, TT, assert_close, check_grads, data, need_torch
+from .helpers_core import TT, T, assert_close, check_grads, data, need_torch
 
 views = pytest.mark.capability("views")
 

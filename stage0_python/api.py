@@ -10,38 +10,134 @@ import importlib
 
 from stage0_python import stages as _stages  # by absolute name: one loader for every stage
 
-from . import tensor as _tensor  # first: autograd, ops and creation build on Tensor
 from . import autograd, dtypes, random
-from .autograd import (Function, enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled,
-                       no_grad, set_grad_enabled)
-from .creation import (arange, as_tensor, cat, concat, empty, empty_like, eye, from_dlpack, from_numpy,
-                       frombuffer, full, full_like, linspace, normal, ones, ones_like, rand, rand_like,
-                       randint, randint_like, randn, randn_like, randperm, stack, tensor, zeros, zeros_like)
-from .legacy import (BFloat16Tensor, BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor,
-                     IntTensor, LongTensor, ShortTensor)
+from .autocast import autocast, get_autocast_dtype, is_autocast_enabled
+from .autograd import (
+    Function,
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from .capabilities import CapabilityError
 from .contractions import addbmm, addmm, addmv, addr, baddbmm, cdist, einsum
-from .dtypes import (bfloat16, bool_, finfo, float16, float32, float64, get_default_dtype, iinfo, int8,
-                     int16, int32, int64, set_default_dtype, uint8)
-from .math_ops import (acos, acosh, arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh, asin,  # noqa: A004
-                       asinh, atan, atan2, atanh, bitwise_and, bitwise_left_shift, bitwise_not,
-                       bitwise_or, bitwise_right_shift, bitwise_xor, copysign, cosh, erfc, exp2, expm1,
-                       fix, floor_divide, fmod, hypot, isfinite, isinf, isneginf, isposinf, log2, log10,
-                       logaddexp, logaddexp2, logit, pow, remainder, sinh, tan, true_divide, trunc)
-from .random import Generator, initial_seed, manual_seed, seed
-from .printing import get_printoptions, printoptions, set_printoptions
-from .shapes import IndexRangeError, ShapeError
+from .creation import (
+    arange,
+    as_tensor,
+    cat,
+    concat,
+    empty,
+    empty_like,
+    eye,
+    from_dlpack,
+    from_numpy,
+    frombuffer,
+    full,
+    full_like,
+    linspace,
+    normal,
+    ones,
+    ones_like,
+    rand,
+    rand_like,
+    randint,
+    randint_like,
+    randn,
+    randn_like,
+    randperm,
+    stack,
+    tensor,
+    zeros,
+    zeros_like,
+)
+from .device import get_default_device, set_default_device
+from .dtypes import (
+    bfloat16,
+    bool_,
+    finfo,
+    float16,
+    float32,
+    float64,
+    get_default_dtype,
+    iinfo,
+    int8,
+    int16,
+    int32,
+    int64,
+    set_default_dtype,
+    uint8,
+)
+from .legacy import (
+    BFloat16Tensor,
+    BoolTensor,
+    ByteTensor,
+    CharTensor,
+    DoubleTensor,
+    FloatTensor,
+    HalfTensor,
+    IntTensor,
+    LongTensor,
+    ShortTensor,
+)
+from .math_ops import (  # noqa: A004
+    acos,
+    acosh,
+    arccos,
+    arccosh,
+    arcsin,
+    arcsinh,
+    arctan,
+    arctan2,
+    arctanh,
+    asin,
+    asinh,
+    atan,
+    atan2,
+    atanh,
+    bitwise_and,
+    bitwise_left_shift,
+    bitwise_not,
+    bitwise_or,
+    bitwise_right_shift,
+    bitwise_xor,
+    copysign,
+    cosh,
+    erfc,
+    exp2,
+    expm1,
+    fix,
+    floor_divide,
+    fmod,
+    hypot,
+    isfinite,
+    isinf,
+    isneginf,
+    isposinf,
+    log2,
+    log10,
+    logaddexp,
+    logaddexp2,
+    logit,
+    pow,
+    remainder,
+    sinh,
+    tan,
+    true_divide,
+    trunc,
+)
 from .method_forms import ValuesIndices
 from .ops import where
-from .tensor import Size, Tensor, device
-from .device import get_default_device, set_default_device
-from .threads import get_num_threads, set_num_threads
-from .sorting import argsort, bucketize, kthvalue, msort, searchsorted, sort, topk
-from .scans import cummax, cummin, cumprod, cumsum, logcumsumexp
+from .printing import get_printoptions, printoptions, set_printoptions
+from .random import Generator, initial_seed, manual_seed, seed
+from .rearranging import diag, diag_embed, equal, ger, outer, repeat_interleave, roll, unique, unique_consecutive
 from .sampling import multinomial
-from .autocast import autocast, get_autocast_dtype, is_autocast_enabled
-from .rearranging import (diag, diag_embed, equal, ger, outer, repeat_interleave, roll, unique,
-                          unique_consecutive)
+from .scans import cummax, cummin, cumprod, cumsum, logcumsumexp
+from .shapes import IndexRangeError, ShapeError
+from .sorting import argsort, bucketize, kthvalue, msort, searchsorted, sort, topk
+from .tensor import Size, Tensor, device
+from .threads import get_num_threads, set_num_threads
 
 bool = bool_  # noqa: A001  (torch.bool)
 float = float32  # noqa: A001

@@ -7,8 +7,18 @@ names are re-exported here.
 import math
 
 from .graph import (  # noqa: F401  (the graph's public names are autograd's)
-    AccumulateGrad, Context, Function, HookSizeError, HookTypeError, Node, _edge, _run, _set_grad_enabled,
-    _sync_views, is_grad_enabled)
+    AccumulateGrad,
+    Context,
+    Function,
+    HookSizeError,
+    HookTypeError,
+    Node,
+    _edge,
+    _run,
+    _set_grad_enabled,
+    _sync_views,
+    is_grad_enabled,
+)
 from .tensor import Tensor
 
 __all__ = ["Function", "Context", "Node", "AccumulateGrad", "HookSizeError", "HookTypeError", "backward",

@@ -43,11 +43,20 @@ import math
 import operator
 from array import array
 
+from stage0_python.layout import (  # noqa: F401  (view_layout: the frontend calls it here)
+    axis_positions,
+    broadcast_shapes,
+    contiguous_strides,
+    diagonal_layout,
+    nested,
+    prod,
+    reduced_shape,
+    strided_indices,
+    view_layout,
+    windows_layout,
+)
 from stage0_python.op_table import FUNCTIONS, periodic
 from stage0_python.vocabulary import BOOL_RESULT
-from stage0_python.layout import (  # noqa: F401  (view_layout: the frontend calls it here)
-    axis_positions, broadcast_shapes, contiguous_strides, diagonal_layout, nested, prod, reduced_shape,
-    strided_indices, view_layout, windows_layout)
 
 from .capabilities import refusal
 from .dtypes import IntegerPowerError, bool_, float64, int64

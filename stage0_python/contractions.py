@@ -18,7 +18,6 @@ from .dtypes import bool_, int64
 from .shapes import ShapeError
 from .tensor_core import TensorCore
 
-
 # ------------------------------------------------------------------ einsum
 
 def _parse(equation, operands):

@@ -8,10 +8,10 @@ from . import ops, shapes
 from . import random as R
 from .arguments import check_fits, shape_arg, to_dtype
 from .capabilities import CapabilityError
-from .dtypes import int64
 from .device import check_device, place
-from .shapes import ShapeError
+from .dtypes import int64
 from .method_forms import accepts_axis
+from .shapes import ShapeError
 from .tensor import Tensor
 
 

@@ -14,9 +14,21 @@ Python scalar only lifts the category (to the default dtype of that category).
 # programs which mention them import; a stage that does not compute in one names it in
 # its LACKS, and making a tensor of it raises CapabilityError instead of silently using
 # another dtype. Stage 3 computes in the 2-byte floats (``compute_in``).
-from stage0_python.vocabulary import (BY_NAME, DType, bfloat16, bool_, float16, float32, float64,  # noqa: F401
-                                      int8, int16, int32, int64, uint8)
-from stage0_python.vocabulary import _lookup  # noqa: F401  (checkpoints pickled before name it here)
+from stage0_python.vocabulary import (  # noqa: F401
+    BY_NAME,
+    DType,
+    _lookup,  # checkpoints pickled before name it here
+    bfloat16,
+    bool_,
+    float16,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+)
 
 ALL = (bool_, uint8, int8, int16, int32, int64, float32, float64)  # the dtypes the stages compute in
 NAMED_ONLY = (float16, bfloat16)

@@ -10,11 +10,11 @@ import operator
 from . import autograd, ops, views
 from . import backend as B
 from . import dtypes as D
-from .dtypes import bool_, int64
-from .shapes import ShapeError, out_of_range
-from .ops import where
-from .tensor import Tensor
 from .device import place
+from .dtypes import bool_, int64
+from .ops import where
+from .shapes import ShapeError, out_of_range
+from .tensor import Tensor
 
 
 def getitem(t, key):

@@ -8,10 +8,10 @@ their gradients come from those. The methods are ``RearrangingMethods``, a base 
 import operator
 
 from . import backend as B
-from .dtypes import bool_, int64
-from .shapes import ShapeError
 from .device import place
+from .dtypes import bool_, int64
 from .ops import where
+from .shapes import ShapeError
 from .tensor_core import TensorCore
 
 # Tensor lists RearrangingMethods among its bases, so this module loads before Tensor

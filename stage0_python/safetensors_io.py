@@ -23,11 +23,10 @@ after the last tensor (the rules the reference implementation applies).
 import json
 import struct
 
+from . import dtypes
 from .capabilities import CapabilityError, lacking
 from .device import check_device
-from . import dtypes
-from .serialization import (CheckpointError, _write, _numel, _read_all, _tensor_bytes,
-                            _tensor_from_bytes)
+from .serialization import CheckpointError, _numel, _read_all, _tensor_bytes, _tensor_from_bytes, _write
 from .tensor import Tensor
 
 MAX_HEADER = 100_000_000  # bytes; the reference implementation's limit

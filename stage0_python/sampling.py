@@ -6,11 +6,11 @@ frequencies, not samples.
 """
 from bisect import bisect_right
 
-from . import random as R
-from .dtypes import int64
 from . import backend as B
-from .shapes import ShapeError
+from . import random as R
 from .device import place
+from .dtypes import int64
+from .shapes import ShapeError
 from .tensor_core import TensorCore
 
 

@@ -23,12 +23,9 @@ from . import backend as B
 from . import dtypes as D
 from . import ops, printing, shapes
 from .arguments import check_fits, shape_arg, to_dtype
+from .contractions import ContractionMethods
 from .device import check_device, device, device_of, is_pinned, place  # noqa: F401  (device is public here)
 from .dtypes import bool_, float32, float64, int32, int64
-from .shapes import ShapeError
-from .tensor_core import Size, TensorCore, bind  # noqa: F401  (Size is public here)
-# the method mixins Tensor lists among its bases (each builds on TensorCore, not on Tensor)
-from .contractions import ContractionMethods
 from .elementwise import ElementwiseMethods
 from .inplace import InplaceMethods
 from .math_ops import MathMethods
@@ -39,8 +36,9 @@ from .sampling import SamplingMethods
 from .scans import ScanMethods
 from .scatter import ScatterMethods
 from .selecting import SelectingMethods
+from .shapes import ShapeError
 from .sorting import SortingMethods
-
+from .tensor_core import Size, TensorCore, bind  # noqa: F401  (Size is public here)
 
 _Device = device
 

@@ -28,11 +28,33 @@ from itertools import repeat
 from stage0_python import backend as _s0
 from stage0_python import layout
 from stage0_python.backend import (
-    BOOL_RESULT, UNARY, argmax_of, argmin_of, binary_op, creation_from_values, fill_value, fold_values, map_safe,
-    to_int, unfold_values)
+    BOOL_RESULT,
+    UNARY,
+    argmax_of,
+    argmin_of,
+    binary_op,
+    creation_from_values,
+    fill_value,
+    fold_values,
+    map_safe,
+    to_int,
+    unfold_values,
+)
 from stage0_python.layout import (
-    VersionOnStorage, axis_positions, broadcast_shapes, contiguous_strides, diagonal_layout, overlaps, prod,
-    reduced_shape, refuse_overlapping_write, row_major, strided_indices, view_strides, windows_layout)
+    VersionOnStorage,
+    axis_positions,
+    broadcast_shapes,
+    contiguous_strides,
+    diagonal_layout,
+    overlaps,
+    prod,
+    reduced_shape,
+    refuse_overlapping_write,
+    row_major,
+    strided_indices,
+    view_strides,
+    windows_layout,
+)
 
 from .capabilities import refusal
 from .dtypes import bool_, int64

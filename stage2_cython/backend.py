@@ -31,8 +31,7 @@ from stage0_python import backend as _s0
 from stage0_python.backend import BOOL_LOGIC, to_int, wrap_int
 from stage0_python.layout import diagonal_layout, refuse_overlapping_write, windows_layout
 from stage0_python.vocabulary import BOOL_RESULT, SMALL_INT_CODES, int32
-from stage2_cython import (_buffer, _conv, _convert, _dlpack, _elementwise, _index, _matmul, _random,
-                           _reduce, _sort)
+from stage2_cython import _buffer, _conv, _convert, _dlpack, _elementwise, _index, _matmul, _random, _reduce, _sort
 
 from . import dtypes
 from .capabilities import lacking

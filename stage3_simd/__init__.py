@@ -37,9 +37,9 @@ from stage0_python.stages import frontend_is_python, inherit  # noqa: E402
 
 inherit(__name__, __path__, python_frontend=frontend_is_python())
 
+from ._kernels import simd_info  # noqa: E402, F401
 from .api import *  # noqa: E402, F403  (stage 0's api.py, as this stage's module)
 from .api import __getattr__, dtypes  # noqa: E402, F401
-from ._kernels import simd_info  # noqa: E402, F401
 
 dtypes.compute_in(*dtypes.HALF_NAMES)  # stored in 2 bytes, computed in float32 (backend.py)
 LACKS = dtypes.LACKING | {"devices"}  # stage 4 brings devices

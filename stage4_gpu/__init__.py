@@ -22,12 +22,13 @@ from stage0_python.stages import frontend_is_python, inherit
 
 inherit(__name__, __path__, python_frontend=frontend_is_python())
 
+from stage3_simd import simd_info  # noqa: E402, F401  (the cpu device's SIMD path)
+
 from .api import *  # noqa: E402, F403  (stage 0's api.py, as this stage's module)
 from .api import __getattr__, dtypes  # noqa: E402, F401
-from stage3_simd import simd_info  # noqa: E402, F401  (the cpu device's SIMD path)
 
 dtypes.compute_in(*dtypes.HALF_NAMES)  # the cpu device is stage 3's
 LACKS = dtypes.LACKING
 
-from . import webgpu  # noqa: E402  (sg.webgpu: is_available, synchronize, empty_cache)
-from . import cuda  # noqa: E402  (sg.cuda: torch.cuda's names, for the cuda device)
+# sg.cuda (torch.cuda's names, for the cuda device) and sg.webgpu (is_available, synchronize, empty_cache)
+from . import cuda, webgpu  # noqa: E402

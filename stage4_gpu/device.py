@@ -124,8 +124,8 @@ def is_pinned(buf):
     the driver would open it)."""
     if device_of(buf).type != "cpu":
         return False
-    from .cuda.runtime import _OPENING
-    if not _OPENING.opened:
+    from .cuda.runtime import OPENING
+    if not OPENING.opened:
         return False
     from .cuda.memory import is_pinned as pinned
     return pinned(buf)

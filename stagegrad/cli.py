@@ -3,12 +3,28 @@ import argparse
 import os
 import sys
 
-from .deploy import loadtest
-from . import (bench_site, conv_ladder, cuda_bandwidth, cuda_ladder, dashboard, deploy, devices, distributed,
-               docs, gemm_ladder, installed_text, journey, models_bench, profile, simd_paths, systems, train,
-               train_text)
+from . import (
+    bench_site,
+    conv_ladder,
+    cuda_bandwidth,
+    cuda_ladder,
+    dashboard,
+    deploy,
+    devices,
+    distributed,
+    docs,
+    gemm_ladder,
+    installed_text,
+    journey,
+    models_bench,
+    profile,
+    simd_paths,
+    systems,
+    train,
+    train_text,
+)
 from . import run as run_program
-
+from .deploy import loadtest
 
 # each command: its name, its module's option and run functions, a one-line summary for
 # ``stagegrad --help`` and the plain-text description its own --help opens with

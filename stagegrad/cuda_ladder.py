@@ -63,6 +63,7 @@ def _two_byte_rows(ladder, rt, torch, a, b, n, budget):
     of our tensor-core tiers and PyTorch CUDA, each checked against a float32 product of the
     rounded operands (the output's own rounding, 2**-9 of |C| at most, sits far below)."""
     import cupy
+
     from stage4_gpu.cuda.memory import bfloat16_bits
     out = []
     for dtype in ("float16", "bfloat16"):

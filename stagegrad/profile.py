@@ -41,8 +41,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .machine import THREAD_VARIABLES
 from .formatting import write_tables
+from .machine import THREAD_VARIABLES
 
 BUCKETS = ("kernels", "backend", "autograd", "ops", "tensor", "optimizer", "nn", "other")
 # the step's phases: the cumulative time of the call that is each one

@@ -63,8 +63,17 @@ from . import datafiles, installed_text, load_stage, mpi, stage_type, train_text
 from . import train_parts as P
 from .progress import seconds, stat
 from .train_parts import is_torch
-from .training import (IMAGE_MODELS, WARMUP_STEPS, CapturedStep, build_model, evaluate, fit,
-                       load_training_checkpoint, mnist, resume)
+from .training import (
+    IMAGE_MODELS,
+    WARMUP_STEPS,
+    CapturedStep,
+    build_model,
+    evaluate,
+    fit,
+    load_training_checkpoint,
+    mnist,
+    resume,
+)
 
 TEXT_MODELS = ("gpt", "lstm")
 

@@ -21,9 +21,10 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from stage_timing import best, fmt  # noqa: E402
+
 import stage0_python as s0  # noqa: E402
 import stage1_strides as s1  # noqa: E402
-from stage_timing import best, fmt  # noqa: E402
 
 
 def square(sg, n):

@@ -26,10 +26,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 import numpy as np  # noqa: E402
+from stage_timing import best, fmt  # noqa: E402
 
 import stage1_strides as s1  # noqa: E402
 import stage2_cython as s2  # noqa: E402
-from stage_timing import best, fmt  # noqa: E402
 
 try:
     import torch  # noqa: E402

@@ -6,11 +6,17 @@ row links to (the autodoc directive for that name), so the pages name each objec
 in its table, and the entries cannot drift from the tables. The entries stay on the page
 of their table: a page per name would be a thousand pages, each carrying the whole
 site's navigation.
+
+A row holding ``{op_table}`` stands for one row per function of the op table
+(``stage0_python/op_table.py``), in the table's order: ``Tensor.{op_table}_`` is every
+function's in-place method. A function added there is listed with nothing more written.
 """
 import importlib
 import inspect
 import re
 import types
+
+from stage0_python.op_table import FUNCTIONS
 
 PACKAGE = "stage0_python"  # the reference stage: every stage exports the same names
 
@@ -19,9 +25,18 @@ TABLE = re.compile(r"^```\{eval-rst\}\n\.\. currentmodule:: (?P<module>\S+)\n\n"
                    r"\.\. autosummary::\n(?:   :.*\n)*\n(?P<names>(?:   \S.*\n)+)```\n", re.M)
 
 
+# a table row that stands for one row per op-table function
+OP_TABLE_ROW = re.compile(r"^(   \S*)\{op_table\}(\S*)\n", re.M)
+
+
+def op_table_rows(text):
+    """``text`` with each ``{op_table}`` row written out, one row per op-table function."""
+    return OP_TABLE_ROW.sub(lambda m: "".join(f"{m[1]}{f.name}{m[2]}\n" for f in FUNCTIONS), text)
+
+
 def tables(text):
     """``[(module, [name, ...])]`` for every autosummary table in ``text``."""
-    return [(m["module"], m["names"].split()) for m in TABLE.finditer(text)]
+    return [(m["module"], m["names"].split()) for m in TABLE.finditer(op_table_rows(text))]
 
 
 def resolve(module, name):
@@ -74,6 +89,7 @@ def _as_function(obj):
 
 def expand(text):
     """``text`` with each table followed, inside its block, by the entries of its rows."""
+    text = op_table_rows(text)
     listed = [n for _, names in tables(text) for n in names]
 
     def add(m):

@@ -10,10 +10,27 @@ of a dataset. The transport is MPI itself (Open MPI through ``mpi4py``), never o
 this project's own; where it is missing, ``is_available()`` is False and
 ``unavailable_reason()`` says why.
 """
-from .collectives import (ReduceOp, Work, all_gather, all_gather_into_tensor, all_reduce, barrier, broadcast,
-                          reduce_scatter, reduce_scatter_tensor)
-from .process_group import (destroy_process_group, get_backend, get_rank, get_world_size, init_process_group,
-                            is_available, is_initialized, unavailable_reason)
+from .collectives import (
+                          ReduceOp,
+                          Work,
+                          all_gather,
+                          all_gather_into_tensor,
+                          all_reduce,
+                          barrier,
+                          broadcast,
+                          reduce_scatter,
+                          reduce_scatter_tensor,
+)
+from .process_group import (
+                          destroy_process_group,
+                          get_backend,
+                          get_rank,
+                          get_world_size,
+                          init_process_group,
+                          is_available,
+                          is_initialized,
+                          unavailable_reason,
+)
 
 __all__ = ["init_process_group", "destroy_process_group", "is_available", "is_initialized",
            "unavailable_reason", "get_rank", "get_world_size", "get_backend", "ReduceOp", "Work",

@@ -1,9 +1,9 @@
 """``MultiheadAttention``: the layer over ``functional.multi_head_attention_forward``."""
+from ..shapes import ShapeError
 from . import functional as F
 from . import init
 from .linear import Linear
 from .module import Module, Parameter, _empty
-from ..shapes import ShapeError
 
 
 class NonDynamicallyQuantizableLinear(Linear):

@@ -1,11 +1,11 @@
 """The containers ``Sequential``, ``ModuleList`` and ``ModuleDict``: modules that hold
 other modules, so that the parent registers their parameters."""
+import operator
 from collections import OrderedDict
 from itertools import islice
-import operator
 
-from .module import Module, _addindent
 from ..device import fused
+from .module import Module, _addindent
 
 
 def _index(idx, n, what):

@@ -3,8 +3,8 @@ with stride, padding, dilation and groups, and its adjoint (``nn.functional`` do
 import math
 
 from . import functional as F
-from .functional.helpers import _ntuple
 from . import init
+from .functional.helpers import _ntuple
 from .module import Module, _weight_and_bias, _with_options
 
 _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")

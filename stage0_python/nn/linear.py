@@ -1,11 +1,11 @@
 """``Identity`` and ``Linear``."""
 import math
 
-from . import functional as F
-from .functional.linear_maps import _linear
-from . import init
-from .module import Module, _weight_and_bias
 from ..shapes import ShapeError
+from . import functional as F
+from . import init
+from .functional.linear_maps import _linear
+from .module import Module, _weight_and_bias
 
 
 class Identity(Module):

@@ -1,13 +1,13 @@
 """Normalization layers: batch, instance, layer, group, RMS and local response norm."""
 import numbers
 
-from . import functional as F
-from . import init
 from ..creation import tensor
 from ..dtypes import int64
+from ..shapes import ShapeError
+from . import functional as F
+from . import init
 from .functional.normalization import _batch_norm
 from .module import Module, Parameter, _empty
-from ..shapes import ShapeError
 
 
 class _Affine(Module):

@@ -15,9 +15,9 @@ import contextlib
 
 from .. import creation
 from ..autograd import is_grad_enabled, no_grad
-from ..dtypes import int32
 from ..distributed import collectives as C
 from ..distributed import process_group as PG
+from ..dtypes import int32
 from ..nested import leaves
 from ..tensor import Tensor
 from .module import Module

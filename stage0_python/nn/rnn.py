@@ -25,17 +25,17 @@ import numbers
 import warnings
 from collections import namedtuple
 
-from . import functional as F
-from . import init
 from .. import backend as B
-from .functional.image_kernels import _takes
-from .module import Module, Parameter, _empty, _with_options
-from .utils.rnn import PackedSequence
 from ..autograd import Function
 from ..creation import cat, stack, zeros
 from ..dtypes import float32, float64
 from ..shapes import ShapeError
 from ..tensor import Tensor
+from . import functional as F
+from . import init
+from .functional.image_kernels import _takes
+from .module import Module, Parameter, _empty, _with_options
+from .utils.rnn import PackedSequence
 
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 

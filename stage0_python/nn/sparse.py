@@ -1,9 +1,9 @@
 """``Embedding``: a lookup table of trainable vectors."""
+from ..autograd import no_grad
+from ..shapes import ShapeError
 from . import functional as F
 from . import init
-from ..autograd import no_grad
 from .module import Module, Parameter, _empty, _with_options
-from ..shapes import ShapeError
 
 
 class Embedding(Module):

@@ -3,6 +3,9 @@ with ``torch.nn``'s names, so that a PyTorch state dict loads. Built from
 ``MultiheadAttention``, ``Linear``, ``Dropout`` and ``LayerNorm``."""
 import copy
 
+from ..creation import full
+from ..dtypes import float32
+from ..shapes import ShapeError
 from . import functional as F
 from . import init
 from .attention import MultiheadAttention
@@ -11,9 +14,6 @@ from .dropout import Dropout
 from .linear import Linear
 from .module import Module
 from .normalization import LayerNorm
-from ..creation import full
-from ..dtypes import float32
-from ..shapes import ShapeError
 
 __all__ = ["Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
            "TransformerDecoderLayer"]

@@ -15,8 +15,8 @@ from .errors import ExportError
 def export(model, args, f=None, **kwargs):
     """Export ``model`` to ONNX by tracing ``model(*args)``; see ``exporter.export``."""
     try:
-        import onnx  # noqa: F401
         import numpy  # noqa: F401
+        import onnx  # noqa: F401
     except ImportError as e:
         raise ImportError(f"sg.onnx.export needs the onnx package ({e.name} is missing): "
                           f"pip install 'stagegrad[onnx]'") from None

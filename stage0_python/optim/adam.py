@@ -1,8 +1,8 @@
 """Adam and AdamW, following the order of operations of PyTorch's single-tensor path,
 so float32 results agree to rounding."""
 from .. import backend as B
-from .optimizer import Optimizer, adam_first_moment, path_options
 from ..device import fused
+from .optimizer import Optimizer, adam_first_moment, path_options
 
 
 class Adam(Optimizer):

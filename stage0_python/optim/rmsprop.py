@@ -1,7 +1,7 @@
 """RMSprop, as ``torch.optim.RMSprop`` computes it (Hinton's lecture 6e; centered per Graves)."""
 from .. import backend as B
-from .optimizer import Optimizer, lerp_, path_options
 from ..device import fused
+from .optimizer import Optimizer, lerp_, path_options
 
 
 class RMSprop(Optimizer):

@@ -1,8 +1,8 @@
 """Stochastic gradient descent with momentum, as ``torch.optim.SGD`` computes it."""
-from .. import creation
 from .. import backend as B
-from .optimizer import Optimizer, path_options
+from .. import creation
 from ..device import fused
+from .optimizer import Optimizer, path_options
 
 
 class SGD(Optimizer):

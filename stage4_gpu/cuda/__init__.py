@@ -46,8 +46,8 @@ def device_count():
 
 def is_initialized():
     """Whether the GPU has been opened."""
-    from .runtime import _OPENING
-    return _OPENING.opened
+    from .runtime import OPENING
+    return OPENING.opened
 
 
 def init():

@@ -33,7 +33,7 @@ the kernels (``runtime.py``), so a replay checks them too.
 import contextlib
 import gc
 
-from .runtime import _OPENING, runtime
+from .runtime import OPENING, runtime
 
 CAPTURE_ERROR_MODES = ("global", "thread_local", "relaxed")
 
@@ -73,7 +73,7 @@ def graph_pool_handle():
 def is_current_stream_capturing():
     """Whether a CUDA graph is being captured on the device's stream; False, without
     opening the device, where it has not been opened."""
-    return _OPENING.opened and runtime().capture is not None
+    return OPENING.opened and runtime().capture is not None
 
 
 class CUDAGraph:
@@ -151,7 +151,7 @@ class CUDAGraph:
         self._held = []
 
     def __del__(self):
-        if getattr(self, "_held", None) and _OPENING.opened:
+        if getattr(self, "_held", None) and OPENING.opened:
             self._release()
 
     def pool(self):

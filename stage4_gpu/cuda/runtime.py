@@ -596,10 +596,8 @@ def _launch_kernel(launcher, name, args, handle, entry):
 # and pow in float64 lose ulps). Never fast math.
 OPTIONS = ("--std=c++17", "--ftz=false", "--prec-div=true", "--prec-sqrt=true")
 
-_OPENING = Opening("cuda", Runtime,
+OPENING = Opening("cuda", Runtime,
                    not_installed="CuPy is not installed ({}); on a machine with an NVIDIA GPU install the "
                                  "'cuda' extra: pip install 'stagegrad[cuda]'",
                    failed="the GPU could not be opened")
-runtime = _OPENING.runtime
-is_available = _OPENING.is_available
-unavailable_reason = _OPENING.unavailable_reason
+runtime, is_available, unavailable_reason = OPENING.runtime, OPENING.is_available, OPENING.unavailable_reason

@@ -13,9 +13,10 @@ offset (WebGPU), one that starts inside its storage.
 import array
 
 from ..dtypes import bool_, float32, int64
+from ..strided import permute, reshape, slice
 from .elementwise import binary
 from .matmul import matmul
-from .movement import copy, permute, reshape, slice
+from .movement import copy
 from .reduce import reduce
 
 # the fused kernels of the vocabulary's FUSED_KERNELS that the devices have (stage 4's backend

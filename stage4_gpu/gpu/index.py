@@ -10,8 +10,9 @@ index's minimum and maximum back first, and waits there (not while a CUDA graph 
 captured: a capture records no read back, ``cuda/graphs.py``).
 """
 from ..dtypes import int64
+from ..strided import reshape
 from .elementwise import run
-from .movement import copy, reshape
+from .movement import copy
 from .reduce import reduce
 
 

@@ -4,9 +4,7 @@ copies (``contiguous``, ``copy``, ``cat``, the in-place writes) run the driver's
 copy, its elementwise kernel with no operation."""
 from stage0_python.layout import refuse_overlapping_write
 
-from ..strided import (  # noqa: F401  (the views: the same on every device)
-    alias, diagonal, expand, is_contiguous, permute, reshape, shares_storage, slice, storage_id,
-    storage_offset, strides, windows)
+from ..strided import slice
 from .elementwise import convert, copy_into, run
 
 

@@ -163,10 +163,8 @@ class Runtime:
         self.release(probe)
 
 
-_OPENING = Opening("webgpu", Runtime,
+OPENING = Opening("webgpu", Runtime,
                    not_installed="the wgpu package is not installed ({}); install the 'webgpu' extra: "
                                  "pip install 'stagegrad[webgpu]'",
                    failed="the adapter could not be opened")
-runtime = _OPENING.runtime
-is_available = _OPENING.is_available
-unavailable_reason = _OPENING.unavailable_reason
+runtime, is_available, unavailable_reason = OPENING.runtime, OPENING.is_available, OPENING.unavailable_reason

@@ -96,6 +96,7 @@ def run(args):
     """Serve the dashboard until interrupted."""
     try:
         import uvicorn
+
         from .app import create_app
     except ImportError as e:
         raise RuntimeError(f"the dashboard needs FastAPI and uvicorn ({e}); install them with "

@@ -36,6 +36,7 @@ def run(args):
     """Serve the checkpoint until interrupted."""
     try:
         import uvicorn
+
         from .app import create_app
     except ImportError as e:
         raise RuntimeError(f"deploy needs FastAPI and uvicorn ({e}); install them with "

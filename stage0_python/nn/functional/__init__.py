@@ -12,27 +12,68 @@ pair whose backwards are each other.
 # checks that each name of ``__all__`` is bound here by an import naming it): first the core's
 # softmax, classification losses and activations (relu and silu are activations.py's, with
 # ``inplace=``), then each part's
-from ...functional import (binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy, gelu,
-                           l1_loss, log_softmax, logsigmoid, mse_loss, nll_loss, one_hot, sigmoid, softmax,
-                           softplus, tanh)
-from .activations import (celu, elu, glu, hardshrink, hardsigmoid, hardswish, hardtanh, leaky_relu, mish,
-                          prelu, relu, relu6, selu, silu, softmin, softshrink, softsign, tanhshrink,
-                          threshold)
-from .linear_maps import bilinear, linear
-from .im2col import fold, unfold
-from .padding import pad
+from ...functional import (
+    binary_cross_entropy,
+    binary_cross_entropy_with_logits,
+    cross_entropy,
+    gelu,
+    l1_loss,
+    log_softmax,
+    logsigmoid,
+    mse_loss,
+    nll_loss,
+    one_hot,
+    sigmoid,
+    softmax,
+    softplus,
+    tanh,
+)
+from .activations import (
+    celu,
+    elu,
+    glu,
+    hardshrink,
+    hardsigmoid,
+    hardswish,
+    hardtanh,
+    leaky_relu,
+    mish,
+    prelu,
+    relu,
+    relu6,
+    selu,
+    silu,
+    softmin,
+    softshrink,
+    softsign,
+    tanhshrink,
+    threshold,
+)
+from .attention import multi_head_attention_forward, scaled_dot_product_attention
 from .convolution import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d
-from .pooling import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d, adaptive_max_pool2d,
-                      avg_pool1d, avg_pool2d, avg_pool3d, max_pool1d, max_pool2d, max_pool3d, max_unpool1d,
-                      max_unpool2d)
-from .normalization import batch_norm, group_norm, instance_norm, layer_norm, local_response_norm, rms_norm
+from .distances import cosine_similarity, normalize, pairwise_distance
 from .dropouts import alpha_dropout, dropout, dropout1d, dropout2d
 from .embeddings import embedding, embedding_bag
+from .im2col import fold, unfold
+from .linear_maps import bilinear, linear
 from .losses import huber_loss, kl_div, smooth_l1_loss
-from .distances import cosine_similarity, normalize, pairwise_distance
-from .resampling import (interpolate, pixel_shuffle, pixel_unshuffle, upsample, upsample_bilinear,
-                         upsample_nearest)
-from .attention import multi_head_attention_forward, scaled_dot_product_attention
+from .normalization import batch_norm, group_norm, instance_norm, layer_norm, local_response_norm, rms_norm
+from .padding import pad
+from .pooling import (
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_max_pool1d,
+    adaptive_max_pool2d,
+    avg_pool1d,
+    avg_pool2d,
+    avg_pool3d,
+    max_pool1d,
+    max_pool2d,
+    max_pool3d,
+    max_unpool1d,
+    max_unpool2d,
+)
+from .resampling import interpolate, pixel_shuffle, pixel_unshuffle, upsample, upsample_bilinear, upsample_nearest
 
 # every public name (a literal: linters then count the imports as re-exports)
 __all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d",

@@ -5,8 +5,8 @@ import warnings
 
 from ... import functional as _core
 from ...autograd import Function
-from ...shapes import ShapeError
 from ...ops import where
+from ...shapes import ShapeError
 from .helpers import _inplace, _narrow
 
 

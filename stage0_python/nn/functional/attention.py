@@ -13,8 +13,8 @@ from ...creation import cat, ones, zeros
 from ...device import fused
 from ...dtypes import bool_, float32, float64
 from ...functional import softmax
-from ...shapes import ShapeError
 from ...ops import where
+from ...shapes import ShapeError
 from ...tensor import Tensor
 from .dropouts import dropout
 from .linear_maps import linear

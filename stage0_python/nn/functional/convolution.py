@@ -10,7 +10,7 @@ from ...creation import cat, stack
 from ...device import max_buffer_bytes
 from ...shapes import ShapeError
 from .helpers import _batched, _ntuple
-from .im2col import _Fold, _Unfold, _check_geometry, _im2col_shape
+from .im2col import _check_geometry, _Fold, _im2col_shape, _Unfold
 from .image_kernels import Conv2d, _takes
 from .padding import pad
 

@@ -6,8 +6,8 @@ from ... import shapes
 from ...autograd import Function, no_grad
 from ...creation import cat
 from ...dtypes import bool_, int32, int64
-from ...shapes import ShapeError
 from ...ops import where
+from ...shapes import ShapeError
 from .helpers import _const
 
 

@@ -6,12 +6,12 @@ import numbers
 
 from ... import shapes
 from ...autograd import Function
-from ...dtypes import bool_, iinfo, int64
-from ...shapes import ShapeError
 from ...creation import stack
+from ...dtypes import bool_, iinfo, int64
 from ...ops import where
+from ...shapes import ShapeError
 from .helpers import _batched, _const, _ntuple
-from .im2col import _Unfold, _check_geometry
+from .im2col import _check_geometry, _Unfold
 from .image_kernels import AvgPool2d, MaxPool2d, _takes
 from .padding import pad
 

@@ -6,9 +6,27 @@ import sys
 
 from .. import *  # noqa: F401, F403  (every layer)
 from .. import Module, Parameter  # noqa: F401
+
+# isort: split
 # the nn files, each under PyTorch's name for it
-from .. import (activation, container, conv, distance, dropout, flatten, linear, loss, module, normalization,
-                padding, pooling, rnn, sparse, transformer, upsampling)
+from .. import (  # noqa: F401
+    activation,
+    container,
+    conv,
+    distance,
+    dropout,
+    flatten,
+    linear,
+    loss,
+    module,
+    normalization,
+    padding,
+    pooling,
+    rnn,
+    sparse,
+    transformer,
+    upsampling,
+)
 
 batchnorm = instancenorm = normalization
 
