@@ -28,6 +28,9 @@
 //   single-threaded GEMMs on its groups (no fork/join per product, and skinny products stay in
 //   one core's caches); the weight gradient sums one accumulator per thread at the end. When
 //   there are fewer groups than threads, the groups run one at a time on the threaded GEMM.
+//
+//   `// [conv rung N: ...]` and `// [end conv rung N]` (here, direct.hpp, winograd.hpp, taps.hpp)
+//   mark what docs/stage3_models.md shows of each rung of `stagegrad conv-ladder`.
 #pragma once
 
 #include <algorithm>
@@ -126,6 +129,7 @@ struct pixel_lookup {
     }
 };
 
+// [conv rung 2: implicit GEMM]
 // B = P(x): element (p, j) is tap p = (c, ki, kj) at output pixel j = (n, oy, ox).
 template <class Arch, class T>
 struct patches_b {
@@ -174,6 +178,7 @@ struct patches_b {
         }
     }
 };
+// [end conv rung 2]
 
 // A = P(x): element (i, p) is tap i = (c, ki, kj) at output pixel p = (n, oy, ox). Each tap's
 // row is written MR apart, within one small micro-panel.
@@ -404,6 +409,7 @@ T* group_scratch(const image_groups& gr, int64_t per_image) {
     return thread_buffer<Arch, T, 6>().get(static_cast<std::size_t>(gr.threads * gr.size * per_image));
 }
 
+// [conv rung 6: the default]
 // Whether Winograd runs a pass of this convolution (winograd.hpp): where it applies, when asked
 // for, or by default (`weight` false: the forward and the input gradient) where it was measured
 // faster (`stagegrad conv-ladder`): both channel counts at least kWinogradChannels and at least
@@ -462,6 +468,7 @@ inline bool use_taps(const sg3_conv& q, conv_pass pass) {
     if (pass == conv_pass::forward) return q.kh * q.kw >= 25;
     return pass == conv_pass::weight || q.h * q.w <= 64;
 }
+// [end conv rung 6]
 
 inline direct_geometry direct_of(const sg3_conv& q) {
     return {q.n, q.c, q.h, q.w, q.o, q.kh, q.kw, q.ph, q.pw};

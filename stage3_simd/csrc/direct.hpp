@@ -62,6 +62,7 @@ void pad_image(const direct_geometry& g, const T* src, T* dst, int64_t plane) {
 
 }  // namespace direct
 
+// [conv rung 3: direct]
 // y (n, o, oh, ow) = the convolution of x (n, c, h, w) by filters whose tap (o, c, ki, kj) is
 // w[o * so + c * sc + ki * sk + kj * sl] (the input gradient reads the forward's flipped and
 // transposed), plus bias (o,) when not null.
@@ -124,6 +125,7 @@ void direct_conv(const direct_geometry& g, T* y, const T* x, const T* w, int64_t
             }
     });
 }
+// [end conv rung 3]
 
 // gw (o, c, kh, kw) of the convolution above (filters not strided) from the output's gradient dy
 // (n, o, oh, ow) and its input x.

@@ -25,6 +25,7 @@
 //                         cycle, which L3 feeds easily), a lot for AVX2 and for double.
 //     6 gemm_threaded     threads: the real sg3::gemm.
 //   Rungs 3-6 reuse the real implementation's pieces (packing, micro-kernel, loops).
+//   `// [rung N: ...]` and `// [end rung N]` mark each rung for docs/stage3_gemm.md's listings.
 #pragma once
 
 #include <algorithm>
@@ -35,6 +36,7 @@
 namespace sg3 {
 namespace ladder {
 
+// [rung 1: naive]
 // Rung 1: the textbook triple loop.
 template <class Arch, class T>
 void gemm_naive(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::int64_t rsa, std::int64_t csa,
@@ -46,7 +48,9 @@ void gemm_naive(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std:
             c[i * ldc + j] = accumulate ? c[i * ldc + j] + sum : sum;
         }
 }
+// [end rung 1]
 
+// [rung 2: loop order i-k-j]
 // Rung 2: + loop order i-k-j. C's row i accumulates a[i,p] * (row p of B): the inner loop is
 // unit-stride in B and C (when B is row-major), so it vectorises.
 template <class Arch, class T>
@@ -66,7 +70,9 @@ void gemm_ikj(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::i
         }
     }
 }
+// [end rung 2]
 
+// [rung 3: packing]
 // Rung 3: + packing. A and B are copied once into MR-row / NR-column panels (gemm_pack.hpp),
 // so the loops read contiguous memory whatever the strides. Each MR x NR block of C is then
 // updated with rung 2's i-k-j loops over one A panel and one B panel: that block of C and
@@ -98,7 +104,9 @@ void gemm_packed(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std
                 }
         }
 }
+// [end rung 3]
 
+// [rung 4: micro-kernel]
 // Rung 4: + the register-blocked xsimd micro-kernel (gemm_kernel.hpp) on the packed panels.
 // The real loops with blocks as large as the whole problem: no cache blocking yet.
 template <class Arch, class T>
@@ -111,14 +119,18 @@ void gemm_microkernel(std::int64_t m, std::int64_t n, std::int64_t k, const T* a
     whole.nc = detail::ceil_div(std::max<std::int64_t>(n, 1), whole.nr) * whole.nr;
     gemm_with_blocking<Arch, T>(whole, m, n, k, a, rsa, csa, b, rsb, csb, c, ldc, accumulate, 1);
 }
+// [end rung 4]
 
+// [rung 5: cache blocking]
 // Rung 5: + cache blocking MC / KC / NC sized from the caches (gemm_blocking.hpp), one thread.
 template <class Arch, class T>
 void gemm_blocked(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::int64_t rsa, std::int64_t csa,
                   const T* b, std::int64_t rsb, std::int64_t csb, T* c, std::int64_t ldc, bool accumulate, int) {
     gemm<Arch, T>(m, n, k, a, rsa, csa, b, rsb, csb, c, ldc, accumulate, 1);
 }
+// [end rung 5]
 
+// [rung 6: threads]
 // Rung 6: + threads: the team shares the packed B block and splits the rows of C.
 template <class Arch, class T>
 void gemm_threaded(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::int64_t rsa,
@@ -126,6 +138,7 @@ void gemm_threaded(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, s
                    bool accumulate, int nthreads) {
     gemm<Arch, T>(m, n, k, a, rsa, csa, b, rsb, csb, c, ldc, accumulate, nthreads);
 }
+// [end rung 6]
 
 }  // namespace ladder
 }  // namespace sg3

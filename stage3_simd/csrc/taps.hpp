@@ -99,6 +99,7 @@ void channels_last_padded(const sg3_conv& q, const layout& l, const T* src, T* d
     }
 }
 
+// [conv rung 5: channels last, by taps]
 // acc (MR x NV vectors, at acc_w with row stride cv) += the tap's terms of output rows
 // [r0, r1) (row r: image r / oh, output row r % oh): output channels o0.. of g (n, o, oh, ow;
 // past o, the last channel's again, whose sums are never read), input channels from x (at the
@@ -133,6 +134,7 @@ void block(const sg3_conv& q, const layout& l, const T* g, int64_t o0, const T* 
     for (int m = 0; m < MR; ++m)
         for (int v = 0; v < NV; ++v) acc[m][v].store_aligned(acc_w + m * l.cv + v * L);
 }
+// [end conv rung 5]
 
 // y (o planes of `pixels`) from y' (pixels rows of ovp channels), plus bias per plane: 16 x 16
 // blocks transposed in registers on AVX-512.

@@ -224,6 +224,7 @@ int over_chunks(int64_t tiles, int64_t chunk, int nthreads, Fn fn) {
 
 }  // namespace wino
 
+// [conv rung 4: Winograd]
 // y (n, o, oh, ow) = the 3x3 convolution of x (n, c, h, w) padded by p, by filters whose tap
 // (o, c, ki, kj) is w[o * so + c * sc + ki * sk + kj * sl] (strides: the input gradient reads the
 // forward's filters flipped and transposed), plus bias (o,) when not null.
@@ -261,6 +262,7 @@ void winograd_conv(const winograd_geometry& g, T* y, const T* x, const T* w, int
         wino::output_transform(g, m, chunk, t0, cnt, y, bias, line);
     });
 }
+// [end conv rung 4]
 
 // gw (o, c, 3, 3) of the convolution above (filters not strided) from the output's gradient dy
 // (n, o, oh, ow) and its input x.
