@@ -23,7 +23,6 @@ from stagegrad.workloads import PEERS, WORKLOADS, implementations, stage_package
 
 ROOT = Path(__file__).resolve().parents[1]
 GENERATED = ROOT / "docs" / "_generated"
-SKIPPED = ("devices", "distributed", "systems", "loadtest")  # the site's tables the build skips
 
 pytest.importorskip("sphinx")
 pytest.importorskip("matplotlib")
@@ -43,22 +42,40 @@ def stages(request):
     return _selected_stages(request.config)
 
 
+# the journey's quick run, as `stagegrad journey --quick` measures it before its own chapters'
+# tables (the models, the convolution ladder and the devices have tests of their own)
+QUICK_JOURNEY = """
+import sys
+from pathlib import Path
+from stagegrad.journey import QUICK_BUDGET, measure_all, write
+from stagegrad.measure import set_threads
+set_threads(1)
+write(measure_all(stages=sys.argv[2].split(","), quick=True, budget=QUICK_BUDGET, threads=1), Path(sys.argv[1]))
+"""
+
+
 @pytest.fixture(scope="module")
-def site(tmp_path_factory, stages):
+def journey_dir(tmp_path_factory, stages):
+    out = tmp_path_factory.mktemp("journey")
+    proc = subprocess.run([sys.executable, "-c", QUICK_JOURNEY, str(out), ",".join(stages)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=900, check=False)
+    assert proc.returncode == 0, f"the quick journey failed:\n{proc.stdout}\n{proc.stderr[-6000:]}"
+    return out
+
+
+@pytest.fixture(scope="module")
+def report(journey_dir):
+    return json.loads((journey_dir / "journey.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """The site as a clean clone builds it: from the committed reference run, measuring nothing."""
     html = tmp_path_factory.mktemp("site") / "html"
-    # the tables of stage 4's devices, distributed training, the systems chapter and the model
-    # server's load test are each measured by their own command's test; building them here
-    # too would double their cost, so the site shows the note that replaces a skipped table
-    cmd = [sys.executable, "-m", "stagegrad", "docs", "--out", str(html), "--stages", ",".join(stages),
-           "--skip", ",".join(SKIPPED)]
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900, check=False)
+    proc = subprocess.run([sys.executable, "-m", "stagegrad", "docs", "--out", str(html)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=900, check=False)
     assert proc.returncode == 0, f"stagegrad docs failed:\n{proc.stdout}\n{proc.stderr[-6000:]}"
     return html
-
-
-@pytest.fixture(scope="module")
-def report(site):
-    return json.loads((GENERATED / "journey.json").read_text())
 
 
 def _cells(report):
@@ -161,11 +178,11 @@ def test_machine_and_roofline_recorded(report):
         assert info["path"] in info["supported"]
 
 
-def test_markdown_and_plots_written(report):
+def test_markdown_and_plots_written(report, journey_dir):
     """A row per workload and size, a column per implementation; each measured cell shows
     its time, each stage after the first its speed-up; each skip has a note with its reason."""
     from stagegrad.formatting import fmt_seconds
-    md = (GENERATED / "journey.md").read_text().replace("\u00a0", " ")  # cells keep "1.2 ms" on one line
+    md = (journey_dir / "journey.md").read_text().replace("\u00a0", " ")  # cells keep "1.2 ms" on one line
     lines = md.splitlines()
     header = next(line for line in lines if line.startswith("| workload | size |"))
     for impl in report["implementations"]:
@@ -193,7 +210,7 @@ def test_markdown_and_plots_written(report):
             note = next(line for line in lines if line.startswith("- [") and r["reason"] in line)
             assert f"[{note[3:note.index(']')]}]" in row
     for name in ("ladder.png", "roofline.png"):
-        data = (GENERATED / name).read_bytes()
+        data = (journey_dir / name).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
 
 
@@ -533,44 +550,36 @@ def test_headline_quotes_only_results_and_says_when_quick():
     assert f"| {cell['label']} |" not in mlp
 
 
-def test_site_shows_the_generated_material(site, report):
+def test_site_shows_the_reference_run(site):
+    """A clean clone's site quotes the newest committed run, names it, and shows its tables
+    in every stage chapter; the landing page has the journey's figure, headline and stages."""
+    from stagegrad import STAGES, chapters
+    run = chapters.newest()
+    report = json.loads((run / "journey.json").read_text())
     journey = (site / "journey.html").read_text()
     assert "ladder.png" in journey and "roofline.png" in journey
     assert (site / "_images" / "ladder.png").exists()
-    first = report["stages"][0]
-    chapter = (site / f"stage{first[5]}.html").read_text()
-    assert "Measured by the journey report" in chapter and "<table" in chapter
     index = html.unescape((site / "index.html").read_text())  # the landing page: figure, headline, stages
     assert "ladder.png" in index and "its speed-up over" in index and "status here" in index
+    assert f"docs/results/{run.name}/" in index
     titles = {w["key"]: w["title"] for w in report["workloads"]}
+    first = report["stages"][0]
     for w in {r["workload"] for r in report["results"] if r["impl"] == first and r["status"] == "ok"}:
         assert titles[w] in index
+    for number in STAGES:
+        chapter = html.unescape((site / f"stage{number}.html").read_text())
+        assert "<table" in chapter and f"Reference run {run.name}" in re.sub("<[^>]+>", "", chapter)
+        assert "were measured when this site was built" not in chapter  # the committed run: no label
     reading = (site / "reading_path.html").read_text()
     assert "reading_path.html" in index and "_run" in reading and "MatMul" in reading
-    if "stage1_strides" in report["stages"]:  # the views table, measured at build time
-        assert "transpose x.t()" in (site / "stage1.html").read_text()
     primitives = (site / "api" / "primitives.html").read_text()
     assert "<code" in primitives and "native" in primitives
-    # a skipped table's place says so, and names the command that measures it
-    for page, command in (("stage4", "devices"), ("distributed", "distributed"), ("systems", "systems"),
-                          ("deploy", "loadtest")):
-        text = html.unescape((site / f"{page}.html").read_text())
-        note = re.sub("<[^>]+>", "", text[text.index("Not in this build: the site was built with"):][:1500])
-        assert f"--skip {command}" in note and f"stagegrad {command}" in note
     assert "class=\"sig" in (site / "api" / "tensor.html").read_text()  # autodoc ran
 
 
-def test_stage3_chapter_shows_its_own_measurements(site):
-    chapter = (site / "stage3.html").read_text()
-    if "stage3_simd" not in installed_stages():  # measured whenever built, whichever stages the journey ran
-        assert "Not measured: stage 3 is not built" in chapter
-        return
-    ladder = json.loads((GENERATED / "gemm_ladder.json").read_text())
-    assert [r["rung"] for r in ladder["rows"] if r["kind"] == "rung"] == [1, 2, 3, 4, 5, 6]
-    assert all(r["gflops"] > 0 for r in ladder["rows"])
-    assert "gemm_ladder.png" in chapter and (site / "_images" / "gemm_ladder.png").exists()
-    assert "+ register micro-kernel" in chapter and "sse2 (one thread)" in chapter
-    assert "+ compiled frontend (stage 3)" in chapter and "pool misses/step" in chapter
-    # the models and convolution-ladder tables come from a journey's folder (--from); without one
-    # the chapter says which command measures them
-    assert chapter.count("Not in this build") == 2
+def test_stage3_chapters_show_their_ladders_and_models(site):
+    gemm = html.unescape((site / "stage3_gemm.html").read_text())
+    assert "+ register micro-kernel" in gemm and "OpenBLAS, 1 thread" in gemm
+    assert (site / "_images" / "gemm_sweep.png").exists() and "gemm_sweep.png" in gemm
+    models = html.unescape((site / "stage3_models.html").read_text())
+    assert "resnet18" in models.lower() and "<table" in models

@@ -13,7 +13,7 @@ copyright = "the stagegrad authors"
 extensions = ["myst_parser", "sphinx.ext.autodoc", "sphinx.ext.autosummary", "stagegrad_docs",
               "stagegrad_reference"]
 source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
-exclude_patterns = ["_build", "_generated", "_ext", "hardware", "README.md"]
+exclude_patterns = ["_build", "_generated", "_ext", "hardware", "results", "README.md"]
 myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 3
 

@@ -18,6 +18,7 @@ from . import (
     journey,
     models_bench,
     profile,
+    results,
     simd_paths,
     systems,
     train,
@@ -138,10 +139,18 @@ COMMANDS = (
      "clients and report requests per second and p50/p95/p99 latency at each; with --compare, start a "
      "server per backend (stages, PyTorch, ONNX Runtime, and stage 3 without batching) for the same "
      "checkpoint and load each in turn. Writes a table and JSON to --out."),
+    ("results", results.add_arguments, results.run,
+     "the reference run the docs quote: every measurement, into docs/results/<machine>-<date>/",
+     "Run every measurement the documentation's chapters show (the journey, the models on one thread "
+     "and on every core, the GEMM ladder with a size sweep, the SIMD paths, the profile, systems, "
+     "distributed training, the deploy load test, stage 1's views and stage 2's loop orders), each in "
+     "its own process, into one folder with a README naming the machine, the commit and each step's "
+     "command, wall time and outcome. --chapters writes the chapters' tables from the newest run."),
     ("docs", docs.add_arguments, docs.run,
      "build the documentation site (Sphinx, warnings as errors)",
      "Build the HTML documentation with Sphinx, treating warnings as errors, with the tables and "
-     "figures of a quick journey (or of the one in --from)."),
+     "figures of the newest committed reference run (docs/results/), of the run in --from, or of a "
+     "quick run measured first (--measure)."),
     ("bench-site", bench_site.add_arguments, bench_site.run,
      "publish the asv benchmark site, self-contained so that it works offline",
      "Publish the airspeed-velocity benchmark site from the recorded results and copy the "
@@ -180,7 +189,7 @@ def build_parser():
 
 # the measuring commands, whose peers include NumPy's OpenBLAS or PyTorch (stage 3 calls OpenBLAS too)
 MEASURING = ("journey", "gemm-ladder", "conv-ladder", "simd-paths", "profile", "devices", "models",
-             "systems")
+             "systems", "results")
 # pin OpenBLAS to an older core's kernels; some hosts set them for older OpenBLAS builds
 OPENBLAS_PINS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 

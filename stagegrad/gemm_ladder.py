@@ -16,6 +16,11 @@ multiply-add chains in registers on the best path: the arithmetic ceiling, with 
 traffic at all), all from this one run.
 
 Writes ``gemm_ladder.json``, ``gemm_ladder.md`` and ``gemm_ladder.png`` to the output folder.
+``--sizes`` climbs the ladder at each size too, from matrices that fit in L1 to matrices that
+spill L3, into ``gemm_sweep.json``, ``gemm_sweep.md`` and ``gemm_sweep.png`` (GFLOP/s against
+n, a line per step): where each idea pays depends on where the operands live. A step whose
+time at the size before, scaled by n³, says one call would outlast the budget is not run
+at the larger size, and the table says so.
 """
 import time
 from pathlib import Path
@@ -31,7 +36,11 @@ def add_arguments(p):
     p.add_argument("--size", type=int, default=1024, help="the square matrices' size (default 1024)")
     p.add_argument("--budget", type=float, default=4.0, help="seconds per rung at most (default 4)")
     p.add_argument("--out", default="out/gemm-ladder", help="output folder (default out/gemm-ladder)")
-    p.add_argument("--no-plot", action="store_true", help="skip the figure")
+    p.add_argument("--sizes", default=None,
+                   help="comma-separated sizes to sweep as well, e.g. 32,64,...,3072 (default: none)")
+    p.add_argument("--sweep-budget", type=float, default=2.0,
+                   help="seconds per step at each size of the sweep (default 2)")
+    p.add_argument("--no-plot", action="store_true", help="skip the figures")
 
 
 def _best(fn, budget):
@@ -39,8 +48,9 @@ def _best(fn, budget):
     return seconds_per_call(fn, 5, "best", warmup=0, budget=budget)
 
 
-def measure(size=1024, budget=4.0, stream=None):
-    """Every rung, each SIMD path and OpenBLAS: a JSON-ready dict."""
+def measure(size=1024, budget=4.0, stream=None, before=None):
+    """Every rung, each SIMD path and OpenBLAS: a JSON-ready dict. ``before``, the report at
+    a smaller size, skips a step whose time there, scaled by n³, exceeds ``budget``."""
     from . import load_stage, machine
     from .progress import Progress
     sg = load_stage("3")
@@ -55,11 +65,17 @@ def measure(size=1024, budget=4.0, stream=None):
     bar = Progress(steps, "gemm-ladder", stream=stream)
     rows, done = [], 0
 
-    def record(kind, label, seconds, threads, **extra):
+    # each step's predicted time for one call: its time at the size before, scaled by n³
+    predicted = {r["label"]: r["seconds"] and r["seconds"] * (size / before["size"]) ** 3
+                 for r in before["rows"]} if before else {}
+
+    def record(kind, label, call, threads, **extra):
         nonlocal done
-        gflops = flops / seconds / 1e9
+        guess = predicted.get(label, 0.0)
+        seconds = None if guess is None or guess > budget else _best(call, budget)
+        gflops = flops / seconds / 1e9 if seconds else None
         rows.append(dict(kind=kind, label=label, seconds=seconds, gflops=gflops, threads=threads,
-                         of_peak=gflops / peak["gflops"] if peak["gflops"] else None, **extra))
+                         of_peak=gflops / peak["gflops"] if gflops and peak["gflops"] else None, **extra))
         done += 1
         bar.update(done, now=label)
 
@@ -67,22 +83,21 @@ def measure(size=1024, budget=4.0, stream=None):
     try:
         for rung, label in RUNGS.items():
             threads = cores if rung == 6 else 1
-            record("rung", f"{rung}. {label}", _best(lambda: K.gemm_rung(rung, a, b, threads), budget),
-                   threads, rung=rung)
+            record("rung", f"{rung}. {label}", lambda: K.gemm_rung(rung, a, b, threads), threads, rung=rung)
         best_path = K.isa()
         for path in paths:
             K.set_path(path)
-            record("isa", f"blocked GEMM, {path}", _best(lambda: K.gemm_rung(5, a, b, 1), budget), 1, isa=path)
+            record("isa", f"blocked GEMM, {path}", lambda: K.gemm_rung(5, a, b, 1), 1, isa=path)
         K.set_path(best_path)
         for threads in (1, cores):
             K.set_num_threads(threads)
             record("blas", f"OpenBLAS, {threads} thread{'s' * (threads > 1)}",
-                   _best(lambda: K.matmul(a, b, "blas"), budget), threads)
+                   lambda: K.matmul(a, b, "blas"), threads)
     finally:
         K.set_num_threads(previous)
     blas1 = next(r["gflops"] for r in rows if r["kind"] == "blas" and r["threads"] == 1)
     for r in rows:
-        r["of_blas"] = r["gflops"] / blas1
+        r["of_blas"] = r["gflops"] / blas1 if r["gflops"] else None
     return {"size": size, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "peak": peak, "cores": cores,
             "path": K.isa(), "blocking": K.gemm_blocking(), "simd": sg.simd_info(), "rows": rows}
 
@@ -97,7 +112,8 @@ def markdown(report):
     peak = report["peak"]["gflops"]
     head = ["step", "threads", "time", "GFLOP/s", "of peak", "of OpenBLAS (1 thread)"]
     body = [[r["label"], str(r["threads"]), f"{r['seconds'] * 1e3:.3g} ms", f"{r['gflops']:.3g}",
-             f"{r['of_peak']:.0%}" if r["of_peak"] else "—", f"{r['of_blas']:.0%}"] for r in report["rows"]]
+             f"{r['of_peak']:.0%}" if r["of_peak"] else "—", f"{r['of_blas']:.0%}"] for r in report["rows"]
+            if r["seconds"]]
     lines += markdown_table(head, body)
     if peak:
         lines += ["", f"Peak: {peak:.1f} GFLOP/s ({report['peak']['by']}, one thread)."]
@@ -127,6 +143,63 @@ def plot(report, path):
     return path
 
 
+def sweep(sizes, budget, stream=None):
+    """The ladder at each of ``sizes`` (ascending), each step skipped once the size before
+    says it would outlast ``budget``: a JSON-ready dict."""
+    reports = []
+    for size in sorted(sizes):
+        reports.append(measure(size, budget, stream=stream, before=reports[-1] if reports else None))
+    return {"sizes": sorted(sizes), "budget_s": budget, "ladders": reports}
+
+
+def _home(blocking, size):
+    """The smallest cache that A, B and C (float32, n x n each) fit in together, or memory."""
+    need = 3 * 4 * size * size
+    return next((level for level in ("L1d", "L2", "L3") if need <= blocking[f"{level}_bytes"]), "memory")
+
+
+def sweep_markdown(report):
+    """GFLOP/s per step (rows) and size (columns), with where the operands spill each cache."""
+    ladders = report["ladders"]
+    first = ladders[0]
+    head = ["step"] + [str(r["size"]) for r in ladders]
+    body = [[row["label"]] + [f"{lad['rows'][k]['gflops']:.3g}" if lad["rows"][k]["gflops"] else "—"
+                              for lad in ladders] for k, row in enumerate(first["rows"])]
+    homes = [f"{r['size']} in {_home(r['blocking'], r['size'])}" for r in ladders]
+    return "\n".join([f"GEMM ladder, float32 n x n, GFLOP/s at each n ({first['created']}; SIMD path "
+                      f"{first['path']}). — : not run, its time at the size before, scaled by n³, "
+                      f"exceeds {report['budget_s']:g} s.", "", *markdown_table(head, body), "",
+                      "Where A, B and C fit together: " + ", ".join(homes) + "."])
+
+
+def sweep_plot(report, path):
+    """GFLOP/s against n, one line per step, log-log, with the sizes where A, B and C overflow
+    each cache marked."""
+    plt = pyplot()
+    ladders = report["ladders"]
+    fig, ax = plt.subplots(figsize=(10, 5.2))
+    for k, row in enumerate(ladders[0]["rows"]):
+        points = [(lad["size"], lad["rows"][k]["gflops"]) for lad in ladders if lad["rows"][k]["gflops"]]
+        style = {"rung": "-o", "isa": ":s", "blas": "--^"}[row["kind"]]
+        ax.plot(*zip(*points), style, markersize=4, label=row["label"])
+    blocking = ladders[0]["blocking"]
+    for level in ("L1d", "L2", "L3"):
+        n = (blocking[f"{level}_bytes"] / 12) ** 0.5  # 3 n² floats of 4 bytes fill the level
+        if ladders[0]["size"] <= n <= ladders[-1]["size"]:
+            ax.axvline(n, color="grey", linewidth=0.8)
+            ax.text(n, ax.get_ylim()[1], f" A+B+C > {level}", rotation=90, va="top", fontsize=8)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("n (float32 n x n matrices)")
+    ax.set_ylabel("GFLOP/s")
+    ax.set_title(f"The GEMM ladder against n on {ladders[0]['simd']['cpu']}")
+    ax.legend(fontsize=7, loc="lower right", ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def run(args):
     if args.size < 1 or args.budget <= 0:
         raise ValueError("--size and --budget must be positive")
@@ -137,5 +210,16 @@ def run(args):
     print(text)
     if not args.no_plot:
         written.append(plot(report, Path(args.out) / "gemm_ladder.png"))
+    if args.sizes:
+        sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+        if min(sizes) < 1 or args.sweep_budget <= 0:
+            raise ValueError("--sizes and --sweep-budget must be positive")
+        swept = sweep(sizes, args.sweep_budget)
+        text = sweep_markdown(swept)
+        written += write_tables(args.out, "gemm_sweep", swept, text)
+        print()
+        print(text)
+        if not args.no_plot:
+            written.append(sweep_plot(swept, Path(args.out) / "gemm_sweep.png"))
     print("wrote " + ", ".join(map(str, written)))
     return report

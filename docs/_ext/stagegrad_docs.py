@@ -1,113 +1,60 @@
-"""Sphinx extension: the site's generated material.
+"""Sphinx extension: the site's generated material, from one reference run.
 
-At the start of a build it makes sure a journey report exists in ``_generated/`` (a quick
-run when there is none) and writes Markdown fragments from it and from the installed
-stages: the machine summary, the full table, one table per stage, and the table of which
-stage implements which backend primitive natively; for the landing page, the headline
-ratios and where each stage stands (ready, in progress or planned). Every stage chapter (``stageN.md``)
-whose stage appears in the report gets its measured results appended, so a new stage's
-chapter shows its numbers without anyone typing them in; the chapter of a stage that is
-in progress or planned says so at its top.
+The site shows one run of ``stagegrad results``: by default the newest committed under
+``docs/results/``, so a build measures nothing; ``stagegrad docs --from DIR`` or
+``--measure`` (a fresh quick run) choose another through ``STAGEGRAD_DOCS_RUN``, and every
+page that shows its tables then says so at its top. The chapters carry their tables
+between ``<!-- results: NAME -->`` comments (``stagegrad/chapters.py``); each is rendered
+here from the chosen run. From the run's journey it writes the landing page's headline and
+stages table, the machine summary and the full table into ``_generated/``, with the table
+of which stage implements which backend primitive natively and the op coverage.
+
+The build fails when a chapter quotes a measured figure that no committed results file
+contains, when a stage chapter has no results table, or (built from the committed run)
+when a chapter's table differs from what the run writes (``stagegrad results --chapters``
+rewrites them).
 """
 import importlib
 import inspect
 import json
 import os
 import re
-import subprocess
+import shutil
 import sys
 from pathlib import Path
 
-from stagegrad import STAGES, coverage
+from sphinx.errors import ExtensionError
+
+from stagegrad import STAGES, chapters, coverage
 from stagegrad import journey_report as R
 from stagegrad.workloads import MLP_SHAPE, stage_packages
 
 GENERATED = "_generated"
-_REPORT = {}
-
-
+_STATE = {}
 ROOT = Path(__file__).resolve().parents[2]
-# the stages' own measurements, quick versions when the folder has none: the file each
-# writes, the stage it needs, the command
-STAGE_RUNS = {"gemm_ladder.md": ("stage3_simd", ["gemm-ladder", "--size", "256", "--budget", "0.5"]),
-              "simd.md": ("stage3_simd", ["simd-paths", "--n", "100000", "--side", "128"]),
-              "profile.md": ("stage3_simd", ["profile", "--steps", "50"]),
-              "devices.md": ("stage4_gpu", ["devices", "--quick"]),
-              "distributed.md": ("stage3_simd", ["distributed", "--quick"]),
-              "systems.md": ("stage3_simd", ["systems", "--quick"]),
-              "loadtest.md": ("stage3_simd", ["loadtest", "--compare", "--quick"])}
-# measurements by scripts in tools/ that print Markdown: the file, the stage it needs, the
-# script and its arguments (the table is what follows the script's headings)
-TOOL_RUNS = {"stage1_views.md": ("stage1_strides",
-                                   ["tools/measure_stage1.py", "--quick", "--only", "movement"])}
-# stage 3's tables that the journey measures (`./dev journey` writes them beside its report) and
-# a site build shows only when built from it (`stagegrad docs --from DIR`): the file, its command
-JOURNEY_TABLES = {"models.md": "stagegrad models", "conv_ladder.md": "stagegrad conv-ladder"}
-# the note in place of a table when the stage does not import
-NOT_HERE = {"stage3_simd": "stage 3 is not built where this site was",
-            "stage4_gpu": "stage 4 does not import where this site was built"}
+RUN_FILES = ("ladder.png", "roofline.png")  # the journey's figures the landing and journey pages show
 
 
-def ensure_report(gen):
-    path = gen / "journey.json"
-    if not path.exists():
-        subprocess.run([sys.executable, "-m", "stagegrad", "journey", "--quick", "--out", str(gen)],
-                       cwd=ROOT, check=True)
-    return json.loads(path.read_text())
+def chosen_run():
+    """``(folder, fresh)``: the run the site shows, and whether it is other than the newest
+    committed one."""
+    path = os.environ.get("STAGEGRAD_DOCS_RUN")
+    return (Path(path), True) if path else (chapters.newest(), False)
 
 
-def skipped():
-    """The tables ``stagegrad docs --skip`` leaves unmeasured (its ``STAGEGRAD_DOCS_SKIP``), by
-    file name; an unknown name stops the build, naming the known ones."""
-    names = [n.strip() for n in os.environ.get("STAGEGRAD_DOCS_SKIP", "").split(",") if n.strip()]
-    known = [Path(f).stem for f in (*STAGE_RUNS, *TOOL_RUNS)]
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        raise ValueError(f"stagegrad docs --skip: no table named {', '.join(unknown)} (the tables: "
-                         f"{', '.join(known)})")
-    return {f"{n}.md" for n in names}
-
-
-def ensure_measurements(gen):
-    """Stage 1's views table, stage 3's GEMM ladder, SIMD-path and profile tables, stage 4's
-    devices table and the distributed training table: measured here when absent, or a note
-    that the stage does not import where the site was built, or that the build skipped it.
-    Stage 3's real-model and convolution-ladder tables come from the journey's folder, or a
-    note says so."""
-    skip = skipped()
-    for name in skip:
-        if not (gen / name).exists():
-            command = f"stagegrad {STAGE_RUNS[name][1][0]}" if name in STAGE_RUNS else f"python {TOOL_RUNS[name][1][0]}"
-            (gen / name).write_text(f"*Not in this build: the site was built with `stagegrad docs --skip "
-                                    f"{Path(name).stem}`; `{command}` measures this table.*\n")
-    failed = {}
-    for pkg in dict.fromkeys(pkg for pkg, _ in (*STAGE_RUNS.values(), *TOOL_RUNS.values())):
-        try:
-            importlib.import_module(pkg)
-        except ImportError as e:
-            failed[pkg] = str(e)
-    for name, (pkg, cmd) in STAGE_RUNS.items():
-        if (gen / name).exists():
-            continue
-        if pkg not in failed:
-            subprocess.run([sys.executable, "-m", "stagegrad", *cmd, "--out", str(gen)], cwd=ROOT, check=True)
-        else:
-            (gen / name).write_text(f"*Not measured: {NOT_HERE[pkg]} ({failed[pkg]}).*\n")
-    for name, (pkg, cmd) in TOOL_RUNS.items():
-        if (gen / name).exists():
-            continue
-        if pkg in failed:
-            (gen / name).write_text(f"*Not measured: {pkg} does not import here ({failed[pkg]}).*\n")
-            continue
-        printed = subprocess.run([sys.executable, *cmd], cwd=ROOT, check=True, capture_output=True,
-                                 text=True).stdout
-        table = [line for line in printed.splitlines() if not line.startswith("#")]
-        (gen / name).write_text("\n".join(table).strip() + "\n")
-    for name, command in JOURNEY_TABLES.items():
-        if not (gen / name).exists():
-            (gen / name).write_text(f"*Not in this build: `./dev journey` measures this table (as "
-                                    f"`{command}` does alone) and `stagegrad docs --from out/journey` "
-                                    "builds the site with it.*\n")
+def check(fresh):
+    """Stop the build on a figure no results file backs, a stage chapter without a results
+    table, or (from the committed run) a chapter whose tables are out of date."""
+    problems = [f"{page}: {figure} is quoted but no committed results file contains it"
+                for page, figure in chapters.unbacked()]
+    for page in sorted(chapters.DOCS.glob("stage*.md")):
+        if not chapters.BLOCK.search(page.read_text(encoding="utf-8")):
+            problems.append(f"{page.name}: a stage chapter without a results table")
+    if not fresh:
+        problems += [f"{page}: the table {name} differs from the reference run's (run `stagegrad results "
+                     "--chapters`)" for page, name in chapters.stale()]
+    if problems:
+        raise ExtensionError("the chapters' numbers:\n  " + "\n  ".join(problems))
 
 
 # ------------------------------------------------------------------ primitives
@@ -259,25 +206,26 @@ def stages_table(report):
     return "\n".join(lines)
 
 
-def write_fragments(gen, report):
+def write_fragments(gen, report, run, fresh):
     (gen / "machine.md").write_text(R.machine_summary(report) + "\n")
     (gen / "headline.md").write_text(R.headline(report) + "\n")
     (gen / "stages.md").write_text(stages_table(report) + "\n")
     (gen / "table.md").write_text(R.table(report) + "\n")
-    kind = "a quick run (smallest sizes, short timing)" if report["quick"] else "a full run"
-    (gen / "provenance.md").write_text(
-        f"Generated by `stagegrad journey` ({kind}) on {report['created']}, per-cell budget "
-        f"{report['budget_s']:g} s. Rebuild the site to measure your own machine.\n")
-    peers = [i["name"] for i in report["implementations"] if i["kind"] == "peer"]
-    packages = _packages(report)
-    for k, pkg in enumerate(packages):  # each stage beside the one before it (all its GEMMs)
-        near = packages[max(0, k - 1):k + 1]
-        shown = [i["name"] for i in report["implementations"] if i.get("package", i["name"]) in near]
-        (gen / f"results_{pkg}.md").write_text(R.table(report, impls=shown + peers) + "\n")
+    (gen / "provenance.md").write_text(provenance(report, run, fresh) + "\n")
     (gen / "primitives.md").write_text(primitives_table() + "\n")
     (gen / "coverage.md").write_text(coverage.markdown() + "\n")
     introspection_fragments(gen)
     onnx_fragment(gen)
+
+
+def provenance(report, run, fresh):
+    """Where the site's numbers come from, in a sentence."""
+    kind = "a quick run (smallest sizes, short timing)" if report["quick"] else "a full run"
+    if fresh:
+        return (f"**Measured when this site was built**, by {kind} of `stagegrad results` (`{run}`), not "
+                f"the committed reference run the chapters quote.")
+    return (f"Measured by `stagegrad results` ({kind}) on {report['created']}: the reference run "
+            f"`docs/results/{run.name}/`, committed with the code; `stagegrad results` measures your own.")
 
 
 def _packages(report):
@@ -289,35 +237,31 @@ def _packages(report):
 def _builder_inited(app):
     gen = Path(app.srcdir) / GENERATED
     gen.mkdir(exist_ok=True)
-    _REPORT["report"] = report = ensure_report(gen)
-    ensure_measurements(gen)
-    write_fragments(gen, report)
+    run, fresh = chosen_run()
+    report = json.loads((run / "journey.json").read_text())
+    for name in RUN_FILES:
+        if (run / name).exists():
+            shutil.copy2(run / name, gen / name)
+    _STATE.update(run=run, fresh=fresh)
+    check(fresh)
+    write_fragments(gen, report, run, fresh)
 
 
 def _source_read(app, docname, source):
     m = re.fullmatch(r"stage(\d)", docname)
-    report = _REPORT.get("report")
     if m and m.group(1) in STAGES and stage_status(m.group(1)) in ("planned", "in progress"):
         title, _, rest = source[0].partition("\n")
         source[0] = (f"{title}\n\n```{{note}}\nThis stage is {stage_status(m.group(1))}: this chapter "
                      "describes what it will do, and has no measurements yet.\n```\n{rest}")
         return
-    if not m or report is None or STAGES.get(m.group(1)) not in _packages(report):
+    if "run" not in _STATE or not chapters.BLOCK.search(source[0]):
         return
-    name = STAGES[m.group(1)]
-    source[0] += f"""
-
-## Measured by the journey report
-
-This stage next to the one before it and the peers, from the report the site was built
-with (see [the journey](journey.md) for every stage and the plots):
-
-```{{include}} {GENERATED}/results_{name}.md
-```
-
-```{{include}} {GENERATED}/provenance.md
-```
-"""
+    page = Path(app.srcdir) / f"{docname}.md"
+    source[0] = chapters.filled(source[0], _STATE["run"], page)
+    if _STATE["fresh"]:
+        title, _, rest = source[0].partition("\n")
+        source[0] = (f"{title}\n\n```{{note}}\nThe tables on this page were measured when this site was "
+                     f"built (`{_STATE['run']}`), not by the reference run the prose quotes.\n```\n{rest}")
 
 
 def setup(app):
