@@ -122,9 +122,13 @@ def render(name, run, page):
     table, figure = FILES[name]
     if not (run / table).exists():
         return head + f"*This run has no `{table}`.*\n"
-    body = head + (run / table).read_text().strip() + "\n"
-    if figure and (run / figure).exists():
-        body += f"\n![{name.replace('_', ' ')}]({_where(run, page)}/{figure})\n"
+    where = _where(run, page)
+    # the table's own figures, named from its folder, named from the page instead
+    text = re.sub(r"\]\(([^)/]+\.png)\)", lambda m: f"]({where}/{m[1]})" if (run / m[1]).exists() else m[0],
+                  (run / table).read_text().strip())
+    body = head + text + "\n"
+    if figure and (run / figure).exists() and f"{where}/{figure}" not in text:
+        body += f"\n![{name.replace('_', ' ')}]({where}/{figure})\n"
     return body
 
 
