@@ -81,11 +81,16 @@ def _machine(run):
     return f"{m['cpu_model']}, {m['cores']['usable']} cores, {'/'.join(m['isa'][-3:]) or 'no SIMD listed'}"
 
 
+def packages_of(report):
+    """The stage packages a journey report measured, in order (a stage with two GEMMs counts once)."""
+    return list(dict.fromkeys(i.get("package", i["name"]) for i in report["implementations"]
+                              if i["kind"] == "stage"))
+
+
 def _journey(run, number):
     """Stage ``number`` beside the stage before it and the peers, from the run's journey."""
     report = json.loads((Path(run) / "journey.json").read_text())
-    packages = list(dict.fromkeys(i.get("package", i["name"]) for i in report["implementations"]
-                                  if i["kind"] == "stage"))
+    packages = packages_of(report)
     pkg = STAGES[str(number)]
     if pkg not in packages:
         return f"*The run `{Path(run).name}` did not measure {pkg}.*"

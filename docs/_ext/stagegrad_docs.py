@@ -194,7 +194,7 @@ def _chapter_summary(number):
 
 
 def stages_table(report):
-    measured = set(_packages(report))
+    measured = set(chapters.packages_of(report))
     lines = ["| stage | what it rewrites | status here |", "|---|---|---|"]
     for number, pkg in STAGES.items():
         title, rewrites, declared = _chapter_summary(number)
@@ -226,12 +226,6 @@ def provenance(report, run, fresh):
                 f"the committed reference run the chapters quote.")
     return (f"Measured by `stagegrad results` ({kind}) on {report['created']}: the reference run "
             f"`docs/results/{run.name}/`, committed with the code; `stagegrad results` measures your own.")
-
-
-def _packages(report):
-    """The stage packages measured, in order (a stage with two GEMMs counts once)."""
-    return list(dict.fromkeys(i.get("package", i["name"]) for i in report["implementations"]
-                              if i["kind"] == "stage"))
 
 
 def _builder_inited(app):
