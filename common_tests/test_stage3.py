@@ -451,6 +451,16 @@ def test_gemm_ladder_command_measures_every_rung(tmp_path):
     assert "+ register micro-kernel" in (tmp_path / "gemm_ladder.md").read_text()
 
 
+def test_gemm_ladder_refuses_to_time_a_wrong_answer(monkeypatch):
+    from stagegrad import gemm_ladder
+    real = K.gemm_rung
+    # rung 3 answers b @ a: the right shape, the wrong values
+    monkeypatch.setattr(K, "gemm_rung", lambda rung, a, b, threads: real(rung, *((b, a) if rung == 3 else (a, b)),
+                                                                         threads))
+    with pytest.raises(SystemExit, match=r"3\. \+ packing at n = 48 differs from OpenBLAS's product"):
+        gemm_ladder.measure(size=48, budget=0.05)
+
+
 def test_simd_paths_command_runs_each_path(tmp_path):
     r = subprocess.run([sys.executable, "-m", "stagegrad", "simd-paths", "--n", "5000", "--side", "32",
                         "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=600)

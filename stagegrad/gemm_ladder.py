@@ -11,7 +11,8 @@ Each rung is the one before plus one idea (``stage3_simd/csrc/gemm_ladder.hpp``)
 
 Then the blocked GEMM on each SIMD path the CPU runs (the same source compiled for SSE2,
 AVX2 and AVX-512: what the register width buys), and OpenBLAS on one and on every thread.
-Every figure is GFLOP/s and its fraction of one core's measured FMA peak (independent
+Each step's product is checked against OpenBLAS's before it is timed (the command stops, naming
+the step, when one differs). Every figure is GFLOP/s and its fraction of one core's measured FMA peak (independent
 multiply-add chains in registers on the best path: the arithmetic ceiling, with no memory
 traffic at all), all from this one run.
 
@@ -43,6 +44,17 @@ def add_arguments(p):
     p.add_argument("--no-plot", action="store_true", help="skip the figures")
 
 
+# a step's product against OpenBLAS's, before it is timed: max |C - C_blas| / max |C_blas|, the
+# CUDA ladder's bound (a wrong element is off by about the whole scale; rounding, by 1e-6)
+TOLERANCE = 1e-4
+
+
+def _error(c, ref):
+    import numpy as np  # the oracle's arithmetic, outside the timed calls
+    c, ref = np.asarray(c, dtype=np.float64), np.asarray(ref, dtype=np.float64)
+    return float(np.abs(c - ref).max() / max(np.abs(ref).max(), np.finfo(np.float32).tiny))
+
+
 def _best(fn, budget):
     """Best of up to five calls, as many as fit in ``budget`` seconds (at least one)."""
     return seconds_per_call(fn, 5, "best", warmup=0, budget=budget)
@@ -69,10 +81,19 @@ def measure(size=1024, budget=4.0, stream=None, before=None):
     predicted = {r["label"]: r["seconds"] and r["seconds"] * (size / before["size"]) ** 3
                  for r in before["rows"]} if before else {}
 
+    reference = K.matmul(a, b, "blas")
+
     def record(kind, label, call, threads, **extra):
         nonlocal done
         guess = predicted.get(label, 0.0)
-        seconds = None if guess is None or guess > budget else _best(call, budget)
+        seconds = None
+        if guess is not None and guess <= budget:
+            error = _error(call(), reference)
+            if not error <= TOLERANCE:  # (a NaN fails too)
+                raise SystemExit(f"gemm-ladder: {label} at n = {size} differs from OpenBLAS's product "
+                                 f"(max error / max |C| = {error:.2g}, over {TOLERANCE:g}); "
+                                 "a wrong answer is not timed")
+            seconds = _best(call, budget)
         gflops = flops / seconds / 1e9 if seconds else None
         rows.append(dict(kind=kind, label=label, seconds=seconds, gflops=gflops, threads=threads,
                          of_peak=gflops / peak["gflops"] if gflops and peak["gflops"] else None, **extra))
