@@ -13,8 +13,9 @@ variable overrides for a whole program:
   then stays on ``BEST_HALF``). Whether that default beats float32's cuBLAS is a GPU
   measurement (``stagegrad cuda-ladder``).
 
-Every other dtype, and strided operands, go to ``kernels/matmul.cu``'s tiled kernel, which
-reads its operands through their strides.
+These take contiguous operands (``gpu/matmul.py`` copies strided ones first). Every other
+dtype goes to ``kernels/matmul.cu``'s tiled kernel, which reads its operands through their
+strides.
 """
 import os
 
