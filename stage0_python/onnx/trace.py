@@ -241,16 +241,22 @@ class Trace:
                     and not inspect.ismodule(fn):
                 swap(B, name, self._primitive(name, fn))
         swap(B, "FUSED", frozenset())  # trace the composites: fused kernels are one backend call
+        holders = _holders(sg.__name__)  # one scan of the stage's modules, not one per function
+
+        def swap_everywhere(fn, new):
+            for owner, attr, static in holders.get(id(fn), ()):
+                held = vars(owner)[attr]
+                if (getattr(held, "__func__", None) if static else held) is fn:  # still there
+                    swap(owner, attr, staticmethod(new) if static else new)
+
         for kind in FUNCTIONS:
             module_name, _, path = kind.partition(":")
             fn = importlib.import_module(f"{sg.__name__}.{module_name}")
             for name in path.split("."):
                 fn = vars(fn)[name]
-            for owner, attr, new in list(_references(sg.__name__, fn, self._function(kind, fn))):
-                swap(owner, attr, new)
+            swap_everywhere(fn, self._function(kind, fn))
         checks = importlib.import_module(sg.__name__ + ".shapes").out_of_range
-        for owner, attr, new in list(_references(sg.__name__, checks, self._check(checks))):
-            swap(owner, attr, new)
+        swap_everywhere(checks, self._check(checks))
         for name in _READS:  # on the class that defines each: Tensor or one of its method mixins
             owner = next((cls for cls in sg.Tensor.__mro__ if name in vars(cls)), None)
             if owner is not None:
@@ -274,21 +280,21 @@ class Trace:
             core.bind(sg.Tensor, ops)
 
 
-def _references(prefix, fn, new):
-    """Where the stage holds ``fn``: ``(owner, name, replacement)`` for each module
-    attribute, class attribute and static method (``_conv = staticmethod(F.conv2d)``)."""
+def _holders(prefix):
+    """Where the stage holds each object: ``id(obj)`` -> ``(owner, name, static)`` for each
+    module attribute, class attribute and static method (``_conv = staticmethod(F.conv2d)``,
+    ``static`` true) of the modules under ``prefix``."""
+    held = {}
     for module_name, module in list(sys.modules.items()):
         if module is None or not (module_name == prefix or module_name.startswith(prefix + ".")):
             continue
         for name, value in list(vars(module).items()):
-            if value is fn:
-                yield module, name, new
-            elif isinstance(value, type) and value.__module__ == module_name:
+            held.setdefault(id(value), []).append((module, name, False))
+            if isinstance(value, type) and value.__module__ == module_name:
                 for attr, member in list(vars(value).items()):
-                    if member is fn:
-                        yield value, attr, new
-                    elif isinstance(member, staticmethod) and member.__func__ is fn:
-                        yield value, attr, staticmethod(new)
+                    static = isinstance(member, staticmethod)
+                    held.setdefault(id(member.__func__ if static else member), []).append((value, attr, static))
+    return held
 
 
 def _holds(obj, buffer_type):
