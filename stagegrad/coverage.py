@@ -10,6 +10,7 @@ function of ``common_tests/`` that uses PyTorch (it calls ``need_torch`` or read
 covers every case.
 """
 import ast
+import functools
 import importlib
 import types
 import warnings
@@ -76,29 +77,38 @@ def _named(nodes):
 def compared_names(oracle, tests=TESTS):
     """Names that appear in a test function that uses ``oracle`` (a key of ``ORACLES``), in
     its decorators, or in a module-level table of cases it reads (see the module docstring)."""
+    tests_read, tables = _read_suite(Path(tests))
+    found = set()
+    for identifiers, named in tests_read:
+        if identifiers & set(ORACLES[oracle]):
+            found |= named
+            for name in identifiers & tables.keys():
+                found |= tables[name]
+    return found
+
+
+@functools.lru_cache(maxsize=None)
+def _read_suite(tests):
+    """The suite's files read once per process (the table asks for each oracle, and each
+    stage's test asks again): for each test function, the identifiers it uses and the names
+    it mentions (its decorators included); for each module-level table of cases, by name,
+    the names its values mention."""
     trees = [ast.parse(p.read_text(encoding="utf-8")) for p in sorted(tests.glob("*.py"))]
-    tables = {}  # module-level assignments (tables of cases) by name, across the suite's files
+    values = {}  # module-level assignments (tables of cases) by name, across the suite's files
     for tree in trees:
         for node in tree.body:
             if isinstance(node, ast.Assign):
                 for target in node.targets:
                     if isinstance(target, ast.Name):
-                        tables.setdefault(target.id, []).append(node.value)
-    found = set()
+                        values.setdefault(target.id, []).append(node.value)
+    tables = {name: _named(n for v in vs for n in ast.walk(v)) for name, vs in values.items()}
+    tests_read = []
     for tree in trees:
         for fn in ast.walk(tree):
-            if not isinstance(fn, ast.FunctionDef) or not fn.name.startswith("test"):
-                continue
-            nodes = list(ast.walk(fn))
-            if not any(isinstance(n, ast.Name) and n.id in ORACLES[oracle] for n in nodes):
-                continue
-            for d in fn.decorator_list:
-                nodes += ast.walk(d)
-            for name in {n.id for n in nodes if isinstance(n, ast.Name)} & tables.keys():
-                for value in tables[name]:
-                    nodes += ast.walk(value)
-            found |= _named(nodes)
-    return found
+            if isinstance(fn, ast.FunctionDef) and fn.name.startswith("test"):
+                nodes = list(ast.walk(fn))  # a FunctionDef's walk includes its decorators
+                tests_read.append(({n.id for n in nodes if isinstance(n, ast.Name)}, _named(nodes)))
+    return tests_read, tables
 
 
 # where a stage knowingly answers differently from PyTorch, with the reason (namespace title,
