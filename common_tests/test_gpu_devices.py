@@ -546,6 +546,32 @@ class TestWebGPU(OnEveryDevice):
         assert y.cpu().numpy().tolist() == (np.arange(1000) * 2.0).tolist()
         assert z.cpu().numpy().tolist() == [-1.0] * 1000
 
+    def test_launches_recorded_in_c_match_wgpu_py_and_raise_its_errors(self, gpu, monkeypatch):
+        """The installed wgpu has the C functions the runtime records launches with; what they
+        compute is what recording through wgpu-py computes, and NumPy's; a bind group that does
+        not fit its kernel raises wgpu's validation error, as through wgpu-py."""
+        import wgpu
+        rt = sys.modules[gpu.__name__ + ".webgpu.runtime"].runtime()
+        assert rt.recorder is not None, "the installed wgpu lacks what webgpu/record.py records with"
+        rng = np.random.default_rng(11)
+        a, b = (rng.standard_normal((70, 30)).astype(np.float32) for _ in range(2))
+
+        def step():
+            x, y = gpu.from_numpy(a).to("webgpu"), gpu.from_numpy(b).to("webgpu")
+            return (x.exp() * y + x).sum(0).cpu().numpy()
+
+        in_c = step()
+        monkeypatch.setattr(rt, "recorder", None)
+        assert in_c.tolist() == step().tolist()
+        np.testing.assert_allclose(in_c, (np.exp(a) * b + a).sum(0), rtol=1e-5, atol=1e-5)
+        monkeypatch.undo()
+        source, spare = next(iter(rt._pipelines)), [rt.alloc(16) for _ in range(9)]
+        with pytest.raises(wgpu.GPUValidationError, match="bindings"):
+            rt.launch(source, spare, [0], 1)  # more buffers than the kernel binds
+        for buffer in spare:
+            rt.release(buffer)
+        assert (gpu.ones(3, device="webgpu") * 2).tolist() == [2.0] * 3  # and the device goes on
+
     def test_the_devices_command_reports_what_it_measured(self, tmp_path):
         """``stagegrad devices --quick``: every time positive, each bandwidth its bytes over its
         time, each crossover the smallest size where a device's time is below stage 3's, a

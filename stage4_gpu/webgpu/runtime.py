@@ -16,6 +16,7 @@ import array
 from ..device import DeviceError
 from ..gpu.opening import Opening
 from ..gpu.pool import CachingPool, size_class
+from .record import native_recorder
 
 BATCH = 64  # launches recorded before they are submitted
 MAX_GROUPS = 65535  # workgroups per dispatch dimension, WebGPU's guaranteed minimum
@@ -48,6 +49,7 @@ class Runtime:
         self.usage = (wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC
                       | wgpu.BufferUsage.COPY_DST)
         self._pipelines = {}
+        self.recorder = native_recorder(self.device)  # None: record through wgpu-py
         self.pool = CachingPool()
         self._encoder = self._pass = None  # the launches recorded, not yet submitted
         self._recorded = 0
@@ -102,14 +104,15 @@ class Runtime:
     # ------------------------------------------------------------ kernels
 
     def pipeline(self, source):
-        """The compute pipeline of a WGSL source, compiled on first use."""
-        pipe = self._pipelines.get(source)
-        if pipe is None:
+        """The compute pipeline of a WGSL source and its bind group layout, compiled on first
+        use (asking a pipeline for its layout makes a new wrapper each time)."""
+        compiled = self._pipelines.get(source)
+        if compiled is None:
             module = self.device.create_shader_module(code=source)
             pipe = self.device.create_compute_pipeline(
                 layout="auto", compute={"module": module, "entry_point": "main"})
-            self._pipelines[source] = pipe
-        return pipe
+            compiled = self._pipelines[source] = pipe, pipe.get_bind_group_layout(0)
+        return compiled
 
     def launch(self, source, buffers, params, groups):
         """Record ``source``'s ``main`` over ``groups`` workgroups (spread over two dispatch
@@ -117,19 +120,19 @@ class Runtime:
         ``params`` bound after them."""
         if groups <= 0:
             return
-        pipe = self.pipeline(source)
+        pipe, layout = self.pipeline(source)
         pbuf = self.upload(array.array("i", params))
-        entries = [{"binding": i, "resource": {"buffer": b}}
-                   for i, b in enumerate(buffers + [pbuf])]
-        group = self.device.create_bind_group(layout=pipe.get_bind_group_layout(0),
-                                              entries=entries)
         if self._encoder is None:
             self._encoder = self.device.create_command_encoder()
             self._pass = self._encoder.begin_compute_pass()
-        self._pass.set_pipeline(pipe)
-        self._pass.set_bind_group(0, group)
         x = min(groups, MAX_GROUPS)
-        self._pass.dispatch_workgroups(x, -(-groups // x), 1)
+        if self.recorder is not None:
+            self.recorder.record(self._pass, pipe, layout, buffers + [pbuf], x, -(-groups // x))
+        else:
+            entries = [{"binding": i, "resource": b} for i, b in enumerate(buffers + [pbuf])]
+            self._pass.set_pipeline(pipe)
+            self._pass.set_bind_group(0, self.device.create_bind_group(layout=layout, entries=entries))
+            self._pass.dispatch_workgroups(x, -(-groups // x), 1)
         self.launches += 1
         self._recorded += 1
         self.release(pbuf)
