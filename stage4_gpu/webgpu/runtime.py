@@ -126,16 +126,18 @@ class Runtime:
             self._encoder = self.device.create_command_encoder()
             self._pass = self._encoder.begin_compute_pass()
         x = min(groups, MAX_GROUPS)
-        if self.recorder is not None:
-            self.recorder.record(self._pass, pipe, layout, buffers + [pbuf], x, -(-groups // x))
-        else:
-            entries = [{"binding": i, "resource": b} for i, b in enumerate(buffers + [pbuf])]
-            self._pass.set_pipeline(pipe)
-            self._pass.set_bind_group(0, self.device.create_bind_group(layout=layout, entries=entries))
-            self._pass.dispatch_workgroups(x, -(-groups // x), 1)
+        try:
+            if self.recorder is not None:
+                self.recorder.record(self._pass, pipe, layout, buffers + [pbuf], x, -(-groups // x))
+            else:
+                entries = [{"binding": i, "resource": b} for i, b in enumerate(buffers + [pbuf])]
+                self._pass.set_pipeline(pipe)
+                self._pass.set_bind_group(0, self.device.create_bind_group(layout=layout, entries=entries))
+                self._pass.dispatch_workgroups(x, -(-groups // x), 1)
+        finally:
+            self.release(pbuf)  # a launch refused (a validation error) keeps no parameter buffer
         self.launches += 1
         self._recorded += 1
-        self.release(pbuf)
         if self._recorded >= BATCH:
             self.flush()
 
