@@ -1,7 +1,7 @@
 """Recording a launch into a compute pass through wgpu-native's C functions.
 
 Design: wgpu-py's ``create_bind_group`` builds each descriptor in Python, entry by entry,
-checking every key: about 45 µs a launch on the reference machine, eight times the native
+checking every key: about 50 µs a launch on the reference machine, nine times the native
 call (5.7 µs), and most of what a small operation costs the host. Here one descriptor per
 entry count is allocated once and refilled, the bind group is made by the backend's
 error-checked copy of the C function (a validation error raises, as through wgpu-py), and
