@@ -27,6 +27,7 @@ at the larger size, and the table says so.
 import time
 from pathlib import Path
 
+from .conv_ladder import RTOL, check
 from .formatting import markdown_table, pyplot, write_tables
 from .measure import seconds_per_call
 from .roofline import measure_peak_gflops
@@ -44,17 +45,6 @@ def add_arguments(p):
     p.add_argument("--sweep-budget", type=float, default=2.0,
                    help="seconds per step at each size of the sweep (default 2)")
     p.add_argument("--no-plot", action="store_true", help="skip the figures")
-
-
-# a step's product against OpenBLAS's, before it is timed: max |C - C_blas| / max |C_blas|, the
-# CUDA ladder's bound (a wrong element is off by about the whole scale; rounding, by 1e-6)
-TOLERANCE = 1e-4
-
-
-def _error(c, ref):
-    import numpy as np  # the oracle's arithmetic, outside the timed calls
-    c, ref = np.asarray(c, dtype=np.float64), np.asarray(ref, dtype=np.float64)
-    return float(np.abs(c - ref).max() / max(np.abs(ref).max(), np.finfo(np.float32).tiny))
 
 
 def _best(fn, budget):
@@ -86,17 +76,20 @@ def measure(size=1024, budget=4.0, stream=None, before=None):
     predicted = {r["label"]: r["seconds"] and r["seconds"] * (size / before["size"]) ** 3
                  for r in before["rows"]} if before else {}
 
-    reference = K.matmul(a, b, "blas")
+    import numpy as np  # the check's oracle arithmetic, outside the timed calls
+    reference = [np.asarray(K.matmul(a, b, "blas"))]
 
     def record(kind, label, call, threads, **extra):
         nonlocal done
         guess = predicted.get(label, 0.0)
         seconds = None
         if guess is not None and guess <= budget:
-            error = _error(call(), reference)
-            if not error <= TOLERANCE:  # (a NaN fails too)
+            # against OpenBLAS's product as the conv ladder checks its rungs: max |C - C_blas| /
+            # max |C_blas| within RTOL (a wrong element is off by about the whole scale), and finite
+            checked = check([np.asarray(call())], reference)
+            if not checked["ok"]:
                 raise SystemExit(f"gemm-ladder: {label} at n = {size} differs from OpenBLAS's product "
-                                 f"(max error / max |C| = {error:.2g}, over {TOLERANCE:g}); "
+                                 f"(max error / max |C| = {checked['max_rel_diff']:.2g}, over {RTOL:g}); "
                                  "a wrong answer is not timed")
             seconds = _best(call, budget)
         gflops = flops / seconds / 1e9 if seconds else None
